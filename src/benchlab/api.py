@@ -1,0 +1,188 @@
+"""The Python API: :func:`run` is what ``benchlab run`` calls, one function for one command."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from benchlab.artifacts import ArtifactCache, default_cache_dir
+from benchlab.errors import UsageError
+from benchlab.harness import Plan, TestOverrides, execute, plan
+from benchlab.plugins import load_target
+from benchlab.report.jsondir import write_result_json
+from benchlab.report.terminal import SweepProgress
+from benchlab.results import Results
+from benchlab.schema import Result
+from benchlab.spec import load
+from benchlab.spec.types import BenchmarkSpec, FrameworkConfig
+from benchlab.store import open_store
+from benchlab.targets.base import Target
+from benchlab.zoo import DEFAULT_MODELS, zoo_specs
+
+__all__ = ["parse_framework", "plan_sweep", "run"]
+
+# When --target-ci is given without a budget, stop trying after this long per job.
+DEFAULT_TIME_BUDGET_S = 60.0
+
+
+def parse_framework(text: str) -> FrameworkConfig:
+    """Parse ``name`` or ``name:key=value,key=value`` (values parsed as int/float/bool if they
+    look like one), e.g. ``pytorch:mode=torchscript`` or ``onnxruntime:intra_op_threads=1``."""
+    name, _, rest = text.partition(":")
+    if not name.strip():
+        raise UsageError(f"bad framework {text!r}: expected name or name:key=value,...")
+    options: dict[str, object] = {}
+    for item in filter(None, (p.strip() for p in rest.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"bad framework option {item!r} in {text!r}: expected key=value")
+        options[key.strip()] = _scalar(value.strip())
+    return FrameworkConfig(name.strip(), options)
+
+
+def _scalar(value: str) -> object:
+    lowered = value.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
+def _collect_specs(
+    specs: Sequence[str | Path] | str | Path | None,
+    models: Sequence[str] | None,
+    cache: ArtifactCache,
+    root_model_dir: Path | None,
+) -> list[BenchmarkSpec]:
+    if isinstance(specs, (str, Path)):
+        specs = [specs]
+    loaded: list[BenchmarkSpec] = []
+    for path in specs or ():
+        loaded.extend(load(Path(path), root_dir=root_model_dir))
+    if models:
+        names = list(DEFAULT_MODELS) if list(models) == ["all"] else list(models)
+        loaded.extend(zoo_specs(names, cache))
+    if not specs and not models:
+        loaded.extend(zoo_specs(DEFAULT_MODELS, cache))
+    return loaded
+
+
+def _plan(
+    specs: Sequence[str | Path] | str | Path | None,
+    models: Sequence[str] | None,
+    frameworks: Sequence[str | FrameworkConfig] | None,
+    target: Target,
+    overrides: TestOverrides | None,
+    cache: ArtifactCache,
+    root_model_dir: Path | None,
+) -> tuple[Plan, list[FrameworkConfig]]:
+    configs = [parse_framework(f) if isinstance(f, str) else f for f in frameworks or ()]
+    if any(c.name == "all" for c in configs):
+        configs = []
+    loaded = _collect_specs(specs, models, cache, root_model_dir)
+    if not loaded:
+        raise UsageError("nothing to run: the given specs contain no tests")
+    return plan(loaded, target, frameworks=configs or None, overrides=overrides), configs
+
+
+def plan_sweep(
+    specs: Sequence[str | Path] | str | Path | None = None,
+    *,
+    models: Sequence[str] | None = None,
+    frameworks: Sequence[str | FrameworkConfig] | None = None,
+    target: str = "host",
+    overrides: TestOverrides | None = None,
+    cache_dir: Path | None = None,
+    root_model_dir: Path | None = None,
+) -> Plan:
+    """The jobs :func:`run` would run with the same arguments, without running them."""
+    cache = ArtifactCache(cache_dir or default_cache_dir(), root_model_dir=root_model_dir)
+    return _plan(
+        specs, models, frameworks, load_target(target), overrides, cache, root_model_dir
+    )[0]
+
+
+def run(
+    specs: Sequence[str | Path] | str | Path | None = None,
+    *,
+    models: Sequence[str] | None = None,
+    frameworks: Sequence[str | FrameworkConfig] | None = None,
+    target: str = "host",
+    db: str | Path | None = None,
+    resume: bool | int | str = False,
+    overrides: TestOverrides | None = None,
+    time_budget: float | None = None,
+    string_map: Mapping[str, str] | None = None,
+    json_dir: Path | None = None,
+    cache_dir: Path | None = None,
+    root_model_dir: Path | None = None,
+    progress: bool = False,
+    console: Console | None = None,
+) -> Results:
+    """Run a sweep and return its :class:`Results`; every result is also in the store.
+
+    ``specs`` are spec or suite files; ``models`` names zoo models (``["all"]`` for the
+    default set). With neither, the zoo's default models run on every installed framework.
+    ``frameworks`` limits and configures the frameworks (``"pytorch:mode=eager"``).
+    Failed jobs do not raise: they are results with a failed status (see ``Results.failed``).
+    """
+    cache = ArtifactCache(
+        cache_dir or default_cache_dir(), root_model_dir=root_model_dir, progress=progress,
+        console=console,
+    )
+    the_target = load_target(target)
+    sweep, configs = _plan(specs, models, frameworks, the_target, overrides, cache, root_model_dir)
+    if overrides and overrides.target_ci is not None and time_budget is None:
+        time_budget = DEFAULT_TIME_BUDGET_S
+    store = open_store(db)
+    try:
+        run_label: list[str] = []
+
+        def on_result(result: Result) -> None:
+            if json_dir is not None:
+                write_result_json(json_dir, run_label[0], result)
+
+        def start(record_uuid: str) -> None:
+            run_label.append(record_uuid)
+
+        bar = SweepProgress(len(sweep.jobs), console=console) if progress else None
+        if bar is not None:
+            bar.__enter__()
+        try:
+            record, results = execute(
+                sweep, the_target, cache, store, resume=resume, string_map=string_map,
+                time_budget=time_budget, description=_describe(specs, models, configs),
+                on_result=on_result, progress=bar, on_run=start,
+            )
+        finally:
+            if bar is not None:
+                bar.__exit__(None, None, None)
+    finally:
+        store.close()
+    return Results(
+        items=tuple(results),
+        run_id=record.id,
+        run_uuid=record.uuid,
+        skipped=tuple((s.label, s.reason) for s in sweep.skipped),
+    )
+
+
+def _describe(
+    specs: Sequence[str | Path] | str | Path | None,
+    models: Sequence[str] | None,
+    configs: Sequence[FrameworkConfig],
+) -> str:
+    parts = []
+    if specs:
+        parts.append("specs=" + ",".join(map(str, [specs] if isinstance(specs, (str, Path))
+                                                  else specs)))
+    parts.append("models=" + ",".join(models or DEFAULT_MODELS) if models or not specs else "")
+    if configs:
+        parts.append("frameworks=" + ",".join(c.name for c in configs))
+    return " ".join(p for p in parts if p)

@@ -1,0 +1,231 @@
+"""The ``benchlab`` command (typer + rich): each command maps its options to one library call.
+
+Exit codes: 0 everything succeeded; 1 some job failed or a regression was found; 2 the user's
+input is wrong (a bad spec, an unknown framework); 3 an infrastructure failure.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from benchlab.errors import BenchlabError, UsageError
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="benchlab",
+    help="Benchmark ML inference across frameworks, backends and devices.",
+    no_args_is_help=False,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+results_app = typer.Typer(help="List, show and export past runs.", no_args_is_help=True)
+app.add_typer(results_app, name="results")
+
+console = Console()
+err_console = Console(stderr=True)
+
+DbOption = Annotated[
+    Optional[str],  # noqa: UP007 - typer needs Optional here
+    typer.Option("--db", help="SQLite file or database URL (default: per-user SQLite file)."),
+]
+
+
+def _percent(text: str | None) -> float | None:
+    if text is None:
+        return None
+    raw = text.strip()
+    try:
+        value = float(raw.rstrip("%")) / 100.0 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise UsageError(f"--target-ci {text!r}: expected a fraction like 0.01 or 1%") from None
+    if value <= 0:
+        raise UsageError("--target-ci must be positive")
+    return value
+
+
+def split_frameworks(values: list[str]) -> list[str]:
+    """``pytorch:mode=eager,threads=2,onnxruntime`` → ``["pytorch:mode=eager,threads=2",
+    "onnxruntime"]``: a token with ``=`` but no ``:`` continues the previous framework."""
+    out: list[str] = []
+    for value in values:
+        for token in filter(None, (t.strip() for t in value.split(","))):
+            if "=" in token and ":" not in token and out:
+                out[-1] += ("," if ":" in out[-1] else ":") + token
+            else:
+                out.append(token)
+    return out
+
+
+@app.command()
+def run(
+    specs: Annotated[list[Path], typer.Argument(help="Spec or suite files (JSON/YAML).")] = [],  # noqa: B006
+    models: Annotated[Optional[str], typer.Option(help="Zoo models, comma-separated, or 'all'.")] = None,  # noqa: UP007,E501
+    frameworks: Annotated[list[str], typer.Option("--frameworks", "-f", help="Frameworks, e.g. 'pytorch:mode=eager,onnxruntime' or 'all'.")] = [],  # noqa: B006,E501
+    target: Annotated[str, typer.Option(help="Where to run.")] = "host",
+    db: DbOption = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Finish the latest interrupted run of this sweep.")] = False,  # noqa: E501
+    resume_run: Annotated[Optional[str], typer.Option(help="Finish this interrupted run (id or UUID prefix).")] = None,  # noqa: UP007,E501
+    target_ci: Annotated[Optional[str], typer.Option(help="Measure until the median's 95% CI is this tight, e.g. 1%.")] = None,  # noqa: UP007,E501
+    time_budget: Annotated[Optional[float], typer.Option(help="Seconds per job for --target-ci (default 60).")] = None,  # noqa: UP007,E501
+    warmup: Annotated[Optional[int], typer.Option(help="Warm-up iterations (overrides specs).")] = None,  # noqa: UP007
+    iterations: Annotated[Optional[int], typer.Option("--iter", help="Minimum timed iterations per process.")] = None,  # noqa: UP007,E501
+    repeat: Annotated[Optional[int], typer.Option(help="Fresh processes per job.")] = None,  # noqa: UP007
+    min_time: Annotated[Optional[float], typer.Option(help="Minimum seconds of timing per process.")] = None,  # noqa: UP007,E501
+    threads: Annotated[Optional[int], typer.Option(help="Runtime threads.")] = None,  # noqa: UP007
+    cpu_list: Annotated[Optional[str], typer.Option(help="Pin jobs to these CPUs, e.g. 0-1.")] = None,  # noqa: UP007,E501
+    profile_ops: Annotated[bool, typer.Option("--profile-ops", help="Also record per-operator times.")] = False,  # noqa: E501
+    timeout: Annotated[Optional[float], typer.Option(help="Seconds before a command is killed.")] = None,  # noqa: UP007,E501
+    cooldown: Annotated[Optional[float], typer.Option(help="Seconds to rest between processes.")] = None,  # noqa: UP007,E501
+    string_map: Annotated[Optional[str], typer.Option(help="Placeholders: JSON or K=v,K2=v2.")] = None,  # noqa: UP007,E501
+    json_dir: Annotated[Optional[Path], typer.Option(help="Also write one JSON file per result here.")] = None,  # noqa: UP007,E501
+    root_model_dir: Annotated[Optional[Path], typer.Option(help="Root for '//' file locations.")] = None,  # noqa: UP007,E501
+    cache_dir: Annotated[Optional[Path], typer.Option(help="Artifact cache directory.")] = None,  # noqa: UP007,E501
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the planned jobs and exit.")] = False,  # noqa: E501
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Run benchmarks: the zoo's default models on every installed framework, or the specs given."""
+    from benchlab.api import plan_sweep, run as run_sweep
+    from benchlab.harness import TestOverrides, describe_plan
+    from benchlab.report.terminal import results_table
+    from benchlab.spec import parse_string_map
+
+    overrides = TestOverrides(
+        warmup=warmup, iter=iterations, repeat=repeat, min_time=min_time,
+        target_ci=_percent(target_ci), threads=threads, cpu_list=cpu_list,
+        profile_ops=True if profile_ops else None, timeout=timeout, cooldown=cooldown,
+    )
+    model_names = [m.strip() for m in models.split(",") if m.strip()] if models else None
+    common = dict(
+        models=model_names, frameworks=split_frameworks(frameworks), target=target,
+        overrides=overrides, root_model_dir=root_model_dir, cache_dir=cache_dir,
+    )
+    if dry_run:
+        console.print_json(describe_plan(plan_sweep(list(specs), **common)))  # type: ignore[arg-type]
+        return
+    results = run_sweep(
+        list(specs), db=db, resume=resume_run or resume, time_budget=time_budget,
+        string_map=parse_string_map(string_map) if string_map else None, json_dir=json_dir,
+        progress=not quiet, console=err_console, **common,  # type: ignore[arg-type]
+    )
+    console.print(results_table(list(results), title=f"benchlab run {results.run_id}"))
+    for label, reason in results.skipped:
+        console.print(f"[dim]skipped {label}: {reason}[/]")
+    if results.failed:
+        err_console.print(f"[red]{len(results.failed)} of {len(results)} jobs failed[/]")
+    raise typer.Exit(results.exit_code)
+
+
+@results_app.command("list")
+def results_list(
+    db: DbOption = None,
+    limit: Annotated[int, typer.Option(help="How many runs.")] = 20,
+) -> None:
+    """List recent runs."""
+    from benchlab.report.history import runs_table
+    from benchlab.store import open_store
+
+    with open_store(db) as store:
+        console.print(runs_table(store.list_runs(limit)))
+
+
+@results_app.command("show")
+def results_show(
+    run_ref: Annotated[str, typer.Argument(help="Run id, UUID prefix or 'latest'.")] = "latest",
+    db: DbOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+) -> None:
+    """Show the results of one run."""
+    from benchlab.report.terminal import results_table
+    from benchlab.store import open_store
+
+    with open_store(db) as store:
+        record = store.get_run(run_ref)
+        results = store.results(record.id, with_samples=as_json)
+    if as_json:
+        sys.stdout.write(json.dumps([r.to_dict() for r in results], indent=1, default=str) + "\n")
+        return
+    title = f"run {record.id} ({record.status.value}, {record.created_at}) {record.description}"
+    console.print(results_table(results, title=title))
+
+
+@results_app.command("export")
+def results_export(
+    output: Annotated[Path, typer.Argument(help="File to write: .csv or .parquet.")],
+    run_ref: Annotated[str, typer.Option("--run", help="Run id, UUID prefix or 'latest'.")] = "latest",  # noqa: E501
+    db: DbOption = None,
+    samples: Annotated[bool, typer.Option("--samples", help="Raw samples instead of summaries.")] = False,  # noqa: E501
+) -> None:
+    """Export one run's summaries (or raw samples) to CSV or Parquet."""
+    from benchlab.report.export import export_results
+    from benchlab.store import open_store
+
+    with open_store(db) as store:
+        results = store.results(store.get_run(run_ref).id, with_samples=samples)
+    path = export_results(results, output, samples=samples)
+    console.print(f"wrote {len(results)} results to {path}")
+
+
+@results_app.command("history")
+def results_history(
+    model: Annotated[str, typer.Argument(help="Model name.")],
+    framework: Annotated[str, typer.Argument(help="Framework name.")],
+    db: DbOption = None,
+    metric: Annotated[str, typer.Option(help="Metric key.")] = "NET latency",
+    limit: Annotated[int, typer.Option(help="How many points.")] = 50,
+) -> None:
+    """The history of one model × framework: the median over time, with its CI."""
+    from benchlab.report.history import history_table
+    from benchlab.store import open_store
+
+    with open_store(db) as store:
+        points = store.history(model, framework, metric_key=metric, limit=limit)
+    console.print(history_table(points, title=f"{model} @ {framework}: {metric}"))
+
+
+@app.command()
+def schema(
+    suite: Annotated[bool, typer.Option("--suite", help="The suite file schema instead.")] = False,
+) -> None:
+    """Print the JSON Schema of spec files (or suite files)."""
+    from benchlab.spec import spec_json_schema, suite_json_schema
+
+    document = suite_json_schema() if suite else spec_json_schema()
+    sys.stdout.write(json.dumps(document, indent=2) + "\n")
+
+
+@app.command()
+def doctor(db: DbOption = None) -> None:
+    """What frameworks, targets and devices are available here, and why not where not."""
+    from benchlab.doctor import diagnose
+    from benchlab.report.history import doctor_tables
+
+    for table in doctor_tables(diagnose(db)):
+        console.print(table)
+
+
+def main() -> None:
+    """Console entry point: user and infrastructure errors become one line and an exit code."""
+    try:
+        app(standalone_mode=False)
+    except BenchlabError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err_console.print("interrupted; finished jobs are saved: resume with 'benchlab run --resume'")
+        sys.exit(130)
+    except Exception as exc:  # click usage errors arrive as ClickException subclasses
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(2)
+        raise

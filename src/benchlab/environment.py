@@ -1,0 +1,136 @@
+"""What the machine looked like when a result was measured.
+
+Everything is read from ``/proc``, ``/sys`` and package metadata; nothing here imports a
+runtime (versions come from ``importlib.metadata``), so capturing is cheap and safe.
+Fields that cannot be read on this machine are ``None`` rather than guessed.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import socket
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "RUNTIME_PACKAGES",
+    "capture_host_environment",
+    "package_versions",
+    "parse_cpu_list",
+    "read_temperatures",
+]
+
+# Distributions whose versions are worth recording beside every result.
+RUNTIME_PACKAGES = ("benchlab", "numpy", "torch", "onnxruntime", "onnx")
+
+_SYS_CPU = Path("/sys/devices/system/cpu")
+_THERMAL = Path("/sys/class/thermal")
+
+
+def parse_cpu_list(text: str) -> set[int]:
+    """Parse a Linux CPU list such as ``"0-2,5"`` into ``{0, 1, 2, 5}``.
+
+    Raises ``ValueError`` with the offending text when it is malformed.
+    """
+    cpus: set[int] = set()
+    for part in text.replace(" ", "").split(","):
+        if not part:
+            continue
+        try:
+            if "-" in part:
+                lo, hi = part.split("-", 1)
+                first, last = int(lo), int(hi)
+                if last < first:
+                    raise ValueError
+                cpus.update(range(first, last + 1))
+            else:
+                cpus.add(int(part))
+        except ValueError:
+            raise ValueError(f"bad CPU list {text!r}: expected e.g. '0-1,3'") from None
+    if not cpus or min(cpus) < 0:
+        raise ValueError(f"bad CPU list {text!r}: expected e.g. '0-1,3'")
+    return cpus
+
+
+def package_versions(names: tuple[str, ...] = RUNTIME_PACKAGES) -> dict[str, str | None]:
+    """Installed versions of the given distributions, ``None`` for missing ones."""
+    versions: dict[str, str | None] = {}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _cpu_model() -> str | None:
+    text = _read(Path("/proc/cpuinfo")) or ""
+    for line in text.splitlines():
+        if line.lower().startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or None
+
+
+def _frequencies() -> dict[str, Any]:
+    governors: dict[str, str] = {}
+    cur_khz: dict[str, int] = {}
+    for cpu_dir in sorted(_SYS_CPU.glob("cpu[0-9]*")):
+        freq = cpu_dir / "cpufreq"
+        governor = _read(freq / "scaling_governor")
+        if governor is not None:
+            governors[cpu_dir.name] = governor
+        cur = _read(freq / "scaling_cur_freq")
+        if cur is not None and cur.isdigit():
+            cur_khz[cpu_dir.name] = int(cur)
+    mhz: list[float] = []
+    if not cur_khz:
+        for line in (_read(Path("/proc/cpuinfo")) or "").splitlines():
+            if line.lower().startswith("cpu mhz"):
+                mhz.append(float(line.split(":", 1)[1]))
+    return {
+        "governors": governors or None,
+        "frequencies_khz": cur_khz or ({"cpuinfo_mhz": mhz} if mhz else None),
+    }
+
+
+def read_temperatures() -> dict[str, float] | None:
+    """Temperatures in °C from ``/sys/class/thermal``, keyed by zone type; None if unreadable."""
+    temps: dict[str, float] = {}
+    for zone in sorted(_THERMAL.glob("thermal_zone*")):
+        raw = _read(zone / "temp")
+        if raw is None or not raw.lstrip("-").isdigit():
+            continue
+        kind = _read(zone / "type") or zone.name
+        temps[f"{kind}:{zone.name}"] = int(raw) / 1000.0
+    return temps or None
+
+
+def capture_host_environment() -> dict[str, Any]:
+    """A snapshot of this machine: identity, CPU, load, frequencies, temperatures, versions."""
+    try:
+        load = os.getloadavg()
+    except OSError:
+        load = None
+    return {
+        "hostname": socket.gethostname(),
+        "os": platform.platform(),
+        "kernel": platform.release(),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "cpus_allowed": sorted(os.sched_getaffinity(0)),
+        "load_average": list(load) if load else None,
+        **_frequencies(),
+        "temperatures_c": read_temperatures(),
+        "packages": package_versions(),
+    }

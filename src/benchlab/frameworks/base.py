@@ -1,0 +1,151 @@
+"""The framework protocol: how benchlab drives one inference runtime.
+
+A framework adapter decides which of a model's files it can run and in which configurations,
+builds the command(s) that measure one repetition on a target, and reads what they print.
+Adapters never import their runtime: that happens only in the runner process, inside the
+adapter's own ``backend`` module.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from benchlab.frameworks.common import file_key_with_suffix
+from benchlab.protocol import ParsedOutput, parse_output
+from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, ModelDef, TestCase
+from benchlab.targets.base import Availability, CommandResult
+
+__all__ = [
+    "Framework",
+    "Invocation",
+    "JobContext",
+    "RunnerFramework",
+    "Unsupported",
+    "runner_invocation",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Unsupported:
+    """Why a framework cannot run a model (``pytorch`` given only an ``.onnx`` file, say)."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class JobContext:
+    """Everything a framework needs to build the commands of one repetition.
+
+    ``files`` maps ``files.KEY`` / ``input_files.KEY`` to paths on the target; ``placeholders``
+    is the complete substitution map for the spec's commands (string map included).
+    """
+
+    spec: BenchmarkSpec
+    test: TestCase
+    config: FrameworkConfig
+    workdir: str
+    python: str
+    files: Mapping[str, str]
+    placeholders: Mapping[str, str]
+    repetition: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """One command a repetition runs, with the environment variables it needs."""
+
+    argv: Sequence[str] | str
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Framework(Protocol):
+    """An inference runtime adapter, registered under the ``benchlab.frameworks`` entry points."""
+
+    name: str
+
+    def availability(self) -> Availability:
+        """Whether the runtime is installed here (checked without importing it)."""
+        ...
+
+    def configurations(
+        self, model: ModelDef, requested: Sequence[FrameworkConfig]
+    ) -> list[FrameworkConfig] | Unsupported:
+        """The configurations to measure ``model`` with, or why it cannot be run.
+
+        ``requested`` are this framework's entries from the spec or command line; when empty,
+        the framework picks its defaults for the model.
+        """
+        ...
+
+    def invocations(self, ctx: JobContext) -> list[Invocation]:
+        """The commands that measure one repetition (one fresh process for runner frameworks)."""
+        ...
+
+    def parse(self, results: Sequence[CommandResult]) -> ParsedOutput:
+        """Read the metric lines the repetition's commands printed."""
+        ...
+
+
+def thread_env(threads: int | None) -> dict[str, str]:
+    """Environment variables that bound the thread pools of common math libraries."""
+    if not threads:
+        return {}
+    value = str(threads)
+    return {name: value for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+
+
+def runner_invocation(
+    ctx: JobContext, *, backend: str, model_path: str | None, options: Mapping[str, Any]
+) -> Invocation:
+    """The command that starts benchlab's runner for one repetition.
+
+    The runner's whole configuration travels as one JSON argument, so the same command works
+    on a host, over ssh or through adb without writing a file first.
+    """
+    test = ctx.test
+    config = {
+        "backend": backend,
+        "model_path": model_path,
+        "entry": ctx.spec.model.entry,
+        "inputs": [
+            {"name": i.name, "shape": list(i.shape), "dtype": i.dtype} for i in test.inputs
+        ],
+        "warmup": test.warmup,
+        "iterations": test.iter,
+        "min_time": test.min_time,
+        "max_time": test.max_time,
+        "target_ci": test.target_ci,
+        "threads": test.threads,
+        "profile_ops": test.profile_ops,
+        "seed": ctx.repetition,
+        "options": dict(options),
+    }
+    argv = [ctx.python, "-m", "benchlab.runner", json.dumps(config, sort_keys=True)]
+    return Invocation(argv=argv, env={**thread_env(test.threads), **test.env})
+
+
+class RunnerFramework:
+    """Shared behaviour of frameworks measured by benchlab's own runner in a fresh process."""
+
+    name = ""
+    #: ``module:Class`` of the runner-side backend, imported only in the runner process.
+    backend = ""
+
+    def parse(self, results: Sequence[CommandResult]) -> ParsedOutput:
+        """The runner prints native metric lines on stdout."""
+        return parse_output("\n".join(r.stdout for r in results))
+
+    def model_file(self, ctx: JobContext, suffixes: tuple[str, ...]) -> str | None:
+        """The target path of the first model file whose name ends with one of ``suffixes``."""
+        key = file_key_with_suffix(ctx.spec.model, suffixes)
+        return None if key is None else ctx.files.get(f"files.{key}")
+
+
+def quote_command(argv: Sequence[str]) -> str:
+    """A shell-safe rendering of ``argv`` for logs and remote shells."""
+    return " ".join(shlex.quote(a) for a in argv)

@@ -1,0 +1,53 @@
+"""The ``generic`` framework: run the spec's commands and read the metric lines they print.
+
+This is FAI-PEP's ``generic`` framework: any binary that prints ``PyTorchObserver {json}`` or
+benchlab's native metric lines (on stdout or stderr) can be benchmarked without an adapter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from benchlab.errors import SpecError
+from benchlab.frameworks.base import Invocation, JobContext, Unsupported, thread_env
+from benchlab.protocol import ParsedOutput, parse_output
+from benchlab.spec.placeholders import substitute
+from benchlab.spec.types import FrameworkConfig, ModelDef
+from benchlab.targets.base import Availability, CommandResult
+
+__all__ = ["GenericFramework"]
+
+
+class GenericFramework:
+    """Runs ``tests[].commands`` through the target's shell, one after another per repetition."""
+
+    name = "generic"
+
+    def availability(self) -> Availability:
+        """Always available: it needs nothing but a shell."""
+        return Availability(ok=True, version=None)
+
+    def configurations(
+        self, model: ModelDef, requested: Sequence[FrameworkConfig]
+    ) -> list[FrameworkConfig] | Unsupported:
+        """One configuration; the commands carry everything else."""
+        return list(requested) or [FrameworkConfig(self.name, {})]
+
+    def invocations(self, ctx: JobContext) -> list[Invocation]:
+        """The test's commands with every placeholder substituted."""
+        if not ctx.test.commands:
+            raise SpecError(
+                ctx.spec.path,
+                "the generic framework needs 'commands' (or FAI-PEP's 'command') in the test",
+                f"tests[{ctx.test.identifier}].commands",
+            )
+        env = {**thread_env(ctx.test.threads), **ctx.test.env}
+        return [
+            Invocation(argv=substitute(command, ctx.placeholders), env=env)
+            for command in ctx.test.commands
+        ]
+
+    def parse(self, results: Sequence[CommandResult]) -> ParsedOutput:
+        """Metric lines may come on stdout or stderr (a logcat-style stream)."""
+        text = "\n".join(part for r in results for part in (r.stdout, r.stderr))
+        return parse_output(text)

@@ -1,0 +1,130 @@
+"""Runner-side ONNX Runtime backend: the only module of the adapter that imports onnxruntime."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+
+from benchlab.runner.config import InputConfig, RunnerConfig
+
+__all__ = ["OnnxRuntimeBackend"]
+
+_LEVELS = {
+    "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+    "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+}
+_ORT_TYPES = {
+    "tensor(float)": "float32",
+    "tensor(float16)": "float16",
+    "tensor(double)": "float64",
+    "tensor(int64)": "int64",
+    "tensor(int32)": "int32",
+    "tensor(int8)": "int8",
+    "tensor(uint8)": "uint8",
+    "tensor(bool)": "bool",
+}
+
+
+class OnnxRuntimeBackend:
+    """An ``InferenceSession`` with the requested providers, threads and optimisation level."""
+
+    def __init__(self, config: RunnerConfig) -> None:
+        if not config.model_path:
+            raise ValueError("onnxruntime needs a model file")
+        self._config = config
+        self._options = config.options
+        self._session: ort.InferenceSession | None = None
+        self._feeds: dict[str, np.ndarray] = {}
+
+    def _session_options(self, profile_prefix: str | None = None) -> ort.SessionOptions:
+        so = ort.SessionOptions()
+        threads = self._options.get("intra_op_threads", self._config.threads)
+        if threads:
+            so.intra_op_num_threads = int(threads)
+        so.inter_op_num_threads = int(self._options.get("inter_op_threads", 1))
+        level = str(self._options.get("graph_optimization_level", "all"))
+        if level not in _LEVELS:
+            raise ValueError(f"graph_optimization_level must be one of {sorted(_LEVELS)}")
+        so.graph_optimization_level = _LEVELS[level]
+        if profile_prefix:
+            so.enable_profiling = True
+            so.profile_file_prefix = profile_prefix
+        return so
+
+    def _providers(self) -> list[str]:
+        return list(self._options.get("providers", ["CPUExecutionProvider"]))
+
+    def load(self) -> None:
+        """Create the inference session (graph optimisation happens here and is timed)."""
+        self._session = ort.InferenceSession(
+            self._config.model_path, self._session_options(), providers=self._providers()
+        )
+
+    def input_specs(self) -> list[InputConfig]:
+        """Inputs from the graph; symbolic dimensions become 1."""
+        assert self._session is not None
+        specs = []
+        for arg in self._session.get_inputs():
+            shape = [d if isinstance(d, int) and d > 0 else 1 for d in arg.shape]
+            specs.append(
+                InputConfig(name=arg.name, shape=shape, dtype=_ORT_TYPES.get(arg.type, "float32"))
+            )
+        return specs
+
+    def prepare(self, inputs: dict[str, np.ndarray]) -> Callable[[], Any]:
+        """Feeds are bound by the graph's input order when the names differ from the spec's."""
+        assert self._session is not None
+        names = [arg.name for arg in self._session.get_inputs()]
+        arrays = list(inputs.values())
+        self._feeds = {n: inputs[n] for n in names} if set(names) <= set(inputs) else dict(
+            zip(names, arrays, strict=False)
+        )
+        session, feeds = self._session, self._feeds
+        return lambda: session.run(None, feeds)
+
+    def profile_ops(self, iterations: int) -> list[dict[str, float]]:
+        """Per-iteration kernel times per op type, from a separate profiling session."""
+        with tempfile.TemporaryDirectory() as tmp:
+            session = ort.InferenceSession(
+                self._config.model_path,
+                self._session_options(os.path.join(tmp, "ort")),
+                providers=self._providers(),
+            )
+            for _ in range(iterations):
+                session.run(None, self._feeds)
+            with open(session.end_profiling()) as handle:
+                events = json.load(handle)
+        runs = sorted(
+            (e["ts"], e["ts"] + e["dur"])
+            for e in events
+            if e.get("cat") == "Session" and e.get("name") == "model_run"
+        )
+        per_run: list[dict[str, float]] = [{} for _ in runs]
+        for event in events:
+            if event.get("cat") != "Node" or not event.get("name", "").endswith("_kernel_time"):
+                continue
+            op = event.get("args", {}).get("op_name", "unknown")
+            for index, (start, end) in enumerate(runs):
+                if start <= event["ts"] <= end:
+                    per_run[index][op] = per_run[index].get(op, 0.0) + event["dur"] / 1000.0
+                    break
+        return per_run
+
+    def info(self) -> dict[str, Any]:
+        """onnxruntime version and the session configuration in effect."""
+        assert self._session is not None
+        return {
+            "runtime": "onnxruntime",
+            "runtime_version": ort.__version__,
+            "providers": self._session.get_providers(),
+            "graph_optimization_level": str(self._options.get("graph_optimization_level", "all")),
+            "intra_op_threads": self._options.get("intra_op_threads", self._config.threads),
+        }

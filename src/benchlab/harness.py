@@ -1,0 +1,226 @@
+"""Spec → jobs → results: plan a sweep, run it job by job, commit each result at once.
+
+:func:`plan` expands specs into jobs (test × framework configuration × target) and lists the
+combinations that cannot run, with the reason. :func:`execute` runs the jobs, writing every
+finished job to the store in its own transaction before starting the next, so a killed sweep
+loses at most the job in flight and ``resume`` picks up exactly where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from benchlab.artifacts import ArtifactCache
+from benchlab.errors import UsageError
+from benchlab.frameworks.base import Framework, Unsupported
+from benchlab.jobrun import Job, run_job
+from benchlab.plugins import FRAMEWORK_GROUP, available_names, load_framework
+from benchlab.schema import JobIdentity, Result
+from benchlab.store import ResultStore, RunRecord
+from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
+from benchlab.targets.base import Target
+
+__all__ = ["Plan", "Skipped", "TestOverrides", "execute", "model_hash", "plan"]
+
+
+@dataclass(frozen=True, slots=True)
+class TestOverrides:
+    """Command-line settings that replace what the specs say, for every test of a sweep."""
+
+    warmup: int | None = None
+    iter: int | None = None
+    repeat: int | None = None
+    min_time: float | None = None
+    max_time: float | None = None
+    target_ci: float | None = None
+    threads: int | None = None
+    cpu_list: str | None = None
+    profile_ops: bool | None = None
+    timeout: float | None = None
+    cooldown: float | None = None
+
+    def apply(self, test: TestCase) -> TestCase:
+        """``test`` with every set override in place."""
+        changes = {k: getattr(self, k) for k in self.__slots__ if getattr(self, k) is not None}
+        return replace(test, **changes) if changes else test
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A spec × framework combination that was not planned, and why."""
+
+    label: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The jobs of a sweep, the combinations skipped, and a fingerprint identifying the sweep."""
+
+    jobs: tuple[Job, ...]
+    skipped: tuple[Skipped, ...]
+
+    @property
+    def fingerprint(self) -> str:
+        """A digest of the planned job keys: the same sweep gets the same fingerprint."""
+        keys = sorted(job.identity.key for job in self.jobs)
+        return hashlib.sha256("\n".join(keys).encode()).hexdigest()[:16]
+
+
+def model_hash(spec: BenchmarkSpec) -> str:
+    """A digest of the model's declared file hashes and entry point."""
+    parts = [
+        f"{key}={ref.sha256 or ref.md5 or ref.location}"
+        for key, ref in sorted(spec.model.files.items())
+    ]
+    parts.append(f"entry={spec.model.entry or ''}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def _requested_configs(
+    spec: BenchmarkSpec, frameworks: Sequence[FrameworkConfig] | None
+) -> dict[str, list[FrameworkConfig]]:
+    """Framework name → requested configs (empty list = that framework's defaults)."""
+    chosen: dict[str, list[FrameworkConfig]] = {}
+    source = list(frameworks) if frameworks else list(spec.frameworks)
+    if source:
+        for config in source:
+            bucket = chosen.setdefault(config.name, [])
+            if config.options:
+                bucket.append(config)
+        return chosen
+    if spec.model.framework:
+        return {spec.model.framework: []}
+    if any(test.commands for test in spec.tests):
+        return {"generic": []}
+    return {name: [] for name in available_names(FRAMEWORK_GROUP) if name != "generic"}
+
+
+def plan(
+    specs: Sequence[BenchmarkSpec],
+    target: Target,
+    *,
+    frameworks: Sequence[FrameworkConfig] | None = None,
+    overrides: TestOverrides | None = None,
+) -> Plan:
+    """Expand specs into jobs for ``target``; explicit ``frameworks`` override the specs'."""
+    overrides = overrides or TestOverrides()
+    adapters: dict[str, Framework] = {}
+    jobs: list[Job] = []
+    skipped: list[Skipped] = []
+    device = str(target.describe().get("hostname", ""))
+    for spec in specs:
+        for name, requested in _requested_configs(spec, frameworks).items():
+            label = f"{spec.model.name} @ {name}"
+            if name not in adapters:
+                adapters[name] = load_framework(name)
+            adapter = adapters[name]
+            available = adapter.availability()
+            if not available.ok:
+                skipped.append(Skipped(label, available.reason))
+                continue
+            configs = adapter.configurations(spec.model, requested)
+            if isinstance(configs, Unsupported):
+                skipped.append(Skipped(label, configs.reason))
+                continue
+            for config in configs:
+                for test in spec.tests:
+                    identity = JobIdentity(
+                        spec=str(spec.path),
+                        model_name=spec.model.name,
+                        model_hash=model_hash(spec),
+                        test_identifier=test.identifier,
+                        framework=name,
+                        framework_config=dict(config.options),
+                        target=target.name,
+                        device=device,
+                    )
+                    jobs.append(Job(identity, spec, overrides.apply(test), config, adapter))
+    keys = [job.identity.key for job in jobs]
+    if len(set(keys)) != len(keys):
+        raise UsageError("the sweep lists the same job twice (duplicate spec or test identifier)")
+    return Plan(tuple(jobs), tuple(skipped))
+
+
+ProgressCallback = Callable[[Job, Result | None], None]
+
+
+def execute(
+    sweep: Plan,
+    target: Target,
+    cache: ArtifactCache,
+    store: ResultStore,
+    *,
+    resume: bool | int | str = False,
+    string_map: Mapping[str, str] | None = None,
+    time_budget: float | None = None,
+    description: str = "",
+    on_result: Callable[[Result], None] | None = None,
+    progress: ProgressCallback | None = None,
+    on_run: Callable[[str], None] | None = None,
+) -> tuple[RunRecord, list[Result]]:
+    """Run the planned jobs; returns the store's run record and the run's results.
+
+    With ``resume`` (``True`` for the latest interrupted run of the same sweep, or a run id),
+    jobs already recorded in that run are not run again.
+    """
+    run = None
+    if resume:
+        ref = None if resume is True else resume
+        run = store.find_resumable_run(sweep.fingerprint, run_id=ref)
+        if run is None and ref is None:
+            raise UsageError("nothing to resume: no interrupted run of this sweep in the store")
+        if run is not None and run.fingerprint != sweep.fingerprint:
+            raise UsageError(
+                f"run {run.id} measured a different sweep; resume it with the same specs and "
+                "options it was started with"
+            )
+        if run is not None:
+            run = store.resume_run(run.id)
+    if run is None:
+        run = store.start_run(
+            fingerprint=sweep.fingerprint, description=description, host=socket.gethostname()
+        )
+    if on_run:
+        on_run(run.uuid)
+    done = store.finished_job_keys(run.id)
+    pending = [job for job in sweep.jobs if job.identity.key not in done]
+    try:
+        for position, job in enumerate(pending):
+            if progress:
+                progress(job, None)
+            result = run_job(job, target, cache, string_map=string_map, time_budget=time_budget)
+            store.add_result(run.id, result)
+            if on_result:
+                on_result(result)
+            if progress:
+                progress(job, result)
+            if job.test.cooldown and position + 1 < len(pending):
+                time.sleep(job.test.cooldown)
+    except BaseException:
+        store.mark_interrupted(run.id)
+        raise
+    store.finish_run(run.id)
+    keys = {job.identity.key for job in sweep.jobs}
+    results = [r for r in store.results(run.id) if r.identity.key in keys]
+    return run, results
+
+
+def describe_plan(sweep: Plan) -> str:
+    """A JSON description of a plan's jobs, for ``run --dry-run``."""
+    return json.dumps(
+        {
+            "fingerprint": sweep.fingerprint,
+            "jobs": [
+                {"key": j.identity.key, "label": j.identity.label} for j in sweep.jobs
+            ],
+            "skipped": [{"label": s.label, "reason": s.reason} for s in sweep.skipped],
+        },
+        indent=2,
+    )
+

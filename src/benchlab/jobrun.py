@@ -1,0 +1,227 @@
+"""Run one job: fetch its files, run its repetitions on the target, turn output into a result.
+
+Whatever a runtime does (crash, hang, out of memory, garbage on stdout) ends here as a
+:class:`~benchlab.schema.Result` with a status and a reason; nothing a job does can raise
+out of :func:`run_job` except a bug in benchlab itself or a ``KeyboardInterrupt``.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchlab.artifacts import ArtifactCache
+from benchlab.errors import DownloadError, InfrastructureError, UserError
+from benchlab.frameworks.base import Framework, JobContext
+from benchlab.schema import JobIdentity, Result, Sample, Status, group_samples
+from benchlab.spec.placeholders import placeholder_map
+from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
+from benchlab.stats import ci_rel_halfwidth, summarize
+from benchlab.targets.base import CommandResult, RunRequest, Target
+
+__all__ = ["Job", "run_job", "summarize_samples"]
+
+_TAIL_LINES = 40
+_TAIL_CHARS = 4000
+_LATENCY_KEY = "NET latency"
+# How long a job with a target CI may keep adding fresh processes, unless told otherwise.
+_DEFAULT_BUDGET_S = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One unit of work: a spec test, measured by one framework configuration on one target."""
+
+    identity: JobIdentity
+    spec: BenchmarkSpec
+    test: TestCase
+    config: FrameworkConfig
+    framework: Framework = field(compare=False)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def _tail(text: str) -> str:
+    lines = text.rstrip().splitlines()[-_TAIL_LINES:]
+    return "\n".join(lines)[-_TAIL_CHARS:]
+
+
+def _failure(result: CommandResult, timeout: float) -> tuple[Status, str] | None:
+    """The status and reason for a command that did not finish cleanly."""
+    if result.timed_out:
+        return Status.TIMEOUT, f"timed out after {timeout:g} s; its process group was killed"
+    code = result.returncode
+    if code is None or code == 0:
+        return None
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        hint = {
+            "SIGKILL": " (killed from outside: out of memory?)",
+            "SIGSEGV": " (crashed: segmentation fault)",
+            "SIGABRT": " (aborted)",
+        }.get(name, "")
+        return Status.FAILED, f"killed by {name}{hint}"
+    last = next((ln for ln in reversed(result.stderr.splitlines()) if ln.strip()), "")
+    reason = f"exited with status {code}"
+    return Status.FAILED, f"{reason}: {last.strip()[:300]}" if last else reason
+
+
+def summarize_samples(
+    samples: tuple[Sample, ...] | list[Sample], statistics: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Summary statistics for every metric key among ``samples``."""
+    return {
+        key: summarize([s.value for s in group], group[0].unit, extra_percentiles=statistics)
+        for key, group in group_samples(samples).items()
+    }
+
+
+def _fetch_files(spec: BenchmarkSpec, test: TestCase, cache: ArtifactCache) -> dict[str, Path]:
+    files = {f"files.{k}": cache.fetch(ref) for k, ref in spec.model.files.items()}
+    files.update({f"input_files.{k}": cache.fetch(ref) for k, ref in test.input_files.items()})
+    return files
+
+
+def run_job(
+    job: Job,
+    target: Target,
+    cache: ArtifactCache,
+    *,
+    string_map: Mapping[str, str] | None = None,
+    time_budget: float | None = None,
+) -> Result:
+    """Measure one job: ``test.repeat`` fresh processes, more while ``target_ci`` is unmet."""
+    started_at = _now()
+    test = job.test
+    environment: dict[str, Any] = dict(target.describe())
+
+    def finish(status: Status, samples: list[Sample], details: dict[str, Any],
+               error: str | None = None, stderr: str | None = None) -> Result:
+        after = target.describe()
+        environment["after"] = {
+            "temperatures_c": after.get("temperatures_c"),
+            "load_average": after.get("load_average"),
+        }
+        return Result(
+            identity=job.identity,
+            status=status,
+            samples=tuple(samples),
+            summaries=summarize_samples(samples, test.statistics),
+            environment=environment,
+            details=details,
+            error=error,
+            stderr_tail=stderr,
+            started_at=started_at,
+            finished_at=_now(),
+        )
+
+    try:
+        local_files = _fetch_files(job.spec, test, cache)
+    except UserError as exc:
+        return finish(Status.USER_ERROR, [], {}, str(exc))
+    except (DownloadError, InfrastructureError) as exc:
+        return finish(Status.FAILED, [], {}, str(exc))
+
+    workdir = target.make_workdir(job.identity.key)
+    samples: list[Sample] = []
+    details: dict[str, Any] = {"repetitions": 0}
+    try:
+        files = {
+            key: target.push(path, workdir, path.name if key.startswith("input_files.") else None)
+            for key, path in local_files.items()
+        }
+        placeholders = placeholder_map(
+            job.spec, test, files=files, target_dir=workdir, extra=dict(string_map or {})
+        )
+        budget = time_budget if time_budget is not None else _DEFAULT_BUDGET_S
+        began = time.monotonic()
+        repetition = 0
+        while True:
+            ctx = JobContext(
+                spec=job.spec, test=test, config=job.config, workdir=workdir,
+                python=target.python_executable(), files=files, placeholders=placeholders,
+                repetition=repetition,
+            )
+            try:
+                invocations = job.framework.invocations(ctx)
+            except UserError as exc:
+                return finish(Status.USER_ERROR, samples, details, str(exc))
+            outputs: list[CommandResult] = []
+            for invocation in invocations:
+                outcome = target.run(RunRequest(
+                    argv=invocation.argv, env=invocation.env, cwd=workdir, timeout=test.timeout,
+                    cpu_list=test.cpu_list, memory_limit=test.memory_limit,
+                ))
+                outputs.append(outcome)
+                failure = _failure(outcome, test.timeout)
+                if failure is not None:
+                    details["repetitions"] = repetition
+                    return finish(failure[0], samples, details, failure[1],
+                                  _tail(outcome.stderr) or _tail(outcome.stdout))
+            parsed = job.framework.parse(outputs)
+            if not parsed.samples and not parsed.summaries:
+                why = "printed no metric lines"
+                if parsed.malformed:
+                    why = f"printed {len(parsed.malformed)} malformed metric line(s) and no valid one"
+                stdout = "\n".join(o.stdout for o in outputs)
+                return finish(Status.FAILED, samples, details, why, _tail(stdout))
+            samples += [
+                Sample(s.metric, s.value, s.unit, s.type, repetition, s.index)
+                for s in parsed.samples
+            ]
+            _merge_details(details, parsed, repetition)
+            repetition += 1
+            details["repetitions"] = repetition
+            stop = _stop_reason(test, samples, repetition, time.monotonic() - began, budget)
+            if stop is not None:
+                details["job_stop_reason"] = stop
+                break
+            if test.cooldown:
+                time.sleep(test.cooldown)
+    finally:
+        target.remove_workdir(workdir)
+    return finish(Status.OK, samples, details)
+
+
+def _merge_details(details: dict[str, Any], parsed: Any, repetition: int) -> None:
+    for key, value in parsed.details.items():
+        details.setdefault("per_repetition", {}).setdefault(key, []).append(value)
+        details[key] = value
+    if parsed.summaries:
+        details.setdefault("reported_summaries", []).extend(
+            {"repetition": repetition, "type": s.type, "metric": s.metric, "unit": s.unit,
+             "num_runs": s.num_runs, "values": dict(s.values)}
+            for s in parsed.summaries
+        )
+    if parsed.malformed:
+        details.setdefault("malformed_lines", []).extend(parsed.malformed[:20])
+    if parsed.infos:
+        details.setdefault("infos", []).extend(parsed.infos[:50])
+
+
+def _stop_reason(
+    test: TestCase, samples: list[Sample], done: int, elapsed: float, budget: float
+) -> str | None:
+    """None while more repetitions are due; otherwise why the job stops here."""
+    if done < test.repeat:
+        return None
+    if test.target_ci is None:
+        return "fixed_repetitions"
+    latencies = [s.value for s in samples if s.key == _LATENCY_KEY]
+    if latencies and ci_rel_halfwidth(latencies) <= test.target_ci:
+        return "target_ci_reached"
+    if elapsed >= budget:
+        return "time_budget_exhausted"
+    if not latencies:
+        return "no_latency_samples"
+    return None

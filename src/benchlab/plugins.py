@@ -1,0 +1,66 @@
+"""Discovery of frameworks and targets through entry points.
+
+Plugins are registered under the ``benchlab.frameworks`` and ``benchlab.targets`` entry-point
+groups, so a vendor can ship a backend as its own package. Loading a plugin imports only its
+adapter module, never its runtime, and checks it against its protocol.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Callable
+from typing import Any
+
+from benchlab.errors import PluginLoadError, UnknownPluginError
+
+__all__ = [
+    "FRAMEWORK_GROUP",
+    "TARGET_GROUP",
+    "available_names",
+    "load_framework",
+    "load_target",
+]
+
+FRAMEWORK_GROUP = "benchlab.frameworks"
+TARGET_GROUP = "benchlab.targets"
+
+
+def available_names(group: str) -> list[str]:
+    """Names registered in an entry-point group, sorted."""
+    return sorted({ep.name for ep in importlib.metadata.entry_points(group=group)})
+
+
+def _load(group: str, name: str, kind: str) -> Callable[..., Any]:
+    matches = [ep for ep in importlib.metadata.entry_points(group=group) if ep.name == name]
+    if not matches:
+        known = ", ".join(available_names(group)) or "none"
+        raise UnknownPluginError(f"unknown {kind} {name!r}; registered {kind}s: {known}")
+    entry = matches[0]
+    try:
+        factory = entry.load()
+    except Exception as exc:  # a broken plugin must not take benchlab down with a traceback
+        dist = entry.dist.name if entry.dist else "?"
+        raise PluginLoadError(
+            f"{kind} {name!r} from distribution {dist!r} failed to load: {exc}"
+        ) from exc
+    return factory
+
+
+def load_framework(name: str) -> Any:
+    """Instantiate the framework adapter registered under ``name``."""
+    from benchlab.frameworks.base import Framework
+
+    plugin = _load(FRAMEWORK_GROUP, name, "framework")()
+    if not isinstance(plugin, Framework):
+        raise PluginLoadError(f"framework {name!r} does not implement the Framework protocol")
+    return plugin
+
+
+def load_target(name: str, **options: Any) -> Any:
+    """Instantiate the target registered under ``name`` with its options."""
+    from benchlab.targets.base import Target
+
+    plugin = _load(TARGET_GROUP, name, "target")(**options)
+    if not isinstance(plugin, Target):
+        raise PluginLoadError(f"target {name!r} does not implement the Target protocol")
+    return plugin

@@ -1,0 +1,113 @@
+"""The terminal report: a rich table of a sweep's results and a progress bar while it runs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from benchlab.schema import Result, Status, Summary
+
+__all__ = ["SweepProgress", "format_ms", "results_table"]
+
+_TO_MS = {"ns": 1e-6, "us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1e3}
+_STATUS_STYLE = {
+    Status.OK: "green",
+    Status.FAILED: "red",
+    Status.TIMEOUT: "yellow",
+    Status.USER_ERROR: "magenta",
+}
+
+
+def format_ms(value: float | None, unit: str = "ms") -> str:
+    """A time value converted to milliseconds with sensible precision, or ``-``."""
+    if value is None:
+        return "-"
+    factor = _TO_MS.get(unit)
+    if factor is None:
+        return f"{value:.4g} {unit}"
+    ms = value * factor
+    return f"{ms:.3f}" if ms < 10 else f"{ms:.2f}" if ms < 100 else f"{ms:.1f}"
+
+
+def _summary(result: Result, key: str) -> Summary | None:
+    return result.summaries.get(key)
+
+
+def _cell(summary: Summary | None, attr: str) -> str:
+    if summary is None:
+        return "-"
+    return format_ms(getattr(summary, attr), summary.unit)
+
+
+def results_table(results: Sequence[Result], title: str = "benchlab results") -> Table:
+    """One row per job: latency p50/p90 with the median's CI, load, first inference, memory."""
+    table = Table(title=title, header_style="bold", expand=False)
+    for name, justify in (
+        ("model", "left"), ("test", "left"), ("framework", "left"), ("status", "left"),
+        ("p50 ms", "right"), ("p90 ms", "right"), ("±CI", "right"), ("n", "right"),
+        ("load ms", "right"), ("first ms", "right"), ("peak MiB", "right"), ("notes", "left"),
+    ):
+        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for result in results:
+        ident = result.identity
+        config = ",".join(str(v) for _, v in sorted(ident.framework_config.items()))
+        framework = f"{ident.framework}[{config}]" if config else ident.framework
+        latency = _summary(result, "NET latency")
+        memory = _summary(result, "NET memory_peak")
+        notes: list[str] = []
+        if result.error:
+            notes.append(result.error.splitlines()[0][:120])
+        if latency is not None:
+            notes += list(latency.warnings)
+        ci = f"{latency.ci_rel_halfwidth * 100:.1f}%" if latency is not None else "-"
+        style = _STATUS_STYLE.get(result.status, "")
+        table.add_row(
+            ident.model_name, ident.test_identifier, framework,
+            f"[{style}]{result.status.value}[/]",
+            _cell(latency, "p50"), _cell(latency, "p90"), ci,
+            str(latency.count) if latency else "-",
+            _cell(_summary(result, "NET load_time"), "p50"),
+            _cell(_summary(result, "NET first_inference"), "p50"),
+            f"{memory.max:.0f}" if memory else "-",
+            "; ".join(notes),
+        )
+    return table
+
+
+class SweepProgress:
+    """A rich progress bar over a sweep's jobs; use as a context manager and a callback."""
+
+    def __init__(self, total: int, console: Console | None = None) -> None:
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        )
+        self._task = self._progress.add_task("sweep", total=total)
+        self.failed = 0
+
+    def __enter__(self) -> SweepProgress:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._progress.stop()
+
+    def __call__(self, job: Any, result: Result | None) -> None:
+        """Show the job starting, or advance when its result arrives."""
+        if result is None:
+            self._progress.update(self._task, description=job.identity.label)
+            return
+        if not result.ok:
+            self.failed += 1
+            self._progress.console.print(
+                f"[red]✗[/] {job.identity.label}: {result.status.value}: {result.error}"
+            )
+        self._progress.advance(self._task)

@@ -1,0 +1,69 @@
+"""The ``Results`` object returned by :func:`benchlab.run` and read back from the store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, overload
+
+from benchlab.report.export import samples_rows, summary_rows
+from benchlab.schema import Result, Status
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Results"]
+
+
+@dataclass(frozen=True)
+class Results(Sequence[Result]):
+    """The results of one sweep, in job order, with the run they belong to.
+
+    ``skipped`` lists framework × model combinations that were not run, with the reason.
+    """
+
+    items: tuple[Result, ...]
+    run_id: int | None = None
+    run_uuid: str | None = None
+    skipped: tuple[tuple[str, str], ...] = ()
+
+    @overload
+    def __getitem__(self, index: int) -> Result: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Result]: ...
+
+    def __getitem__(self, index: int | slice) -> Result | Sequence[Result]:
+        return self.items[index]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[Result]:
+        return iter(self.items)
+
+    @property
+    def failed(self) -> list[Result]:
+        """Results whose status is not ``ok``."""
+        return [r for r in self.items if r.status is not Status.OK]
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every job succeeded, 1 when any failed (what the CLI exits with)."""
+        return 1 if self.failed else 0
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per result × metric key, summary statistics as columns (needs pandas)."""
+        import pandas as pd
+
+        return pd.DataFrame(summary_rows(self.items))
+
+    def samples_dataframe(self) -> pd.DataFrame:
+        """One row per raw sample (needs pandas)."""
+        import pandas as pd
+
+        return pd.DataFrame(samples_rows(self.items))
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """Every result in its schema-versioned JSON form."""
+        return [r.to_dict() for r in self.items]

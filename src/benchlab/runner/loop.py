@@ -1,0 +1,173 @@
+"""The measuring loop: load, first inference, warm-up, timed iterations, memory, per-op times.
+
+The loop prints everything through :mod:`benchlab.protocol`, one metric line per sample, after
+timing is done so that printing never lands inside or between timed iterations.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TextIO
+
+import numpy as np
+
+from benchlab.protocol import format_detail, format_metric
+from benchlab.runner.config import InputConfig, RunnerConfig
+from benchlab.stats import AdaptiveStop
+
+__all__ = ["RuntimeBackend", "main", "make_inputs", "measure", "memory_mib"]
+
+_NS_PER_MS = 1e6
+# Without an explicit max_time, one adaptive process measures at most this long.
+_ADAPTIVE_MAX_TIME_S = 20.0
+
+
+class RuntimeBackend(Protocol):
+    """The runner side of a framework: the only code that imports the runtime.
+
+    The constructor imports the runtime; :meth:`load` loads the model (timed as load time);
+    :meth:`prepare` binds inputs and returns the zero-argument call that is timed per iteration.
+    """
+
+    def __init__(self, config: RunnerConfig) -> None: ...
+
+    def load(self) -> None:
+        """Load the model file (or build the eager model)."""
+
+    def input_specs(self) -> list[InputConfig]:
+        """Inputs the model declares, used when the spec gives none."""
+
+    def prepare(self, inputs: dict[str, np.ndarray]) -> Callable[[], Any]:
+        """Bind inputs and return the call that runs one inference."""
+
+    def profile_ops(self, iterations: int) -> list[dict[str, float]]:
+        """Per-iteration operator self-times in milliseconds, keyed by operator type."""
+
+    def info(self) -> dict[str, Any]:
+        """Runtime version and the effective configuration actually used."""
+
+
+def memory_mib() -> tuple[float | None, float | None]:
+    """Current and peak resident memory of this process, in MiB (``None`` if unreadable)."""
+    current = peak = None
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    current = int(line.split()[1]) / 1024.0
+                elif line.startswith("VmHWM:"):
+                    peak = int(line.split()[1]) / 1024.0
+    except OSError:
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    return current, peak
+
+
+_DTYPES = {
+    "float32": np.float32,
+    "float16": np.float16,
+    "float64": np.float64,
+    "int64": np.int64,
+    "int32": np.int32,
+    "int8": np.int8,
+    "uint8": np.uint8,
+    "bool": np.bool_,
+}
+
+
+def make_inputs(specs: Sequence[InputConfig], seed: int) -> dict[str, np.ndarray]:
+    """Deterministic random inputs: normal floats, small non-negative integers, booleans."""
+    rng = np.random.default_rng(seed)
+    inputs: dict[str, np.ndarray] = {}
+    for spec in specs:
+        dtype = _DTYPES.get(spec.dtype)
+        if dtype is None:
+            raise ValueError(f"input {spec.name!r}: unsupported dtype {spec.dtype!r}")
+        if np.issubdtype(dtype, np.floating):
+            array = rng.standard_normal(spec.shape).astype(dtype)
+        elif dtype is np.bool_:
+            array = rng.integers(0, 2, spec.shape).astype(bool)
+        else:
+            array = rng.integers(0, 100, spec.shape).astype(dtype)
+        inputs[spec.name] = array
+    return inputs
+
+
+def _load_backend(path: str, config: RunnerConfig) -> RuntimeBackend:
+    module_name, _, class_name = path.partition(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    return cls(config)
+
+
+def measure(config: RunnerConfig, out: TextIO) -> None:
+    """Run the whole measurement described by ``config`` and print its metric lines."""
+    clock = time.perf_counter_ns
+    t0 = clock()
+    backend = _load_backend(config.backend, config)
+    import_ms = (clock() - t0) / _NS_PER_MS
+    rss_before, _ = memory_mib()
+
+    t0 = clock()
+    backend.load()
+    load_ms = (clock() - t0) / _NS_PER_MS
+    rss_loaded, _ = memory_mib()
+
+    specs = list(config.inputs) or backend.input_specs()
+    call = backend.prepare(make_inputs(specs, config.seed))
+    t0 = clock()
+    call()
+    first_ms = (clock() - t0) / _NS_PER_MS
+    for _ in range(config.warmup):
+        call()
+
+    stopper = AdaptiveStop(
+        target_rel_halfwidth=config.target_ci,
+        min_iters=config.iterations,
+        min_time=config.min_time,
+        max_time=config.max_time or (_ADAPTIVE_MAX_TIME_S if config.target_ci else None),
+    )
+    latencies: list[float] = []
+    started = clock()
+    while True:
+        t0 = clock()
+        call()
+        t1 = clock()
+        latencies.append((t1 - t0) / _NS_PER_MS)
+        decision = stopper.should_stop(latencies, (t1 - started) / 1e9)
+        if decision is not None:
+            break
+    _, peak = memory_mib()
+
+    lines = [
+        format_metric("NET", "import_time", import_ms, "ms"),
+        format_metric("NET", "load_time", load_ms, "ms"),
+        format_metric("NET", "first_inference", first_ms, "ms"),
+    ]
+    lines += [format_metric("NET", "latency", value, "ms") for value in latencies]
+    if rss_before is not None and rss_loaded is not None:
+        lines.append(format_metric("NET", "memory_load", rss_loaded - rss_before, "MiB"))
+    if peak is not None:
+        lines.append(format_metric("NET", "memory_peak", peak, "MiB"))
+    if config.profile_ops:
+        for per_op in backend.profile_ops(config.profile_iterations):
+            lines += [format_metric(op, "latency", ms, "ms") for op, ms in per_op.items()]
+    details = dict(backend.info())
+    details.update(decision.to_detail())
+    details["inputs"] = {s.name: [s.shape, s.dtype] for s in specs}
+    lines.append(format_detail(**details))
+    out.write("\n".join(lines) + "\n")
+    out.flush()
+
+
+def main(argv: Sequence[str]) -> int:
+    """Entry point of ``python -m benchlab.runner``: one JSON argument, metric lines out."""
+    if len(argv) != 1:
+        print("usage: python -m benchlab.runner '<json config>'", file=sys.stderr)
+        return 2
+    config = RunnerConfig.model_validate_json(argv[0])
+    measure(config, sys.stdout)
+    return 0

@@ -1,0 +1,237 @@
+"""The results schema: the one place that says what a benchlab result is.
+
+Everything that stores, exports or reports results reads these frozen dataclasses, and every
+result written anywhere (store, JSON directory, export) carries ``schema_version``.
+
+History of ``SCHEMA_VERSION``:
+
+1. First version: identity, status, raw samples, per-metric summaries, environment, error text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "JobIdentity",
+    "Result",
+    "Sample",
+    "Status",
+    "Summary",
+    "group_samples",
+    "metric_key",
+]
+
+SCHEMA_VERSION = 1
+
+
+class Status(StrEnum):
+    """How a job ended."""
+
+    OK = "ok"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    USER_ERROR = "user_error"
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One measured value of one metric.
+
+    ``type`` is ``NET`` for the whole model or an operator's name; ``repetition`` is the fresh
+    process the value came from and ``index`` its order among that process's values of the same
+    ``type``/``metric``.
+    """
+
+    metric: str
+    value: float
+    unit: str
+    type: str = "NET"
+    repetition: int = 0
+    index: int = 0
+
+    @property
+    def key(self) -> str:
+        """The metric key this sample belongs to, e.g. ``NET latency``."""
+        return metric_key(self.type, self.metric)
+
+
+def metric_key(type_: str, metric: str) -> str:
+    """The key that groups samples of one operator (or ``NET``) and one metric."""
+    return f"{type_} {metric}"
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """Summary statistics of one metric, recomputable from its samples.
+
+    ``ci_low``/``ci_high`` bound the median at confidence ``ci_level`` (distribution-free, from
+    order statistics); ``warnings`` say why the numbers may not be trusted.
+    ``percentiles`` holds any extra ``pN`` a test asked for.
+    """
+
+    unit: str
+    count: int
+    mean: float
+    stdev: float
+    min: float
+    p10: float
+    p50: float
+    p90: float
+    p99: float
+    max: float
+    mad: float
+    cv: float
+    ci_low: float
+    ci_high: float
+    ci_level: float = 0.95
+    warnings: tuple[str, ...] = ()
+    percentiles: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def ci_rel_halfwidth(self) -> float:
+        """Half the median's CI width relative to the median (0.01 = ±1%)."""
+        if self.p50 == 0:
+            return float("inf") if self.ci_high != self.ci_low else 0.0
+        return (self.ci_high - self.ci_low) / 2.0 / abs(self.p50)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form."""
+        data = asdict(self)
+        data["warnings"] = list(self.warnings)
+        data["percentiles"] = dict(self.percentiles)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Summary:
+        """Inverse of :meth:`to_dict`."""
+        values = dict(data)
+        values["warnings"] = tuple(values.get("warnings", ()))
+        values["percentiles"] = dict(values.get("percentiles", {}))
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class JobIdentity:
+    """What was measured, where and how: everything that makes two jobs the same job.
+
+    ``key`` is a stable hash of these fields; ``run --resume`` uses it to skip finished jobs.
+    """
+
+    spec: str
+    model_name: str
+    model_hash: str
+    test_identifier: str
+    framework: str
+    framework_config: Mapping[str, Any]
+    target: str
+    device: str = ""
+    variant: str = "plain"
+
+    @property
+    def key(self) -> str:
+        """A 16-hex-digit digest of the identity, stable across processes and machines."""
+        payload = json.dumps(self.to_dict(), sort_keys=True, default=str)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    @property
+    def label(self) -> str:
+        """A short human label: ``model/test @ framework[config]``."""
+        config = ",".join(f"{k}={v}" for k, v in sorted(self.framework_config.items()))
+        suffix = f"[{config}]" if config else ""
+        return f"{self.model_name}/{self.test_identifier} @ {self.framework}{suffix}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form."""
+        data = asdict(self)
+        data["framework_config"] = dict(self.framework_config)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> JobIdentity:
+        """Inverse of :meth:`to_dict`."""
+        return cls(**dict(data))
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """Everything one job produced.
+
+    Raw ``samples`` are always kept; ``summaries`` maps a metric key (``NET latency``,
+    ``conv1 latency``) to its :class:`Summary`. ``details`` carries job-level facts that are
+    not samples: the runtime version, why an adaptive run stopped, the number of fresh processes.
+    """
+
+    identity: JobIdentity
+    status: Status
+    samples: tuple[Sample, ...] = ()
+    summaries: Mapping[str, Summary] = field(default_factory=dict)
+    environment: Mapping[str, Any] = field(default_factory=dict)
+    details: Mapping[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    stderr_tail: str | None = None
+    started_at: str = ""
+    finished_at: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def ok(self) -> bool:
+        """True when the job finished and produced its measurements."""
+        return self.status is Status.OK
+
+    def samples_of(self, key: str) -> list[float]:
+        """The values of one metric key, in repetition then iteration order."""
+        return [s.value for s in self.samples if s.key == key]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form, including ``schema_version``."""
+        return {
+            "schema_version": self.schema_version,
+            "identity": self.identity.to_dict(),
+            "job_key": self.identity.key,
+            "status": self.status.value,
+            "error": self.error,
+            "stderr_tail": self.stderr_tail,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "environment": dict(self.environment),
+            "details": dict(self.details),
+            "summaries": {k: v.to_dict() for k, v in self.summaries.items()},
+            "samples": [asdict(s) for s in self.samples],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Result:
+        """Inverse of :meth:`to_dict`; rejects results written by a newer schema."""
+        version = int(data.get("schema_version", 1))
+        if version > SCHEMA_VERSION:
+            raise ValueError(
+                f"result has schema_version {version}; this benchlab reads up to {SCHEMA_VERSION}"
+            )
+        return cls(
+            identity=JobIdentity.from_dict(data["identity"]),
+            status=Status(data["status"]),
+            samples=tuple(Sample(**s) for s in data.get("samples", ())),
+            summaries={k: Summary.from_dict(v) for k, v in data.get("summaries", {}).items()},
+            environment=dict(data.get("environment", {})),
+            details=dict(data.get("details", {})),
+            error=data.get("error"),
+            stderr_tail=data.get("stderr_tail"),
+            started_at=data.get("started_at", ""),
+            finished_at=data.get("finished_at", ""),
+            schema_version=version,
+        )
+
+
+def group_samples(samples: Iterable[Sample]) -> dict[str, list[Sample]]:
+    """Samples grouped by metric key, keeping their order."""
+    groups: dict[str, list[Sample]] = {}
+    for sample in samples:
+        groups.setdefault(sample.key, []).append(sample)
+    return groups

@@ -1,0 +1,150 @@
+"""FAI-PEP compatibility: how FAI-PEP's legacy keys map onto benchlab's test settings.
+
+FAI-PEP specs load unchanged. Its keys that benchlab has a better name for are translated here,
+after validation and before the internal dataclasses are built:
+
+* ``platform_args.taskset`` (a hexadecimal CPU mask, as given to ``taskset MASK cmd``) becomes
+  ``cpu_list``; ``platform_args.sleep_before_run`` becomes ``cooldown``; ``platform_args.timeout``
+  and ``platform_args.env`` become ``timeout`` and ``env``;
+* legacy ``command: str`` becomes a one-command ``commands`` list, and legacy ``arguments: str``
+  (appended to the benchmark program by FAI-PEP) becomes ``["{program} <arguments>"]``;
+* model-level ``timeout``, ``cooldown`` and ``repeat`` are defaults for every test of the spec;
+* ``{blob: [file]}`` (a one-element list, the 2018 form of ``input_files``) means ``{blob: file}``;
+* input types ``float``, ``double``, ``int``... mean ``float32``, ``float64``, ``int32``...
+
+A test's setting is taken from the first place that has it: the test's own key, the test's
+``platform_args``, the model-level default, the suite's test defaults, the suite defaults'
+``platform_args``; else the built-in default. ``env`` is merged across all of them instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from benchlab.spec.models import ModelModel, PlatformArgsModel, TestDefaultsModel
+
+__all__ = [
+    "DTYPE_ALIASES",
+    "cpu_ranges",
+    "effective_settings",
+    "normalise_dtype",
+    "taskset_to_cpu_list",
+    "unwrap_file_list",
+]
+
+DTYPE_ALIASES: dict[str, str] = {
+    "float": "float32",
+    "double": "float64",
+    "half": "float16",
+    "int": "int32",
+    "long": "int64",
+    "uint8_t": "uint8",
+}
+"""FAI-PEP (C-style) input type names and the numpy dtype names benchlab uses for them."""
+
+# The keys of TestCase that come straight from a validated test model.
+_SETTING_KEYS = frozenset(
+    {
+        "metric", "warmup", "iter", "min_time", "max_time", "repeat", "inputs", "input_files",
+        "commands", "env", "statistics", "timeout", "cooldown", "cpu_list", "threads",
+        "profile_ops", "target_ci", "memory_limit",
+    }
+)  # fmt: skip
+
+
+def normalise_dtype(name: str) -> str:
+    """Return the numpy dtype name for an input type, translating FAI-PEP's C-style names."""
+    return DTYPE_ALIASES.get(name, name)
+
+
+def cpu_ranges(cpus: Iterable[int]) -> str:
+    """Render CPU numbers as a compact list: ``[0, 1, 2, 5]`` becomes ``"0-2,5"``."""
+    ordered = sorted(set(cpus))
+    parts: list[str] = []
+    start = prev = None
+    for cpu in [*ordered, None]:
+        if prev is not None and cpu == prev + 1:
+            prev = cpu
+            continue
+        if start is not None:
+            parts.append(str(start) if start == prev else f"{start}-{prev}")
+        start = prev = cpu
+    return ",".join(parts)
+
+
+def taskset_to_cpu_list(mask: str) -> str:
+    """Turn a ``taskset`` hexadecimal CPU mask (``"f0"``, ``"0x3"``) into a CPU list (``"4-7"``).
+
+    Raises ValueError when the mask is not hexadecimal or selects no CPU.
+    """
+    text = mask.strip().lower().removeprefix("0x")
+    try:
+        bits = int(text, 16)
+    except ValueError:
+        raise ValueError(f"taskset must be a hex CPU mask like 'f0', got {mask!r}") from None
+    if bits <= 0:
+        raise ValueError(f"taskset mask {mask!r} selects no CPU")
+    return cpu_ranges(i for i in range(bits.bit_length()) if bits >> i & 1)
+
+
+def unwrap_file_list(value: Any) -> Any:
+    """Accept FAI-PEP's one-element list form of a file entry; reject longer lists."""
+    if isinstance(value, list):
+        if len(value) != 1:
+            raise ValueError(
+                f"a list of files is accepted only with exactly one entry, got {len(value)}"
+            )
+        return value[0]
+    return value
+
+
+def _own(test: TestDefaultsModel) -> dict[str, Any]:
+    layer = {k: getattr(test, k) for k in test.model_fields_set if k in _SETTING_KEYS}
+    if test.command is not None:
+        layer["commands"] = [test.command]
+    elif test.arguments is not None:
+        # FAI-PEP ran "<program> <arguments>"; {program} is filled in per job.
+        layer["commands"] = [f"{{program}} {test.arguments}"]
+    return layer
+
+
+def _platform(args: PlatformArgsModel | None) -> dict[str, Any]:
+    if args is None:
+        return {}
+    layer: dict[str, Any] = {}
+    if args.timeout is not None:
+        layer["timeout"] = args.timeout
+    if args.sleep_before_run is not None:
+        layer["cooldown"] = args.sleep_before_run
+    if args.taskset is not None:
+        layer["cpu_list"] = taskset_to_cpu_list(args.taskset)
+    if args.env:
+        layer["env"] = args.env
+    return layer
+
+
+def _model(model: ModelModel) -> dict[str, Any]:
+    pairs = (("timeout", model.timeout), ("cooldown", model.cooldown), ("repeat", model.repeat))
+    return {key: value for key, value in pairs if value is not None}
+
+
+def effective_settings(
+    test: TestDefaultsModel, model: ModelModel, defaults: TestDefaultsModel | None
+) -> dict[str, Any]:
+    """Resolve one validated test's settings through the layers described in the module doc.
+
+    Returns only the keys some layer sets, so the dataclass defaults fill in the rest; ``env``
+    is the union of every layer's ``env``, the most specific layer winning per variable.
+    """
+    layers = [_own(test), _platform(test.platform_args), _model(model)]
+    if defaults is not None:
+        layers += [_own(defaults), _platform(defaults.platform_args)]
+    settings: dict[str, Any] = {}
+    env: dict[str, str] = {}
+    for layer in reversed(layers):
+        env.update(layer.get("env", {}))
+        settings.update(layer)
+    settings["env"] = env
+    return settings

@@ -1,0 +1,339 @@
+"""Load spec and suite files into the frozen dataclasses of :mod:`benchlab.spec.types`.
+
+Every problem, from a missing file to a bad value deep in a test, becomes one
+:class:`~benchlab.errors.SpecError` naming the file and the field as written in the file
+(``tests[0].warmup``); when a file has several problems the message lists them all, one a line.
+The loader only reads: it never writes to a spec.
+
+Paths starting with ``//`` are relative to ``root_dir`` (FAI-PEP's ``--root_model_dir``). For the
+spec and suite paths themselves the loader resolves them; file *locations* inside a spec are
+kept as written, for the artifact cache to resolve.
+"""
+
+from __future__ import annotations
+
+import difflib
+import glob
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from benchlab.errors import SpecError, format_field_path
+from benchlab.spec import models as m
+from benchlab.spec.faipep import effective_settings
+from benchlab.spec.types import (
+    BenchmarkSpec,
+    FileRef,
+    FrameworkConfig,
+    InputDef,
+    ModelDef,
+    Suite,
+    TestCase,
+)
+
+__all__ = ["load", "load_spec", "load_suite"]
+
+Issue = tuple[str, str]  # (field path, problem)
+_GLOB_CHARS = frozenset("*?[")
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def load_spec(
+    path: str | Path, *, root_dir: Path | None = None, defaults: Mapping[str, Any] | None = None
+) -> BenchmarkSpec:
+    """Load and validate one spec file.
+
+    ``defaults`` has the shape of a suite's ``defaults`` block: ``model`` is deep-merged under
+    the spec's model, ``test`` holds defaults for every test, ``frameworks`` is used when the
+    spec lists none; the spec's own values always win. A ``//`` path is relative to ``root_dir``.
+    """
+    checked = _validate(m.DefaultsModel, dict(defaults or {}), None, ("defaults",))
+    file = _resolve(path, root_dir, None, "")
+    return _build_spec(_read(file), file, checked)
+
+
+def load_suite(path: str | Path, *, root_dir: Path | None = None) -> Suite:
+    """Load a suite file and every spec it lists, with the suite's defaults applied.
+
+    Accepts benchlab's ``{specs: [...], defaults: {...}}`` and FAI-PEP's benchmark lists
+    ``{benchmarks: [...], meta: {...}}`` (``meta`` is merged into every model). Entries are
+    relative to the suite file, may be glob patterns, or ``//`` paths relative to ``root_dir``.
+    """
+    file = _resolve(path, root_dir, None, "")
+    return _build_suite(_read(file), file, root_dir)
+
+
+def load(path: str | Path, *, root_dir: Path | None = None) -> tuple[BenchmarkSpec, ...]:
+    """Load a file that is either a spec or a suite, and return its specs."""
+    file = _resolve(path, root_dir, None, "")
+    raw = _read(file)
+    if "model" in raw or "tests" in raw:
+        return (_build_spec(raw, file, m.DefaultsModel()),)
+    if "specs" in raw or "benchmarks" in raw:
+        return _build_suite(raw, file, root_dir).specs
+    raise SpecError(file, "neither a spec (model, tests) nor a suite (specs or benchmarks)")
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+def _resolve(path: str | Path, root_dir: Path | None, owner: Path | None, field: str) -> Path:
+    text = str(path)
+    if text.startswith("//"):
+        if root_dir is None:
+            raise SpecError(owner or Path(text), f"{text!r} is relative to the root dir, "
+                            "but no root dir was given", field)
+        return Path(root_dir) / text[2:]
+    if owner is not None and not Path(text).is_absolute():
+        return Path(os.path.normpath(owner.parent / text))
+    return Path(text)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(path, "file not found") from None
+    except UnicodeDecodeError:
+        raise SpecError(path, "not UTF-8 text") from None
+    except OSError as exc:
+        raise SpecError(path, f"cannot read the file: {exc.strerror or exc}") from None
+    if not text.strip():
+        raise SpecError(path, "the file is empty")
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        data = _parse_json(text, path)
+    elif suffix in (".yaml", ".yml"):
+        data = _parse_yaml(text, path)
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            data = _parse_yaml(text, path)
+    if not isinstance(data, dict):
+        raise SpecError(path, f"expected a mapping at the top level, got {type(data).__name__}")
+    return data
+
+
+def _parse_json(text: str, path: Path) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpecError(path, f"invalid JSON at line {exc.lineno}, column {exc.colno}: "
+                        f"{exc.msg}") from None
+
+
+def _parse_yaml(text: str, path: Path) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise SpecError(path, f"invalid YAML{where}: {problem}") from None
+
+
+# -- validation errors ------------------------------------------------------------------------
+
+
+def _raise(path: Path | None, issues: Sequence[Issue]) -> NoReturn:
+    field, problem = issues[0]
+    error = SpecError(path, problem, field)
+    if len(issues) > 1:
+        lines = [str(SpecError(path, p, f)) for f, p in issues]
+        error.args = ("\n".join(lines),)
+    raise error
+
+
+def _owner(root: type[BaseModel], parent: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The model class that validates the mapping found at ``parent`` (for key suggestions)."""
+    shape = tuple("#" if isinstance(p, int) else p for p in parent)
+    if root is m.SuiteModel:
+        table = {(): m.SuiteModel, ("defaults",): m.DefaultsModel,
+                 ("defaults", "test"): m.TestDefaultsModel}
+    elif root is m.DefaultsModel:
+        table = {(): m.DefaultsModel, ("test",): m.TestDefaultsModel}
+    else:
+        table = {(): m.SpecModel, ("model",): m.ModelModel, ("tests", "#"): m.TestModel}
+    if len(shape) >= 2 and shape[-2] in ("files", "input_files"):
+        return m.FileModel
+    if len(shape) >= 2 and shape[-2] == "inputs":
+        return m.InputModel
+    return table.get(shape)
+
+
+def _known_keys(cls: type[BaseModel]) -> list[str]:
+    keys: list[str] = []
+    for name, info in cls.model_fields.items():
+        choices = getattr(info.validation_alias, "choices", None)
+        keys += [str(c) for c in choices] if choices else [info.alias or name]
+    return keys
+
+
+def _issues(error: ValidationError, root: type[BaseModel], prefix: tuple[Any, ...]) -> list[Issue]:
+    issues: list[Issue] = []
+    for item in error.errors():
+        loc = tuple(item["loc"])
+        problem = item["msg"].removeprefix("Value error, ")
+        owner = _owner(root, loc[:-1]) if loc else None
+        key = loc[-1] if loc else None
+        unknown = item["type"] == "extra_forbidden" or (
+            item["type"] == "string_type" and owner is not None and key not in _known_keys(owner)
+        )
+        if unknown and owner is not None and isinstance(key, str):
+            close = difflib.get_close_matches(key, _known_keys(owner), n=1)
+            problem = f"unknown key {key!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+            if item["type"] == "string_type":
+                problem += "; unknown keys are allowed only with string values (placeholders)"
+        elif item["type"] == "missing":
+            problem = f"missing required key {key!r}"
+        elif not isinstance(item["input"], dict | list) and item["type"] != "value_error":
+            problem += f" (got {item['input']!r})"
+        issues.append((format_field_path((*prefix, *loc)), problem))
+    return issues
+
+
+def _validate(
+    cls: type[_M], data: dict[str, Any], path: Path | None, prefix: tuple[Any, ...] = ()
+) -> _M:
+    try:
+        return cls.model_validate(data)
+    except ValidationError as exc:
+        _raise(path, _issues(exc, cls, prefix))
+
+
+# -- building ---------------------------------------------------------------------------------
+
+
+def _deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        below = merged.get(key)
+        if isinstance(value, Mapping) and isinstance(below, Mapping):
+            merged[key] = _deep_merge(below, value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _ref(key: str, file: m.FileModel, base_dir: Path) -> FileRef:
+    return FileRef(
+        key=key,
+        location=file.location,
+        base_dir=base_dir,
+        sha256=file.sha256.lower() if file.sha256 else None,
+        md5=file.md5.lower() if file.md5 else None,
+        filename=file.filename,
+    )
+
+
+def _model_def(model: m.ModelModel, base_dir: Path) -> ModelDef:
+    placeholders = dict(model.model_extra or {})
+    for key in ("kind", "category", "group"):
+        value = getattr(model, key)
+        if value is not None:
+            placeholders.setdefault(key, value)
+    return ModelDef(
+        name=model.name,
+        format=model.format,
+        files={key: _ref(key, file, base_dir) for key, file in model.files.items()},
+        framework=model.framework,
+        entry=model.entry,
+        description=model.description,
+        placeholders=placeholders,
+    )
+
+
+def _expand(
+    inputs: Mapping[str, m.InputModel], index: int, issues: list[Issue]
+) -> list[tuple[str, tuple[InputDef, ...]]]:
+    """One (identifier suffix, inputs) pair per shape index; no suffix when there is one shape."""
+    if not inputs:
+        return [("", ())]
+    counts = {name: len(spec.shapes) for name, spec in inputs.items()}
+    first, count = next(iter(counts.items()))
+    mismatched = [name for name, n in counts.items() if n != count]
+    for name in mismatched:
+        issues.append((f"tests[{index}].inputs.{name}.shapes", f"has {counts[name]} shapes but "
+                       f"inputs.{first} has {count}; every input needs the same number"))
+    if mismatched:
+        return []
+    expanded = []
+    for k in range(count):
+        defs = tuple(InputDef(name, tuple(s.shapes[k]), s.dtype) for name, s in inputs.items())
+        label = ",".join("x".join(map(str, d.shape)) for d in defs)
+        expanded.append(("" if count == 1 else f"[{label}]", defs))
+    return expanded
+
+
+def _build_spec(raw: dict[str, Any], path: Path, defaults: m.DefaultsModel) -> BenchmarkSpec:
+    if defaults.model and isinstance(raw.get("model"), Mapping):
+        raw = {**raw, "model": _deep_merge(defaults.model, raw["model"])}
+    spec = _validate(m.SpecModel, raw, path)
+    base_dir = Path(os.path.abspath(path)).parent
+    default_placeholders = dict(defaults.test.model_extra or {}) if defaults.test else {}
+    issues: list[Issue] = []
+    tests: list[TestCase] = []
+    first_use: dict[str, int] = {}
+    for index, test in enumerate(spec.tests):
+        settings = effective_settings(test, spec.model, defaults.test)
+        inputs = settings.pop("inputs", {})
+        files = {k: _ref(k, f, base_dir) for k, f in settings.pop("input_files", {}).items()}
+        for key in ("commands", "statistics"):
+            if key in settings:
+                settings[key] = tuple(settings[key])
+        placeholders = {**default_placeholders, **(test.model_extra or {})}
+        identifier = test.identifier.replace("{ID}", str(index))
+        for suffix, defs in _expand(inputs, index, issues):
+            case = TestCase(identifier=identifier + suffix, inputs=defs, input_files=files,
+                            placeholders=placeholders, **settings)
+            if case.identifier in first_use:
+                issues.append((f"tests[{index}].identifier", f"duplicate identifier "
+                               f"{case.identifier!r} (also tests[{first_use[case.identifier]}])"))
+            first_use.setdefault(case.identifier, index)
+            tests.append(case)
+    if issues:
+        _raise(path, issues)
+    frameworks = spec.frameworks or defaults.frameworks or []
+    return BenchmarkSpec(
+        path=Path(os.path.abspath(path)),
+        model=_model_def(spec.model, base_dir),
+        tests=tuple(tests),
+        frameworks=tuple(FrameworkConfig(f.name, dict(f.model_extra or {})) for f in frameworks),
+    )
+
+
+def _suite_entries(entry: str, suite: Path, root_dir: Path | None, field: str) -> list[Path]:
+    resolved = _resolve(entry, root_dir, suite, field)
+    if _GLOB_CHARS & set(entry):
+        matches = sorted(Path(p) for p in glob.glob(str(resolved), recursive=True))
+        if not matches:
+            raise SpecError(suite, f"{entry!r} matches no file", field)
+        return matches
+    if not resolved.is_file():
+        raise SpecError(suite, f"no such spec file: {resolved}", field)
+    return [resolved]
+
+
+def _build_suite(raw: dict[str, Any], path: Path, root_dir: Path | None) -> Suite:
+    suite = _validate(m.SuiteModel, raw, path)
+    key, entries = ("specs", suite.specs) if suite.specs is not None else ("benchmarks",
+                                                                          suite.benchmarks)
+    defaults = suite.defaults
+    if suite.meta:
+        merged = _deep_merge(suite.meta, defaults.model)
+        defaults = defaults.model_copy(update={"model": merged})
+    specs: list[BenchmarkSpec] = []
+    for index, entry in enumerate(entries or ()):
+        field = f"{key}[{index}]"
+        for file in _suite_entries(entry, path, root_dir, field):
+            raw_spec = _read(file)
+            if "model" not in raw_spec and ("specs" in raw_spec or "benchmarks" in raw_spec):
+                raise SpecError(path, f"{file} is a suite; a suite cannot list suites", field)
+            specs.append(_build_spec(raw_spec, file, defaults))
+    return Suite(path=Path(os.path.abspath(path)), specs=tuple(specs))

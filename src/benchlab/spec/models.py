@@ -1,0 +1,377 @@
+"""Pydantic models of the spec and suite file formats.
+
+These models exist only at the file boundary: they describe what a file may contain (FAI-PEP's
+legacy keys included) and produce the JSON Schema. The loader validates a file with them, then
+builds the frozen dataclasses of :mod:`benchlab.spec.types`, which is all the rest of benchlab sees.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    GetJsonSchemaHandler,
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
+
+from benchlab.spec.faipep import normalise_dtype, taskset_to_cpu_list, unwrap_file_list
+
+__all__ = [
+    "DefaultsModel",
+    "FileModel",
+    "FrameworkModel",
+    "InputModel",
+    "ModelModel",
+    "PlatformArgsModel",
+    "SpecModel",
+    "SuiteModel",
+    "TestDefaultsModel",
+    "TestModel",
+    "is_remote",
+    "spec_json_schema",
+    "suite_json_schema",
+]
+
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+STATISTIC_NAMES = frozenset({"count", "mean", "median", "stdev", "min", "max", "mad", "cv"})
+_PERCENTILE = re.compile(r"p(\d+(?:\.\d+)?)")
+_CPU_LIST = re.compile(r"\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*")
+_IGNORED = "FAI-PEP key: accepted and ignored."
+
+
+def is_remote(location: str) -> bool:
+    """Whether a file location is downloaded (``https://…``) rather than read from disk."""
+    return "://" in location and not location.startswith("file://")
+
+
+def _check_statistic(raw: str) -> str:
+    name = raw.strip().lower()  # FAI-PEP writes "MAD"
+    if name in STATISTIC_NAMES:
+        return name
+    match = _PERCENTILE.fullmatch(name)
+    if match is None:
+        close = difflib.get_close_matches(name, sorted(STATISTIC_NAMES), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"unknown statistic {raw!r}{hint}; use one of "
+                         f"{', '.join(sorted(STATISTIC_NAMES))} or pN with 0 <= N <= 100")
+    if not 0 <= float(match.group(1)) <= 100:
+        raise ValueError(f"percentile {raw!r} is outside p0..p100")
+    return name
+
+
+def _parse_fraction(value: Any) -> Any:
+    if isinstance(value, str) and value.strip().endswith("%"):
+        try:
+            return float(value.strip()[:-1]) / 100
+        except ValueError:
+            raise ValueError(f"{value!r} is not a percentage like '1%'") from None
+    return value
+
+
+def _check_cpu_list(text: str) -> str:
+    if not _CPU_LIST.fullmatch(text):
+        raise ValueError(f"{text!r} is not a CPU list like '0-3,6'")
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        if high and int(high) < int(low):
+            raise ValueError(f"range {part!r} runs backwards")
+    return text
+
+
+def _check_taskset(mask: str) -> str:
+    taskset_to_cpu_list(mask)
+    return mask
+
+
+def _scalar_to_str(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value) if isinstance(value, int | float) else value
+
+
+def _stringify_values(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _scalar_to_str(v) for k, v in value.items()}
+    return value
+
+
+class _OrOneElementList:
+    """JSON Schema marker: the value may also be wrapped in a one-element list (FAI-PEP)."""
+
+    def __get_pydantic_json_schema__(
+        self, core: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        single = handler(core)
+        return {"anyOf": [single, {"type": "array", "items": single, "minItems": 1,
+                                   "maxItems": 1}]}
+
+
+_SCALAR_SCHEMA = {"type": ["string", "number", "boolean"]}
+Statistic = Annotated[str, AfterValidator(_check_statistic)]
+CpuList = Annotated[
+    str,
+    BeforeValidator(_scalar_to_str),
+    AfterValidator(_check_cpu_list),
+    WithJsonSchema({"type": ["string", "integer"]}),
+]
+Env = Annotated[
+    dict[str, str],
+    BeforeValidator(_stringify_values),
+    WithJsonSchema({"type": "object", "additionalProperties": _SCALAR_SCHEMA}),
+]
+TargetFraction = Annotated[
+    float,
+    BeforeValidator(_parse_fraction),
+    Field(gt=0, lt=1),
+    WithJsonSchema(
+        {"anyOf": [{"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+                   {"type": "string", "pattern": r"^\s*[0-9.]+\s*%\s*$"}]}
+    ),
+]
+Seconds = Annotated[float, Field(ge=0)]
+
+
+class _Closed(BaseModel):
+    """Base of the models whose unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class FileModel(_Closed):
+    """One file a spec needs, with the hash its content must have.
+
+    At least one of ``sha256`` and ``md5`` is required. Writing one of them explicitly as
+    ``null`` opts out of verification, which is allowed only for a local location (a path, a
+    ``//root-relative`` path or ``file://``): a downloaded file must always be verifiable.
+    """
+
+    location: str = Field(
+        min_length=1,
+        description="https:// URL, file:// URL, //path relative to the root dir, or a path "
+        "relative to the spec file.",
+    )
+    sha256: str | None = Field(None, pattern=r"^[0-9a-fA-F]{64}$", description="SHA-256, hex.")
+    md5: str | None = Field(None, pattern=r"^[0-9a-fA-F]{32}$", description="MD5, hex (FAI-PEP).")
+    filename: str | None = Field(None, description="Name to store the file under.")
+
+    @model_validator(mode="after")
+    def _needs_hash(self) -> FileModel:
+        if self.sha256 or self.md5:
+            return self
+        if not {"sha256", "md5"} & self.model_fields_set:
+            raise ValueError('needs "sha256" or "md5" (write "md5": null to skip the check '
+                             "of a local file)")
+        if is_remote(self.location):
+            raise ValueError("a downloaded file needs a sha256 or md5 hash; only a local "
+                             "file may set its hash to null")
+        return self
+
+
+FileEntry = Annotated[FileModel, BeforeValidator(unwrap_file_list), _OrOneElementList()]
+
+
+class InputModel(_Closed):
+    """One model input: the shapes to test (one test case per shape) and its element type."""
+
+    shapes: list[list[Annotated[int, Field(ge=0)]]] = Field(
+        min_length=1, description="One shape per test case, e.g. [[1, 3, 224, 224]]."
+    )
+    dtype: Annotated[str, AfterValidator(normalise_dtype)] = Field(
+        "float32", alias="type", description="numpy dtype name (FAI-PEP's 'float' is accepted)."
+    )
+
+
+class PlatformArgsModel(BaseModel):
+    """FAI-PEP's per-platform settings; benchlab maps the ones it understands."""
+
+    model_config = ConfigDict(extra="allow")
+
+    taskset: Annotated[
+        str,
+        BeforeValidator(_scalar_to_str),
+        AfterValidator(_check_taskset),
+        WithJsonSchema({"type": ["string", "integer"]}),
+    ] | None = Field(
+        None, description="Hexadecimal CPU mask; becomes cpu_list."
+    )
+    sleep_before_run: Seconds | None = Field(None, description="Becomes cooldown (seconds).")
+    timeout: Seconds | None = Field(None, description="Becomes timeout (seconds).")
+    env: Env = Field(default_factory=dict, description="Merged into env.")
+
+
+class TestDefaultsModel(BaseModel):
+    """The settings of a test; also the shape of a suite's test defaults (no identifier)."""
+
+    model_config = ConfigDict(extra="allow")
+    # Unknown keys with string values are placeholders (FAI-PEP); any other value is a typo.
+    __pydantic_extra__: dict[str, str] = Field(init=False)
+
+    metric: str = Field("delay", description="delay, accuracy, power, generic, or free text.")
+    warmup: int = Field(1, ge=0, description="Untimed iterations before measuring.")
+    iter: int = Field(10, ge=1, description="Minimum timed iterations per process.")
+    min_time: Seconds = Field(0.0, description="Keep measuring at least this long (seconds).")
+    max_time: Seconds | None = Field(None, description="Stop measuring after this (seconds).")
+    repeat: int = Field(1, ge=1, description="Fresh processes to run.")
+    inputs: dict[str, InputModel] = Field(default_factory=dict, description="Model inputs.")
+    input_files: dict[str, FileEntry] = Field(default_factory=dict, description="Input data.")
+    commands: list[str] | None = Field(None, description="Shell commands (generic framework).")
+    command: str | None = Field(None, description="FAI-PEP legacy single command.")
+    arguments: str | None = Field(None, description="FAI-PEP legacy: '{program} <arguments>'.")
+    env: Env = Field(default_factory=dict, description="Environment variables for the run.")
+    statistics: list[Statistic] = Field(
+        default_factory=list, description="Extra statistics: mean, stdev, p95, ..."
+    )
+    timeout: float = Field(600.0, gt=0, description="Kill a process after this (seconds).")
+    cooldown: Seconds = Field(0.0, description="Pause before each process (seconds).")
+    cpu_list: CpuList | None = Field(
+        None,
+        validation_alias=AliasChoices("cpu_list", "cpu-list"),
+        description="CPUs to pin to, e.g. '0-3,6' (FAI-PEP: 'cpu-list').",
+    )
+    threads: int | None = Field(None, ge=1, description="Intra-op threads.")
+    profile_ops: bool = Field(False, description="Also measure per-operator times.")
+    memory_limit: int | None = Field(None, ge=1, description="Address-space cap per process (MiB).")
+    target_ci: TargetFraction | None = Field(
+        None, description="Stop once the CI of the median is this tight: 0.01 or '1%'."
+    )
+    platform_args: PlatformArgsModel | None = Field(None, description="FAI-PEP platform args.")
+    output_files: Any = Field(None, description=_IGNORED)
+    files: Any = Field(None, description=_IGNORED)
+    preprocess: Any = Field(None, description=_IGNORED)
+    postprocess: Any = Field(None, description=_IGNORED)
+    profiler: Any = Field(None, description=_IGNORED)
+    degrade: Any = Field(None, description=_IGNORED)
+    method: Any = Field(None, description=_IGNORED)
+    monsoon: Any = Field(None, description=_IGNORED)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TestDefaultsModel:
+        given = [k for k in ("commands", "command", "arguments") if getattr(self, k) is not None]
+        if len(given) > 1:
+            raise ValueError(f"give only one of {', '.join(given)}")
+        if self.max_time is not None and self.max_time < self.min_time:
+            raise ValueError(f"max_time {self.max_time} is below min_time {self.min_time}")
+        return self
+
+
+class TestModel(TestDefaultsModel):
+    """One entry of ``tests``; ``{ID}`` in its identifier becomes its index in the file."""
+
+    identifier: str = Field(min_length=1, description="Test name; {ID} is its index.")
+
+
+class ModelModel(BaseModel):
+    """The ``model`` block: what is benchmarked and the files it needs.
+
+    Unknown keys with string values become placeholders (FAI-PEP).
+    """
+
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, str] = Field(init=False)
+
+    name: str = Field(min_length=1, description="Model name.")
+    format: str = Field(min_length=1, description="onnx, torchscript, pytorch, generic, ...")
+    framework: str | None = Field(None, description="Framework to run it with by default.")
+    entry: str | None = Field(
+        None,
+        pattern=r"^[^:\s]+:[A-Za-z_][A-Za-z0-9_.]*$",
+        description="Code building the model: 'pkg.mod:factory' or 'file.py:factory'.",
+    )
+    description: str = Field("", description="Free text.")
+    files: dict[str, FileEntry] = Field(default_factory=dict, description="Model files by key.")
+    kind: str | None = Field(None, description="FAI-PEP metadata; usable as a placeholder.")
+    category: str | None = Field(None, description="FAI-PEP metadata; usable as a placeholder.")
+    group: str | None = Field(None, description="FAI-PEP metadata; usable as a placeholder.")
+    cooldown: Seconds | None = Field(None, description="Default cooldown of the tests.")
+    timeout: float | None = Field(None, gt=0, description="Default timeout of the tests.")
+    repeat: int | None = Field(None, ge=1, description="Default repeat of the tests.")
+    libraries: Any = Field(None, description=_IGNORED)
+    converter: Any = Field(None, description=_IGNORED)
+    preprocess: Any = Field(None, description=_IGNORED)
+    postprocess: Any = Field(None, description=_IGNORED)
+    command_args: Any = Field(None, description=_IGNORED)
+    platform_args: Any = Field(None, description=_IGNORED)
+    app: Any = Field(None, description=_IGNORED)
+
+
+class FrameworkModel(BaseModel):
+    """A framework to run the spec with; every key but ``name`` is an option for it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(min_length=1, description="Registered framework name, e.g. onnxruntime.")
+
+
+class SpecModel(_Closed):
+    """A spec file: one model and its tests."""
+
+    model_config = ConfigDict(title="benchlab spec")
+
+    schema_uri: str | None = Field(None, alias="$schema", description="Editor schema hint.")
+    model: ModelModel
+    tests: list[TestModel] = Field(min_length=1, description="What to measure.")
+    frameworks: list[FrameworkModel] = Field(
+        default_factory=list, description="Frameworks to run with (default: the CLI's choice)."
+    )
+
+
+class DefaultsModel(_Closed):
+    """Suite-level defaults; a spec's own values always win."""
+
+    model: dict[str, Any] = Field(
+        default_factory=dict, description="Deep-merged under every spec's model block."
+    )
+    test: TestDefaultsModel | None = Field(None, description="Defaults for every test.")
+    frameworks: list[FrameworkModel] | None = Field(
+        None, description="Used by specs that list no frameworks."
+    )
+
+
+class SuiteModel(_Closed):
+    """A suite file: benchlab's ``specs`` + ``defaults``, or FAI-PEP's ``benchmarks`` + ``meta``."""
+
+    model_config = ConfigDict(title="benchlab suite")
+
+    schema_uri: str | None = Field(None, alias="$schema", description="Editor schema hint.")
+    specs: list[str] | None = Field(
+        None, description="Spec paths relative to this file; glob patterns allowed."
+    )
+    benchmarks: list[str] | None = Field(None, description="FAI-PEP name for specs.")
+    meta: dict[str, Any] = Field(
+        default_factory=dict, description="FAI-PEP: merged into every model."
+    )
+    defaults: DefaultsModel = Field(default_factory=DefaultsModel)
+
+    @model_validator(mode="after")
+    def _one_list(self) -> SuiteModel:
+        if (self.specs is None) == (self.benchmarks is None):
+            raise ValueError('give exactly one of "specs" and "benchmarks"')
+        if not (self.specs or self.benchmarks):
+            raise ValueError("the suite lists no spec")
+        return self
+
+
+def _schema(model: type[BaseModel], description: str) -> dict[str, Any]:
+    schema = model.model_json_schema(by_alias=True, mode="validation")
+    return {"$schema": JSON_SCHEMA_DIALECT, **schema, "description": description}
+
+
+def spec_json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a spec file, for editors and external validators."""
+    return _schema(SpecModel, "A benchlab (or FAI-PEP) benchmark spec: one model and its tests.")
+
+
+def suite_json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a suite file."""
+    return _schema(SuiteModel, "A list of benchlab specs with shared defaults.")

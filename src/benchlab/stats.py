@@ -1,0 +1,511 @@
+"""Summary statistics, confidence intervals, noise checks and the adaptive stopping rule.
+
+Timings are skewed, heavy-tailed and sometimes multimodal, so the centre reported is the
+median, with a distribution-free confidence interval from order statistics rather than a
+normal-theory interval around the mean. Everything here is deterministic: no resampling, no
+random numbers, so the same samples always give the same summary and the same warnings.
+
+Iterations inside one process are not independent (see ``research/regression-detection.md``):
+the interval computed over them describes that process's run, not the population of runs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from statistics import NormalDist
+
+import numpy as np
+
+from benchlab.schema import Summary
+
+__all__ = [
+    "AdaptiveStop",
+    "StopDecision",
+    "StopReason",
+    "ci_rel_halfwidth",
+    "median_ci",
+    "noise_warnings",
+    "summarize",
+]
+
+_CV_LIMIT = 0.10
+_MAD_TO_SIGMA = 1.4826  # scales a MAD to a normal distribution's sigma
+_MIN_N_NOISE = 8  # fewer values say nothing reliable about CV or trends
+_TREND_Z = 3.0  # two-sided p of about 0.003
+_TREND_MIN_CHANGE = 0.05  # level change over the run, relative to the median
+_TREND_MAX_POINTS = 1000  # Mann-Kendall and Theil-Sen are quadratic: thin long runs
+_MIN_N_MODES = 20
+_MODE_MIN_MASS = 0.05
+_MODE_MIN_COUNT = 4  # with n = 20, one stray value is already 5%
+_MODE_MAX_VALLEY = 0.7  # a dip shallower than this (valley/lower peak) is noise, not two modes
+_EXACT_CI_MAX_N = 20000
+
+# Summary fields that an extra-percentile request may name; they are already reported.
+_PRESENT = frozenset(
+    {"count", "mean", "stdev", "min", "max", "median", "mad", "cv",
+     "p0", "p10", "p50", "p90", "p99", "p100"}
+)  # fmt: skip
+_PERCENTILE_NAME = re.compile(r"p(\d+(?:\.\d+)?)")
+
+
+def _as_array(values: Sequence[float]) -> np.ndarray:
+    arr = np.asarray(values, dtype=float)
+    if arr.ndim != 1:
+        raise ValueError("values must be a flat sequence of numbers")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("values must be finite numbers")
+    return arr
+
+
+def _check_level(level: float) -> None:
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"confidence level must be between 0 and 1, got {level}")
+
+
+def _lower_rank(n: int, level: float) -> int | None:
+    """0-based index j so that [x(j), x(n-1-j)] covers the median with prob >= level.
+
+    The number of values below the true median is Binomial(n, 1/2); the interval misses the
+    median with probability 2*P(B <= j). Returns the largest such j, or None when even the full
+    range (j = 0) falls short of ``level``.
+    """
+    alpha = 1.0 - level
+    if n > _EXACT_CI_MAX_N:
+        # The normal approximation (with continuity correction) is accurate here and O(1).
+        z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
+        j = math.floor(n / 2.0 - 0.5 - z * math.sqrt(n) / 2.0)
+        return j if j >= 0 else None
+    k = np.arange(n // 2 + 1, dtype=float)
+    # log pmf built from the ratio pmf(k+1)/pmf(k) = (n-k)/(k+1); no factorials, no overflow.
+    steps = np.log((n - k[:-1]) / (k[:-1] + 1.0))
+    log_pmf = -n * math.log(2.0) + np.concatenate(([0.0], np.cumsum(steps)))
+    cdf = np.cumsum(np.exp(log_pmf))
+    fits = np.nonzero(2.0 * cdf <= alpha * (1.0 + 1e-9))[0]
+    return int(fits[-1]) if fits.size else None
+
+
+def _median_ci_sorted(ordered: np.ndarray, level: float) -> tuple[float, float, bool]:
+    """(low, high, exact) where exact is False when (min, max) had to stand in."""
+    n = ordered.size
+    j = _lower_rank(n, level)
+    if j is None:
+        return float(ordered[0]), float(ordered[-1]), False
+    return float(ordered[j]), float(ordered[n - 1 - j]), True
+
+
+def median_ci(values: Sequence[float], level: float = 0.95) -> tuple[float, float]:
+    """A distribution-free confidence interval of the median, from order statistics.
+
+    The interval holds the median with probability at least ``level`` whatever the
+    distribution (continuous; ties only make it more conservative). When there are too few
+    values for any interval to reach ``level`` (n <= 5 at 95%), (min, max) is returned; it
+    then covers less than asked, and :func:`summarize` says so in a warning.
+    """
+    _check_level(level)
+    arr = _as_array(values)
+    if arr.size == 0:
+        raise ValueError("median_ci needs at least one value")
+    low, high, _ = _median_ci_sorted(np.sort(arr), level)
+    return low, high
+
+
+def ci_rel_halfwidth(values: Sequence[float], level: float = 0.95) -> float:
+    """Half the width of the median's confidence interval, relative to ``|median|``.
+
+    ``inf`` when it is undefined: no values, too few values for an interval at ``level``, or
+    a zero median with a non-zero width (a zero-width interval at zero gives 0.0).
+    """
+    _check_level(level)
+    arr = _as_array(values)
+    if arr.size == 0:
+        return math.inf
+    ordered = np.sort(arr)
+    low, high, exact = _median_ci_sorted(ordered, level)
+    if not exact:
+        return math.inf
+    half = (high - low) / 2.0
+    median = abs(float(np.median(ordered)))
+    if median == 0.0:
+        return 0.0 if half == 0.0 else math.inf
+    return half / median
+
+
+def _trend_warning(arr: np.ndarray) -> str | None:
+    """Mann-Kendall trend test, gated by the Theil-Sen change over the whole run."""
+    n = arr.size
+    if n > _TREND_MAX_POINTS:
+        # Evenly spaced thinning keeps a trend's shape and, under no trend, the test's validity.
+        positions = np.round(np.linspace(0, n - 1, _TREND_MAX_POINTS)).astype(int)
+    else:
+        positions = np.arange(n)
+    x = arr[positions]
+    m = x.size
+    upper = np.triu_indices(m, k=1)
+    diffs = (x[None, :] - x[:, None])[upper]
+    s = float(np.sign(diffs).sum())
+    _, ties = np.unique(x, return_counts=True)
+    tie_term = float(np.sum(ties * (ties - 1.0) * (2.0 * ties + 5.0)))
+    variance = (m * (m - 1.0) * (2.0 * m + 5.0) - tie_term) / 18.0
+    if variance <= 0.0 or s == 0.0:
+        return None
+    z = (s - math.copysign(1.0, s)) / math.sqrt(variance)
+    if abs(z) <= _TREND_Z:
+        return None
+    gaps = (positions[None, :] - positions[:, None])[upper]
+    slope = float(np.median(diffs / gaps))
+    median = float(np.median(arr))
+    if median == 0.0:
+        return None
+    change = slope * (n - 1) / abs(median)
+    if abs(change) <= _TREND_MIN_CHANGE:
+        return None
+    if change > 0:
+        what = "values rise"
+        meaning = "slowing down (throttling?)"
+    else:
+        what = "values fall"
+        meaning = "speeding up (still warming up?)"
+    return (
+        f"Trend across iterations: {what} by {abs(change):.0%} over the run "
+        f"(Mann-Kendall z = {z:.1f}); {meaning}"
+    )
+
+
+def _count_modes(arr: np.ndarray) -> int:
+    """Modes of a Gaussian KDE with Silverman's bandwidth, ignoring negligible bumps.
+
+    Runs on log values when all are positive, since timings spread multiplicatively. A bump
+    counts as a mode only when its region holds >= 5% of the values (and at least 4 of them)
+    and the valley separating it from its neighbour dips below 70% of the lower peak. These
+    limits were tuned on simulated unimodal data (lognormal, normal, gamma, shifted
+    exponential, rare outliers), where they raise a false alarm in a few percent of runs of
+    20-50 values at most.
+    """
+    x = np.log(arr) if np.all(arr > 0) else arr.copy()
+    n = x.size
+    q1, q25, q75, q99 = np.percentile(x, [1, 25, 75, 99])
+    sd = float(np.std(x, ddof=1))
+    iqr = float(q75 - q25)
+    spread = min(sd, iqr / 1.34) if iqr > 0 else sd
+    h = 0.9 * spread * n ** (-0.2)
+    distinct = np.unique(x)
+    if distinct.size < 3 or h <= 0:
+        return 1
+    # Quantised timers put values on a lattice; smoothing less than its step invents modes.
+    h = max(h, float(np.min(np.diff(distinct))))
+    # The extreme 1% on each side is left out so one far outlier cannot stretch the grid;
+    # it could not hold 5% of the values anyway.
+    lo, hi = float(q1) - 3.0 * h, float(q99) + 3.0 * h
+    points = int(min(4096, math.ceil((hi - lo) / (h / 4.0)) + 1))
+    points = max(points, 64)
+    step = (hi - lo) / (points - 1)
+    h = max(h, step)
+    bins = np.clip(np.round((x - lo) / step).astype(int), -1, points)
+    inside = bins[(bins >= 0) & (bins < points)]
+    counts = np.bincount(inside, minlength=points).astype(float)
+    reach = int(math.ceil(4.0 * h / step))
+    offsets = np.arange(-reach, reach + 1) * step
+    full = np.convolve(counts, np.exp(-0.5 * (offsets / h) ** 2), mode="full")
+    density = full[reach : reach + points]
+    left = np.concatenate(([-np.inf], density[:-1]))
+    right = np.concatenate((density[1:], [-np.inf]))
+    peaks = list(np.nonzero((density > left) & (density >= right))[0])
+    min_mass = max(_MODE_MIN_MASS, _MODE_MIN_COUNT / n)
+    while len(peaks) > 1:
+        valleys = [
+            a + int(np.argmin(density[a : b + 1])) for a, b in zip(peaks, peaks[1:], strict=False)
+        ]
+        edges = [0, *(v + 1 for v in valleys), points]
+        masses = [counts[a:b].sum() / n for a, b in zip(edges, edges[1:], strict=False)]
+        worst: tuple[float, int] | None = None
+        for i, valley in enumerate(valleys):
+            smaller = min(masses[i], masses[i + 1])
+            lower_peak = min(density[peaks[i]], density[peaks[i + 1]])
+            if smaller < min_mass or density[valley] > _MODE_MAX_VALLEY * lower_peak:
+                if worst is None or smaller < worst[0]:
+                    worst = (smaller, i)
+        if worst is None:
+            break
+        i = worst[1]
+        # Merge the pair: the lower of the two peaks goes, its region joins the other's.
+        drop = i if density[peaks[i]] < density[peaks[i + 1]] else i + 1
+        del peaks[drop]
+    return len(peaks)
+
+
+def noise_warnings(values: Sequence[float]) -> tuple[str, ...]:
+    """Reasons not to trust these values, each a sentence for the user; empty when none.
+
+    Checks, in this order:
+
+    * variability: a coefficient of variation above 10% (n >= 8, positive mean and median),
+      when the bulk of the values is that noisy too: the robust CV, 1.4826*MAD/median, must
+      also exceed 10%, so a handful of outliers inflating the stdev does not count;
+    * a monotone trend (n >= 8): Mann-Kendall |z| > 3 with tie correction, and a Theil-Sen
+      slope that moves the level by more than 5% of the median over the run, so tiny drifts
+      that long runs make significant pass;
+    * several modes (n >= 20): peaks of a Gaussian KDE on log values with Silverman's
+      bandwidth, ignoring bumps that hold under 5% of the values or barely dip.
+
+    Isolated outliers are not a warning by themselves: the median shrugs them off.
+    """
+    arr = _as_array(values)
+    found: list[str] = []
+    n = arr.size
+    if n >= _MIN_N_NOISE:
+        mean = float(arr.mean())
+        median = float(np.median(arr))
+        if mean > 0 and median > 0:
+            cv = float(arr.std(ddof=1)) / mean
+            # A few outliers inflate the stdev alone; the MAD-based spread tells them apart.
+            robust_cv = _MAD_TO_SIGMA * float(np.median(np.abs(arr - median))) / median
+            if cv > _CV_LIMIT and robust_cv > _CV_LIMIT:
+                found.append(
+                    f"High variability: CV is {cv:.1%} (above {_CV_LIMIT:.0%}); "
+                    "single numbers from this run are unreliable"
+                )
+        trend = _trend_warning(arr)
+        if trend:
+            found.append(trend)
+    if n >= _MIN_N_MODES:
+        modes = _count_modes(arr)
+        if modes > 1:
+            found.append(
+                f"Multimodal: the values cluster around {modes} distinct levels; "
+                "the median may sit between them"
+            )
+    return tuple(found)
+
+
+def _percentile_request(name: str) -> float | None:
+    """The q of an extra ``pN`` request, None when the name is already a summary field."""
+    key = name.strip().lower()
+    if key in _PRESENT:
+        return None
+    match = _PERCENTILE_NAME.fullmatch(key)
+    if match is None:
+        raise ValueError(f"unknown statistic {name!r}: expected pN such as p95 or p99.9")
+    q = float(match.group(1))
+    if q > 100.0:
+        raise ValueError(f"percentile {name!r} is above 100")
+    return q
+
+
+def summarize(
+    values: Sequence[float],
+    unit: str,
+    *,
+    ci_level: float = 0.95,
+    extra_percentiles: Sequence[str] = (),
+) -> Summary:
+    """Summary statistics of one metric's values.
+
+    Percentiles use linear interpolation (numpy's default). ``stdev`` is the sample standard
+    deviation (ddof=1; 0 for one value). ``mad`` is the median absolute deviation about the
+    median, *unscaled* (multiply by 1.4826 to estimate a normal sigma). ``cv`` is
+    ``stdev/|mean|`` (inf when the mean is 0 but values vary). ``ci_low``/``ci_high`` come from
+    :func:`median_ci`; when too few values exist for that level, they are (min, max) and a
+    warning says the interval is weaker than asked. ``extra_percentiles`` takes names like
+    ``p95`` or ``p99.9``; names of fields already reported (``p50``, ``mean``, ``MAD``...) are
+    accepted and skipped, anything else raises ``ValueError``.
+    """
+    _check_level(ci_level)
+    arr = _as_array(values)
+    if arr.size == 0:
+        raise ValueError("summarize needs at least one value")
+    requests: dict[str, float] = {}
+    for name in extra_percentiles:
+        q = _percentile_request(name)
+        if q is not None:
+            requests[name.strip().lower()] = q
+    ordered = np.sort(arr)
+    n = ordered.size
+    p10, p50, p90, p99 = (float(v) for v in np.percentile(ordered, [10, 50, 90, 99]))
+    mean = float(ordered.mean())
+    stdev = float(ordered.std(ddof=1)) if n > 1 else 0.0
+    mad = float(np.median(np.abs(ordered - p50)))
+    if mean != 0.0:
+        cv = stdev / abs(mean)
+    else:
+        cv = 0.0 if stdev == 0.0 else math.inf
+    low, high, exact = _median_ci_sorted(ordered, ci_level)
+    warnings: list[str] = []
+    if not exact:
+        warnings.append(
+            f"Too few samples ({n}) for a {ci_level:.0%} confidence interval of the median: "
+            "the reported interval is the full range, which covers less than asked"
+        )
+    warnings.extend(noise_warnings(arr))
+    extra = {key: float(np.percentile(ordered, q)) for key, q in requests.items()}
+    return Summary(
+        unit=unit,
+        count=n,
+        mean=mean,
+        stdev=stdev,
+        min=float(ordered[0]),
+        p10=p10,
+        p50=p50,
+        p90=p90,
+        p99=p99,
+        max=float(ordered[-1]),
+        mad=mad,
+        cv=cv,
+        ci_low=low,
+        ci_high=high,
+        ci_level=ci_level,
+        warnings=tuple(warnings),
+        percentiles=extra,
+    )
+
+
+class StopReason(StrEnum):
+    """Why a measuring loop stopped; the values are plain strings in results."""
+
+    TARGET_CI_REACHED = "target_ci_reached"
+    TIME_BUDGET_EXHAUSTED = "time_budget_exhausted"
+    MAX_ITERATIONS = "max_iterations"
+    FIXED_ITERATIONS = "fixed_iterations"
+
+
+@dataclass(frozen=True, slots=True)
+class StopDecision:
+    """The verdict to stop: why, after how many values, and how precise the median was.
+
+    ``rel_halfwidth`` is :func:`ci_rel_halfwidth` of the values at the time of the decision
+    (``inf`` when too few values for an interval).
+    """
+
+    reason: StopReason
+    iterations: int
+    elapsed: float
+    rel_halfwidth: float
+
+    def to_detail(self) -> dict[str, object]:
+        """Plain-JSON facts for a result's ``details`` (an infinite width becomes None)."""
+        width = self.rel_halfwidth if math.isfinite(self.rel_halfwidth) else None
+        return {
+            "stop_reason": self.reason.value,
+            "iterations": self.iterations,
+            "elapsed_s": self.elapsed,
+            "ci_rel_halfwidth": width,
+        }
+
+
+class AdaptiveStop:
+    """Decides, iteration by iteration, when a measuring loop has measured enough.
+
+    Rules, first match wins: ``elapsed >= max_time`` stops ("time_budget_exhausted", even
+    before ``min_iters``); ``len(values) >= max_iters`` stops ("max_iterations"); nothing stops
+    before both ``min_iters`` values and ``min_time`` seconds; then without a target the loop
+    stops at once ("fixed_iterations"), and with one it stops when the median's relative CI
+    half-width is at most ``target_rel_halfwidth`` ("target_ci_reached").
+
+    The configuration is read-only; the object also remembers when it last computed the
+    interval, so use a fresh one per loop. Cost: the interval (a sort) is recomputed only once
+    the count has grown since the last check by 10% or by 16 values, whichever comes first,
+    but never by less than 1%: so it is checked at nearly every value of a short run, every
+    16 values of a medium one, and a long fast run (10^5+ values) pays about one sort per 1%
+    of growth, well under a microsecond per value. The price is stopping up to 16 values (or
+    1%) after the target was first met. The time and iteration limits are checked every call.
+    """
+
+    __slots__ = (
+        "_checked_at",
+        "_ci_level",
+        "_max_iters",
+        "_max_time",
+        "_min_iters",
+        "_min_time",
+        "_target",
+    )
+
+    def __init__(
+        self,
+        *,
+        target_rel_halfwidth: float | None = None,
+        min_iters: int = 1,
+        min_time: float = 0.0,
+        max_time: float | None = None,
+        max_iters: int | None = None,
+        ci_level: float = 0.95,
+    ) -> None:
+        if target_rel_halfwidth is not None and not target_rel_halfwidth > 0:
+            raise ValueError("target_rel_halfwidth must be positive")
+        if min_iters < 1:
+            raise ValueError("min_iters must be at least 1")
+        if max_iters is not None and max_iters < min_iters:
+            raise ValueError("max_iters must be at least min_iters")
+        if min_time < 0 or (max_time is not None and max_time <= 0):
+            raise ValueError("min_time must be >= 0 and max_time > 0")
+        _check_level(ci_level)
+        self._target = target_rel_halfwidth
+        self._min_iters = int(min_iters)
+        self._min_time = float(min_time)
+        self._max_time = None if max_time is None else float(max_time)
+        self._max_iters = None if max_iters is None else int(max_iters)
+        self._ci_level = ci_level
+        self._checked_at = 0
+
+    @property
+    def target_rel_halfwidth(self) -> float | None:
+        """The relative CI half-width to reach (0.01 = ±1%), or None for a fixed count."""
+        return self._target
+
+    @property
+    def min_iters(self) -> int:
+        """Values to collect before any stop other than the time budget."""
+        return self._min_iters
+
+    @property
+    def min_time(self) -> float:
+        """Seconds to measure before any stop other than the time budget."""
+        return self._min_time
+
+    @property
+    def max_time(self) -> float | None:
+        """The time budget in seconds; reaching it always stops the loop."""
+        return self._max_time
+
+    @property
+    def max_iters(self) -> int | None:
+        """The most values to collect, or None for no limit."""
+        return self._max_iters
+
+    @property
+    def ci_level(self) -> float:
+        """Confidence level of the median's interval."""
+        return self._ci_level
+
+    def _decide(self, reason: StopReason, values: Sequence[float], elapsed: float) -> StopDecision:
+        width = ci_rel_halfwidth(values, self._ci_level)
+        return StopDecision(reason, len(values), elapsed, width)
+
+    def should_stop(self, values: Sequence[float], elapsed: float) -> StopDecision | None:
+        """A :class:`StopDecision` when the loop should stop now, else None.
+
+        ``values`` are all values measured so far (in order) and ``elapsed`` the seconds spent
+        measuring them; the caller owns the clock, which keeps this testable.
+        """
+        n = len(values)
+        if self._max_time is not None and elapsed >= self._max_time:
+            return self._decide(StopReason.TIME_BUDGET_EXHAUSTED, values, elapsed)
+        if self._max_iters is not None and n >= self._max_iters:
+            return self._decide(StopReason.MAX_ITERATIONS, values, elapsed)
+        if n < self._min_iters or elapsed < self._min_time:
+            return None
+        if self._target is None:
+            return self._decide(StopReason.FIXED_ITERATIONS, values, elapsed)
+        if self._checked_at:
+            last = self._checked_at
+            step = max(1, min(16, math.ceil(0.1 * last)), math.ceil(0.01 * last))
+            if n < self._checked_at + step:
+                return None
+        self._checked_at = n
+        width = ci_rel_halfwidth(values, self._ci_level)
+        if width <= self._target:
+            return StopDecision(StopReason.TARGET_CI_REACHED, n, elapsed, width)
+        return None

@@ -1,0 +1,451 @@
+"""The results store: runs and their results in SQLite (default) or PostgreSQL.
+
+A *run* is one invocation of a sweep; it owns the results of its jobs. Each result is written,
+with all its samples, in one transaction that is committed before :meth:`ResultStore.add_result`
+returns: a process killed afterwards loses nothing, one killed during it leaves nothing
+half-written, and ``run --resume`` can trust :meth:`ResultStore.finished_job_keys`.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from sqlalchemy import Connection, Engine, Row, delete, func, select, update
+from sqlalchemy.exc import IntegrityError
+
+from benchlab.errors import StoreError, UsageError
+from benchlab.schema import Result, Status, Summary
+from benchlab.store.engine import WRITE_OPTION, create_store_engine, resolve_url, store_errors
+from benchlab.store.rows import (
+    build_result,
+    load_samples,
+    now,
+    result_row,
+    run_counts_query,
+    write_samples,
+)
+from benchlab.store.tables import (
+    MIGRATIONS,
+    STORE_SCHEMA_VERSION,
+    Migration,
+    ensure_schema,
+    lock_for_setup,
+    results,
+    runs,
+    samples,
+)
+
+__all__ = ["HistoryPoint", "ResultStore", "RunRecord", "RunRef", "RunStatus", "open_store"]
+
+
+class RunStatus(StrEnum):
+    """Where a run stands."""
+
+    RUNNING = "running"
+    FINISHED = "finished"
+    INTERRUPTED = "interrupted"
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One run as stored, with how many of its results succeeded and failed."""
+
+    id: int
+    uuid: str
+    created_at: str
+    finished_at: str | None
+    status: RunStatus
+    fingerprint: str
+    description: str
+    host: str
+    ok_count: int = 0
+    failed_count: int = 0
+
+    @property
+    def result_count(self) -> int:
+        """All results stored for the run, whatever their status."""
+        return self.ok_count + self.failed_count
+
+    @property
+    def resumable(self) -> bool:
+        """True when the run did not finish and ``run --resume`` may continue it."""
+        return self.status is not RunStatus.FINISHED
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPoint:
+    """One measurement of a metric in the history of a model on a framework."""
+
+    started_at: str
+    run_id: int
+    result_id: int
+    job_key: str
+    test_identifier: str
+    target: str
+    device: str
+    summary: Summary
+
+
+RunRef = int | str | RunRecord
+"""A run named by its id, a prefix of its UUID, ``"latest"``, or its :class:`RunRecord`."""
+
+
+def open_store(url_or_path: str | Path | None = None) -> ResultStore:
+    """Open (creating or migrating if needed) the results store.
+
+    ``None`` opens the per-user SQLite file (see :func:`default_store_path`); a path opens that
+    SQLite file; anything with ``://`` is an SQLAlchemy URL used as it is (``sqlite:///...``,
+    ``postgresql://...``). Every failure (bad URL, unreachable server, unwritable path, a store
+    from a newer benchlab) raises :class:`StoreError` with a message meant for a person.
+    """
+    return _open(url_or_path)
+
+
+def _open(
+    url_or_path: str | Path | None,
+    *,
+    target_version: int = STORE_SCHEMA_VERSION,
+    migrations: Mapping[int, Migration] = MIGRATIONS,
+) -> ResultStore:
+    url = resolve_url(url_or_path)
+    shown = url.render_as_string(hide_password=True)
+    engine = create_store_engine(url, shown)
+    try:
+        with store_errors(f"open the results store {shown}"):
+            with engine.execution_options(**{WRITE_OPTION: True}).begin() as conn:
+                lock_for_setup(conn)
+                ensure_schema(conn, target_version=target_version, migrations=migrations)
+    except BaseException:
+        engine.dispose()
+        raise
+    return ResultStore(engine)
+
+
+class ResultStore:
+    """Runs and results in one database; obtain one with :func:`open_store`.
+
+    Safe to share between threads; several processes may write the same store at once.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        """Wrap an engine whose database :func:`open_store` has already set up."""
+        self._engine = engine
+        self._writer = engine.execution_options(**{WRITE_OPTION: True})
+
+    @property
+    def url(self) -> str:
+        """The database URL, password hidden."""
+        return self._engine.url.render_as_string(hide_password=True)
+
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self._engine.dialect.name
+
+    def __repr__(self) -> str:
+        return f"ResultStore({self.url!r})"
+
+    def __enter__(self) -> ResultStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release every connection; the store must not be used afterwards."""
+        self._engine.dispose()
+
+    @contextmanager
+    def _write(self, action: str) -> Iterator[Connection]:
+        with store_errors(action), self._writer.begin() as conn:
+            yield conn
+
+    @contextmanager
+    def _read(self, action: str) -> Iterator[Connection]:
+        with store_errors(action), self._engine.connect() as conn:
+            yield conn
+
+    # Runs
+
+    def start_run(self, *, fingerprint: str, description: str = "", host: str = "") -> RunRecord:
+        """Record a new run in state ``running``; ``fingerprint`` identifies its planned jobs."""
+        values = {
+            "run_uuid": str(uuid.uuid4()),
+            "created_at": now(),
+            "finished_at": None,
+            "status": RunStatus.RUNNING.value,
+            "sweep_fingerprint": fingerprint,
+            "description": description,
+            "host": host,
+        }
+        with self._write("start a run") as conn:
+            run_id = conn.execute(runs.insert().values(**values)).inserted_primary_key[0]
+            return self._load_run(conn, int(run_id))
+
+    def find_resumable_run(
+        self, fingerprint: str | None = None, run_id: RunRef | None = None
+    ) -> RunRecord | None:
+        """The run ``run --resume`` should continue, or ``None`` when there is none.
+
+        With ``run_id``, that run whatever its state (:class:`UsageError` if it does not
+        exist); the caller decides what a fingerprint mismatch means. Otherwise the most
+        recent run still ``running`` or ``interrupted``, restricted to ``fingerprint`` when
+        given. A ``running`` run may belong to a live process: the store cannot tell.
+        """
+        with self._read("look up a resumable run") as conn:
+            if run_id is not None:
+                return self._load_run(conn, self._resolve(conn, run_id))
+            query = select(runs.c.id).where(
+                runs.c.status.in_([RunStatus.RUNNING.value, RunStatus.INTERRUPTED.value])
+            )
+            if fingerprint is not None:
+                query = query.where(runs.c.sweep_fingerprint == fingerprint)
+            found = conn.execute(query.order_by(runs.c.id.desc()).limit(1)).scalar()
+            return None if found is None else self._load_run(conn, int(found))
+
+    def finish_run(self, run_id: RunRef, status: RunStatus | str = RunStatus.FINISHED) -> None:
+        """Close a run as ``finished`` (or ``interrupted``) and stamp its end time."""
+        closing = {RunStatus.FINISHED.value, RunStatus.INTERRUPTED.value}
+        if str(status) not in closing:
+            raise UsageError(f"a run ends as 'finished' or 'interrupted', not {status!r}")
+        final = RunStatus(str(status))
+        with self._write("finish a run") as conn:
+            pk = self._resolve(conn, run_id)
+            conn.execute(
+                update(runs).where(runs.c.id == pk).values(status=final.value, finished_at=now())
+            )
+
+    def mark_interrupted(self, run_id: RunRef) -> None:
+        """Mark a ``running`` run as ``interrupted``; a run already closed is left as it is."""
+        with self._write("mark a run interrupted") as conn:
+            pk = self._resolve(conn, run_id)
+            conn.execute(
+                update(runs)
+                .where(runs.c.id == pk, runs.c.status == RunStatus.RUNNING.value)
+                .values(status=RunStatus.INTERRUPTED.value, finished_at=now())
+            )
+
+    def resume_run(self, run_id: RunRef) -> RunRecord:
+        """Put a run back in state ``running`` before its remaining jobs are run."""
+        with self._write("resume a run") as conn:
+            pk = self._resolve(conn, run_id)
+            conn.execute(
+                update(runs)
+                .where(runs.c.id == pk)
+                .values(status=RunStatus.RUNNING.value, finished_at=None)
+            )
+            return self._load_run(conn, pk)
+
+    def get_run(self, run_ref: RunRef | None = None) -> RunRecord:
+        """One run by id, UUID prefix or ``"latest"`` (also ``None``); :class:`UsageError` if
+        there is no such run."""
+        with self._read("read a run") as conn:
+            return self._load_run(conn, self._resolve(conn, run_ref))
+
+    def list_runs(self, limit: int = 20) -> list[RunRecord]:
+        """The most recent runs first, each with its counts of ok and failed results."""
+        with self._read("list runs") as conn:
+            query = run_counts_query().order_by(runs.c.id.desc()).limit(max(0, limit))
+            return [_run_record(row) for row in conn.execute(query)]
+
+    # Results
+
+    def add_result(self, run_id: RunRef, result: Result) -> int:
+        """Store one result with all its samples in one committed transaction; return its id.
+
+        A run holds at most one result per job key. Adding a key the run already has keeps
+        the stored result and returns its id (a re-offered job is a no-op), except that an ok
+        result replaces a failed one: that is a retried job which now succeeded.
+        """
+        row = result_row(result)
+        for attempt in (1, 2):
+            try:
+                with self._write("store a result") as conn:
+                    return self._insert_result(conn, self._resolve(conn, run_id), row, result)
+            except StoreError as exc:
+                # Two PostgreSQL writers raced on the same job key; the second attempt sees
+                # the winner's row and applies the rules above to it.
+                if attempt == 1 and isinstance(exc.__cause__, IntegrityError):
+                    continue
+                raise
+        raise AssertionError("unreachable")
+
+    def _insert_result(
+        self, conn: Connection, run_pk: int, row: dict[str, Any], result: Result
+    ) -> int:
+        existing = conn.execute(
+            select(results.c.id, results.c.status).where(
+                results.c.run_id == run_pk, results.c.job_key == row["job_key"]
+            )
+        ).first()
+        if existing is not None:
+            if existing.status == Status.OK.value or row["status"] != Status.OK.value:
+                return int(existing.id)
+            conn.execute(delete(samples).where(samples.c.result_id == existing.id))
+            conn.execute(delete(results).where(results.c.id == existing.id))
+        inserted = conn.execute(results.insert().values(run_id=run_pk, **row))
+        result_id = int(inserted.inserted_primary_key[0])
+        write_samples(conn, result_id, result.samples)
+        return result_id
+
+    def finished_job_keys(
+        self, run_id: RunRef, *, statuses: Iterable[Status | str] | None = None
+    ) -> set[str]:
+        """Job keys the run already holds a result for, whatever its status by default.
+
+        Pass ``statuses=[Status.OK]`` to get only the successful ones (to retry failures).
+        """
+        with self._read("read finished jobs") as conn:
+            query = select(results.c.job_key).where(
+                results.c.run_id == self._resolve(conn, run_id)
+            )
+            if statuses is not None:
+                query = query.where(results.c.status.in_([Status(s).value for s in statuses]))
+            return set(conn.execute(query).scalars())
+
+    def results(
+        self,
+        run_id: RunRef | None = None,
+        *,
+        model: str | None = None,
+        framework: str | None = None,
+        status: Status | str | None = None,
+        with_samples: bool = True,
+    ) -> list[Result]:
+        """Stored results, oldest first, rebuilt as :class:`Result` objects.
+
+        ``run_id=None`` searches every run. Without ``with_samples`` the results carry no
+        samples (summaries are still there), which is much faster for large runs.
+        """
+        with self._read("read results") as conn:
+            query = select(results).order_by(results.c.id)
+            if run_id is not None:
+                query = query.where(results.c.run_id == self._resolve(conn, run_id))
+            if model is not None:
+                query = query.where(results.c.model_name == model)
+            if framework is not None:
+                query = query.where(results.c.framework == framework)
+            if status is not None:
+                query = query.where(results.c.status == Status(status).value)
+            rows = list(conn.execute(query))
+            loaded = load_samples(conn, [row.id for row in rows]) if with_samples else {}
+        return [build_result(row, loaded.get(row.id, ())) for row in rows]
+
+    def history(
+        self,
+        model_name: str,
+        framework: str,
+        *,
+        target: str | None = None,
+        test_identifier: str | None = None,
+        metric_key: str = "NET latency",
+        limit: int = 100,
+    ) -> list[HistoryPoint]:
+        """The last ``limit`` summaries of one metric for a model on a framework, oldest first.
+
+        Only ok results that carry ``metric_key`` count. This is the query behind a "history
+        of one model on one backend" view (p50 over time).
+        """
+        points: list[HistoryPoint] = []
+        with self._read("read history") as conn:
+            query = select(
+                results.c.id,
+                results.c.run_id,
+                results.c.job_key,
+                results.c.test_identifier,
+                results.c.target,
+                results.c.device,
+                results.c.started_at,
+                results.c.summaries_json,
+            ).where(
+                results.c.model_name == model_name,
+                results.c.framework == framework,
+                results.c.status == Status.OK.value,
+            )
+            if target is not None:
+                query = query.where(results.c.target == target)
+            if test_identifier is not None:
+                query = query.where(results.c.test_identifier == test_identifier)
+            query = query.order_by(results.c.started_at.desc(), results.c.id.desc())
+            for row in conn.execute(query):
+                if len(points) >= limit:
+                    break
+                summary = json.loads(row.summaries_json).get(metric_key)
+                if summary is None:
+                    continue
+                points.append(
+                    HistoryPoint(
+                        started_at=row.started_at,
+                        run_id=row.run_id,
+                        result_id=row.id,
+                        job_key=row.job_key,
+                        test_identifier=row.test_identifier,
+                        target=row.target,
+                        device=row.device,
+                        summary=Summary.from_dict(summary),
+                    )
+                )
+        points.reverse()
+        return points
+
+    # Helpers
+
+    def _resolve(self, conn: Connection, ref: RunRef | None) -> int:
+        if isinstance(ref, RunRecord):
+            ref = ref.id
+        if ref is None or ref == "latest":
+            latest = conn.execute(select(func.max(runs.c.id))).scalar()
+            if latest is None:
+                raise UsageError("the results store holds no runs yet")
+            return int(latest)
+        if isinstance(ref, int) or ref.isdigit():
+            found = conn.execute(select(runs.c.id).where(runs.c.id == int(ref))).scalar()
+            if found is not None:
+                return int(found)
+            if isinstance(ref, int):
+                raise UsageError(f"no run with id {ref} in the results store")
+        prefix = ref.strip().lower()
+        if not prefix or any(c not in "0123456789abcdef-" for c in prefix):
+            raise UsageError(f"no run {ref!r}: give a run id, a run UUID prefix or 'latest'")
+        matches = list(
+            conn.execute(
+                select(runs.c.id).where(runs.c.run_uuid.startswith(prefix)).limit(2)
+            ).scalars()
+        )
+        if not matches:
+            raise UsageError(f"no run with id or UUID prefix {ref!r} in the results store")
+        if len(matches) > 1:
+            raise UsageError(f"UUID prefix {ref!r} matches several runs; give more of it")
+        return int(matches[0])
+
+    def _load_run(self, conn: Connection, run_pk: int) -> RunRecord:
+        row = conn.execute(run_counts_query().where(runs.c.id == run_pk)).one()
+        return _run_record(row)
+
+
+def _run_record(row: Row[Any]) -> RunRecord:
+    return RunRecord(
+        id=int(row.id),
+        uuid=row.run_uuid,
+        created_at=row.created_at,
+        finished_at=row.finished_at,
+        status=RunStatus(row.status),
+        fingerprint=row.sweep_fingerprint,
+        description=row.description,
+        host=row.host,
+        ok_count=int(row.ok_count),
+        failed_count=int(row.failed_count),
+    )

@@ -1,0 +1,134 @@
+"""The ``host`` target: commands run as child processes of benchlab on this machine.
+
+Each command starts in a new session (its own process group), so a timeout kills the whole
+tree it spawned, not just the direct child. CPU pinning and memory caps are applied in the
+child between ``fork`` and ``exec``; benchlab's own process keeps its affinity and environment.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from benchlab.environment import capture_host_environment, parse_cpu_list
+from benchlab.targets.base import Availability, CommandResult, RunRequest
+
+__all__ = ["HostTarget"]
+
+# A process that ignores SIGTERM gets this long before SIGKILL.
+_TERM_GRACE_S = 2.0
+
+
+class HostTarget:
+    """Run benchmarks on this machine, each command in its own process group."""
+
+    name = "host"
+
+    def __init__(self, workroot: Path | None = None) -> None:
+        self._workroot = workroot
+
+    def availability(self) -> Availability:
+        """The host is always available."""
+        return Availability(ok=True, version=sys.version.split()[0])
+
+    def describe(self) -> Mapping[str, Any]:
+        """CPU, cores, OS, load, governor and temperatures of this machine."""
+        return capture_host_environment()
+
+    def python_executable(self) -> str:
+        """The interpreter benchlab runs under, so the runner sees the same packages."""
+        return sys.executable
+
+    def make_workdir(self, name: str) -> str:
+        """A fresh temporary directory (under ``workroot`` when given)."""
+        if self._workroot is not None:
+            self._workroot.mkdir(parents=True, exist_ok=True)
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60]
+        return tempfile.mkdtemp(prefix=f"benchlab-{safe}-", dir=self._workroot)
+
+    def push(self, local: Path, workdir: str, name: str | None = None) -> str:
+        """Files are already here: link them into the workdir under the expected name."""
+        if name is None:
+            return str(local)
+        dest = Path(workdir) / name
+        if dest.exists() or dest.is_symlink():
+            dest.unlink()
+        dest.symlink_to(Path(local).resolve())
+        return str(dest)
+
+    def pull(self, remote: str, local: Path) -> Path:
+        """Copy a file produced by a command to ``local``."""
+        local.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(remote, local)
+        return local
+
+    def remove_workdir(self, workdir: str) -> None:
+        """Delete a working directory and everything in it."""
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    def run(self, request: RunRequest) -> CommandResult:
+        """Run one command with a timeout that kills its whole process group."""
+        env = dict(os.environ)
+        env.update(request.env)
+        shell = isinstance(request.argv, str)
+        cpus = parse_cpu_list(request.cpu_list) if request.cpu_list else None
+        limit = request.memory_limit
+
+        def in_child() -> None:  # runs after fork, before exec, in the child only
+            if cpus:
+                os.sched_setaffinity(0, cpus)
+            if limit:
+                size = int(limit) * 1024 * 1024
+                resource.setrlimit(resource.RLIMIT_AS, (size, size))
+
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            request.argv,
+            shell=shell,
+            cwd=request.cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            preexec_fn=in_child if (cpus or limit) else None,
+        )
+        timed_out = False
+        try:
+            stdout, stderr = proc.communicate(timeout=request.timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            stdout, stderr = _kill_group(proc)
+        return CommandResult(
+            returncode=proc.returncode,
+            stdout=stdout.decode("utf-8", "replace"),
+            stderr=stderr.decode("utf-8", "replace"),
+            duration=time.perf_counter() - started,
+            timed_out=timed_out,
+        )
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    """SIGTERM the process group, then SIGKILL it, and collect what it printed."""
+    for sig, grace in ((signal.SIGTERM, _TERM_GRACE_S), (signal.SIGKILL, _TERM_GRACE_S)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            return proc.communicate(timeout=grace)
+        except subprocess.TimeoutExpired:
+            continue
+    # Something outside the group (a daemonised grandchild) still holds the pipes open.
+    proc.kill()
+    proc.wait()
+    return b"", b""
