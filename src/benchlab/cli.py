@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from benchlab.errors import BenchlabError, UsageError
 
@@ -28,8 +29,15 @@ app = typer.Typer(
 results_app = typer.Typer(help="List, show and export past runs.", no_args_is_help=True)
 app.add_typer(results_app, name="results")
 
-console = Console()
-err_console = Console(stderr=True)
+
+def _console(stderr: bool = False) -> Console:
+    # Piped output (CI logs, files) would otherwise be cut to 80 columns and fold the table.
+    probe = Console(stderr=stderr)
+    return probe if probe.is_terminal else Console(stderr=stderr, width=max(probe.width, 140))
+
+
+console = _console()
+err_console = _console(stderr=True)
 
 DbOption = Annotated[
     Optional[str],  # noqa: UP007 - typer needs Optional here
@@ -93,7 +101,6 @@ def run(
     """Run benchmarks: the zoo's default models on every installed framework, or the specs given."""
     from benchlab.api import plan_sweep, run as run_sweep
     from benchlab.harness import TestOverrides, describe_plan
-    from benchlab.report.terminal import results_table
     from benchlab.spec import parse_string_map
 
     overrides = TestOverrides(
@@ -114,12 +121,20 @@ def run(
         string_map=parse_string_map(string_map) if string_map else None, json_dir=json_dir,
         progress=not quiet, console=err_console, **common,  # type: ignore[arg-type]
     )
-    console.print(results_table(list(results), title=f"benchlab run {results.run_id}"))
+    _print_results(list(results), f"benchlab run {results.run_id}")
     for label, reason in results.skipped:
-        console.print(f"[dim]skipped {label}: {reason}[/]")
+        console.print(f"[dim]skipped {escape(label)}: {escape(reason)}[/]")
     if results.failed:
         err_console.print(f"[red]{len(results.failed)} of {len(results)} jobs failed[/]")
     raise typer.Exit(results.exit_code)
+
+
+def _print_results(results: list[Any], title: str) -> None:
+    from benchlab.report.terminal import result_notes, results_table
+
+    console.print(results_table(results, title=title))
+    for note in result_notes(results):
+        console.print(f"[dim]· {escape(note)}[/]", highlight=False)
 
 
 @results_app.command("list")
@@ -142,7 +157,6 @@ def results_show(
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
 ) -> None:
     """Show the results of one run."""
-    from benchlab.report.terminal import results_table
     from benchlab.store import open_store
 
     with open_store(db) as store:
@@ -151,8 +165,7 @@ def results_show(
     if as_json:
         sys.stdout.write(json.dumps([r.to_dict() for r in results], indent=1, default=str) + "\n")
         return
-    title = f"run {record.id} ({record.status.value}, {record.created_at}) {record.description}"
-    console.print(results_table(results, title=title))
+    _print_results(results, f"run {record.id} ({record.status.value}, {record.created_at[:19]})")
 
 
 @results_app.command("export")
@@ -215,7 +228,7 @@ def main() -> None:
     try:
         app(standalone_mode=False)
     except BenchlabError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

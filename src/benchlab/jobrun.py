@@ -18,7 +18,7 @@ from typing import Any
 from benchlab.artifacts import ArtifactCache
 from benchlab.errors import DownloadError, InfrastructureError, UserError
 from benchlab.frameworks.base import Framework, JobContext
-from benchlab.schema import JobIdentity, Result, Sample, Status, group_samples
+from benchlab.schema import JobIdentity, Result, Sample, Status, Summary, group_samples
 from benchlab.spec.placeholders import placeholder_map
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
 from benchlab.stats import ci_rel_halfwidth, summarize
@@ -78,12 +78,18 @@ def _failure(result: CommandResult, timeout: float) -> tuple[Status, str] | None
 
 def summarize_samples(
     samples: tuple[Sample, ...] | list[Sample], statistics: tuple[str, ...] = ()
-) -> dict[str, Any]:
-    """Summary statistics for every metric key among ``samples``."""
-    return {
-        key: summarize([s.value for s in group], group[0].unit, extra_percentiles=statistics)
-        for key, group in group_samples(samples).items()
-    }
+) -> dict[str, Summary]:
+    """Summary statistics for every metric key; trends are sought within each process."""
+    summaries: dict[str, Summary] = {}
+    for key, group in group_samples(samples).items():
+        by_process: dict[int, list[float]] = {}
+        for sample in group:
+            by_process.setdefault(sample.repetition, []).append(sample.value)
+        summaries[key] = summarize(
+            [s.value for s in group], group[0].unit, extra_percentiles=statistics,
+            segments=list(by_process.values()),
+        )
+    return summaries
 
 
 def _fetch_files(spec: BenchmarkSpec, test: TestCase, cache: ArtifactCache) -> dict[str, Path]:
@@ -141,7 +147,8 @@ def run_job(
             for key, path in local_files.items()
         }
         placeholders = placeholder_map(
-            job.spec, test, files=files, target_dir=workdir, extra=dict(string_map or {})
+            job.spec, test, files=files, target_dir=workdir,
+            extra={"PYTHON": target.python_executable(), **(string_map or {})},
         )
         budget = time_budget if time_budget is not None else _DEFAULT_BUDGET_S
         began = time.monotonic()

@@ -237,7 +237,9 @@ def _count_modes(arr: np.ndarray) -> int:
     return len(peaks)
 
 
-def noise_warnings(values: Sequence[float]) -> tuple[str, ...]:
+def noise_warnings(
+    values: Sequence[float], *, segments: Sequence[Sequence[float]] | None = None
+) -> tuple[str, ...]:
     """Reasons not to trust these values, each a sentence for the user; empty when none.
 
     Checks, in this order:
@@ -252,6 +254,10 @@ def noise_warnings(values: Sequence[float]) -> tuple[str, ...]:
       bandwidth, ignoring bumps that hold under 5% of the values or barely dip.
 
     Isolated outliers are not a warning by themselves: the median shrugs them off.
+
+    ``segments`` splits ``values`` into the runs they came from (one per fresh process):
+    the trend is then sought inside each run, because a level shift *between* processes is
+    not a drift across iterations.
     """
     arr = _as_array(values)
     found: list[str] = []
@@ -268,7 +274,14 @@ def noise_warnings(values: Sequence[float]) -> tuple[str, ...]:
                     f"High variability: CV is {cv:.1%} (above {_CV_LIMIT:.0%}); "
                     "single numbers from this run are unreliable"
                 )
-        trend = _trend_warning(arr)
+        if segments is None:
+            trend = _trend_warning(arr)
+        else:
+            trend = next(
+                (t for seg in segments if len(seg) >= _MIN_N_NOISE
+                 for t in [_trend_warning(_as_array(seg))] if t),
+                None,
+            )
         if trend:
             found.append(trend)
     if n >= _MIN_N_MODES:
@@ -301,6 +314,7 @@ def summarize(
     *,
     ci_level: float = 0.95,
     extra_percentiles: Sequence[str] = (),
+    segments: Sequence[Sequence[float]] | None = None,
 ) -> Summary:
     """Summary statistics of one metric's values.
 
@@ -311,7 +325,8 @@ def summarize(
     :func:`median_ci`; when too few values exist for that level, they are (min, max) and a
     warning says the interval is weaker than asked. ``extra_percentiles`` takes names like
     ``p95`` or ``p99.9``; names of fields already reported (``p50``, ``mean``, ``MAD``...) are
-    accepted and skipped, anything else raises ``ValueError``.
+    accepted and skipped, anything else raises ``ValueError``. ``segments`` (the values split
+    by the process they came from) is passed on to :func:`noise_warnings`.
     """
     _check_level(ci_level)
     arr = _as_array(values)
@@ -339,7 +354,7 @@ def summarize(
             f"Too few samples ({n}) for a {ci_level:.0%} confidence interval of the median: "
             "the reported interval is the full range, which covers less than asked"
         )
-    warnings.extend(noise_warnings(arr))
+    warnings.extend(noise_warnings(arr, segments=segments))
     extra = {key: float(np.percentile(ordered, q)) for key, q in requests.items()}
     return Summary(
         unit=unit,

@@ -105,10 +105,14 @@ def test_odd_sample_text_round_trips(store: ResultStore) -> None:
         Sample('load "time", cold\nstart', 2.5, "", type="op\\with\ttab"),
         Sample("memory_peak", 123456789.0, "bytes", type="NET", repetition=3, index=7),
         Sample("ünïcode", -0.0, "µs", type="conv,1"),
+        Sample("\\N", math.nan, "\\N"),
     )
     original = Result(identity=identity(), status=Status.OK, samples=odd)
     store.add_result(run.id, original)
-    assert store.results(run.id)[0].samples == odd
+    loaded = store.results(run.id)[0].samples
+    assert loaded[:3] == odd[:3]
+    assert (loaded[3].metric, loaded[3].unit) == ("\\N", "\\N")
+    assert math.isnan(loaded[3].value)
 
 
 def test_large_result_keeps_every_sample_in_order(store: ResultStore) -> None:

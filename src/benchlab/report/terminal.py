@@ -6,12 +6,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from benchlab.schema import Result, Status, Summary
 
-__all__ = ["SweepProgress", "format_ms", "results_table"]
+__all__ = ["SweepProgress", "format_ms", "result_notes", "results_table", "warning_tag"]
 
 _TO_MS = {"ns": 1e-6, "us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1e3}
 _STATUS_STYLE = {
@@ -33,6 +34,33 @@ def format_ms(value: float | None, unit: str = "ms") -> str:
     return f"{ms:.3f}" if ms < 10 else f"{ms:.2f}" if ms < 100 else f"{ms:.1f}"
 
 
+_TAGS = (
+    ("high variability", "noisy"),
+    ("trend", "trend"),
+    ("multimodal", "modes"),
+    ("too few", "few"),
+)
+
+
+def warning_tag(warning: str) -> str:
+    """A one-word label for a statistics warning, for narrow table cells."""
+    lowered = warning.lower()
+    return next((tag for needle, tag in _TAGS if needle in lowered), "warn")
+
+
+def result_notes(results: Sequence[Result]) -> list[str]:
+    """Full-text footnotes: each failed job's error and each latency warning, one per line."""
+    notes: list[str] = []
+    for result in results:
+        label = result.identity.label
+        if result.error:
+            notes.append(f"{label}: {result.status.value}: {result.error}")
+        latency = result.summaries.get("NET latency")
+        for warning in latency.warnings if latency else ():
+            notes.append(f"{label}: {warning}")
+    return notes
+
+
 def _summary(result: Result, key: str) -> Summary | None:
     return result.summaries.get(key)
 
@@ -44,36 +72,41 @@ def _cell(summary: Summary | None, attr: str) -> str:
 
 
 def results_table(results: Sequence[Result], title: str = "benchlab results") -> Table:
-    """One row per job: latency p50/p90 with the median's CI, load, first inference, memory."""
-    table = Table(title=title, header_style="bold", expand=False)
+    """One row per job: latency p50/p90 with the median's CI, load, first inference, memory.
+
+    Times are in milliseconds; ``±CI`` is the half-width of the median's 95% interval relative
+    to the median; ``notes`` tags warnings whose full text :func:`result_notes` gives.
+    """
+    table = Table(title=title, caption="times in ms; ±CI: 95% interval of the median",
+                  header_style="bold", expand=False)
     for name, justify in (
-        ("model", "left"), ("test", "left"), ("framework", "left"), ("status", "left"),
-        ("p50 ms", "right"), ("p90 ms", "right"), ("±CI", "right"), ("n", "right"),
-        ("load ms", "right"), ("first ms", "right"), ("peak MiB", "right"), ("notes", "left"),
+        ("model/test", "left"), ("framework", "left"), ("status", "left"),
+        ("p50", "right"), ("p90", "right"), ("±CI", "right"), ("n", "right"),
+        ("load", "right"), ("first", "right"), ("MiB", "right"), ("notes", "left"),
     ):
-        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        table.add_column(name, justify=justify, no_wrap=name != "notes")  # type: ignore[arg-type]
     for result in results:
         ident = result.identity
         config = ",".join(str(v) for _, v in sorted(ident.framework_config.items()))
         framework = f"{ident.framework}[{config}]" if config else ident.framework
+        name = ident.model_name
+        if ident.test_identifier != "default":
+            name += f"/{ident.test_identifier}"
         latency = _summary(result, "NET latency")
         memory = _summary(result, "NET memory_peak")
-        notes: list[str] = []
-        if result.error:
-            notes.append(result.error.splitlines()[0][:120])
+        notes: list[str] = ["error"] if result.error else []
         if latency is not None:
-            notes += list(latency.warnings)
+            notes += [warning_tag(w) for w in latency.warnings]
         ci = f"{latency.ci_rel_halfwidth * 100:.1f}%" if latency is not None else "-"
         style = _STATUS_STYLE.get(result.status, "")
         table.add_row(
-            ident.model_name, ident.test_identifier, framework,
-            f"[{style}]{result.status.value}[/]",
+            escape(name), escape(framework), f"[{style}]{result.status.value}[/]",
             _cell(latency, "p50"), _cell(latency, "p90"), ci,
             str(latency.count) if latency else "-",
             _cell(_summary(result, "NET load_time"), "p50"),
             _cell(_summary(result, "NET first_inference"), "p50"),
             f"{memory.max:.0f}" if memory else "-",
-            "; ".join(notes),
+            ",".join(dict.fromkeys(notes)),
         )
     return table
 
@@ -103,11 +136,12 @@ class SweepProgress:
     def __call__(self, job: Any, result: Result | None) -> None:
         """Show the job starting, or advance when its result arrives."""
         if result is None:
-            self._progress.update(self._task, description=job.identity.label)
+            self._progress.update(self._task, description=escape(job.identity.label))
             return
         if not result.ok:
             self.failed += 1
             self._progress.console.print(
-                f"[red]✗[/] {job.identity.label}: {result.status.value}: {result.error}"
+                f"[red]✗[/] {escape(job.identity.label)}: {result.status.value}: "
+                f"{escape(result.error or '')}"
             )
         self._progress.advance(self._task)

@@ -133,7 +133,11 @@ _SQLITE_INSERT = (
     f"INSERT INTO samples ({', '.join(_SAMPLE_COLUMNS)}) "
     f"VALUES ({', '.join('?' for _ in _SAMPLE_COLUMNS)})"
 )
-_PG_COPY = f"COPY samples ({', '.join(_SAMPLE_COLUMNS)}) FROM STDIN WITH (FORMAT csv)"
+_PG_NULL = "\\N"
+_PG_COPY = (
+    f"COPY samples ({', '.join(_SAMPLE_COLUMNS)}) FROM STDIN "
+    "WITH (FORMAT csv, NULL '\\N', FORCE_NOT_NULL (metric, type, unit))"
+)
 
 
 def _batched(rows: Iterable[tuple[Any, ...]], size: int) -> Iterator[list[tuple[Any, ...]]]:
@@ -149,9 +153,10 @@ def _batched(rows: Iterable[tuple[Any, ...]], size: int) -> Iterator[list[tuple[
 
 def _copy_rows(conn: Connection, batch: list[tuple[Any, ...]]) -> None:
     buffer = io.StringIO()
-    # QUOTE_NONNUMERIC quotes every string (so "" stays an empty string) and leaves None as
-    # an unquoted empty field, which COPY reads as NULL; floats are written with repr, exact.
-    csv.writer(buffer, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n").writerows(batch)
+    # Only the value column can be NULL (NaN); it is spelled \N, which no float's repr is,
+    # and FORCE_NOT_NULL keeps a text column that happens to read \N from becoming NULL.
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerows(row if row[-1] is not None else (*row[:-1], _PG_NULL) for row in batch)
     buffer.seek(0)
     cursor = conn.connection.cursor()
     try:

@@ -151,9 +151,11 @@ class ResultStore:
         return self._engine.dialect.name
 
     def __repr__(self) -> str:
+        """The store's URL, password hidden."""
         return f"ResultStore({self.url!r})"
 
     def __enter__(self) -> ResultStore:
+        """The store itself; it is closed when the block ends."""
         return self
 
     def __exit__(
@@ -162,6 +164,7 @@ class ResultStore:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        """Close the store."""
         self.close()
 
     def close(self) -> None:
@@ -250,8 +253,10 @@ class ResultStore:
             return self._load_run(conn, pk)
 
     def get_run(self, run_ref: RunRef | None = None) -> RunRecord:
-        """One run by id, UUID prefix or ``"latest"`` (also ``None``); :class:`UsageError` if
-        there is no such run."""
+        """One run by id, UUID prefix, or ``"latest"``/``None`` for the most recent one.
+
+        Raises :class:`UsageError` when there is no such run.
+        """
         with self._read("read a run") as conn:
             return self._load_run(conn, self._resolve(conn, run_ref))
 

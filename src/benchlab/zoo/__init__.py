@@ -23,7 +23,7 @@ from benchlab.spec.types import BenchmarkSpec, FileRef, InputDef, ModelDef, Test
 __all__ = ["DEFAULT_MODELS", "ZOO", "ZooModel", "zoo_specs"]
 
 # Bump when a model's definition or export changes, so cached exports are not reused.
-ZOO_VERSION = "1"
+ZOO_VERSION = "2"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,15 +43,15 @@ class ZooModel:
 ZOO: dict[str, ZooModel] = {
     m.name: m
     for m in (
-        ZooModel("mlp", "3-layer perceptron 256-512-512-10", ((1, 256),)),
-        ZooModel("convnet", "5-block CNN classifier, 64x64 RGB", ((1, 3, 64, 64),)),
-        ZooModel("transformer", "2 transformer encoder blocks, 32 tokens x 64", ((1, 32, 64),)),
+        ZooModel("mlp", "3-layer perceptron 512-1024-1024-10, batch 16", ((16, 512),)),
+        ZooModel("convnet", "5-block CNN classifier, 128x128 RGB", ((1, 3, 128, 128),)),
+        ZooModel("transformer", "2 transformer encoder blocks, 128 tokens x 128", ((1, 128, 128),)),
     )
 }
 DEFAULT_MODELS = ("mlp", "convnet", "transformer")
 
-# Defaults of the zoo's test: three fresh processes of at least 30 iterations and 0.5 s each.
-DEFAULT_TEST = TestCase(identifier="default", warmup=5, iter=30, min_time=0.5, repeat=3)
+# Defaults of the zoo's test: three fresh processes of at least 30 iterations and 0.3 s each.
+DEFAULT_TEST = TestCase(identifier="default", warmup=5, iter=30, min_time=0.3, repeat=3)
 
 
 def _index_path(cache: ArtifactCache) -> Path:

@@ -23,7 +23,7 @@ class _MLP(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.layers = nn.Sequential(
-            nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)
+            nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10)
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -40,9 +40,9 @@ class _ConvNet(nn.Module):
             )
 
         self.features = nn.Sequential(
-            block(3, 16, 2), block(16, 32, 2), block(32, 32, 1), block(32, 64, 2), block(64, 64, 1)
+            block(3, 32, 2), block(32, 64, 2), block(64, 64, 1), block(64, 128, 2), block(128, 128, 1)
         )
-        self.head = nn.Linear(64, 10)
+        self.head = nn.Linear(128, 10)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.features(x).mean(dim=(2, 3)))
@@ -51,7 +51,7 @@ class _ConvNet(nn.Module):
 class _EncoderBlock(nn.Module):
     """Pre-norm self-attention and MLP, written out so every exporter handles it."""
 
-    def __init__(self, dim: int = 64, heads: int = 4) -> None:
+    def __init__(self, dim: int = 128, heads: int = 4) -> None:
         super().__init__()
         self.heads = heads
         self.norm1 = nn.LayerNorm(dim)
@@ -79,15 +79,15 @@ class _Transformer(nn.Module):
 
 
 def mlp() -> nn.Module:
-    """A 3-layer perceptron, 256 → 512 → 512 → 10 (0.4M parameters)."""
-    return _seeded(_MLP, [[1, 256]], seed=1)
+    """A 3-layer perceptron, 512 → 1024 → 1024 → 10 (1.6M parameters), batch 16."""
+    return _seeded(_MLP, [[16, 512]], seed=1)
 
 
 def convnet() -> nn.Module:
-    """A 5-block convolutional classifier on 64×64 RGB images."""
-    return _seeded(_ConvNet, [[1, 3, 64, 64]], seed=2)
+    """A 5-block convolutional classifier on 128×128 RGB images."""
+    return _seeded(_ConvNet, [[1, 3, 128, 128]], seed=2)
 
 
 def transformer() -> nn.Module:
-    """Two pre-norm transformer encoder blocks, 32 tokens of width 64."""
-    return _seeded(_Transformer, [[1, 32, 64]], seed=3)
+    """Two pre-norm transformer encoder blocks, 128 tokens of width 128."""
+    return _seeded(_Transformer, [[1, 128, 128]], seed=3)
