@@ -6,14 +6,12 @@ import hashlib
 import io
 import socket
 import threading
-from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from rich.console import Console
+
+from conftest import FileServer
 
 from benchlab.artifacts import ArtifactCache, default_cache_dir, md5_of, sha256_of
 from benchlab.errors import ArtifactHashMismatch, DownloadError, UsageError
@@ -29,56 +27,6 @@ def sha(data: bytes) -> str:
 
 def md5(data: bytes) -> str:
     return hashlib.md5(data).hexdigest()
-
-
-@dataclass
-class FileServer:
-    """A loopback HTTP server whose served files and request counts tests can read and change."""
-
-    base_url: str
-    files: dict[str, bytes] = field(default_factory=dict)
-    requests: Counter[str] = field(default_factory=Counter)
-
-    def url(self, path: str) -> str:
-        return self.base_url + path
-
-
-@pytest.fixture
-def server() -> Iterator[FileServer]:
-    state = FileServer(base_url="")
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-            state.requests[self.path] += 1
-            if self.path.startswith("/truncated/"):
-                # Promise 1000 bytes, send 100, hang up: HTTP/1.0 closes after the handler.
-                self.send_response(200)
-                self.send_header("Content-Length", "1000")
-                self.end_headers()
-                self.wfile.write(b"x" * 100)
-                return
-            body = state.files.get(self.path)
-            if body is None:
-                self.send_error(404, "no such file")
-                return
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.base_url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    try:
-        yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
 
 
 @pytest.fixture

@@ -60,17 +60,19 @@ def _failure(result: CommandResult, timeout: float) -> tuple[Status, str] | None
     code = result.returncode
     if code is None or code == 0:
         return None
-    if code < 0:
+    # A shell reports a child killed by signal N as status 128+N.
+    signum = -code if code < 0 else code - 128 if 128 < code < 160 else None
+    if signum is not None:
         try:
-            name = signal.Signals(-code).name
+            name = signal.Signals(signum).name
         except ValueError:
-            name = f"signal {-code}"
+            name = f"signal {signum}"
         hint = {
             "SIGKILL": " (killed from outside: out of memory?)",
             "SIGSEGV": " (crashed: segmentation fault)",
             "SIGABRT": " (aborted)",
         }.get(name, "")
-        return Status.FAILED, f"killed by {name}{hint}"
+        return Status.FAILED, f"killed by {name}{hint} (exit status {code})"
     last = next((ln for ln in reversed(result.stderr.splitlines()) if ln.strip()), "")
     reason = f"exited with status {code}"
     return Status.FAILED, f"{reason}: {last.strip()[:300]}" if last else reason

@@ -91,17 +91,27 @@ class HostTarget:
                 resource.setrlimit(resource.RLIMIT_AS, (size, size))
 
         started = time.perf_counter()
-        proc = subprocess.Popen(
-            request.argv,
-            shell=shell,
-            cwd=request.cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            preexec_fn=in_child if (cpus or limit) else None,
-        )
+        try:
+            proc = subprocess.Popen(
+                request.argv,
+                shell=shell,
+                cwd=request.cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=in_child if (cpus or limit) else None,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            # A command that cannot start is a failed command (as a shell reports it), not a
+            # crash of benchlab: the job is recorded as failed and the sweep goes on.
+            return CommandResult(
+                returncode=127 if isinstance(exc, FileNotFoundError) else 126,
+                stdout="",
+                stderr=f"benchlab: could not start the command: {_spawn_error(exc, request)}\n",
+                duration=time.perf_counter() - started,
+            )
         timed_out = False
         try:
             stdout, stderr = proc.communicate(timeout=request.timeout)
@@ -115,6 +125,20 @@ class HostTarget:
             duration=time.perf_counter() - started,
             timed_out=timed_out,
         )
+
+
+def _spawn_error(exc: BaseException, request: RunRequest) -> str:
+    """Why a command could not start, naming the setting that made the child's setup fail."""
+    if isinstance(exc, OSError):
+        return str(exc)
+    # preexec_fn failures arrive without their cause: name the limits that were being applied.
+    applied = []
+    if request.cpu_list:
+        allowed = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
+        applied.append(f"cpu_list {request.cpu_list!r} (this machine allows CPUs {allowed})")
+    if request.memory_limit:
+        applied.append(f"memory_limit {request.memory_limit} MiB")
+    return f"the child's setup failed applying {' and '.join(applied)}" if applied else str(exc)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
