@@ -66,11 +66,16 @@ def write_entry(path: Path) -> Path:
 
 def write_torchscript(path: Path) -> Path:
     """The eager model of :data:`ENTRY_SOURCE`, traced and saved."""
+    import warnings
+
     import torch
 
     namespace: dict[str, object] = {}
     exec(ENTRY_SOURCE, namespace)
     model = namespace["tiny"]()  # type: ignore[operator]
-    with torch.no_grad():
+    # TorchScript is deprecated upstream but still what many deployments ship; the warning
+    # says nothing about the code under test.
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
         torch.jit.trace(model, (torch.zeros(1, IN_FEATURES),)).save(str(path))
     return path
