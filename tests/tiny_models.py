@@ -70,9 +70,10 @@ def write_torchscript(path: Path) -> Path:
 
     import torch
 
-    namespace: dict[str, object] = {}
-    exec(ENTRY_SOURCE, namespace)
-    model = namespace["tiny"]()  # type: ignore[operator]
+    from benchlab.frameworks.pytorch.backend import build_from_entry
+
+    source = write_entry(path.with_name(path.stem + "_entry.py"))
+    model = build_from_entry(f"{source}:tiny")
     # TorchScript is deprecated upstream but still what many deployments ship; the warning
     # says nothing about the code under test.
     with torch.no_grad(), warnings.catch_warnings():

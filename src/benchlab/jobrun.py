@@ -10,7 +10,7 @@ from __future__ import annotations
 import signal
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -111,6 +111,10 @@ def run_job(
     """Measure one job: ``test.repeat`` fresh processes, more while ``target_ci`` is unmet."""
     started_at = _now()
     test = job.test
+    budget = time_budget if time_budget is not None else _DEFAULT_BUDGET_S
+    if test.target_ci is not None and test.max_time is None:
+        # Each process gets its share of the job's budget for its own adaptive loop.
+        test = replace(test, max_time=budget / max(test.repeat, 1))
     environment: dict[str, Any] = dict(target.describe())
 
     def finish(status: Status, samples: list[Sample], details: dict[str, Any],
@@ -152,7 +156,6 @@ def run_job(
             job.spec, test, files=files, target_dir=workdir,
             extra={"PYTHON": target.python_executable(), **(string_map or {})},
         )
-        budget = time_budget if time_budget is not None else _DEFAULT_BUDGET_S
         began = time.monotonic()
         repetition = 0
         while True:

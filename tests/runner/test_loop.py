@@ -43,7 +43,7 @@ class Run:
 def run_runner(config: dict[str, Any], timeout: float = 120) -> Run:
     proc = subprocess.run(
         [sys.executable, "-m", "benchlab.runner", json.dumps(config)],
-        capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False,
     )
     return Run(config, proc, parse_output(proc.stdout))
 
@@ -67,6 +67,7 @@ def torchscript_run(torchscript_file: Path) -> Run:
     return _ok(run_runner({
         "backend": TORCH, "model_path": str(torchscript_file), "options": {"mode": "torchscript"},
         "inputs": [{"name": "x", "shape": [3, 8]}], "iterations": 6, "threads": 1,
+        "profile_ops": True, "profile_iterations": 2,
     }))
 
 
@@ -143,18 +144,15 @@ def test_options_and_threads_reach_the_runtime(
     assert ort_run.parsed.details["providers"] == ["CPUExecutionProvider"]
 
 
-def test_without_profile_ops_only_net_metrics(torchscript_run: Run) -> None:
-    assert torchscript_run.op_types() == set()
-
-
-def test_pytorch_profile_gives_operator_samples(eager_run: Run) -> None:
-    ops = eager_run.op_types()
-    assert "aten::addmm" in ops
+@pytest.mark.parametrize("name", ["eager_run", "torchscript_run"])
+def test_pytorch_profile_gives_operator_samples(name: str, request: pytest.FixtureRequest) -> None:
+    run: Run = request.getfixturevalue(name)
+    assert "aten::addmm" in run.op_types()
     # One value per profiled iteration for an operator that runs in every iteration.
-    addmm = eager_run.values("aten::addmm", "latency")
-    assert len(addmm) == eager_run.config["profile_iterations"]
+    addmm = run.values("aten::addmm", "latency")
+    assert len(addmm) == run.config["profile_iterations"]
     # Per-operator samples never displace the whole-network ones.
-    assert len(eager_run.values("NET", "latency")) == eager_run.config["iterations"]
+    assert len(run.values("NET", "latency")) == run.config["iterations"]
 
 
 def test_onnxruntime_profile_gives_operator_samples(ort_run: Run) -> None:
@@ -171,6 +169,8 @@ def test_generous_target_ci_is_reached(onnx_file: Path) -> None:
     }))
     details = run.parsed.details
     assert details["stop_reason"] == "target_ci_reached"
+    # Operators are profiled only on request.
+    assert run.op_types() == set()
     assert details["ci_rel_halfwidth"] <= 0.5
     assert len(run.values("NET", "latency")) == details["iterations"] >= 10
     # A spec input named differently from the graph's is bound by position.
@@ -214,7 +214,7 @@ def test_min_time_extends_past_the_iteration_count(onnx_file: Path) -> None:
 def test_invalid_invocations_exit_nonzero_without_metrics(argv: list[str]) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "benchlab.runner", *argv], capture_output=True, text=True,
-        timeout=60,
+        timeout=60, check=False,
     )
     assert proc.returncode != 0
     assert parse_output(proc.stdout).metric_lines == 0

@@ -58,6 +58,14 @@ def result_notes(results: Sequence[Result]) -> list[str]:
         latency = result.summaries.get("NET latency")
         for warning in latency.warnings if latency else ():
             notes.append(f"{label}: {warning}")
+        stop = result.details.get("job_stop_reason")
+        if latency is not None and stop in ("target_ci_reached", "time_budget_exhausted"):
+            width = latency.ci_rel_halfwidth * 100
+            processes = result.details.get("repetitions")
+            what = "target CI reached" if stop == "target_ci_reached" else (
+                "time budget exhausted before the target CI")
+            notes.append(f"{label}: {what}: median ±{width:.2f}% after {processes} processes, "
+                         f"{latency.count} samples")
     return notes
 
 
@@ -97,6 +105,8 @@ def results_table(results: Sequence[Result], title: str = "benchlab results") ->
         notes: list[str] = ["error"] if result.error else []
         if latency is not None:
             notes += [warning_tag(w) for w in latency.warnings]
+        if result.details.get("job_stop_reason") == "time_budget_exhausted":
+            notes.append("budget")
         ci = f"{latency.ci_rel_halfwidth * 100:.1f}%" if latency is not None else "-"
         style = _STATUS_STYLE.get(result.status, "")
         table.add_row(

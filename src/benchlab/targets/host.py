@@ -101,7 +101,9 @@ class HostTarget:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
-                preexec_fn=in_child if (cpus or limit) else None,
+                # in_child makes two plain system calls and takes no locks, so it is safe
+                # after fork even when benchlab runs other threads.
+                preexec_fn=in_child if (cpus or limit) else None,  # noqa: PLW1509
             )
         except (OSError, subprocess.SubprocessError) as exc:
             # A command that cannot start is a failed command (as a shell reports it), not a
