@@ -58,8 +58,10 @@ def _failure(result: CommandResult, timeout: float) -> tuple[Status, str] | None
     if result.timed_out:
         return Status.TIMEOUT, f"timed out after {timeout:g} s; its process group was killed"
     code = result.returncode
-    if code is None or code == 0:
+    if code == 0:
         return None
+    if code is None:
+        return Status.FAILED, "the command ended without an exit status"
     # A shell reports a child killed by signal N as status 128+N.
     signum = -code if code < 0 else code - 128 if 128 < code < 160 else None
     if signum is not None:
