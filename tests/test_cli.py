@@ -143,3 +143,14 @@ def test_kill_9_then_resume_loses_and_duplicates_nothing(tmp_path: Path) -> None
     assert len(executions) <= 7 and sorted(set(executions)) == [f"t{i}" for i in range(6)]
     nothing_left = benchlab("run", str(path), "--db", str(db), "-q", "--resume")
     assert nothing_left.returncode == 2 and "nothing to resume" in nothing_left.stderr
+
+
+def test_a_failed_job_makes_the_exit_code_1(tmp_path: Path) -> None:
+    spec = tmp_path / "fails.json"
+    spec.write_text(json.dumps({
+        "model": {"name": "x", "format": "script", "files": {}},
+        "tests": [{"identifier": "t", "commands": ["echo 'oops' >&2; exit 3"]}],
+    }))
+    proc = benchlab("run", str(spec), "--db", str(tmp_path / "r.db"), "-q")
+    assert proc.returncode == 1
+    assert "exited with status 3: oops" in proc.stdout and "1 of 1 jobs failed" in proc.stderr

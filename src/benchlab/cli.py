@@ -226,7 +226,8 @@ def doctor(db: DbOption = None) -> None:
 def main() -> None:
     """Console entry point: user and infrastructure errors become one line and an exit code."""
     try:
-        app(standalone_mode=False)
+        # Outside standalone mode click returns a command's typer.Exit code instead of exiting.
+        code = app(standalone_mode=False)
     except BenchlabError as exc:
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         sys.exit(exc.exit_code)
@@ -242,3 +243,4 @@ def main() -> None:
             exc.show()
             sys.exit(2)
         raise
+    sys.exit(code if isinstance(code, int) else 0)

@@ -353,3 +353,12 @@ def test_errors_in_a_listed_spec_name_that_spec(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as info:
         load_suite(suite)
     assert (info.value.path, info.value.field) == (bad, "tests[0].warmup")
+
+
+def test_entry_file_is_resolved_against_the_spec_directory(tmp_path: Path) -> None:
+    data = minimal()
+    data["model"]["entry"] = "nets/build.py:make"
+    spec = load_spec(write(tmp_path, data))
+    assert spec.model.entry == f"{(tmp_path / 'nets' / 'build.py').resolve()}:make"
+    data["model"]["entry"] = "benchlab.zoo.models:mlp"  # a module path stays as written
+    assert load_spec(write(tmp_path, data)).model.entry == "benchlab.zoo.models:mlp"

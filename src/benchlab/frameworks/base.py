@@ -108,6 +108,8 @@ def runner_invocation(
     on a host, over ssh or through adb without writing a file first.
     """
     test = ctx.test
+    # A framework option ("-f pytorch:threads=1") beats the test's thread count.
+    threads = options.get("threads", test.threads)
     config = {
         "backend": backend,
         "model_path": model_path,
@@ -120,13 +122,13 @@ def runner_invocation(
         "min_time": test.min_time,
         "max_time": test.max_time,
         "target_ci": test.target_ci,
-        "threads": test.threads,
+        "threads": threads,
         "profile_ops": test.profile_ops,
         "seed": ctx.repetition,
         "options": dict(options),
     }
     argv = [ctx.python, "-m", "benchlab.runner", json.dumps(config, sort_keys=True)]
-    return Invocation(argv=argv, env={**thread_env(test.threads), **test.env})
+    return Invocation(argv=argv, env={**thread_env(threads), **test.env})
 
 
 class RunnerFramework:

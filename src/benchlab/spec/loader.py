@@ -232,6 +232,16 @@ def _ref(key: str, file: m.FileModel, base_dir: Path) -> FileRef:
     )
 
 
+def _entry(entry: str | None, base_dir: Path) -> str | None:
+    """A ``file.py:factory`` entry is made absolute: jobs run in their own work directory."""
+    if entry is None:
+        return None
+    target, sep, func = entry.rpartition(":")
+    if sep and target.endswith(".py") and not Path(target).is_absolute():
+        return f"{(base_dir / target).resolve()}:{func}"
+    return entry
+
+
 def _model_def(model: m.ModelModel, base_dir: Path) -> ModelDef:
     placeholders = dict(model.model_extra or {})
     for key in ("kind", "category", "group"):
@@ -243,7 +253,7 @@ def _model_def(model: m.ModelModel, base_dir: Path) -> ModelDef:
         format=model.format,
         files={key: _ref(key, file, base_dir) for key, file in model.files.items()},
         framework=model.framework,
-        entry=model.entry,
+        entry=_entry(model.entry, base_dir),
         description=model.description,
         placeholders=placeholders,
     )

@@ -60,7 +60,18 @@ class OnnxRuntimeBackend:
         return so
 
     def _providers(self) -> list[str]:
-        return list(self._options.get("providers", ["CPUExecutionProvider"]))
+        requested = self._options.get("providers", ["CPUExecutionProvider"])
+        if isinstance(requested, str):  # from the command line: "A+B" lists two in order
+            requested = [p.strip() for p in requested.split("+") if p.strip()]
+        available = ort.get_available_providers()
+        missing = [p for p in requested if p not in available]
+        if missing:
+            # ORT would fall back to the CPU silently and the result would lie about what ran.
+            raise ValueError(
+                f"execution provider(s) {', '.join(missing)} not available here; "
+                f"available: {', '.join(available)}"
+            )
+        return list(requested)
 
     def load(self) -> None:
         """Create the inference session (graph optimisation happens here and is timed)."""
