@@ -1,4 +1,4 @@
-"""Fixtures shared across the test suite: a loopback HTTP file server."""
+"""Fixtures shared across the test suite: a loopback HTTP file server and tiny model files."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
+import tiny_models
 
 
 @dataclass
@@ -59,3 +61,21 @@ def server() -> Iterator[FileServer]:
         httpd.shutdown()
         httpd.server_close()
         thread.join()
+
+
+@pytest.fixture(scope="session")
+def onnx_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny ONNX model, written once per session."""
+    return tiny_models.write_onnx(tmp_path_factory.mktemp("onnx") / "tiny.onnx")
+
+
+@pytest.fixture(scope="session")
+def torchscript_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny traced TorchScript model, written once per session."""
+    return tiny_models.write_torchscript(tmp_path_factory.mktemp("ts") / "tiny.pt")
+
+
+@pytest.fixture(scope="session")
+def entry_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Python file with a factory that builds a tiny eager model."""
+    return tiny_models.write_entry(tmp_path_factory.mktemp("entry") / "tiny_entry.py")

@@ -13,10 +13,6 @@ from benchlab.frameworks.base import JobContext
 from benchlab.spec.placeholders import placeholder_map
 from benchlab.spec.types import BenchmarkSpec, FileRef, FrameworkConfig, ModelDef, TestCase
 
-try:
-    import tiny_models
-except ModuleNotFoundError:  # tests/ became a package
-    from tests import tiny_models
 
 
 def model_def(files: Mapping[str, str] = (), **fields: Any) -> ModelDef:  # type: ignore[assignment]
@@ -61,13 +57,3 @@ def make_model() -> Callable[..., ModelDef]:
 @pytest.fixture
 def make_ctx() -> Callable[..., JobContext]:
     return job_context
-
-
-@pytest.fixture(scope="session")
-def onnx_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tiny_models.write_onnx(tmp_path_factory.mktemp("onnx") / "tiny.onnx")
-
-
-@pytest.fixture(scope="session")
-def entry_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tiny_models.write_entry(tmp_path_factory.mktemp("entry") / "tiny_entry.py")
