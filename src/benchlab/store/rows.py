@@ -31,6 +31,7 @@ __all__ = [
 
 _SAMPLE_BATCH = 10_000
 _ID_BATCH = 500
+_FETCH_ROWS = 10_000
 
 
 def now() -> str:
@@ -56,7 +57,6 @@ def db_float(value: float) -> float | None:
     number = float(value)
     # SQLite stores NaN as NULL; doing the same on every backend keeps them alike.
     return None if math.isnan(number) else number
-
 
 
 def run_counts_query() -> Select[Any]:
@@ -171,24 +171,42 @@ def _copy_rows(conn: Connection, batch: list[tuple[Any, ...]]) -> None:
 def load_samples(conn: Connection, result_ids: list[int]) -> dict[int, list[Sample]]:
     """The samples of the given results, each result's in the order they were written."""
     loaded: dict[int, list[Sample]] = {}
+    nan = math.nan
     for start in range(0, len(result_ids), _ID_BATCH):
         chunk = result_ids[start : start + _ID_BATCH]
         query = (
-            select(samples)
+            select(
+                samples.c.result_id,
+                samples.c.metric,
+                samples.c.value,
+                samples.c.unit,
+                samples.c.type,
+                samples.c.repetition,
+                samples.c.idx,
+            )
             .where(samples.c.result_id.in_(chunk))
             .order_by(samples.c.result_id, samples.c.seq)
         )
-        for row in conn.execute(query):
-            loaded.setdefault(row.result_id, []).append(
-                Sample(
-                    metric=row.metric,
-                    value=math.nan if row.value is None else float(row.value),
-                    unit=row.unit,
-                    type=row.type,
-                    repetition=row.repetition,
-                    index=row.idx,
+        current_id = None
+        bucket: list[Sample] = []
+        # This loop runs once per sample: fetching in partitions (fetchmany) and unpacking
+        # tuples avoids a fetchone() and seven attribute lookups per row, and grouping relies
+        # on the ORDER BY instead of a dict lookup per row.
+        for part in conn.execute(query).partitions(_FETCH_ROWS):
+            for result_id, metric, value, unit, type_, repetition, idx in part:
+                if result_id != current_id:
+                    current_id = result_id
+                    bucket = loaded.setdefault(result_id, [])
+                bucket.append(
+                    Sample(
+                        metric=metric,
+                        value=nan if value is None else float(value),
+                        unit=unit,
+                        type=type_,
+                        repetition=repetition,
+                        index=idx,
+                    )
                 )
-            )
     return loaded
 
 
