@@ -3,23 +3,27 @@
 The Python API mirrors the CLI: :func:`run` is ``benchlab run`` and returns :class:`Results`;
 :func:`load_spec` / :func:`load_suite` read spec files; :func:`open_store` opens the results
 store that ``benchlab results`` reads.
+
+The public names are imported on first use (PEP 562 module ``__getattr__``). Every runner
+process starts with ``python -m benchlab.runner``, which imports this package first; importing
+the whole API here (SQLAlchemy, pydantic models, YAML, rich) would add most of a second to
+every fresh process and to ``benchlab --help``.
 """
 
 from __future__ import annotations
 
-from benchlab.api import parse_framework, plan_sweep, run
-from benchlab.errors import (
-    BenchlabError,
-    InfrastructureError,
-    SpecError,
-    UserError,
-)
-from benchlab.harness import TestOverrides
-from benchlab.results import Results
-from benchlab.schema import SCHEMA_VERSION, JobIdentity, Result, Sample, Status, Summary
-from benchlab.spec import load_spec, load_suite
-from benchlab.stats import summarize
-from benchlab.store import open_store
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from benchlab.api import parse_framework, plan_sweep, run
+    from benchlab.errors import BenchlabError, InfrastructureError, SpecError, UserError
+    from benchlab.harness import TestOverrides
+    from benchlab.results import Results
+    from benchlab.schema import SCHEMA_VERSION, JobIdentity, Result, Sample, Status, Summary
+    from benchlab.spec import load_spec, load_suite
+    from benchlab.stats import summarize
+    from benchlab.store import open_store
 
 __version__ = "0.1.0"
 
@@ -44,3 +48,43 @@ __all__ = [
     "run",
     "summarize",
 ]
+
+# Where each public name lives; the module is imported when the name is first asked for.
+_HOMES = {
+    "SCHEMA_VERSION": "benchlab.schema",
+    "BenchlabError": "benchlab.errors",
+    "InfrastructureError": "benchlab.errors",
+    "JobIdentity": "benchlab.schema",
+    "Result": "benchlab.schema",
+    "Results": "benchlab.results",
+    "Sample": "benchlab.schema",
+    "SpecError": "benchlab.errors",
+    "Status": "benchlab.schema",
+    "Summary": "benchlab.schema",
+    "TestOverrides": "benchlab.harness",
+    "UserError": "benchlab.errors",
+    "load_spec": "benchlab.spec",
+    "load_suite": "benchlab.spec",
+    "open_store": "benchlab.store",
+    "parse_framework": "benchlab.api",
+    "plan_sweep": "benchlab.api",
+    "run": "benchlab.api",
+    "summarize": "benchlab.stats",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first access and cache the name in this package."""
+    home = _HOMES.get(name)
+    if home is None:
+        # AttributeError (not ImportError) lets ``from benchlab import <submodule>`` fall back
+        # to importing the submodule.
+        raise AttributeError(f"module 'benchlab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """Module attributes plus the public names not imported yet."""
+    return sorted(set(globals()) | set(__all__))
