@@ -28,12 +28,12 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
-    "SCHEMA_VERSION",
     "BenchlabError",
     "InfrastructureError",
     "JobIdentity",
     "Result",
     "Results",
+    "SCHEMA_VERSION",
     "Sample",
     "SpecError",
     "Status",
