@@ -16,7 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from benchlab.api import parse_framework, plan_sweep, run
+    from benchlab.api import compare, parse_framework, plan_sweep, run
     from benchlab.errors import BenchlabError, InfrastructureError, SpecError, UserError
     from benchlab.harness import TestOverrides
     from benchlab.results import Results
@@ -40,6 +40,7 @@ __all__ = [
     "Summary",
     "TestOverrides",
     "UserError",
+    "compare",
     "load_spec",
     "load_suite",
     "open_store",
@@ -62,6 +63,7 @@ _HOMES = {
     "Status": "benchlab.schema",
     "Summary": "benchlab.schema",
     "TestOverrides": "benchlab.harness",
+    "compare": "benchlab.api",
     "UserError": "benchlab.errors",
     "load_spec": "benchlab.spec",
     "load_suite": "benchlab.spec",

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from rich.console import Console
 
 from benchlab.artifacts import ArtifactCache, default_cache_dir
+from benchlab.ab.pairs import CompareSettings, Side, compare_jobs
+from benchlab.ab.model import Comparison
 from benchlab.errors import UsageError
 from benchlab.harness import Plan, TestOverrides, execute, plan
 from benchlab.plugins import load_target
@@ -21,7 +23,7 @@ from benchlab.store import open_store
 from benchlab.targets.base import Target
 from benchlab.zoo import DEFAULT_MODELS, zoo_specs
 
-__all__ = ["parse_framework", "plan_sweep", "run"]
+__all__ = ["compare", "parse_framework", "plan_sweep", "run"]
 
 # When --target-ci is given without a budget, stop trying after this long per job.
 DEFAULT_TIME_BUDGET_S = 60.0
@@ -186,3 +188,46 @@ def _describe(
     if configs:
         parts.append("frameworks=" + ",".join(c.name for c in configs))
     return " ".join(p for p in parts if p)
+
+
+def compare(
+    specs: Sequence[str | Path] | str | Path | None = None,
+    *,
+    control: Side,
+    treatment: Side,
+    models: Sequence[str] | None = None,
+    frameworks: Sequence[str | FrameworkConfig] | None = None,
+    target: str = "host",
+    db: str | Path | None = None,
+    settings: CompareSettings | None = None,
+    overrides: TestOverrides | None = None,
+    cache_dir: Path | None = None,
+    root_model_dir: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Comparison:
+    """Compare two sides (programs, framework variants or Python environments) on every job.
+
+    When the sides name framework configurations, each test is planned once with the
+    control's configuration and each side swaps in its own. Every side's observations are
+    stored as a result with variant ``control`` or ``treatment``.
+    """
+    cache = ArtifactCache(cache_dir or default_cache_dir(), root_model_dir=root_model_dir,
+                          progress=False)
+    the_target = load_target(target)
+    if control.framework is not None and not frameworks:
+        frameworks = [control.framework]
+    sweep, _ = _plan(specs, models, frameworks, the_target, overrides, cache, root_model_dir)
+    store = open_store(db)
+    try:
+        record = store.start_run(
+            fingerprint=f"ab:{sweep.fingerprint}", host=the_target.describe().get("hostname", ""),
+            description=f"compare {treatment.label} vs {control.label}",
+        )
+        comparison = compare_jobs(
+            sweep.jobs, control, treatment, the_target, cache, settings or CompareSettings(),
+            on_result=lambda result: store.add_result(record.id, result), progress=progress,
+        )
+        store.finish_run(record.id)
+    finally:
+        store.close()
+    return comparison

@@ -7,6 +7,7 @@ input is wrong (a bad spec, an unknown framework); 3 an infrastructure failure.
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -45,16 +46,16 @@ DbOption = Annotated[
 ]
 
 
-def _percent(text: str | None) -> float | None:
+def _percent(text: str | None, option: str = "--target-ci") -> float | None:
     if text is None:
         return None
     raw = text.strip()
     try:
         value = float(raw.rstrip("%")) / 100.0 if raw.endswith("%") else float(raw)
     except ValueError:
-        raise UsageError(f"--target-ci {text!r}: expected a fraction like 0.01 or 1%") from None
+        raise UsageError(f"{option} {text!r}: expected a fraction like 0.01 or 1%") from None
     if value <= 0:
-        raise UsageError("--target-ci must be positive")
+        raise UsageError(f"{option} must be positive")
     return value
 
 
@@ -135,6 +136,82 @@ def _print_results(results: list[Any], title: str) -> None:
     console.print(results_table(results, title=title))
     for note in result_notes(results):
         console.print(f"[dim]· {escape(note)}[/]", highlight=False)
+
+
+def _side(label: str, program: str | None, config: str | None, python: str | None) -> Any:
+    from benchlab.api import parse_framework
+    from benchlab.ab.pairs import Side
+
+    given = [x for x in (program, config, python) if x]
+    if len(given) > 1:
+        raise UsageError(f"give the {label} side one of --{label}-program, --{label}-config "
+                         f"or --{label}-python")
+    if program:
+        # Jobs run in their own work directory: make paths that exist here absolute.
+        words = [str(Path(w).resolve()) if Path(w).exists() else w for w in shlex.split(program)]
+        return Side(f"{label}:{program}", string_map={"program": shlex.join(words)})
+    if config:
+        return Side(f"{label}:{config}", framework=parse_framework(config))
+    if python:
+        return Side(f"{label}:{python}", python=python)
+    return Side(label)
+
+
+@app.command()
+def compare(
+    specs: Annotated[list[Path], typer.Argument(help="Spec or suite files (JSON/YAML).")] = [],  # noqa: B006
+    models: Annotated[Optional[str], typer.Option(help="Zoo models, comma-separated.")] = None,  # noqa: UP007
+    frameworks: Annotated[list[str], typer.Option("--frameworks", "-f", help="Frameworks of the jobs.")] = [],  # noqa: B006,E501
+    control_program: Annotated[Optional[str], typer.Option(help="Control binary, as {program}.")] = None,  # noqa: UP007,E501
+    treatment_program: Annotated[Optional[str], typer.Option(help="Treatment binary, as {program}.")] = None,  # noqa: UP007,E501
+    control_config: Annotated[Optional[str], typer.Option(help="Control framework variant, e.g. pytorch:mode=eager.")] = None,  # noqa: UP007,E501
+    treatment_config: Annotated[Optional[str], typer.Option(help="Treatment framework variant.")] = None,  # noqa: UP007,E501
+    control_python: Annotated[Optional[str], typer.Option(help="Python of the control environment.")] = None,  # noqa: UP007,E501
+    treatment_python: Annotated[Optional[str], typer.Option(help="Python of the treatment environment.")] = None,  # noqa: UP007,E501
+    min_effect: Annotated[str, typer.Option(help="Smallest change that matters, e.g. 1%.")] = "1%",
+    alpha: Annotated[float, typer.Option(help="False-discovery rate across metrics.")] = 0.05,
+    pairs: Annotated[str, typer.Option(help="Looks: pairs after which to decide, e.g. 20,40,80.")] = "20,40,80",  # noqa: E501
+    verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Re-measure regressions before declaring them.")] = True,  # noqa: E501
+    iterations: Annotated[Optional[int], typer.Option("--iter", help="Timed iterations per process.")] = None,  # noqa: UP007,E501
+    warmup: Annotated[Optional[int], typer.Option(help="Warm-up iterations per process.")] = None,  # noqa: UP007
+    min_time: Annotated[Optional[float], typer.Option(help="Minimum seconds of timing per process.")] = None,  # noqa: UP007,E501
+    markdown: Annotated[Optional[Path], typer.Option(help="Also write a Markdown report here.")] = None,  # noqa: UP007,E501
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the JSON report here.")] = None,  # noqa: UP007,E501
+    db: DbOption = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+) -> None:
+    """A/B: is the treatment slower or faster than the control? Exit code 1 on a regression."""
+    from benchlab.api import compare as run_compare
+    from benchlab.ab.pairs import CompareSettings
+    from benchlab.ab.report import comparison_json, comparison_markdown, comparison_table
+    from benchlab.harness import TestOverrides
+
+    try:
+        looks = tuple(int(p) for p in pairs.split(",") if p.strip())
+    except ValueError:
+        raise UsageError(f"--pairs {pairs!r}: expected numbers like 20,40,80") from None
+    if not looks or looks != tuple(sorted(looks)) or looks[0] < 2:
+        raise UsageError("--pairs must increase and start at 2 or more")
+    settings = CompareSettings(
+        min_effect=_percent(min_effect, "--min-effect") or 0.01, alpha=alpha, looks=looks, verify=verify
+    )
+    comparison = run_compare(
+        list(specs),
+        control=_side("control", control_program, control_config, control_python),
+        treatment=_side("treatment", treatment_program, treatment_config, treatment_python),
+        models=[m.strip() for m in models.split(",")] if models else None,
+        frameworks=split_frameworks(frameworks) or None, db=db, settings=settings,
+        overrides=TestOverrides(iter=iterations, warmup=warmup, min_time=min_time),
+        progress=None if quiet else (lambda text: err_console.print(f"[dim]{escape(text)}[/]")),
+    )
+    console.print(comparison_table(comparison))
+    for note in (*comparison.failed, *comparison.notes):
+        err_console.print(f"[yellow]{escape(note)}[/]")
+    if markdown:
+        markdown.write_text(comparison_markdown(comparison))
+    if json_out:
+        json_out.write_text(comparison_json(comparison))
+    raise typer.Exit(comparison.exit_code)
 
 
 @results_app.command("list")

@@ -1,0 +1,108 @@
+"""The shape of an A/B comparison's outcome: what reporters read and what ``compare`` returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+__all__ = ["Comparison", "MetricComparison", "OpDelta", "Outcome", "PairedEstimate"]
+
+
+class Outcome(StrEnum):
+    """The verdict on one metric: the three decisions, plus undecided when the budget ran out."""
+
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    NO_CHANGE = "no_change"
+    UNDECIDED = "undecided"
+
+
+@dataclass(frozen=True, slots=True)
+class PairedEstimate:
+    """The paired analysis of one metric over ``n_pairs`` (control, treatment) observations.
+
+    ``change`` is the relative change of treatment over control, ``exp(HL) - 1`` where HL is the
+    Hodges-Lehmann estimate of the per-pair log-ratios; ``ci_low``/``ci_high`` bound it at
+    ``ci_level``. ``p_value`` is the two-sided Wilcoxon signed-rank p; ``q_value`` the
+    Benjamini-Hochberg adjusted p across all metrics of the comparison (None until adjusted).
+    """
+
+    n_pairs: int
+    change: float
+    ci_low: float
+    ci_high: float
+    ci_level: float
+    p_value: float
+    q_value: float | None = None
+    outcome: Outcome = Outcome.UNDECIDED
+
+
+@dataclass(frozen=True, slots=True)
+class OpDelta:
+    """How one operator's time moved between control and treatment (medians per process)."""
+
+    op: str
+    control: float
+    treatment: float
+    unit: str
+
+    @property
+    def delta(self) -> float:
+        """Treatment minus control, in ``unit``."""
+        return self.treatment - self.control
+
+    @property
+    def change(self) -> float:
+        """Relative change (treatment / control - 1); inf when control is 0."""
+        return self.treatment / self.control - 1.0 if self.control else float("inf")
+
+
+@dataclass(frozen=True, slots=True)
+class MetricComparison:
+    """One metric of one job, compared: the raw per-process values of both sides and the verdict.
+
+    ``control``/``treatment`` hold one value per fresh process (the median of that process's
+    iterations), paired by index in the order they ran. ``verified`` is None when no verify
+    re-run was needed, else whether the re-run confirmed the regression.
+    """
+
+    job: str
+    model: str
+    test: str
+    metric: str
+    unit: str
+    control: tuple[float, ...]
+    treatment: tuple[float, ...]
+    estimate: PairedEstimate
+    verified: bool | None = None
+    op_deltas: tuple[OpDelta, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """A whole comparison: every metric's verdict, the settings, and the stopping story.
+
+    ``failed`` lists jobs that could not be compared because one of their runs failed.
+    """
+
+    control: str
+    treatment: str
+    metrics: tuple[MetricComparison, ...]
+    min_effect: float
+    alpha: float
+    looks: tuple[int, ...]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    failed: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def regressions(self) -> list[MetricComparison]:
+        """Metrics whose final outcome is a regression (confirmed when verification ran)."""
+        return [
+            m for m in self.metrics
+            if m.estimate.outcome is Outcome.REGRESSION and m.verified is not False
+        ]
+
+    @property
+    def exit_code(self) -> int:
+        """1 when a regression was found or a job could not be compared (CI gates on it)."""
+        return 1 if self.regressions or self.failed else 0

@@ -1,0 +1,247 @@
+"""The A/B protocol: control and treatment in counterbalanced pairs of fresh processes.
+
+For each job of the sweep, pairs run in ABBA order (control first in even pairs, treatment
+first in odd ones) so that drift in the machine's state hits both sides alike. Each fresh
+process gives one observation per metric: the median of its iterations, since iterations of
+one process are not independent. The decision (``compare.stats.decide``) is taken at each
+look (20, 40, 80 pairs by default); an undecided metric extends the run to the next look
+instead of guessing. Benjamini-Hochberg then adjusts across every metric of the comparison,
+and each regression is re-measured by an independent set of pairs before it is declared.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from benchlab.artifacts import ArtifactCache
+from benchlab.ab.model import Comparison, MetricComparison, OpDelta, Outcome, PairedEstimate
+from benchlab.ab.stats import apply_bh, decide
+from benchlab.jobrun import Job, run_job
+from benchlab.schema import JobIdentity, Result, Sample
+from benchlab.spec.types import FrameworkConfig
+from benchlab.targets.base import Target
+
+__all__ = ["CompareSettings", "Side", "compare_jobs", "side_job"]
+
+# Metrics decided on when present; for all of them a larger value is worse.
+DECIDED_METRICS = ("NET latency", "NET first_inference", "NET load_time", "NET memory_peak")
+
+
+@dataclass(frozen=True, slots=True)
+class Side:
+    """One side of a comparison: what differs from the spec's own job.
+
+    ``framework`` replaces the job's framework configuration (a variant: threads, mode,
+    provider); ``string_map`` adds placeholders (``{program}`` for a binary built elsewhere);
+    ``python`` runs runner frameworks under another interpreter (another environment).
+    """
+
+    label: str
+    framework: FrameworkConfig | None = None
+    string_map: Mapping[str, str] = field(default_factory=dict)
+    python: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompareSettings:
+    """How much evidence to gather and what counts as a change."""
+
+    min_effect: float = 0.01
+    alpha: float = 0.05
+    looks: tuple[int, ...] = (20, 40, 80)
+    verify: bool = True
+
+
+class _PythonTarget:
+    """A target whose runner interpreter is another Python; everything else is delegated."""
+
+    def __init__(self, inner: Target, python: str) -> None:
+        self._inner = inner
+        self._python = python
+        self.name = inner.name
+
+    def python_executable(self) -> str:
+        return self._python
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def side_job(job: Job, side: Side, variant: str) -> Job:
+    """The job as ``side`` runs it: one fresh process per call, identity marked with the side."""
+    config = side.framework or job.config
+    identity = replace(
+        job.identity, framework=config.name, framework_config=dict(config.options),
+        variant=variant,
+    )
+    return replace(job, identity=identity, config=config, test=replace(job.test, repeat=1,
+                                                                       target_ci=None))
+
+
+def _observe(result: Result) -> dict[str, float]:
+    """One value per metric key: the median of this process's samples."""
+    groups: dict[str, list[float]] = {}
+    for sample in result.samples:
+        groups.setdefault(sample.key, []).append(sample.value)
+    return {key: statistics.median(values) for key, values in groups.items()}
+
+
+@dataclass
+class _Sides:
+    """Per-process observations of both sides of one job, in the order they ran."""
+
+    control: list[dict[str, float]] = field(default_factory=list)
+    treatment: list[dict[str, float]] = field(default_factory=list)
+    samples: dict[str, list[Sample]] = field(default_factory=lambda: {"c": [], "t": []})
+    units: dict[str, str] = field(default_factory=dict)
+    last: dict[str, Result] = field(default_factory=dict)
+
+    def series(self, key: str) -> tuple[list[float], list[float]]:
+        pairs = [(c[key], t[key]) for c, t in zip(self.control, self.treatment, strict=True)
+                 if key in c and key in t]
+        return [c for c, _ in pairs], [t for _, t in pairs]
+
+
+class _JobFailed(Exception):
+    """An observation failed: the comparison of this job cannot go on."""
+
+
+def _run_pairs(
+    jobs: tuple[Job, Job], sides: tuple[Side, Side], targets: tuple[Target, Target],
+    cache: ArtifactCache, data: _Sides, until: int,
+    progress: Callable[[str], None] | None,
+) -> None:
+    while len(data.control) < until:
+        index = len(data.control)
+        order = (0, 1) if index % 2 == 0 else (1, 0)  # ABBA counterbalancing
+        observed: dict[int, Result] = {}
+        for which in order:
+            result = run_job(jobs[which], targets[which], cache,
+                             string_map=sides[which].string_map)
+            if not result.ok:
+                raise _JobFailed(f"{sides[which].label}: {result.status.value}: {result.error}")
+            observed[which] = result
+        for which, bucket, tag in ((0, data.control, "c"), (1, data.treatment, "t")):
+            result = observed[which]
+            bucket.append(_observe(result))
+            data.samples[tag] += [replace(s, repetition=index) for s in result.samples]
+            data.units.update({s.key: s.unit for s in result.samples})
+            data.last[tag] = result
+        if progress:
+            progress(f"{jobs[0].identity.model_name}: pair {index + 1}/{until}")
+
+
+def _decide_all(data: _Sides, settings: CompareSettings) -> dict[str, PairedEstimate]:
+    estimates = {}
+    for key in DECIDED_METRICS:
+        control, treatment = data.series(key)
+        if len(control) >= 2 and all(v > 0 for v in control + treatment):
+            estimates[key] = decide(
+                control, treatment, min_effect=settings.min_effect, alpha=settings.alpha,
+                n_looks=len(settings.looks),
+            )
+    return estimates
+
+
+def _op_deltas(data: _Sides) -> tuple[OpDelta, ...]:
+    keys = {k for obs in data.control for k in obs if not k.startswith("NET ")}
+    deltas = []
+    for key in sorted(keys):
+        control, treatment = data.series(key)
+        if control:
+            deltas.append(OpDelta(key.rsplit(" ", 1)[0], statistics.median(control),
+                                  statistics.median(treatment), data.units.get(key, "")))
+    return tuple(sorted(deltas, key=lambda d: -abs(d.delta)))
+
+
+def compare_jobs(
+    jobs: Sequence[Job],
+    control: Side,
+    treatment: Side,
+    target: Target,
+    cache: ArtifactCache,
+    settings: CompareSettings = CompareSettings(),
+    *,
+    on_result: Callable[[Result], None] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Comparison:
+    """Compare ``treatment`` against ``control`` on every job; see the module docstring."""
+    targets = tuple(
+        _PythonTarget(target, s.python) if s.python else target for s in (control, treatment)
+    )
+    metrics: list[MetricComparison] = []
+    failed: list[str] = []
+    verify_later: list[tuple[int, tuple[Job, Job]]] = []
+    for base in jobs:
+        pair = (side_job(base, control, "control"), side_job(base, treatment, "treatment"))
+        data = _Sides()
+        estimates: dict[str, PairedEstimate] = {}
+        try:
+            for look in settings.looks:
+                _run_pairs(pair, (control, treatment), targets, cache, data, look, progress)
+                estimates = _decide_all(data, settings)
+                latency = estimates.get("NET latency")
+                if latency is None or latency.outcome is not Outcome.UNDECIDED:
+                    break
+        except _JobFailed as exc:
+            failed.append(f"{base.identity.label}: not compared, a run failed: {exc}")
+            continue
+        for tag, job in (("c", pair[0]), ("t", pair[1])):
+            if on_result and tag in data.last:
+                on_result(_side_result(job.identity, data.samples[tag], data.last[tag]))
+        for key, estimate in estimates.items():
+            control_values, treatment_values = data.series(key)
+            metrics.append(MetricComparison(
+                job=base.identity.label, model=base.identity.model_name,
+                test=base.identity.test_identifier, metric=key, unit=data.units.get(key, ""),
+                control=tuple(control_values), treatment=tuple(treatment_values),
+                estimate=estimate,
+                op_deltas=_op_deltas(data) if key == "NET latency" else (),
+            ))
+            verify_later.append((len(metrics) - 1, pair))
+    adjusted = apply_bh([m.estimate for m in metrics], alpha=settings.alpha)
+    metrics = [replace(m, estimate=e) for m, e in zip(metrics, adjusted, strict=True)]
+    if settings.verify:
+        metrics = _verify(metrics, verify_later, (control, treatment), targets, cache, settings,
+                          progress)
+    return Comparison(
+        control=control.label, treatment=treatment.label, metrics=tuple(metrics),
+        min_effect=settings.min_effect, alpha=settings.alpha, looks=settings.looks,
+        failed=tuple(failed),
+    )
+
+
+def _verify(
+    metrics: list[MetricComparison], jobs: list[tuple[int, tuple[Job, Job]]],
+    sides: tuple[Side, Side], targets: tuple[Target, Target], cache: ArtifactCache,
+    settings: CompareSettings, progress: Callable[[str], None] | None,
+) -> list[MetricComparison]:
+    """Re-measure every flagged regression with fresh pairs; keep it only if confirmed."""
+    out = list(metrics)
+    for index, pair in jobs:
+        metric = out[index]
+        if metric.estimate.outcome is not Outcome.REGRESSION:
+            continue
+        data = _Sides()
+        try:
+            _run_pairs(pair, sides, targets, cache, data, len(metric.control), progress)
+        except _JobFailed:
+            out[index] = replace(metric, verified=False)
+            continue
+        again = _decide_all(data, settings).get(metric.metric)
+        confirmed = again is not None and again.outcome is Outcome.REGRESSION
+        out[index] = replace(metric, verified=confirmed)
+    return out
+
+
+def _side_result(identity: JobIdentity, samples: list[Sample], last: Result) -> Result:
+    """All observations of one side as one stored result (repetition = pair index)."""
+    from benchlab.jobrun import summarize_samples
+
+    return replace(
+        last, identity=identity, samples=tuple(samples),
+        summaries=summarize_samples(samples), details={**last.details, "ab_pairs": True},
+    )

@@ -1,0 +1,123 @@
+"""Reports of a comparison: a terminal table, Markdown for a pull request, and JSON."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+
+from benchlab.ab.model import Comparison, MetricComparison, Outcome
+
+__all__ = ["comparison_json", "comparison_markdown", "comparison_table"]
+
+_MARK = {
+    Outcome.REGRESSION: "🔴 regression",
+    Outcome.IMPROVEMENT: "🟢 improvement",
+    Outcome.NO_CHANGE: "⚪ no change",
+    Outcome.UNDECIDED: "🟡 undecided",
+}
+_STYLE = {
+    Outcome.REGRESSION: "red",
+    Outcome.IMPROVEMENT: "green",
+    Outcome.NO_CHANGE: "dim",
+    Outcome.UNDECIDED: "yellow",
+}
+
+
+def _verdict(metric: MetricComparison) -> str:
+    text = _MARK[metric.estimate.outcome]
+    if metric.verified is True:
+        text += " (verified)"
+    elif metric.verified is False:
+        text = "🟡 not confirmed by the verify re-run"
+    return text
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:+.2f}%"
+
+
+def _median(values: tuple[float, ...]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def comparison_table(comparison: Comparison) -> Table:
+    """One row per job × metric: both medians, the change with its interval, the verdict."""
+    table = Table(
+        title=f"{escape(comparison.treatment)} vs {escape(comparison.control)}",
+        caption=f"change: Hodges-Lehmann over per-process log-ratios; minimum effect "
+        f"{comparison.min_effect:.1%}; q: Benjamini-Hochberg",
+        header_style="bold",
+    )
+    for name in ("job", "metric", "pairs", "control", "treatment", "change", "95% CI", "q",
+                 "verdict"):
+        table.add_column(name, no_wrap=name not in ("job", "verdict"))
+    for m in comparison.metrics:
+        e = m.estimate
+        style = _STYLE[e.outcome] if m.verified is not False else "yellow"
+        table.add_row(
+            escape(m.job), m.metric.removeprefix("NET "), str(e.n_pairs),
+            f"{_median(m.control):.4g} {m.unit}", f"{_median(m.treatment):.4g} {m.unit}",
+            _pct(e.change), f"[{_pct(e.ci_low)}, {_pct(e.ci_high)}]",
+            f"{e.q_value:.3g}" if e.q_value is not None else "-",
+            f"[{style}]{_verdict(m)}[/]",
+        )
+    return table
+
+
+def comparison_markdown(comparison: Comparison, top_ops: int = 5) -> str:
+    """A Markdown summary fit for a pull-request comment or a CI job summary."""
+    regressions = comparison.regressions
+    head = (
+        f"### benchlab: {len(regressions)} regression(s)" if regressions
+        else "### benchlab: no regression"
+    )
+    lines = [
+        head, "",
+        f"**{comparison.treatment}** (treatment) vs **{comparison.control}** (control). "
+        f"Counterbalanced pairs of fresh processes; change = Hodges-Lehmann estimate with a "
+        f"95% interval; minimum effect {comparison.min_effect:.1%}; "
+        f"Benjamini-Hochberg q across {len(comparison.metrics)} metrics.", "",
+        "| job | metric | pairs | control | treatment | change | 95% CI | q | verdict |",
+        "|---|---|---:|---:|---:|---:|---|---:|---|",
+    ]
+    for m in comparison.metrics:
+        e = m.estimate
+        lines.append(
+            f"| {m.job} | {m.metric.removeprefix('NET ')} | {e.n_pairs} | "
+            f"{_median(m.control):.4g} {m.unit} | {_median(m.treatment):.4g} {m.unit} | "
+            f"{_pct(e.change)} | [{_pct(e.ci_low)}, {_pct(e.ci_high)}] | "
+            f"{e.q_value:.3g} | {_verdict(m)} |" if e.q_value is not None else
+            f"| {m.job} | {m.metric} | {e.n_pairs} | - | - | {_pct(e.change)} | - | - | "
+            f"{_verdict(m)} |"
+        )
+    with_ops = [m for m in comparison.metrics if m.op_deltas]
+    if with_ops:
+        lines += ["", "<details><summary>Where the time went (per-operator medians)</summary>",
+                  ""]
+        for m in with_ops:
+            lines += [f"**{m.job}**", "", "| operator | control | treatment | Δ | change |",
+                      "|---|---:|---:|---:|---:|"]
+            for op in m.op_deltas[:top_ops]:
+                lines.append(
+                    f"| {op.op} | {op.control:.4g} {op.unit} | {op.treatment:.4g} {op.unit} | "
+                    f"{op.delta:+.4g} {op.unit} | {_pct(op.change)} |"
+                )
+            lines.append("")
+        lines.append("</details>")
+    if comparison.notes or comparison.failed:
+        lines += ["", *[f"- {note}" for note in (*comparison.failed, *comparison.notes)]]
+    return "\n".join(lines) + "\n"
+
+
+def comparison_json(comparison: Comparison) -> str:
+    """The whole comparison as JSON: settings, raw per-process values, estimates, verdicts."""
+    data: dict[str, Any] = asdict(comparison)
+    data["exit_code"] = comparison.exit_code
+    data["regressions"] = [m.job + " " + m.metric for m in comparison.regressions]
+    return json.dumps(data, indent=1, default=str)
