@@ -16,7 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from benchlab.api import compare, parse_framework, plan_sweep, run
+    from benchlab.api import compare, parse_framework, plan_sweep, run, track
     from benchlab.errors import BenchlabError, InfrastructureError, SpecError, UserError
     from benchlab.harness import TestOverrides
     from benchlab.results import Results
@@ -48,6 +48,7 @@ __all__ = [
     "plan_sweep",
     "run",
     "summarize",
+    "track",
 ]
 
 # Where each public name lives; the module is imported when the name is first asked for.
@@ -72,6 +73,7 @@ _HOMES = {
     "plan_sweep": "benchlab.api",
     "run": "benchlab.api",
     "summarize": "benchlab.stats",
+    "track": "benchlab.api",
 }
 
 

@@ -21,9 +21,11 @@ from benchlab.spec import load
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig
 from benchlab.store import open_store
 from benchlab.targets.base import Target
+from benchlab.tracking.tracker import TrackReport, TrackSettings, track_commits, wait_interval
+from benchlab.tracking.tracker import fingerprint as track_fingerprint
 from benchlab.zoo import DEFAULT_MODELS, zoo_specs
 
-__all__ = ["compare", "parse_framework", "plan_sweep", "run"]
+__all__ = ["compare", "parse_framework", "plan_sweep", "run", "track"]
 
 # When --target-ci is given without a budget, stop trying after this long per job.
 DEFAULT_TIME_BUDGET_S = 60.0
@@ -231,3 +233,48 @@ def compare(
     finally:
         store.close()
     return comparison
+
+
+def track(
+    specs: Sequence[str | Path] | str | Path | None = None,
+    *,
+    settings: TrackSettings,
+    follow: bool = False,
+    interval: float = 600.0,
+    models: Sequence[str] | None = None,
+    frameworks: Sequence[str | FrameworkConfig] | None = None,
+    target: str = "host",
+    db: str | Path | None = None,
+    overrides: TestOverrides | None = None,
+    cache_dir: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> TrackReport:
+    """Track a commit range (or follow a branch) against a pinned reference build.
+
+    The spec's commands name the build as ``{program}``; ``settings.program`` says what that
+    is inside a commit's worktree. A track stopped through its status file, or killed,
+    resumes where it stopped when run again with the same arguments.
+    """
+    cache = ArtifactCache(cache_dir or default_cache_dir(), progress=False)
+    the_target = load_target(target)
+    sweep, _ = _plan(specs, models, frameworks, the_target, overrides, cache, None)
+    store = open_store(db)
+    try:
+        key = track_fingerprint(settings, settings.reference or "", sweep.jobs)
+        # A finished track of the same range is extended too: its commits stay measured.
+        record = store.latest_run(key)
+        record = store.resume_run(record.id) if record else store.start_run(
+            fingerprint=key, description=f"track {settings.revisions} in {settings.repo}"
+        )
+        while True:
+            report = track_commits(sweep.jobs, settings, the_target, cache, store, record.id,
+                                   progress=progress)
+            if report.stopped or not follow or not wait_interval(interval, settings.status_file):
+                break
+        if report.stopped or follow:
+            store.mark_interrupted(record.id)
+        else:
+            store.finish_run(record.id)
+    finally:
+        store.close()
+    return report

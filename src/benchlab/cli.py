@@ -214,6 +214,59 @@ def compare(
     raise typer.Exit(comparison.exit_code)
 
 
+@app.command()
+def track(
+    specs: Annotated[list[Path], typer.Argument(help="Spec files whose commands run {program}.")],
+    repo: Annotated[Path, typer.Option(help="The git repository to walk.")],
+    program: Annotated[str, typer.Option(help="The build's command, e.g. '{WORKTREE}/bin/bench'.")],  # noqa: E501
+    revisions: Annotated[str, typer.Option(help="Commits: 'A..B' or a branch.")] = "HEAD",
+    build: Annotated[Optional[str], typer.Option(help="Build command run in each worktree.")] = None,  # noqa: UP007,E501
+    reference: Annotated[Optional[str], typer.Option(help="Pinned reference (default: first commit).")] = None,  # noqa: UP007,E501
+    step: Annotated[int, typer.Option(help="Measure every N-th commit; bisect the gaps.")] = 1,
+    pairs: Annotated[int, typer.Option(help="A/B pairs per commit.")] = 20,
+    min_effect: Annotated[str, typer.Option(help="Smallest step that matters.")] = "1%",
+    builds_dir: Annotated[Optional[Path], typer.Option(help="Where worktrees and builds live.")] = None,  # noqa: UP007,E501
+    status_file: Annotated[Optional[Path], typer.Option(help="Write 'stop' here to stop.")] = None,  # noqa: UP007,E501
+    follow: Annotated[bool, typer.Option("--follow", help="Keep following the branch.")] = False,
+    interval: Annotated[float, typer.Option(help="Seconds between passes with --follow.")] = 600.0,  # noqa: E501
+    db: DbOption = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+) -> None:
+    """Benchmark a commit history against a pinned reference; find and bisect steps."""
+    from rich.table import Table
+
+    from benchlab.api import track as run_track
+    from benchlab.artifacts import default_cache_dir
+    from benchlab.tracking import TrackSettings
+
+    if step < 1 or pairs < 2:
+        raise UsageError("--step must be at least 1 and --pairs at least 2")
+    settings = TrackSettings(
+        repo=repo, revisions=revisions, program=program, build_command=build,
+        builds_dir=builds_dir or default_cache_dir().parent / "builds", reference=reference,
+        step=step, pairs=pairs, min_effect=_percent(min_effect, "--min-effect") or 0.01,
+        status_file=status_file,
+    )
+    report = run_track(
+        list(specs), settings=settings, follow=follow, interval=interval, db=db,
+        progress=None if quiet else (lambda text: err_console.print(f"[dim]{escape(text)}[/]")),
+    )
+    table = Table(title=f"track against {report.reference[:12]}", header_style="bold")
+    for name in ("commit", "change", "95% CI", "pairs"):
+        table.add_column(name)
+    culprits = dict(report.culprits)
+    for p in report.points:
+        mark = " [red]← step[/]" if p.commit in culprits else ""
+        table.add_row(p.commit[:12] + mark, f"{p.change:+.2%}",
+                      f"[{p.ci_low:+.2%}, {p.ci_high:+.2%}]", str(len(p.log_ratios)))
+    console.print(table)
+    for note in report.notes:
+        console.print(escape(note))
+    if report.stopped:
+        err_console.print("stopped by the status file; run again to resume")
+    raise typer.Exit(1 if report.culprits else 0)
+
+
 @results_app.command("list")
 def results_list(
     db: DbOption = None,

@@ -37,12 +37,14 @@ class Side:
     ``framework`` replaces the job's framework configuration (a variant: threads, mode,
     provider); ``string_map`` adds placeholders (``{program}`` for a binary built elsewhere);
     ``python`` runs runner frameworks under another interpreter (another environment).
+    ``variant`` names the side in stored results (default ``control``/``treatment``).
     """
 
     label: str
     framework: FrameworkConfig | None = None
     string_map: Mapping[str, str] = field(default_factory=dict)
     python: str | None = None
+    variant: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +77,7 @@ def side_job(job: Job, side: Side, variant: str) -> Job:
     config = side.framework or job.config
     identity = replace(
         job.identity, framework=config.name, framework_config=dict(config.options),
-        variant=variant,
+        variant=side.variant or variant,
     )
     return replace(job, identity=identity, config=config, test=replace(job.test, repeat=1,
                                                                        target_ci=None))

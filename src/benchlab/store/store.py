@@ -219,6 +219,15 @@ class ResultStore:
             found = conn.execute(query.order_by(runs.c.id.desc()).limit(1)).scalar()
             return None if found is None else self._load_run(conn, int(found))
 
+    def latest_run(self, fingerprint: str) -> RunRecord | None:
+        """The most recent run with this fingerprint, whatever its state (None if none)."""
+        with self._read("look up a run") as conn:
+            found = conn.execute(
+                select(runs.c.id).where(runs.c.sweep_fingerprint == fingerprint)
+                .order_by(runs.c.id.desc()).limit(1)
+            ).scalar()
+            return None if found is None else self._load_run(conn, int(found))
+
     def finish_run(self, run_id: RunRef, status: RunStatus | str = RunStatus.FINISHED) -> None:
         """Close a run as ``finished`` (or ``interrupted``) and stamp its end time."""
         closing = {RunStatus.FINISHED.value, RunStatus.INTERRUPTED.value}

@@ -1,0 +1,18 @@
+"""Continuous benchmarking of a git history: builds per commit, change points, bisection."""
+
+from __future__ import annotations
+
+from benchlab.tracking.changepoint import ChangePoint, find_change_points
+from benchlab.tracking.gitrepo import BuildCache, list_commits
+from benchlab.tracking.tracker import CommitPoint, TrackReport, TrackSettings, track_commits
+
+__all__ = [
+    "BuildCache",
+    "ChangePoint",
+    "CommitPoint",
+    "TrackReport",
+    "TrackSettings",
+    "find_change_points",
+    "list_commits",
+    "track_commits",
+]

@@ -1,0 +1,220 @@
+"""``benchlab track``: measure a commit history against a pinned reference, find and bisect steps.
+
+Every measured commit is built once in its own worktree (:mod:`benchlab.tracking.gitrepo`) and
+compared with the reference build by the A/B protocol (ABBA pairs of fresh processes), so
+each commit gets a change with an interval and the per-pair log-ratios behind it. Change points
+in that series (:mod:`benchlab.tracking.changepoint`) between commits that were not adjacent
+(``step`` > 1) are bisected: the midpoint is measured and joins the side whose level it matches,
+until the first commit of the new level is found. Each commit's observations are committed to
+the store as they finish; a stopped or killed track resumes without re-measuring them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchlab.ab.pairs import CompareSettings, Side, compare_jobs
+from benchlab.artifacts import ArtifactCache
+from benchlab.jobrun import Job
+from benchlab.schema import Result
+from benchlab.store import ResultStore
+from benchlab.targets.base import Target
+from benchlab.tracking.changepoint import find_change_points
+from benchlab.tracking.gitrepo import BuildCache, git, list_commits
+
+__all__ = ["CommitPoint", "TrackReport", "TrackSettings", "track_commits"]
+
+_LATENCY = "NET latency"
+
+
+@dataclass(frozen=True, slots=True)
+class TrackSettings:
+    """What to walk and how. ``program`` is the command standing for a build, with
+    ``{WORKTREE}`` replaced by the commit's worktree (``python {WORKTREE}/prog.py``)."""
+
+    repo: Path
+    revisions: str
+    program: str
+    builds_dir: Path
+    build_command: str | None = None
+    reference: str | None = None
+    step: int = 1
+    min_effect: float = 0.01
+    alpha: float = 0.05
+    pairs: int = 20
+    status_file: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CommitPoint:
+    """One commit measured against the reference."""
+
+    commit: str
+    index: int
+    change: float
+    ci_low: float
+    ci_high: float
+    log_ratios: tuple[float, ...]
+
+    @property
+    def level(self) -> float:
+        """The mean per-pair log-ratio: this commit's level relative to the reference."""
+        return statistics.fmean(self.log_ratios)
+
+
+@dataclass(frozen=True, slots=True)
+class TrackReport:
+    """The measured series, the steps found in it and the commits that caused them."""
+
+    reference: str
+    points: tuple[CommitPoint, ...]
+    culprits: tuple[tuple[str, float], ...]
+    stopped: bool = False
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _stop_requested(status: Path | None) -> bool:
+    try:
+        return status is not None and status.read_text().strip().lower().startswith("stop")
+    except OSError:
+        return False
+
+
+def _set_status(status: Path | None, text: str) -> None:
+    if status is not None and not _stop_requested(status):
+        status.write_text(text + "\n")
+
+
+def fingerprint(settings: TrackSettings, reference: str, jobs: Sequence[Job]) -> str:
+    """Identifies one track (repository, range, reference, jobs) for resuming it."""
+    parts = [str(settings.repo.resolve()), settings.revisions, reference, settings.program,
+             *sorted(j.identity.key for j in jobs)]
+    return "track:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def _per_process(result: Result) -> dict[int, float]:
+    groups: dict[int, list[float]] = {}
+    for sample in result.samples:
+        if sample.key == _LATENCY:
+            groups.setdefault(sample.repetition, []).append(sample.value)
+    return {rep: statistics.median(values) for rep, values in groups.items()}
+
+
+def stored_points(store: ResultStore, run_id: int, order: Sequence[str]) -> dict[str, CommitPoint]:
+    """Commits already measured in this track run, rebuilt from their stored samples."""
+    by_variant = {r.identity.variant: r for r in store.results(run_id)}
+    points = {}
+    for index, commit in enumerate(order):
+        treatment = by_variant.get(f"commit:{commit}")
+        control = by_variant.get(f"reference@{commit}")
+        if treatment is None or control is None:
+            continue
+        t, c = _per_process(treatment), _per_process(control)
+        ratios = tuple(math.log(t[k] / c[k]) for k in sorted(t) if k in c)
+        if not ratios:
+            continue
+        estimate = treatment.details.get("track_estimate", {})
+        points[commit] = CommitPoint(
+            commit, index, estimate.get("change", math.exp(statistics.fmean(ratios)) - 1),
+            estimate.get("ci_low", math.nan), estimate.get("ci_high", math.nan), ratios,
+        )
+    return points
+
+
+def track_commits(
+    jobs: Sequence[Job],
+    settings: TrackSettings,
+    target: Target,
+    cache: ArtifactCache,
+    store: ResultStore,
+    run_id: int,
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> TrackReport:
+    """Walk, measure, detect and bisect; see the module docstring."""
+    commits = list_commits(settings.repo, settings.revisions, 1)
+    walk = commits[:: max(settings.step, 1)]
+    if walk[-1] != commits[-1]:
+        walk.append(commits[-1])
+    builds = BuildCache(settings.repo, settings.builds_dir, settings.build_command)
+    reference = git(settings.repo, "rev-parse",
+                    f"{settings.reference or commits[0]}^{{commit}}").strip()
+    ref_program = settings.program.replace("{WORKTREE}", str(builds.build(reference).path))
+    points = stored_points(store, run_id, commits)
+    compare = CompareSettings(min_effect=settings.min_effect, alpha=settings.alpha,
+                              looks=(settings.pairs,), verify=False)
+
+    def measure(commit: str) -> CommitPoint:
+        if commit in points:
+            return points[commit]
+        _set_status(settings.status_file, f"running {commit}")
+        program = settings.program.replace("{WORKTREE}", str(builds.build(commit).path))
+        pending: list[Result] = []
+        comparison = compare_jobs(
+            jobs,
+            Side(f"reference {reference[:12]}", string_map={"program": ref_program},
+                 variant=f"reference@{commit}"),
+            Side(commit[:12], string_map={"program": program}, variant=f"commit:{commit}"),
+            target, cache, compare, on_result=pending.append, progress=progress,
+        )
+        latency = next((m for m in comparison.metrics if m.metric == _LATENCY), None)
+        if latency is None:
+            raise RuntimeError(f"{commit[:12]}: {'; '.join(comparison.failed) or 'no latency'}")
+        e = latency.estimate
+        facts = {"change": e.change, "ci_low": e.ci_low, "ci_high": e.ci_high}
+        for result in pending:
+            store.add_result(run_id, _with_detail(result, commit, facts))
+        point = CommitPoint(
+            commit, commits.index(commit), e.change, e.ci_low, e.ci_high,
+            tuple(math.log(t / c) for c, t in zip(latency.control, latency.treatment,
+                                                   strict=True)),
+        )
+        points[commit] = point
+        return point
+
+    series: list[CommitPoint] = []
+    stopped = False
+    for commit in walk:
+        if _stop_requested(settings.status_file):
+            stopped = True
+            break
+        series.append(measure(commit))
+    culprits: list[tuple[str, float]] = []
+    notes: list[str] = []
+    if not stopped:
+        steps = find_change_points([p.log_ratios for p in series], settings.min_effect)
+        for step in steps:
+            lo, hi = series[step.index - 1].index, series[step.index].index
+            while hi - lo > 1:  # bisection between the last old-level and first new-level commit
+                mid = measure(commits[(lo + hi) // 2])
+                closer_to_new = abs(mid.level - step.after) < abs(mid.level - step.before)
+                lo, hi = (lo, mid.index) if closer_to_new else (mid.index, hi)
+            culprits.append((commits[hi], step.change))
+            notes.append(f"step of {step.change:+.2%} first seen at {commits[hi][:12]} "
+                         f"(t = {step.t:.1f})")
+    _set_status(settings.status_file, "stopped" if stopped else "done")
+    ordered = tuple(sorted(points.values(), key=lambda p: p.index))
+    return TrackReport(reference, ordered, tuple(culprits), stopped, tuple(notes))
+
+
+def _with_detail(result: Result, commit: str, facts: dict[str, float]) -> Result:
+    from dataclasses import replace
+
+    return replace(result, details={**result.details, "commit": commit,
+                                    "track_estimate": facts})
+
+
+def wait_interval(seconds: float, status: Path | None) -> bool:
+    """Sleep between passes of ``--follow``; False when a stop was requested meanwhile."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if _stop_requested(status):
+            return False
+        time.sleep(min(1.0, deadline - time.monotonic()))
+    return not _stop_requested(status)

@@ -1,0 +1,139 @@
+"""``track`` over a real git repository whose commit k makes the program 10% slower.
+
+Each commit's ``prog.py`` prints observer lines whose level is set by its SLOWDOWN constant,
+with process noise drawn from a counter file, so runs are real processes and the truth is known.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+import benchlab
+from benchlab.store import open_store
+from benchlab.tracking import TrackSettings, find_change_points
+
+PROGRAM = '''
+import argparse, json, math, random
+SLOWDOWN = {slowdown}
+p = argparse.ArgumentParser(); p.add_argument("--state"); a = p.parse_args()
+try:
+    n = int(open(a.state).read())
+except OSError:
+    n = 0
+open(a.state, "w").write(str(n + 1))
+rng = random.Random(n)
+level = 1000 * (1 + SLOWDOWN) * math.exp(rng.gauss(0, 0.02))
+for _ in range(10):
+    v = level * math.exp(rng.gauss(0, 0.005))
+    print("PyTorchObserver " + json.dumps({{"type": "NET", "metric": "latency", "unit": "us",
+                                           "value": v}}))
+'''
+
+
+def make_repo(path: Path, commits: int, slow_from: int) -> list[str]:
+    """A repository of ``commits`` commits; from index ``slow_from`` on, the program is slower."""
+    path.mkdir()
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True,
+                              text=True).stdout.strip()
+
+    git("init", "-q", "-b", "main")
+    git("config", "user.email", "t@example.com")
+    git("config", "user.name", "t")
+    shas = []
+    for i in range(commits):
+        (path / "prog.py").write_text(PROGRAM.format(slowdown=0.10 if i >= slow_from else 0.0))
+        (path / "version.txt").write_text(f"{i}\n")
+        git("add", ".")
+        git("commit", "-q", "-m", f"commit {i}")
+        shas.append(git("rev-parse", "HEAD"))
+    return shas
+
+
+def spec(tmp_path: Path) -> Path:
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump({
+        "model": {"name": "prog", "format": "script"},
+        "tests": [{"identifier": "default", "commands": ["{program}"]}],
+    }))
+    return path
+
+
+def settings(tmp_path: Path, repo: Path, **kwargs: object) -> TrackSettings:
+    builds_log = tmp_path / "builds.log"
+    return TrackSettings(
+        repo=repo, revisions="main", builds_dir=tmp_path / "builds",
+        program=f"{sys.executable} {{WORKTREE}}/prog.py --state {tmp_path / 'state'}",
+        build_command=f"git rev-parse HEAD >> {builds_log}", pairs=10, min_effect=0.03,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.slow
+def test_track_bisects_to_the_commit_that_made_it_slower(tmp_path: Path) -> None:
+    shas = make_repo(tmp_path / "repo", commits=8, slow_from=5)
+    report = benchlab.track([spec(tmp_path)], settings=settings(tmp_path, tmp_path / "repo",
+                            step=3), db=tmp_path / "r.db", cache_dir=tmp_path / "cache")
+    assert [c for c, _ in report.culprits] == [shas[5]]  # commit k, and nothing else
+    assert 0.07 < report.culprits[0][1] < 0.13
+    measured = [p.commit for p in report.points]
+    assert measured == [shas[i] for i in (0, 3, 4, 5, 6, 7)]  # walk 0,3,6,7 + bisection 4,5
+    built = (tmp_path / "builds.log").read_text().split()
+    assert sorted(built) == sorted(set(built))  # no commit was built twice
+    # A second track of the same range measures and builds nothing again.
+    again = benchlab.track([spec(tmp_path)], settings=settings(tmp_path, tmp_path / "repo",
+                           step=3), db=tmp_path / "r.db", cache_dir=tmp_path / "cache")
+    assert [c for c, _ in again.culprits] == [shas[5]]
+    assert (tmp_path / "builds.log").read_text().split() == built
+    with open_store(tmp_path / "r.db") as store:
+        variants = [r.identity.variant for r in store.results()]
+    assert sorted(v for v in variants if v.startswith("commit:")) == sorted(
+        f"commit:{c}" for c in measured)
+
+
+@pytest.mark.slow
+def test_status_file_stops_and_a_rerun_resumes(tmp_path: Path) -> None:
+    make_repo(tmp_path / "repo", commits=3, slow_from=99)
+    status = tmp_path / "status"
+    status.write_text("stop\n")
+    stopped = benchlab.track([spec(tmp_path)], settings=settings(
+        tmp_path, tmp_path / "repo", status_file=status), db=tmp_path / "r.db",
+        cache_dir=tmp_path / "cache")
+    assert stopped.stopped and not stopped.points
+    status.write_text("")
+    done = benchlab.track([spec(tmp_path)], settings=settings(
+        tmp_path, tmp_path / "repo", status_file=status), db=tmp_path / "r.db",
+        cache_dir=tmp_path / "cache")
+    assert not done.stopped and len(done.points) == 3 and not done.culprits
+    assert status.read_text().strip() == "done"
+    with open_store(tmp_path / "r.db") as store:
+        assert len(store.list_runs()) == 1  # the stopped run was resumed, not duplicated
+
+
+def test_change_points_on_known_series() -> None:
+    flat = [[0.0 + 0.01 * ((i * 7 + j) % 3 - 1) for j in range(10)] for i in range(6)]
+    assert find_change_points(flat) == []
+    stepped = flat[:3] + [[v + 0.1 for v in g] for g in flat[3:]]
+    (step,) = find_change_points(stepped)
+    assert step.index == 3 and 0.09 < step.change < 0.12
+
+
+@pytest.mark.slow
+def test_cli_track_prints_the_series_and_exits_1_on_a_step(tmp_path: Path) -> None:
+    shas = make_repo(tmp_path / "repo", commits=4, slow_from=2)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchlab", "track", str(spec(tmp_path)),
+         "--repo", str(tmp_path / "repo"), "--revisions", "main", "--pairs", "8",
+         "--min-effect", "3%", "--builds-dir", str(tmp_path / "builds"), "-q",
+         "--program", f"{sys.executable} {{WORKTREE}}/prog.py --state {tmp_path / 'state'}",
+         "--db", str(tmp_path / "r.db")],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert f"first seen at {shas[2][:12]}" in proc.stdout and "← step" in proc.stdout
