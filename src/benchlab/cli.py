@@ -177,6 +177,7 @@ def compare(
     min_time: Annotated[Optional[float], typer.Option(help="Minimum seconds of timing per process.")] = None,  # noqa: UP007,E501
     markdown: Annotated[Optional[Path], typer.Option(help="Also write a Markdown report here.")] = None,  # noqa: UP007,E501
     json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the JSON report here.")] = None,  # noqa: UP007,E501
+    html: Annotated[Optional[Path], typer.Option(help="Also write an HTML report with plots here.")] = None,  # noqa: UP007,E501
     db: DbOption = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
 ) -> None:
@@ -211,6 +212,10 @@ def compare(
         markdown.write_text(comparison_markdown(comparison))
     if json_out:
         json_out.write_text(comparison_json(comparison))
+    if html:
+        from benchlab.ab.html import comparison_html
+
+        html.write_text(comparison_html(comparison))
     raise typer.Exit(comparison.exit_code)
 
 

@@ -75,13 +75,13 @@ def test_same_build_against_itself_is_not_a_regression(tmp_path: Path) -> None:
 
 
 def test_cli_writes_markdown_and_json_and_sets_exit_code(tmp_path: Path) -> None:
-    md, js = tmp_path / "report.md", tmp_path / "report.json"
+    md, js, page = tmp_path / "report.md", tmp_path / "report.json", tmp_path / "r.html"
     proc = subprocess.run(
         [sys.executable, "-m", "benchlab", "compare", str(write_spec(tmp_path)),
          "--control-program", build(tmp_path, "a", 0.0),
          "--treatment-program", build(tmp_path, "b", 0.10),
          "--pairs", "10,20", "--db", str(tmp_path / "r.db"), "-q",
-         "--markdown", str(md), "--json", str(js)],
+         "--markdown", str(md), "--json", str(js), "--html", str(page)],
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 1, proc.stderr
@@ -91,3 +91,4 @@ def test_cli_writes_markdown_and_json_and_sets_exit_code(tmp_path: Path) -> None
     data = json.loads(js.read_text())
     assert data["exit_code"] == 1 and data["regressions"] == ["replay/default @ generic NET latency"]
     assert "regression" in proc.stdout
+    assert "<svg" in page.read_text() and "https://" not in page.read_text()

@@ -46,6 +46,11 @@ def _median(values: tuple[float, ...]) -> float:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
+def _level(comparison: Comparison) -> str:
+    level = comparison.metrics[0].estimate.ci_level if comparison.metrics else 0.95
+    return f"{level:.1%}"
+
+
 def comparison_table(comparison: Comparison) -> Table:
     """One row per job × metric: both medians, the change with its interval, the verdict."""
     table = Table(
@@ -54,8 +59,9 @@ def comparison_table(comparison: Comparison) -> Table:
         f"{comparison.min_effect:.1%}; q: Benjamini-Hochberg",
         header_style="bold",
     )
-    for name in ("job", "metric", "pairs", "control", "treatment", "change", "95% CI", "q",
-                 "verdict"):
+    level = comparison.metrics[0].estimate.ci_level if comparison.metrics else 0.95
+    for name in ("job", "metric", "pairs", "control", "treatment", "change",
+                 f"{level:.1%} CI", "q", "verdict"):
         table.add_column(name, no_wrap=name not in ("job", "verdict"))
     for m in comparison.metrics:
         e = m.estimate
@@ -81,9 +87,10 @@ def comparison_markdown(comparison: Comparison, top_ops: int = 5) -> str:
         head, "",
         f"**{comparison.treatment}** (treatment) vs **{comparison.control}** (control). "
         f"Counterbalanced pairs of fresh processes; change = Hodges-Lehmann estimate with a "
-        f"95% interval; minimum effect {comparison.min_effect:.1%}; "
+        f"{_level(comparison)} interval (α split over {len(comparison.looks)} looks); "
+        f"minimum effect {comparison.min_effect:.1%}; "
         f"Benjamini-Hochberg q across {len(comparison.metrics)} metrics.", "",
-        "| job | metric | pairs | control | treatment | change | 95% CI | q | verdict |",
+        "| job | metric | pairs | control | treatment | change | CI | q | verdict |",
         "|---|---|---:|---:|---:|---:|---|---:|---|",
     ]
     for m in comparison.metrics:
