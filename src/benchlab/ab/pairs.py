@@ -228,12 +228,19 @@ def _verify(
         if metric.estimate.outcome is not Outcome.REGRESSION:
             continue
         data = _Sides()
+        again = None
         try:
-            _run_pairs(pair, sides, targets, cache, data, len(metric.control), progress)
+            # The re-run goes through the same looks, extending while undecided: deciding once
+            # at the first session's stopping point threw away most true regressions
+            # (docs/detector.md).
+            for look in settings.looks:
+                _run_pairs(pair, sides, targets, cache, data, look, progress)
+                again = _decide_all(data, settings).get(metric.metric)
+                if again is None or again.outcome is not Outcome.UNDECIDED:
+                    break
         except _JobFailed:
             out[index] = replace(metric, verified=False)
             continue
-        again = _decide_all(data, settings).get(metric.metric)
         confirmed = again is not None and again.outcome is Outcome.REGRESSION
         out[index] = replace(metric, verified=confirmed)
     return out
