@@ -138,14 +138,28 @@ def _print_results(results: list[Any], title: str) -> None:
         console.print(f"[dim]· {escape(note)}[/]", highlight=False)
 
 
-def _side(label: str, program: str | None, config: str | None, python: str | None) -> Any:
-    from benchlab.api import parse_framework
+def _side(
+    label: str, program: str | None, config: str | None, python: str | None,
+    commit: str | None = None, build: tuple[Path | None, str | None, str | None] = (None, None,
+                                                                                   None),
+) -> Any:
     from benchlab.ab.pairs import Side
+    from benchlab.api import parse_framework
 
-    given = [x for x in (program, config, python) if x]
+    given = [x for x in (program, config, python, commit) if x]
     if len(given) > 1:
-        raise UsageError(f"give the {label} side one of --{label}-program, --{label}-config "
-                         f"or --{label}-python")
+        raise UsageError(f"give the {label} side one of --{label}-program, --{label}-config, "
+                         f"--{label}-python or --{label}-commit")
+    if commit:
+        from benchlab.artifacts import default_cache_dir
+        from benchlab.tracking.gitrepo import commit_program
+
+        repo, command, template = build
+        if repo is None or template is None:
+            raise UsageError(f"--{label}-commit needs --repo and --commit-program")
+        sha, built = commit_program(repo, commit, template,
+                                    default_cache_dir().parent / "builds", command)
+        return Side(f"{label}:{sha[:12]}", string_map={"program": built})
     if program:
         # Jobs run in their own work directory: make paths that exist here absolute.
         words = [str(Path(w).resolve()) if Path(w).exists() else w for w in shlex.split(program)]
@@ -167,6 +181,11 @@ def compare(
     control_config: Annotated[Optional[str], typer.Option(help="Control framework variant, e.g. pytorch:mode=eager.")] = None,  # noqa: UP007,E501
     treatment_config: Annotated[Optional[str], typer.Option(help="Treatment framework variant.")] = None,  # noqa: UP007,E501
     control_python: Annotated[Optional[str], typer.Option(help="Python of the control environment.")] = None,  # noqa: UP007,E501
+    control_commit: Annotated[Optional[str], typer.Option(help="Control: this commit of --repo, built.")] = None,  # noqa: UP007,E501
+    treatment_commit: Annotated[Optional[str], typer.Option(help="Treatment: this commit of --repo.")] = None,  # noqa: UP007,E501
+    repo: Annotated[Optional[Path], typer.Option(help="Repository of the --*-commit sides.")] = None,  # noqa: UP007,E501
+    build: Annotated[Optional[str], typer.Option(help="Build command run in each commit's worktree.")] = None,  # noqa: UP007,E501
+    commit_program: Annotated[Optional[str], typer.Option(help="The build's command, e.g. '{WORKTREE}/bench'.")] = None,  # noqa: UP007,E501
     treatment_python: Annotated[Optional[str], typer.Option(help="Python of the treatment environment.")] = None,  # noqa: UP007,E501
     min_effect: Annotated[str, typer.Option(help="Smallest change that matters, e.g. 1%.")] = "1%",
     alpha: Annotated[float, typer.Option(help="False-discovery rate across metrics.")] = 0.05,
@@ -198,8 +217,10 @@ def compare(
     )
     comparison = run_compare(
         list(specs),
-        control=_side("control", control_program, control_config, control_python),
-        treatment=_side("treatment", treatment_program, treatment_config, treatment_python),
+        control=_side("control", control_program, control_config, control_python,
+                      control_commit, (repo, build, commit_program)),
+        treatment=_side("treatment", treatment_program, treatment_config, treatment_python,
+                        treatment_commit, (repo, build, commit_program)),
         models=[m.strip() for m in models.split(",")] if models else None,
         frameworks=split_frameworks(frameworks) or None, db=db, settings=settings,
         overrides=TestOverrides(iter=iterations, warmup=warmup, min_time=min_time),

@@ -6,6 +6,7 @@ with process noise drawn from a counter file, so runs are real processes and the
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -137,3 +138,19 @@ def test_cli_track_prints_the_series_and_exits_1_on_a_step(tmp_path: Path) -> No
     )
     assert proc.returncode == 1, proc.stderr
     assert f"first seen at {shas[2][:12]}" in proc.stdout and "← step" in proc.stdout
+
+
+@pytest.mark.slow
+def test_compare_two_commits_of_a_repository(tmp_path: Path) -> None:
+    shas = make_repo(tmp_path / "repo", commits=2, slow_from=1)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchlab", "compare", str(spec(tmp_path)),
+         "--repo", str(tmp_path / "repo"), "--control-commit", shas[0],
+         "--treatment-commit", "main", "--build", "true", "--pairs", "10,20", "-q",
+         "--commit-program", f"{sys.executable} {{WORKTREE}}/prog.py --state {tmp_path / 's'}",
+         "--db", str(tmp_path / "r.db")],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")},
+    )
+    assert proc.returncode == 1, proc.stderr  # the second commit is 10% slower
+    assert f"control:{shas[0][:12]}" in proc.stdout and "regression" in proc.stdout

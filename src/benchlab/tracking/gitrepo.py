@@ -13,7 +13,7 @@ from pathlib import Path
 
 from benchlab.errors import InfrastructureError, UsageError
 
-__all__ = ["Build", "BuildCache", "git", "list_commits"]
+__all__ = ["Build", "BuildCache", "commit_program", "git", "list_commits"]
 
 _MARKER = ".benchlab-built"
 
@@ -78,3 +78,15 @@ class BuildCache:
                 raise InfrastructureError(f"building {sha[:12]} failed:\n{tail}")
         (path / _MARKER).write_text(sha + "\n")
         return Build(sha, path, fresh=True)
+
+
+def commit_program(
+    repo: Path, commit: str, program: str, builds_dir: Path, build_command: str | None
+) -> tuple[str, str]:
+    """Build ``commit`` (once, in its worktree) and return its sha and its ``{program}``.
+
+    ``program`` names the build's command with ``{WORKTREE}`` standing for the worktree, so an
+    A/B side can be "this commit of that repository, built with that command".
+    """
+    built = BuildCache(repo, builds_dir, build_command).build(commit)
+    return built.commit, program.replace("{WORKTREE}", str(built.path))
