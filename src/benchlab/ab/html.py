@@ -25,12 +25,13 @@ _COLOUR = {
     Outcome.NO_CHANGE: "#6d6d6d",
     Outcome.UNDECIDED: "#b07d00",
 }
-_WORDS = {
-    Outcome.REGRESSION: "regression",
-    Outcome.IMPROVEMENT: "improvement",
-    Outcome.NO_CHANGE: "no change",
-    Outcome.UNDECIDED: "undecided",
-}
+
+
+def _words(outcome: Outcome) -> str:
+    """The verdict as a reader says it: ``no change`` for ``no_change``."""
+    return outcome.value.replace("_", " ")
+
+
 _WIDTH = 960  # every plot shares it so their axes line up down the page
 _LEFT = 250  # gutter for row labels
 _RIGHT = 200  # gutter for the numbers printed beside each row
@@ -165,7 +166,7 @@ def _badge(metric: MetricComparison) -> str:
     if metric.verified is False:
         text = "not confirmed by the verify re-run"
     else:
-        text = _WORDS[outcome] + (" (verified)" if metric.verified else "")
+        text = _words(outcome) + (" (verified)" if metric.verified else "")
     return f'<span class="badge" style="background:{_COLOUR[outcome]}">{_e(text)}</span>'
 
 
@@ -334,7 +335,7 @@ def comparison_html(comparison: Comparison, top_ops: int = 12) -> str:
     counts = {o: 0 for o in Outcome}
     for m in c.metrics:
         counts[_effective(m)] += 1
-    tally = " ".join(f'<span class="badge" style="background:{_COLOUR[o]}">{n} {_WORDS[o]}'
+    tally = " ".join(f'<span class="badge" style="background:{_COLOUR[o]}">{n} {_words(o)}'
                      "</span>" for o, n in counts.items() if n)
     looks = " → ".join(str(n) for n in c.looks) or "–"
     parts = [
@@ -353,7 +354,7 @@ def comparison_html(comparison: Comparison, top_ops: int = 12) -> str:
         f'<p class="legend"><span><i class="sw" style="background:{_CONTROL}"></i>control: '
         f'{_e(c.control)}</span><span><i class="sw" style="background:{_TREATMENT}"></i>'
         f"treatment: {_e(c.treatment)}</span>"
-        + "".join(f'<span><i class="sw" style="background:{_COLOUR[o]}"></i>{_WORDS[o]}'
+        + "".join(f'<span><i class="sw" style="background:{_COLOUR[o]}"></i>{_words(o)}'
                   "</span>" for o in Outcome) + "</p>",
     ]
     if c.failed:

@@ -19,7 +19,7 @@ from typing import Any
 from benchlab.artifacts import ArtifactCache
 from benchlab.ab.model import Comparison, MetricComparison, OpDelta, Outcome, PairedEstimate
 from benchlab.ab.stats import apply_bh, decide
-from benchlab.jobrun import Job, run_job
+from benchlab.jobrun import Job, run_job, summarize_samples
 from benchlab.schema import JobIdentity, Result, Sample
 from benchlab.spec.types import FrameworkConfig
 from benchlab.targets.base import Target
@@ -148,6 +148,23 @@ def _decide_all(data: _Sides, settings: CompareSettings) -> dict[str, PairedEsti
     return estimates
 
 
+def _run_looks(
+    pair: tuple[Job, Job], sides: tuple[Side, Side], targets: tuple[Target, Target],
+    cache: ArtifactCache, settings: CompareSettings, key: str,
+    progress: Callable[[str], None] | None,
+) -> tuple[_Sides, dict[str, PairedEstimate]]:
+    """Pairs up to each look in turn, stopping at the first look where ``key`` is decided."""
+    data = _Sides()
+    estimates: dict[str, PairedEstimate] = {}
+    for look in settings.looks:
+        _run_pairs(pair, sides, targets, cache, data, look, progress)
+        estimates = _decide_all(data, settings)
+        decided = estimates.get(key)
+        if decided is None or decided.outcome is not Outcome.UNDECIDED:
+            break
+    return data, estimates
+
+
 def _op_deltas(data: _Sides) -> tuple[OpDelta, ...]:
     keys = {k for obs in data.control for k in obs if not k.startswith("NET ")}
     deltas = []
@@ -179,15 +196,9 @@ def compare_jobs(
     verify_later: list[tuple[int, tuple[Job, Job]]] = []
     for base in jobs:
         pair = (side_job(base, control, "control"), side_job(base, treatment, "treatment"))
-        data = _Sides()
-        estimates: dict[str, PairedEstimate] = {}
         try:
-            for look in settings.looks:
-                _run_pairs(pair, (control, treatment), targets, cache, data, look, progress)
-                estimates = _decide_all(data, settings)
-                latency = estimates.get("NET latency")
-                if latency is None or latency.outcome is not Outcome.UNDECIDED:
-                    break
+            data, estimates = _run_looks(pair, (control, treatment), targets, cache, settings,
+                                         "NET latency", progress)
         except _JobFailed as exc:
             failed.append(f"{base.identity.label}: not compared, a run failed: {exc}")
             continue
@@ -227,17 +238,13 @@ def _verify(
         metric = out[index]
         if metric.estimate.outcome is not Outcome.REGRESSION:
             continue
-        data = _Sides()
-        again = None
         try:
             # The re-run goes through the same looks, extending while undecided: deciding once
             # at the first session's stopping point threw away most true regressions
             # (docs/detector.md).
-            for look in settings.looks:
-                _run_pairs(pair, sides, targets, cache, data, look, progress)
-                again = _decide_all(data, settings).get(metric.metric)
-                if again is None or again.outcome is not Outcome.UNDECIDED:
-                    break
+            _, estimates = _run_looks(pair, sides, targets, cache, settings, metric.metric,
+                                      progress)
+            again = estimates.get(metric.metric)
         except _JobFailed:
             out[index] = replace(metric, verified=False)
             continue
@@ -248,8 +255,6 @@ def _verify(
 
 def _side_result(identity: JobIdentity, samples: list[Sample], last: Result) -> Result:
     """All observations of one side as one stored result (repetition = pair index)."""
-    from benchlab.jobrun import summarize_samples
-
     return replace(
         last, identity=identity, samples=tuple(samples),
         summaries=summarize_samples(samples), details={**last.details, "ab_pairs": True},

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from benchlab.errors import InfrastructureError, UsageError
 
-__all__ = ["Build", "BuildCache", "commit_program", "git", "list_commits"]
+__all__ = ["Build", "BuildCache", "commit_program", "every_nth", "git", "list_commits"]
 
 _MARKER = ".benchlab-built"
 
@@ -34,7 +34,12 @@ def list_commits(repo: Path, revisions: str, step: int = 1) -> list[str]:
     commits = git(repo, "rev-list", "--reverse", "--first-parent", revisions).split()
     if not commits:
         raise UsageError(f"{revisions!r} names no commits in {repo}")
-    chosen = commits[::step]
+    return every_nth(commits, step)
+
+
+def every_nth(commits: list[str], step: int) -> list[str]:
+    """Every ``step``-th commit, oldest first, always ending with the newest."""
+    chosen = commits[:: max(step, 1)]
     if chosen[-1] != commits[-1]:
         chosen.append(commits[-1])
     return chosen

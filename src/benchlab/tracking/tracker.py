@@ -16,7 +16,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from benchlab.ab.pairs import CompareSettings, Side, compare_jobs
@@ -26,7 +26,7 @@ from benchlab.schema import Result
 from benchlab.store import ResultStore
 from benchlab.targets.base import Target
 from benchlab.tracking.changepoint import find_change_points
-from benchlab.tracking.gitrepo import BuildCache, git, list_commits
+from benchlab.tracking.gitrepo import BuildCache, every_nth, git, list_commits
 
 __all__ = ["CommitPoint", "TrackReport", "TrackSettings", "track_commits"]
 
@@ -139,9 +139,7 @@ def track_commits(
 ) -> TrackReport:
     """Walk, measure, detect and bisect; see the module docstring."""
     commits = list_commits(settings.repo, settings.revisions, 1)
-    walk = commits[:: max(settings.step, 1)]
-    if walk[-1] != commits[-1]:
-        walk.append(commits[-1])
+    walk = every_nth(commits, settings.step)
     builds = BuildCache(settings.repo, settings.builds_dir, settings.build_command)
     reference = git(settings.repo, "rev-parse",
                     f"{settings.reference or commits[0]}^{{commit}}").strip()
@@ -204,8 +202,6 @@ def track_commits(
 
 
 def _with_detail(result: Result, commit: str, facts: dict[str, float]) -> Result:
-    from dataclasses import replace
-
     return replace(result, details={**result.details, "commit": commit,
                                     "track_estimate": facts})
 
