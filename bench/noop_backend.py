@@ -38,6 +38,14 @@ class NoopBackend:
         """The timed call ignores its inputs."""
         return noop
 
+    def outputs(self) -> list[np.ndarray]:
+        """The no-op returns nothing."""
+        return []
+
+    def extra_metrics(self) -> dict[str, tuple[float, str]]:
+        """Nothing measured beyond the loop."""
+        return {}
+
     def profile_ops(self, iterations: int) -> list[dict[str, float]]:
         """No operators to profile."""
         return [{} for _ in range(iterations)]

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from benchlab.frameworks.common import file_key_with_suffix
+from benchlab.frameworks.common import REFERENCE_KEY, file_key_with_suffix
 from benchlab.protocol import ParsedOutput, parse_output
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, ModelDef, TestCase
 from benchlab.targets.base import Availability, CommandResult
@@ -100,9 +100,18 @@ def thread_env(threads: int | None) -> dict[str, str]:
 
 
 def runner_invocation(
-    ctx: JobContext, *, backend: str, model_path: str | None, options: Mapping[str, Any]
+    ctx: JobContext,
+    *,
+    backend: str,
+    model_path: str | None,
+    options: Mapping[str, Any],
+    extra_files: Mapping[str, str] | None = None,
 ) -> Invocation:
     """The command that starts benchlab's runner for one repetition.
+
+    A model file keyed ``reference`` (an ``.npz`` of inputs and expected outputs, see
+    :mod:`benchlab.runner.accuracy`) turns on the accuracy check. ``extra_files`` are other
+    target paths the backend needs (OpenVINO's weights next to its ``.xml``).
 
     The runner's whole configuration travels as one JSON argument, so the same command works
     on a host, over ssh or through adb without writing a file first.
@@ -126,6 +135,8 @@ def runner_invocation(
         "profile_ops": test.profile_ops,
         "seed": ctx.repetition,
         "options": dict(options),
+        "extra_files": dict(extra_files or {}),
+        "reference": ctx.files.get(f"files.{REFERENCE_KEY}"),
     }
     argv = [ctx.python, "-m", "benchlab.runner", json.dumps(config, sort_keys=True)]
     return Invocation(argv=argv, env={**thread_env(threads), **test.env})

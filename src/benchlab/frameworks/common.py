@@ -4,18 +4,32 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+from collections.abc import Mapping
+from typing import Any
 
 from benchlab.spec.types import ModelDef
 from benchlab.targets.base import Availability
 
-__all__ = ["distribution_availability", "file_key_with_suffix"]
+__all__ = [
+    "REFERENCE_KEY",
+    "distribution_availability",
+    "file_key_with_suffix",
+    "file_keys_with_suffix",
+    "select_file_key",
+]
+
+#: The model file key of a reference ``.npz`` (inputs + expected outputs) for accuracy checks.
+REFERENCE_KEY = "reference"
 
 
-def distribution_availability(module: str, distribution: str) -> Availability:
+def distribution_availability(
+    module: str, distribution: str, extra: str | None = None
+) -> Availability:
     """Whether ``module`` can be imported, found without importing it."""
     if importlib.util.find_spec(module) is None:
         return Availability(
-            ok=False, reason=f"{distribution} is not installed (pip install 'benchlab[{module}]')"
+            ok=False,
+            reason=f"{distribution} is not installed (pip install 'benchlab[{extra or module}]')",
         )
     try:
         version = importlib.metadata.version(distribution)
@@ -24,9 +38,46 @@ def distribution_availability(module: str, distribution: str) -> Availability:
     return Availability(ok=True, version=version)
 
 
+def file_keys_with_suffix(model: ModelDef, suffixes: tuple[str, ...]) -> list[str]:
+    """The keys of every model file whose name ends with one of ``suffixes``, in spec order."""
+    return [
+        key
+        for key, ref in model.files.items()
+        if key != REFERENCE_KEY and (ref.filename or ref.location).lower().endswith(suffixes)
+    ]
+
+
 def file_key_with_suffix(model: ModelDef, suffixes: tuple[str, ...]) -> str | None:
     """The key of the first model file whose name ends with one of ``suffixes``."""
-    for key, ref in model.files.items():
-        if (ref.filename or ref.location).lower().endswith(suffixes):
-            return key
-    return None
+    keys = file_keys_with_suffix(model, suffixes)
+    return keys[0] if keys else None
+
+
+def select_file_key(
+    model: ModelDef,
+    options: Mapping[str, Any],
+    *,
+    preferred: str | None,
+    suffixes: tuple[str, ...],
+    strict: bool = False,
+) -> tuple[str | None, str | None]:
+    """Which model file a configuration runs: ``(key, None)`` or ``(None, why not)``.
+
+    An explicit ``file=KEY`` option wins; then the ``preferred`` key (the zoo's naming, e.g.
+    ``onnx_int8``); then, unless ``strict`` (a variant such as ``precision=int8`` was asked
+    for and must not silently become the fp32 file), the first file whose name ends with one
+    of ``suffixes``.
+    """
+    explicit = options.get("file")
+    if explicit is not None:
+        if explicit not in model.files:
+            return None, f"file={explicit!r} is not among model.files ({', '.join(model.files)})"
+        return str(explicit), None
+    if preferred is not None and preferred in model.files:
+        return preferred, None
+    if strict:
+        return None, f"no model file keyed {preferred!r} (model.files: {', '.join(model.files)})"
+    key = file_key_with_suffix(model, suffixes)
+    if key is None:
+        return None, f"no {'/'.join(suffixes)} file among model.files (model format {model.format!r})"
+    return key, None

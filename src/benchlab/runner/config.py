@@ -38,3 +38,12 @@ class RunnerConfig(BaseModel):
     profile_iterations: int = Field(10, ge=1)
     seed: int = 0
     options: dict[str, Any] = Field(default_factory=dict)
+    extra_files: dict[str, str] = Field(
+        default_factory=dict, description="other files the backend needs (OpenVINO weights)"
+    )
+    reference: str | None = Field(
+        None, description="reference .npz: inputs to feed and the outputs to compare against"
+    )
+    dump_outputs: str | None = Field(
+        None, description="write the last call's outputs to this .npz (the outputs API)"
+    )

@@ -7,6 +7,7 @@ timing is done so that printing never lands inside or between timed iterations.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -15,14 +16,29 @@ from typing import Any, Protocol, TextIO
 import numpy as np
 
 from benchlab.protocol import format_detail, format_metric
+from benchlab.runner.accuracy import ERROR_METRICS, error_stats, load_reference
 from benchlab.runner.config import InputConfig, RunnerConfig
 from benchlab.stats import AdaptiveStop
 
-__all__ = ["RuntimeBackend", "main", "make_inputs", "measure", "memory_mib"]
+__all__ = [
+    "ProfilingUnavailable",
+    "RuntimeBackend",
+    "main",
+    "make_inputs",
+    "measure",
+    "memory_mib",
+]
 
 _NS_PER_MS = 1e6
 # Without an explicit max_time, one adaptive process measures at most this long.
 _ADAPTIVE_MAX_TIME_S = 20.0
+
+
+class ProfilingUnavailable(Exception):
+    """Raised by :meth:`RuntimeBackend.profile_ops` when the runtime has no per-op timings.
+
+    The message says why; the result records it instead of an empty per-op table.
+    """
 
 
 class RuntimeBackend(Protocol):
@@ -43,11 +59,23 @@ class RuntimeBackend(Protocol):
     def prepare(self, inputs: dict[str, np.ndarray]) -> Callable[[], Any]:
         """Bind inputs and return the call that runs one inference."""
 
+    def outputs(self) -> list[np.ndarray]:
+        """The outputs for the prepared inputs, as numpy arrays in the model's output order.
+
+        Called after timing, so a backend may simply run the model once more.
+        """
+
+    def extra_metrics(self) -> dict[str, tuple[float, str]]:
+        """Whole-model facts measured while loading (``compile_time``), as value and unit."""
+
     def profile_ops(self, iterations: int) -> list[dict[str, float]]:
-        """Per-iteration operator self-times in milliseconds, keyed by operator type."""
+        """Per-iteration operator self-times in milliseconds, keyed by operator type.
+
+        Raises :class:`ProfilingUnavailable` when the runtime cannot time operators.
+        """
 
     def info(self) -> dict[str, Any]:
-        """Runtime version and the effective configuration actually used."""
+        """Runtime version and the effective configuration actually used (``precision`` too)."""
 
 
 def memory_mib() -> tuple[float | None, float | None]:
@@ -97,6 +125,12 @@ def make_inputs(specs: Sequence[InputConfig], seed: int) -> dict[str, np.ndarray
     return inputs
 
 
+def _files_mib(paths: Sequence[str | None]) -> float | None:
+    """Total size of the model's files in MiB, or ``None`` when the model is not a file."""
+    sizes = [os.path.getsize(p) for p in paths if p and os.path.isfile(p)]
+    return sum(sizes) / 2**20 if sizes else None
+
+
 def _load_backend(path: str, config: RunnerConfig) -> RuntimeBackend:
     module_name, _, class_name = path.partition(":")
     cls = getattr(importlib.import_module(module_name), class_name)
@@ -116,8 +150,16 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
     load_ms = (clock() - t0) / _NS_PER_MS
     rss_loaded, _ = memory_mib()
 
-    specs = list(config.inputs) or backend.input_specs()
-    call = backend.prepare(make_inputs(specs, config.seed))
+    reference = load_reference(config.reference) if config.reference else None
+    if reference is not None and reference.inputs:
+        # Every backend sees the very inputs the reference outputs were computed from.
+        inputs = dict(reference.inputs)
+        specs = [InputConfig(name=n, shape=list(a.shape), dtype=str(a.dtype))
+                 for n, a in inputs.items()]
+    else:
+        specs = list(config.inputs) or backend.input_specs()
+        inputs = make_inputs(specs, config.seed)
+    call = backend.prepare(inputs)
     t0 = clock()
     call()
     first_ms = (clock() - t0) / _NS_PER_MS
@@ -141,6 +183,9 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
         if decision is not None:
             break
     _, peak = memory_mib()
+    outputs = backend.outputs() if (reference is not None or config.dump_outputs) else []
+    if config.dump_outputs:
+        np.savez(config.dump_outputs, **{f"output.{i}": a for i, a in enumerate(outputs)})
 
     lines = [
         format_metric("NET", "import_time", import_ms, "ms"),
@@ -152,10 +197,23 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
         lines.append(format_metric("NET", "memory_load", rss_loaded - rss_before, "MiB"))
     if peak is not None:
         lines.append(format_metric("NET", "memory_peak", peak, "MiB"))
+    size = _files_mib([config.model_path, *config.extra_files.values()])
+    if size is not None:
+        lines.append(format_metric("NET", "model_size", size, "MiB"))
+    for name, (value, unit) in backend.extra_metrics().items():
+        lines.append(format_metric("NET", name, value, unit))
+    details: dict[str, Any] = {}
+    if reference is not None:
+        stats = error_stats(outputs, reference.outputs, reference.task)
+        lines += [format_metric("NET", k, v, ERROR_METRICS[k]) for k, v in stats.items()]
+        details["reference_task"] = reference.task
     if config.profile_ops:
-        for per_op in backend.profile_ops(config.profile_iterations):
-            lines += [format_metric(op, "latency", ms, "ms") for op, ms in per_op.items()]
-    details = dict(backend.info())
+        try:
+            for per_op in backend.profile_ops(config.profile_iterations):
+                lines += [format_metric(op, "latency", ms, "ms") for op, ms in per_op.items()]
+        except ProfilingUnavailable as why:
+            details["op_profile_unavailable"] = str(why)
+    details.update(backend.info())
     details.update(decision.to_detail())
     details["inputs"] = {s.name: [s.shape, s.dtype] for s in specs}
     lines.append(format_detail(**details))

@@ -101,6 +101,15 @@ class OnnxRuntimeBackend:
         session, feeds = self._session, self._feeds
         return lambda: session.run(None, feeds)
 
+    def outputs(self) -> list[np.ndarray]:
+        """One more run; ONNX Runtime already returns numpy arrays in graph output order."""
+        assert self._session is not None
+        return list(self._session.run(None, self._feeds))
+
+    def extra_metrics(self) -> dict[str, tuple[float, str]]:
+        """Nothing beyond the loop's own measurements."""
+        return {}
+
     def profile_ops(self, iterations: int) -> list[dict[str, float]]:
         """Per-iteration kernel times per op type, from a separate profiling session."""
         with tempfile.TemporaryDirectory() as tmp:

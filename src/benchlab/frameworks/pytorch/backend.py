@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from benchlab.runner.accuracy import to_arrays
 from benchlab.runner.config import InputConfig, RunnerConfig
 
 __all__ = ["PyTorchBackend", "build_from_entry"]
@@ -73,7 +74,16 @@ class PyTorchBackend:
             with torch.inference_mode():
                 return model(*args)
 
+        self._call = call
         return call
+
+    def outputs(self) -> list[np.ndarray]:
+        """One more call, its tensors as numpy arrays."""
+        return to_arrays(self._call())
+
+    def extra_metrics(self) -> dict[str, tuple[float, str]]:
+        """Nothing beyond the loop's own measurements."""
+        return {}
 
     def profile_ops(self, iterations: int) -> list[dict[str, float]]:
         """Self CPU time per aten operator, one profiler session per iteration."""

@@ -1,0 +1,177 @@
+"""Accuracy beside latency: compare a backend's outputs with reference outputs.
+
+A reference file is an ``.npz`` archive holding the inputs to feed (``input.<name>``, in input
+order), the expected outputs (``output.0``, ``output.1``, ...) and optionally the model's task
+(``task``, a 0-d string array; ``classification`` enables top-k agreement). The zoo writes one
+per model from the PyTorch fp32 output; users can name their own golden file under the model
+file key ``reference`` (FAI-PEP's ``error`` metric, revived).
+
+This module imports numpy only, so it runs in the runner process next to any runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "ERROR_METRICS",
+    "Reference",
+    "error_stats",
+    "load_reference",
+    "save_reference",
+    "to_arrays",
+]
+
+#: Metric name → unit of every statistic :func:`error_stats` can report.
+ERROR_METRICS = {
+    "error_max_abs": "abs",
+    "error_mean_abs": "abs",
+    "error_max_rel": "rel",
+    "sqnr": "dB",
+    "cosine_similarity": "cos",
+    "top1_agreement": "ratio",
+    "top5_agreement": "ratio",
+}
+# SQNR of bit-identical outputs is infinite; the metric protocol carries finite numbers only,
+# so identical outputs read as this ceiling (documented in docs/accuracy.md).
+SQNR_CEILING_DB = 300.0
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Inputs to feed and the outputs they should produce."""
+
+    inputs: dict[str, np.ndarray]
+    outputs: list[np.ndarray]
+    task: str = ""
+
+
+def save_reference(
+    path: Path, inputs: Mapping[str, np.ndarray], outputs: Sequence[np.ndarray], task: str = ""
+) -> None:
+    """Write a reference archive (see the module docstring for its layout)."""
+    arrays: dict[str, Any] = {f"input.{name}": np.asarray(a) for name, a in inputs.items()}
+    arrays.update({f"output.{i}": np.asarray(a) for i, a in enumerate(outputs)})
+    arrays["task"] = np.array(task)
+    with open(path, "wb") as handle:
+        np.savez(handle, **arrays)
+
+
+def load_reference(path: str | Path) -> Reference:
+    """Read a reference archive; raises ``ValueError`` naming what is missing."""
+    with np.load(path, allow_pickle=False) as archive:
+        keys = list(archive.keys())
+        inputs = {k[len("input."):]: archive[k] for k in keys if k.startswith("input.")}
+        numbered = sorted(
+            (int(k[len("output."):]), k) for k in keys if k.startswith("output.")
+        )
+        outputs = [archive[k] for _, k in numbered]
+        task = str(archive["task"]) if "task" in keys else ""
+    if not outputs:
+        raise ValueError(f"reference file {path} holds no 'output.N' arrays")
+    return Reference(inputs=inputs, outputs=outputs, task=task)
+
+
+def to_arrays(value: Any) -> list[np.ndarray]:
+    """Flatten a runtime's return value (tensor, array, list, tuple, dict) into numpy arrays.
+
+    Works by duck typing so that no runtime is imported here: torch tensors expose
+    ``detach``, OpenVINO and ONNX Runtime values convert with ``np.asarray``.
+    """
+    if value is None:
+        return []
+    if isinstance(value, np.ndarray):
+        return [value]
+    if hasattr(value, "detach"):
+        return [value.detach().cpu().numpy()]
+    if isinstance(value, Mapping) or (hasattr(value, "values") and hasattr(value, "keys")):
+        return [a for item in value.values() for a in to_arrays(item)]
+    if isinstance(value, (list, tuple)):
+        return [a for item in value for a in to_arrays(item)]
+    if hasattr(value, "data") and hasattr(value, "shape"):  # OpenVINO Tensor
+        return [np.array(value.data)]
+    return [np.asarray(value)]
+
+
+def _pair_outputs(
+    outputs: Sequence[np.ndarray], reference: Sequence[np.ndarray]
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Match outputs to reference outputs: in order when sizes agree, else by size.
+
+    Some converters reorder outputs (TFLite signatures) or drop size-1 dimensions; matching by
+    element count recovers the pairing when it is unambiguous and fails loudly when nothing fits.
+    """
+    if len(outputs) != len(reference):
+        raise ValueError(f"the model returned {len(outputs)} outputs; the reference has "
+                         f"{len(reference)}")
+    arrays = [np.asarray(o) for o in outputs]
+    if all(a.size == r.size for a, r in zip(arrays, reference, strict=True)):
+        return [(a.reshape(r.shape), r) for a, r in zip(arrays, reference, strict=True)]
+    pairs: list[tuple[np.ndarray, np.ndarray]] = []
+    unused = list(range(len(arrays)))
+    for ref in reference:
+        fits = [i for i in unused if arrays[i].size == ref.size]
+        if not fits:
+            raise ValueError(f"cannot match output shapes {[a.shape for a in arrays]} to the "
+                             f"reference's {[r.shape for r in reference]}")
+        exact = [i for i in fits if arrays[i].shape == ref.shape]
+        chosen = (exact or fits)[0]
+        unused.remove(chosen)
+        pairs.append((arrays[chosen].reshape(ref.shape), ref))
+    return pairs
+
+
+def _topk_agreement(actual: np.ndarray, expected: np.ndarray, k: int) -> float:
+    """Share of rows whose top-1 class is among the other's top-k (k=1: same top-1)."""
+    a = actual.reshape(actual.shape[0], -1)
+    e = expected.reshape(expected.shape[0], -1)
+    k = min(k, e.shape[1])
+    expected_top1 = np.argmax(e, axis=1)
+    actual_topk = np.argsort(-a, axis=1)[:, :k]
+    return float(np.mean([expected_top1[i] in actual_topk[i] for i in range(a.shape[0])]))
+
+
+def error_stats(
+    outputs: Sequence[np.ndarray], reference: Sequence[np.ndarray], task: str = ""
+) -> dict[str, float]:
+    """Error statistics of ``outputs`` against ``reference`` over all outputs together.
+
+    ``error_max_rel`` divides each element's error by ``|reference| + 1e-3 · max|reference|``
+    so elements near zero do not blow it up; SQNR is ``10·log10(Σref² / Σ(out−ref)²)``.
+    Top-1/top-5 agreement is added for ``task == "classification"`` (first output, rows are
+    batch items).
+    """
+    pairs = _pair_outputs(outputs, reference)
+    got = np.concatenate([o.astype(np.float64).reshape(-1) for o, _ in pairs])
+    want = np.concatenate([r.astype(np.float64).reshape(-1) for _, r in pairs])
+    diff = np.abs(got - want)
+    scale = float(np.max(np.abs(want))) if want.size else 0.0
+    signal = float(np.sum(want * want))
+    noise = float(np.sum(diff * diff))
+    if noise == 0.0:
+        sqnr = SQNR_CEILING_DB
+    elif signal == 0.0:
+        sqnr = -SQNR_CEILING_DB
+    else:
+        sqnr = min(SQNR_CEILING_DB, 10.0 * float(np.log10(signal / noise)))
+    norms = float(np.linalg.norm(got) * np.linalg.norm(want))
+    stats = {
+        "error_max_abs": float(diff.max()) if diff.size else 0.0,
+        "error_mean_abs": float(diff.mean()) if diff.size else 0.0,
+        "error_max_rel": float(np.max(diff / (np.abs(want) + 1e-3 * scale + 1e-30)))
+        if diff.size else 0.0,
+        "sqnr": sqnr,
+        "cosine_similarity": float(np.dot(got, want) / norms) if norms > 0 else float(
+            np.array_equal(got, want)),
+    }
+    if task == "classification":
+        actual, expected = pairs[0]
+        if expected.ndim >= 2:
+            stats["top1_agreement"] = _topk_agreement(actual, expected, 1)
+            stats["top5_agreement"] = _topk_agreement(actual, expected, 5)
+    return stats
