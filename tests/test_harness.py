@@ -183,10 +183,12 @@ def test_bad_and_truncated_artifacts_fail_their_job_only(
 def test_zoo_model_on_pytorch_and_onnxruntime(tmp_path: Path) -> None:
     overrides = benchlab.TestOverrides(iter=5, min_time=0.0, repeat=1, warmup=1, profile_ops=True)
     results = benchlab.run(
-        models=["mlp"], db=tmp_path / "r.db", cache_dir=tmp_path / "cache", overrides=overrides
+        models=["mlp"], frameworks=["pytorch", "onnxruntime"], db=tmp_path / "r.db",
+        cache_dir=tmp_path / "cache", overrides=overrides,
     )
     configs = {(r.identity.framework, r.identity.framework_config.get("mode")) for r in results}
-    assert configs == {("pytorch", "eager"), ("pytorch", "torchscript"), ("onnxruntime", None)}
+    assert configs == {("pytorch", "eager"), ("pytorch", "torchscript"), ("pytorch", "export"),
+                       ("onnxruntime", None)}
     for result in results:
         assert result.status is Status.OK, result.error
         assert len(result.samples_of("NET latency")) == 5

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from benchlab.api import compare, parse_framework, plan_sweep, run, track
     from benchlab.errors import BenchlabError, InfrastructureError, SpecError, UserError
     from benchlab.harness import TestOverrides
+    from benchlab.outputs import ModelOutputs, outputs
+    from benchlab.zoo import export_models
     from benchlab.results import Results
     from benchlab.schema import SCHEMA_VERSION, JobIdentity, Result, Sample, Status, Summary
     from benchlab.spec import load_spec, load_suite
@@ -31,6 +33,7 @@ __all__ = [
     "BenchlabError",
     "InfrastructureError",
     "JobIdentity",
+    "ModelOutputs",
     "Result",
     "Results",
     "SCHEMA_VERSION",
@@ -41,9 +44,11 @@ __all__ = [
     "TestOverrides",
     "UserError",
     "compare",
+    "export_models",
     "load_spec",
     "load_suite",
     "open_store",
+    "outputs",
     "parse_framework",
     "plan_sweep",
     "run",
@@ -65,6 +70,9 @@ _HOMES = {
     "Summary": "benchlab.schema",
     "TestOverrides": "benchlab.harness",
     "compare": "benchlab.api",
+    "ModelOutputs": "benchlab.outputs",
+    "outputs": "benchlab.outputs",
+    "export_models": "benchlab.zoo",
     "UserError": "benchlab.errors",
     "load_spec": "benchlab.spec",
     "load_suite": "benchlab.spec",

@@ -12,7 +12,7 @@ from benchlab.ab.pairs import CompareSettings, Side, compare_jobs
 from benchlab.ab.model import Comparison
 from benchlab.errors import UsageError
 from benchlab.harness import Plan, TestOverrides, execute, plan
-from benchlab.plugins import load_target
+from benchlab.plugins import FRAMEWORK_GROUP, available_names, load_target
 from benchlab.report.jsondir import write_result_json
 from benchlab.report.terminal import SweepProgress
 from benchlab.results import Results
@@ -23,7 +23,7 @@ from benchlab.store import open_store
 from benchlab.targets.base import Target
 from benchlab.tracking.tracker import TrackReport, TrackSettings, track_commits, wait_interval
 from benchlab.tracking.tracker import fingerprint as track_fingerprint
-from benchlab.zoo import DEFAULT_MODELS, zoo_specs
+from benchlab.zoo import DEFAULT_MODELS, resolve_model_names, zoo_specs
 
 __all__ = ["compare", "parse_framework", "plan_sweep", "run", "track"]
 
@@ -63,6 +63,7 @@ def _collect_specs(
     models: Sequence[str] | None,
     cache: ArtifactCache,
     root_model_dir: Path | None,
+    progress: Callable[[str], None] | None = None,
 ) -> list[BenchmarkSpec]:
     if isinstance(specs, (str, Path)):
         specs = [specs]
@@ -70,10 +71,9 @@ def _collect_specs(
     for path in specs or ():
         loaded.extend(load(Path(path), root_dir=root_model_dir))
     if models:
-        names = list(DEFAULT_MODELS) if list(models) == ["all"] else list(models)
-        loaded.extend(zoo_specs(names, cache))
+        loaded.extend(zoo_specs(resolve_model_names(models), cache, progress=progress))
     if not specs and not models:
-        loaded.extend(zoo_specs(DEFAULT_MODELS, cache))
+        loaded.extend(zoo_specs(DEFAULT_MODELS, cache, progress=progress))
     return loaded
 
 
@@ -85,11 +85,17 @@ def _plan(
     overrides: TestOverrides | None,
     cache: ArtifactCache,
     root_model_dir: Path | None,
+    progress: Callable[[str], None] | None = None,
 ) -> tuple[Plan, list[FrameworkConfig]]:
     configs = [parse_framework(f) if isinstance(f, str) else f for f in frameworks or ()]
     if any(c.name == "all" for c in configs):
-        configs = []
-    loaded = _collect_specs(specs, models, cache, root_model_dir)
+        # "all" = every installed framework's defaults, except those configured explicitly.
+        # Alone, it leaves each spec to its own defaults (what no -f at all does).
+        explicit = [c for c in configs if c.name != "all"]
+        named = {c.name for c in explicit}
+        configs = [FrameworkConfig(n) for n in available_names(FRAMEWORK_GROUP)
+                   if n != "generic" and n not in named] + explicit if explicit else []
+    loaded = _collect_specs(specs, models, cache, root_model_dir, progress)
     if not loaded:
         raise UsageError("nothing to run: the given specs contain no tests")
     return plan(loaded, target, frameworks=configs or None, overrides=overrides), configs
@@ -131,8 +137,8 @@ def run(
 ) -> Results:
     """Run a sweep and return its :class:`Results`; every result is also in the store.
 
-    ``specs`` are spec or suite files; ``models`` names zoo models (``["all"]`` for the
-    default set). With neither, the zoo's default models run on every installed framework.
+    ``specs`` are spec or suite files; ``models`` names zoo models (or ``all``, ``default``,
+    ``small``). With neither, the zoo's default models run on every installed framework.
     ``frameworks`` limits and configures the frameworks (``"pytorch:mode=eager"``).
     Failed jobs do not raise: they are results with a failed status (see ``Results.failed``).
     """
@@ -141,7 +147,9 @@ def run(
         console=console,
     )
     the_target = load_target(target)
-    sweep, configs = _plan(specs, models, frameworks, the_target, overrides, cache, root_model_dir)
+    announce = (console or Console(stderr=True)).print if progress else None
+    sweep, configs = _plan(specs, models, frameworks, the_target, overrides, cache,
+                           root_model_dir, announce)
     if overrides and overrides.target_ci is not None and time_budget is None:
         time_budget = DEFAULT_TIME_BUDGET_S
     store = open_store(db)

@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from benchlab.cli_zoo import zoo_app
 from benchlab.errors import BenchlabError, UsageError
 
 __all__ = ["app", "main"]
@@ -29,12 +30,13 @@ app = typer.Typer(
 )
 results_app = typer.Typer(help="List, show and export past runs.", no_args_is_help=True)
 app.add_typer(results_app, name="results")
+app.add_typer(zoo_app, name="zoo")
 
 
 def _console(stderr: bool = False) -> Console:
     # Piped output (CI logs, files) would otherwise be cut to 80 columns and fold the table.
     probe = Console(stderr=stderr)
-    return probe if probe.is_terminal else Console(stderr=stderr, width=max(probe.width, 140))
+    return probe if probe.is_terminal else Console(stderr=stderr, width=max(probe.width, 180))
 
 
 console = _console()
@@ -94,6 +96,7 @@ def run(
     cooldown: Annotated[Optional[float], typer.Option(help="Seconds to rest between processes.")] = None,  # noqa: UP007,E501
     string_map: Annotated[Optional[str], typer.Option(help="Placeholders: JSON or K=v,K2=v2.")] = None,  # noqa: UP007,E501
     json_dir: Annotated[Optional[Path], typer.Option(help="Also write one JSON file per result here.")] = None,  # noqa: UP007,E501
+    html: Annotated[Optional[Path], typer.Option(help="Also write the matrix report (HTML, offline plots) here.")] = None,  # noqa: UP007,E501
     root_model_dir: Annotated[Optional[Path], typer.Option(help="Root for '//' file locations.")] = None,  # noqa: UP007,E501
     cache_dir: Annotated[Optional[Path], typer.Option(help="Artifact cache directory.")] = None,  # noqa: UP007,E501
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the planned jobs and exit.")] = False,  # noqa: E501
@@ -125,6 +128,12 @@ def run(
     _print_results(list(results), f"benchlab run {results.run_id}")
     for label, reason in results.skipped:
         console.print(f"[dim]skipped {escape(label)}: {escape(reason)}[/]")
+    if html is not None:
+        from benchlab.report.matrix_html import write_matrix_html
+
+        path = write_matrix_html(list(results), html, title=f"benchlab run {results.run_id}",
+                                 skipped=results.skipped)
+        console.print(f"report: {path}")
     if results.failed:
         err_console.print(f"[red]{len(results.failed)} of {len(results)} jobs failed[/]")
     raise typer.Exit(results.exit_code)
@@ -339,6 +348,23 @@ def results_export(
         results = store.results(store.get_run(run_ref).id, with_samples=samples)
     path = export_results(results, output, samples=samples)
     console.print(f"wrote {len(results)} results to {path}")
+
+
+@results_app.command("html")
+def results_html(
+    output: Annotated[Path, typer.Argument(help="HTML file to write.")],
+    run_ref: Annotated[str, typer.Option("--run", help="Run id, UUID prefix or 'latest'.")] = "latest",  # noqa: E501
+    db: DbOption = None,
+) -> None:
+    """Write one run's matrix report: tables, latency distributions, latency vs error, ops."""
+    from benchlab.report.matrix_html import write_matrix_html
+    from benchlab.store import open_store
+
+    with open_store(db) as store:
+        record = store.get_run(run_ref)
+        results = store.results(record.id, with_samples=True)
+    path = write_matrix_html(results, output, title=f"benchlab run {record.id}")
+    console.print(f"wrote {path}")
 
 
 @results_app.command("history")

@@ -115,6 +115,9 @@ def plan(
     skipped: list[Skipped] = []
     device = str(target.describe().get("hostname", ""))
     for spec in specs:
+        # A zoo model a converter rejected: say so once per format, not by a silent gap.
+        for fmt, reason in spec.model.metadata.get("export_failures", {}).items():
+            skipped.append(Skipped(f"{spec.model.name} @ {fmt} export", reason))
         for name, requested in _requested_configs(spec, frameworks).items():
             label = f"{spec.model.name} @ {name}"
             if name not in adapters:

@@ -149,6 +149,8 @@ def run_job(
     workdir = target.make_workdir(job.identity.key)
     samples: list[Sample] = []
     details: dict[str, Any] = {"repetitions": 0}
+    if job.spec.model.metadata:
+        details["model_info"] = dict(job.spec.model.metadata)
     try:
         files = {
             key: target.push(path, workdir, path.name if key.startswith("input_files.") else None)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.ab.html import _ticks, comparison_html
+from benchlab.ab.html import comparison_html
+from benchlab.report.svg import ticks as _ticks
 from benchlab.ab.model import Comparison, MetricComparison, OpDelta, Outcome, PairedEstimate
 
 # Elements HTML never closes; everything else must be closed in order for the page to be sound.

@@ -104,7 +104,8 @@ def test_job_cost_smoke_writes_every_figure(tmp_path: Path) -> None:
     record = _smoke("job_cost.py", tmp_path)
     assert record["name"] == "job_cost"
     figures = record["figures"]
-    assert set(figures["per_process_ms"]) == {
+    # Every installed framework's defaults; these three are always there in the test env.
+    assert set(figures["per_process_ms"]) >= {
         "mlp @ onnxruntime",
         "mlp @ pytorch:mode=eager",
         "mlp @ pytorch:mode=torchscript",
@@ -119,7 +120,8 @@ def test_job_cost_smoke_writes_every_figure(tmp_path: Path) -> None:
     for cell in figures["floors_ms"].values():
         _positive_spread(cell)
     sweep = figures["sweep"]
-    assert (sweep["jobs"], sweep["processes"]) == (1, 1)
+    # onnxruntime's defaults on a zoo model: the fp32 and the int8 file, one process each.
+    assert (sweep["jobs"], sweep["processes"]) == (2, 2)
     assert figures["zoo_export_s"] > 0 and sweep["first_run_s"] > 0
     _positive_spread(sweep["warm_run_s"])
     assert all(math.isfinite(v) and v >= 0 for v in sweep["last_warm_run_runner_s"].values())

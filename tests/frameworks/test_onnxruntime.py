@@ -76,8 +76,26 @@ def test_invocation_points_the_runner_at_the_onnx_file(
     config = RunnerConfig.model_validate_json(invocation.argv[3])
     assert config.backend == OnnxRuntimeFramework.backend
     assert config.model_path == "/t/net.onnx"
-    assert config.options == options
+    assert config.options == {**options, "precision": "fp32"}
     assert config.iterations == 3
+
+
+def test_int8_file_is_a_default_variant_and_never_silently_fp32(
+    fw: OnnxRuntimeFramework,
+    make_model: Callable[..., ModelDef],
+    make_ctx: Callable[..., JobContext],
+) -> None:
+    both = make_model({"onnx": "m.onnx", "onnx_int8": "m.int8.onnx"})
+    configs = fw.configurations(both, [])
+    assert [dict(c.options) for c in configs] == [{}, {"precision": "int8"}]
+    ctx = make_ctx(both, configs[1], files={"files.onnx": "/t/m.onnx",
+                                            "files.onnx_int8": "/t/m.int8.onnx"})
+    config = RunnerConfig.model_validate_json(fw.invocations(ctx)[0].argv[3])
+    assert config.model_path == "/t/m.int8.onnx" and config.options["precision"] == "int8"
+    fp32_only = make_model({"onnx": "m.onnx"})
+    assert [dict(c.options) for c in fw.configurations(fp32_only, [])] == [{}]
+    asked = fw.configurations(fp32_only, [FrameworkConfig("onnxruntime", {"precision": "int8"})])
+    assert isinstance(asked, Unsupported) and "onnx_int8" in asked.reason
 
 
 def test_run_end_to_end_through_the_host_target(

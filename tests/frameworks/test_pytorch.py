@@ -1,21 +1,26 @@
-"""Tests of the ``pytorch`` framework adapter: modes, commands, and a real eager run."""
+"""Tests of the ``pytorch`` framework adapter: modes, commands, and real runs of each mode."""
 
 from __future__ import annotations
 
 import importlib.metadata
+import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from benchlab.frameworks.base import Framework, JobContext, Unsupported
 from benchlab.frameworks.pytorch import PyTorchFramework
+from benchlab.protocol import ParsedOutput
 from benchlab.runner.config import RunnerConfig
 from benchlab.spec.types import FrameworkConfig, InputDef, ModelDef
 from benchlab.targets.base import RunRequest
 from benchlab.targets.host import HostTarget
 
 from .availability import probe
+from .conftest import job_context, model_def
 
 ENTRY = "benchlab.zoo.models:mlp"
 EAGER = FrameworkConfig("pytorch", {"mode": "eager"})
@@ -70,6 +75,16 @@ def test_an_onnx_only_model_is_unsupported_with_a_reason(
         ({"mode": "torchscript"}, {}, ENTRY, "no TorchScript file"),
         ({"mode": "eager"}, {"model": "m.pt"}, None, "eager mode needs model.entry"),
         ({}, {"model": "m.pt"}, None, "eager mode needs model.entry"),  # eager is the default
+        ({"mode": "compile"}, {"model": "m.pt"}, None, "compile mode needs model.entry"),
+        ({"mode": "export"}, {"model": "m.pt"}, ENTRY, "needs a torch.export .pt2 file"),
+        # The AOTInductor package is a .pt2 too, but torch.export.load cannot read it.
+        ({"mode": "export"}, {"aoti": "m.pt2"}, ENTRY, "needs a torch.export .pt2 file"),
+        ({"mode": "export"}, {"model": "m.aoti.pt2"}, ENTRY, "needs a torch.export .pt2 file"),
+        ({"mode": "aoti"}, {"pt2": "m.pt2"}, ENTRY, "`benchlab zoo export --formats aoti`"),
+        ({"mode": "export", "file": "x"}, {"pt2": "m.pt2"}, ENTRY, "file='x' is not among"),
+        ({"precision": "fp8"}, {}, ENTRY, "precision 'fp8' is not one of fp32, bf16"),
+        ({"mode": "torchscript", "precision": "bf16"}, {"model": "m.pt"}, ENTRY,
+         "applies to eager and compile modes"),
     ],
 )
 def test_requested_modes_are_validated(
@@ -185,3 +200,176 @@ def test_build_from_entry(entry_file: Path) -> None:
             build_from_entry(bad)
     with pytest.raises(AttributeError):
         build_from_entry(f"{entry_file}:no_such_factory")
+
+
+# --- torch.export, AOTInductor and torch.compile --------------------------------------------
+
+EXPORT = FrameworkConfig("pytorch", {"mode": "export"})
+AOTI = FrameworkConfig("pytorch", {"mode": "aoti"})
+COMPILE = FrameworkConfig("pytorch", {"mode": "compile"})
+ZOO_FILES = {"torchscript": "m.pt", "pt2": "m.pt2", "aoti": "m_aoti.pt2"}
+
+
+def test_defaults_take_every_file_mode_but_never_compile(
+    fw: PyTorchFramework, make_model: Callable[..., ModelDef]
+) -> None:
+    zoo = make_model(ZOO_FILES, format="pytorch", entry=ENTRY)
+    assert fw.configurations(zoo, []) == [EAGER, TORCHSCRIPT, EXPORT, AOTI]
+    assert fw.configurations(make_model({"model": "net.pt2"}, format="pt2"), []) == [EXPORT]
+    assert fw.configurations(make_model({"aoti": "net.pt2"}, format="pt2"), []) == [AOTI]
+    # Compiling costs 15-50 s per process: only on request, and then it is kept as asked.
+    requested = [FrameworkConfig("pytorch", {"mode": "compile", "precision": "bf16",
+                                             "backend": "inductor", "compile_mode": None})]
+    assert fw.configurations(zoo, requested) == requested
+
+
+def test_onnx_only_models_name_every_way_pytorch_could_run(
+    fw: PyTorchFramework, make_model: Callable[..., ModelDef]
+) -> None:
+    outcome = fw.configurations(make_model({"onnx": "m.onnx"}), [])
+    assert isinstance(outcome, Unsupported)
+    for needle in ("model.entry", "TorchScript", ".pt2", "AOTInductor", "'onnx'"):
+        assert needle in outcome.reason
+
+
+@pytest.mark.parametrize(
+    ("options", "path"),
+    [
+        ({"mode": "export"}, "/t/m.pt2"),
+        ({"mode": "aoti"}, "/t/m_aoti.pt2"),
+        ({"mode": "export", "file": "aoti"}, "/t/m_aoti.pt2"),
+        ({"mode": "compile"}, None),
+    ],
+)
+def test_each_mode_runs_its_own_file(
+    fw: PyTorchFramework,
+    make_model: Callable[..., ModelDef],
+    make_ctx: Callable[..., JobContext],
+    options: dict[str, str],
+    path: str | None,
+) -> None:
+    model = make_model(ZOO_FILES, format="pytorch", entry=ENTRY)
+    files = {f"files.{key}": f"/t/{name}" for key, name in ZOO_FILES.items()}
+    ctx = make_ctx(model, FrameworkConfig("pytorch", options), files=files)
+    config = RunnerConfig.model_validate_json(fw.invocations(ctx)[0].argv[3])
+    assert config.model_path == path
+    assert config.entry == ENTRY and config.options == options
+
+
+@dataclass(frozen=True)
+class TinyTorch:
+    """The eager tiny model's entry, its .pt2 export and a reference of fp32 eager outputs."""
+
+    entry: str
+    pt2: Path
+    reference: Path
+
+
+@pytest.fixture(scope="module")
+def tiny_torch(entry_file: Path, tmp_path_factory: pytest.TempPathFactory) -> TinyTorch:
+    import numpy as np
+    import torch
+
+    from benchlab.frameworks.pytorch.backend import build_from_entry
+    from benchlab.runner.accuracy import save_reference
+
+    root = tmp_path_factory.mktemp("pt2")
+    entry = f"{entry_file}:tiny"
+    model = build_from_entry(entry)
+    x = np.random.default_rng(2).standard_normal((2, 8)).astype(np.float32)
+    # The example input fixes the batch size that the AOTInductor package is compiled for.
+    program = torch.export.export(model, (torch.from_numpy(x),))
+    torch.export.save(program, str(root / "tiny.pt2"))
+    with torch.inference_mode():
+        expected = model(torch.from_numpy(x)).numpy()
+    save_reference(root / "reference.npz", {"x": x}, [expected])
+    return TinyTorch(entry, root / "tiny.pt2", root / "reference.npz")
+
+
+def _run_mode(
+    fw: PyTorchFramework, tiny: TinyTorch, options: dict[str, Any], workdir: Path,
+    files: dict[str, Path] | None = None, reference: bool = True, **test: Any,
+) -> ParsedOutput:
+    test.setdefault("iter", 4)
+    keys = {"pt2": tiny.pt2, **({"reference": tiny.reference} if reference else {}),
+            **(files or {})}
+    model = model_def({k: v.name for k, v in keys.items()}, format="pytorch", entry=tiny.entry)
+    [config] = fw.configurations(  # type: ignore[misc]
+        model, [FrameworkConfig("pytorch", options)]
+    )
+    ctx = job_context(model, config, files={f"files.{k}": str(v) for k, v in keys.items()},
+                      workdir=str(workdir), threads=1, **test)
+    host = HostTarget()
+    results = [host.run(RunRequest(i.argv, env=i.env, cwd=str(workdir), timeout=300))
+               for i in fw.invocations(ctx)]
+    assert all(r.ok for r in results), results[0].stderr[-3000:]
+    parsed = fw.parse(results)
+    assert not parsed.malformed
+    assert len(_values(parsed, "latency")) == ctx.test.iter
+    assert parsed.details["mode"] == options["mode"]
+    return parsed
+
+
+def _values(parsed: ParsedOutput, metric: str, type_: str = "NET") -> list[float]:
+    return [s.value for s in parsed.samples if s.type == type_ and s.metric == metric]
+
+
+@pytest.mark.slow
+def test_export_run_reads_the_pt2_and_its_example_inputs(
+    fw: PyTorchFramework, tiny_torch: TinyTorch, tmp_path: Path
+) -> None:
+    # No reference (it would supply the inputs): they come from the example in the .pt2.
+    parsed = _run_mode(fw, tiny_torch, {"mode": "export"}, tmp_path, reference=False,
+                       profile_ops=True)
+    assert parsed.details["inputs"] == {"input": [[2, 8], "float32"]}
+    assert parsed.details["precision"] == "fp32"
+    assert "aten::addmm" in {s.type for s in parsed.samples if s.type != "NET"}
+
+
+@pytest.mark.slow
+def test_aoti_run_loads_the_package(
+    fw: PyTorchFramework, tiny_torch: TinyTorch, tmp_path: Path
+) -> None:
+    import torch
+    from torch._inductor import aoti_compile_and_package
+
+    package = tmp_path / "tiny_aoti.pt2"
+    # About 30-60 s of C++ compilation on two cores: the one AOTInductor build of the suite.
+    with warnings.catch_warnings():
+        # Inductor's imports and internals warn about torch's own deprecations (TorchScript,
+        # pytree), which say nothing about benchlab.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", FutureWarning)
+        aoti_compile_and_package(torch.export.load(str(tiny_torch.pt2)),
+                                 package_path=str(package))
+    parsed = _run_mode(fw, tiny_torch, {"mode": "aoti"}, tmp_path, files={"aoti": package},
+                       profile_ops=True)
+    assert "torch.profiler cannot attribute" in parsed.details["op_profile_unavailable"]
+    assert parsed.details["aoti_cpu_isa"]
+    assert _values(parsed, "error_max_abs")[0] < 1e-5
+
+
+@pytest.mark.slow
+def test_compile_run_reports_compile_time_apart(
+    fw: PyTorchFramework, tiny_torch: TinyTorch, tmp_path: Path
+) -> None:
+    parsed = _run_mode(fw, tiny_torch, {"mode": "compile"}, tmp_path)
+    [compile_ms] = _values(parsed, "compile_time")
+    [first_ms] = _values(parsed, "first_inference")
+    print(f"compile_time {compile_ms:.0f} ms, first_inference {first_ms:.2f} ms, "
+          f"inductor cache hits {parsed.details.get('inductor_cache_hits')}")
+    # The compiling call is not the first inference: that one ran already-compiled code.
+    assert compile_ms > first_ms and compile_ms > max(_values(parsed, "latency"))
+    assert parsed.details["compile_backend"] == "inductor"
+    assert parsed.details["compiled_graphs"] == 1
+    assert _values(parsed, "error_max_abs")[0] < 1e-5
+
+
+@pytest.mark.slow
+def test_eager_bf16_autocast_is_reported_and_less_accurate(
+    fw: PyTorchFramework, tiny_torch: TinyTorch, tmp_path: Path
+) -> None:
+    parsed = _run_mode(fw, tiny_torch, {"mode": "eager", "precision": "bf16"}, tmp_path)
+    assert parsed.details["precision"] == "bf16"
+    # bfloat16 keeps 8 bits of mantissa: errors of ~1e-2 where fp32 eager matches exactly.
+    assert _values(parsed, "error_max_abs")[0] > 1e-4

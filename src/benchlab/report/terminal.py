@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from benchlab.report.matrix import cell_of as _cell_of
 from benchlab.schema import Result, Status, Summary
 
 __all__ = ["SweepProgress", "format_ms", "result_notes", "results_table", "warning_tag"]
@@ -79,29 +80,43 @@ def _cell(summary: Summary | None, attr: str) -> str:
     return format_ms(getattr(summary, attr), summary.unit)
 
 
+def _sci(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1e}" if value else "0"
+
+
 def results_table(results: Sequence[Result], title: str = "benchlab results") -> Table:
     """One row per job: latency p50/p90 with the median's CI, load, first inference, memory.
 
     Times are in milliseconds; ``±CI`` is the half-width of the median's 95% interval relative
-    to the median; ``notes`` tags warnings whose full text :func:`result_notes` gives.
+    to the median; ``notes`` tags warnings whose full text :func:`result_notes` gives. When
+    any job reports them, the matrix columns appear too: precision, model size, max absolute
+    error and SQNR against the reference, top-1 agreement.
     """
-    table = Table(title=title, caption="times in ms; ±CI: 95% interval of the median",
-                  header_style="bold", expand=False)
-    for name, justify in (
-        ("model/test", "left"), ("framework", "left"), ("status", "left"),
-        ("p50", "right"), ("p90", "right"), ("±CI", "right"), ("n", "right"),
-        ("load", "right"), ("first", "right"), ("MiB", "right"), ("notes", "left"),
-    ):
+    table = Table(title=title, caption="times in ms, memory and size in MiB; ±CI: 95% interval "
+                  "of the median; err: max |output − reference|", header_style="bold",
+                  expand=False)
+    cells = {id(r): _cell_of(r) for r in results}
+    extra = [
+        ("prec", any(c.precision != "fp32" or c.size is not None for c in cells.values())),
+        ("size", any(c.size is not None for c in cells.values())),
+        ("err", any(c.error_max_abs is not None for c in cells.values())),
+        ("SQNR", any(c.sqnr is not None for c in cells.values())),
+        ("top1", any(c.top1 is not None for c in cells.values())),
+    ]
+    shown = [name for name, present in extra if present]
+    precision = ["prec"] if "prec" in shown else []
+    columns = ["model/test", "framework", *precision, "status", "p50", "p90", "±CI", "n",
+               "load", "first", "MiB", *[c for c in shown if c != "prec"], "notes"]
+    for name in columns:
+        justify = "left" if name in ("model/test", "framework", "status", "notes", "prec") \
+            else "right"
         table.add_column(name, justify=justify, no_wrap=name != "notes")  # type: ignore[arg-type]
     for result in results:
-        ident = result.identity
-        config = ",".join(str(v) for _, v in sorted(ident.framework_config.items()))
-        framework = f"{ident.framework}[{config}]" if config else ident.framework
+        ident, cell = result.identity, cells[id(result)]
         name = ident.model_name
         if ident.test_identifier != "default":
             name += f"/{ident.test_identifier}"
         latency = _summary(result, "NET latency")
-        memory = _summary(result, "NET memory_peak")
         notes: list[str] = ["error"] if result.error else []
         if latency is not None:
             notes += [warning_tag(w) for w in latency.warnings]
@@ -109,15 +124,21 @@ def results_table(results: Sequence[Result], title: str = "benchlab results") ->
             notes.append("budget")
         ci = f"{latency.ci_rel_halfwidth * 100:.1f}%" if latency is not None else "-"
         style = _STATUS_STYLE.get(result.status, "")
-        table.add_row(
-            escape(name), escape(framework), f"[{style}]{result.status.value}[/]",
-            _cell(latency, "p50"), _cell(latency, "p90"), ci,
-            str(latency.count) if latency else "-",
-            _cell(_summary(result, "NET load_time"), "p50"),
-            _cell(_summary(result, "NET first_inference"), "p50"),
-            f"{memory.max:.0f}" if memory else "-",
-            ",".join(dict.fromkeys(notes)),
-        )
+        values = {
+            "model/test": escape(name), "framework": escape(cell.label),
+            "prec": escape(cell.precision), "status": f"[{style}]{result.status.value}[/]",
+            "p50": _cell(latency, "p50"), "p90": _cell(latency, "p90"), "±CI": ci,
+            "n": str(latency.count) if latency else "-",
+            "load": _cell(_summary(result, "NET load_time"), "p50"),
+            "first": _cell(_summary(result, "NET first_inference"), "p50"),
+            "MiB": f"{cell.memory_peak:.0f}" if cell.memory_peak is not None else "-",
+            "size": f"{cell.size:.2f}" if cell.size is not None else "-",
+            "err": _sci(cell.error_max_abs),
+            "SQNR": f"{cell.sqnr:.1f}" if cell.sqnr is not None else "-",
+            "top1": f"{cell.top1:.0%}" if cell.top1 is not None else "-",
+            "notes": ",".join(dict.fromkeys(notes)),
+        }
+        table.add_row(*(values[c] for c in columns))
     return table
 
 
@@ -136,11 +157,11 @@ class SweepProgress:
         self._task = self._progress.add_task("sweep", total=total)
         self.failed = 0
 
-    def __enter__(self) -> SweepProgress:
+    def __enter__(self) -> Self:
         self._progress.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._progress.stop()
 
     def __call__(self, job: Any, result: Result | None) -> None:

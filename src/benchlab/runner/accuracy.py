@@ -44,7 +44,7 @@ SQNR_CEILING_DB = 300.0
 
 @dataclass(frozen=True)
 class Reference:
-    """Inputs to feed and the outputs they should produce."""
+    """Inputs to feed and the outputs they should produce (none: feed the inputs only)."""
 
     inputs: dict[str, np.ndarray]
     outputs: list[np.ndarray]
@@ -72,8 +72,8 @@ def load_reference(path: str | Path) -> Reference:
         )
         outputs = [archive[k] for _, k in numbered]
         task = str(archive["task"]) if "task" in keys else ""
-    if not outputs:
-        raise ValueError(f"reference file {path} holds no 'output.N' arrays")
+    if not outputs and not inputs:
+        raise ValueError(f"reference file {path} holds no 'input.NAME' or 'output.N' arrays")
     return Reference(inputs=inputs, outputs=outputs, task=task)
 
 

@@ -62,6 +62,8 @@ class ModelDef:
 
     ``entry`` names Python code that builds an eager model (``pkg.module:factory`` or
     ``file.py:factory``); ``placeholders`` holds any extra string fields, usable as ``{name}``.
+    ``metadata`` carries facts known before running (the zoo's task, parameters, FLOPs, failed
+    exports); every result of the model repeats it under ``details["model_info"]``.
     """
 
     name: str
@@ -71,6 +73,7 @@ class ModelDef:
     entry: str | None = None
     description: str = ""
     placeholders: Mapping[str, str] = field(default_factory=dict)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from benchlab.frameworks.base import (
     Invocation,
@@ -11,16 +12,24 @@ from benchlab.frameworks.base import (
     Unsupported,
     runner_invocation,
 )
-from benchlab.frameworks.common import distribution_availability, file_key_with_suffix
+from benchlab.errors import UsageError
+from benchlab.frameworks.common import (
+    distribution_availability,
+    file_key_with_suffix,
+    select_file_key,
+)
 from benchlab.spec.types import FrameworkConfig, ModelDef
 from benchlab.targets.base import Availability
 
-__all__ = ["OnnxRuntimeFramework"]
+__all__ = ["INT8_KEY", "OnnxRuntimeFramework"]
+
+#: The zoo's key of the int8-quantized ONNX file.
+INT8_KEY = "onnx_int8"
 
 
 class OnnxRuntimeFramework(RunnerFramework):
     """Options: ``providers``, ``graph_optimization_level``, ``intra_op_threads``,
-    ``inter_op_threads``."""
+    ``inter_op_threads``, ``precision`` (``fp32``/``int8``: which file), ``file``."""
 
     name = "onnxruntime"
     backend = "benchlab.frameworks.onnxruntime.backend:OnnxRuntimeBackend"
@@ -32,13 +41,35 @@ class OnnxRuntimeFramework(RunnerFramework):
     def configurations(
         self, model: ModelDef, requested: Sequence[FrameworkConfig]
     ) -> list[FrameworkConfig] | Unsupported:
-        """The CPU provider with full graph optimisation unless configured otherwise."""
+        """The CPU provider with full graph optimisation, plus the int8 file when there is one
+        (the zoo's ``onnx_int8``), unless configured otherwise."""
         if file_key_with_suffix(model, (".onnx",)) is None:
             return Unsupported(f"no .onnx file among model.files (model format {model.format!r})")
-        return list(requested) or [FrameworkConfig(self.name, {})]
+        configs = list(requested) or [FrameworkConfig(self.name, {})] + (
+            [FrameworkConfig(self.name, {"precision": "int8"})]
+            if INT8_KEY in model.files else [])
+        for config in configs:
+            _, why = _file_key(model, config.options)
+            if why:
+                return Unsupported(why)
+        return configs
 
     def invocations(self, ctx: JobContext) -> list[Invocation]:
         """One runner process per repetition."""
-        path = self.model_file(ctx, (".onnx",))
-        return [runner_invocation(ctx, backend=self.backend, model_path=path,
-                                  options=ctx.config.options)]
+        key, why = _file_key(ctx.spec.model, ctx.config.options)
+        if key is None:
+            raise UsageError(why or "no .onnx file")
+        precision = "int8" if key == INT8_KEY else str(ctx.config.options.get("precision", "fp32"))
+        return [runner_invocation(ctx, backend=self.backend, model_path=ctx.files[f"files.{key}"],
+                                  options={**ctx.config.options, "precision": precision})]
+
+
+def _file_key(model: ModelDef, options: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """``precision=int8`` must run the int8 file, never silently the fp32 one."""
+    precision = str(options.get("precision", "fp32"))
+    if precision not in ("fp32", "int8"):
+        return None, f"onnxruntime precision must be fp32 or int8, not {precision!r}"
+    if precision == "int8":
+        return select_file_key(model, options, preferred=INT8_KEY, suffixes=(".onnx",),
+                               strict=True)
+    return select_file_key(model, options, preferred="onnx", suffixes=(".onnx",))

@@ -147,4 +147,5 @@ class OnnxRuntimeBackend:
             "providers": self._session.get_providers(),
             "graph_optimization_level": str(self._options.get("graph_optimization_level", "all")),
             "intra_op_threads": self._options.get("intra_op_threads", self._config.threads),
+            "precision": str(self._options.get("precision", "fp32")),
         }

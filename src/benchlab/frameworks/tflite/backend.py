@@ -1,0 +1,207 @@
+"""Runner-side LiteRT backend: the only module of the ``tflite`` adapter that imports LiteRT.
+
+What one timed iteration costs: ``set_tensor`` for every input (a copy into the interpreter's
+input buffers) followed by ``invoke()``. That is what an application pays per inference with
+this API; the alternative of writing the inputs once and timing ``invoke()`` alone would make
+LiteRT look cheaper than the runtimes whose timed call takes the inputs (ONNX Runtime,
+ExecuTorch). Reading the outputs is not timed, as for the other backends.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+import ai_edge_litert
+import numpy as np
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+from benchlab.runner.config import InputConfig, RunnerConfig
+from benchlab.runner.loop import ProfilingUnavailable
+
+__all__ = ["TfliteBackend", "from_output", "to_input"]
+
+_QUANTIZED = (np.int8, np.uint8, np.int16)
+
+
+def _natural(name: str) -> list[Any]:
+    """Sort key that puts ``output_2`` before ``output_10``."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def to_input(detail: dict[str, Any], array: np.ndarray) -> np.ndarray:
+    """``array`` as the input tensor ``detail`` takes it: its dtype, quantized if need be.
+
+    Float data for a quantized integer input (a fully int8 model) is quantized with the
+    tensor's own scale and zero point; anything else is cast.
+    """
+    dtype = np.dtype(detail["dtype"])
+    scale, zero_point = detail["quantization"]
+    if dtype.type in _QUANTIZED and scale and np.issubdtype(array.dtype, np.floating):
+        info = np.iinfo(dtype)
+        array = np.clip(np.round(array / scale + zero_point), info.min, info.max)
+    return np.ascontiguousarray(array, dtype=dtype)
+
+
+def from_output(detail: dict[str, Any], array: np.ndarray) -> np.ndarray:
+    """An output tensor's values; quantized integers come back dequantized to float32.
+
+    Dequantizing makes a fully int8 model's outputs comparable with an fp32 reference.
+    """
+    scale, zero_point = detail["quantization"]
+    if np.dtype(detail["dtype"]).type in _QUANTIZED and scale:
+        return ((array.astype(np.float32) - zero_point) * scale).astype(np.float32)
+    return array
+
+
+class TfliteBackend:
+    """A LiteRT ``Interpreter`` with the requested thread count, with or without XNNPACK."""
+
+    def __init__(self, config: RunnerConfig) -> None:
+        if not config.model_path:
+            raise ValueError("tflite needs a .tflite model file")
+        self._config = config
+        self._options = config.options
+        xnnpack = self._options.get("xnnpack", True)
+        if not isinstance(xnnpack, bool):
+            raise ValueError(f"xnnpack must be true or false, not {xnnpack!r}")
+        self._xnnpack = xnnpack
+        self._interpreter: Interpreter | None = None
+        self._inputs: list[dict[str, Any]] = []
+        self._outputs: list[dict[str, Any]] = []
+        self._aliases: dict[int, str] = {}
+        self._feeds: list[tuple[int, np.ndarray]] = []
+
+    def load(self) -> None:
+        """Build the interpreter and allocate its tensors (delegate preparation happens here)."""
+        resolver = (OpResolverType.AUTO if self._xnnpack
+                    else OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+        self._interpreter = Interpreter(
+            model_path=self._config.model_path,
+            num_threads=self._config.threads,
+            experimental_op_resolver_type=resolver,
+        )
+        self._interpreter.allocate_tensors()
+        self._inputs, self._outputs = self._ordered_details()
+
+    def _ordered_details(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Input and output tensors in the model's signature order when it has one.
+
+        ``get_input_details``/``get_output_details`` follow the subgraph's tensor lists, which
+        nothing obliges a converter to keep in the source model's argument order. The
+        signature names them after the source positions (``args_0``..., ``output_0``... from
+        litert_torch), but keeps them in a string-sorted map, so ``output_10`` would come
+        before ``output_2``: they are sorted naturally here. That order is used with a single
+        signature whose tensors are exactly the interpreter's inputs and outputs; otherwise
+        (no signature, several) the subgraph order stays.
+        """
+        assert self._interpreter is not None
+        interp = self._interpreter
+        inputs, outputs = interp.get_input_details(), interp.get_output_details()
+        signatures = interp.get_signature_list()
+        if len(signatures) != 1:
+            return inputs, outputs
+        runner = interp.get_signature_runner(next(iter(signatures)))
+        sig_in = runner.get_input_details()
+        sig_out = runner.get_output_details()
+        by_index_in = {d["index"]: d for d in inputs}
+        by_index_out = {d["index"]: d for d in outputs}
+        if ({d["index"] for d in sig_in.values()} != set(by_index_in)
+                or {d["index"] for d in sig_out.values()} != set(by_index_out)):
+            return inputs, outputs
+        self._aliases = {d["index"]: name for name, d in sig_in.items()}
+        return (
+            [by_index_in[sig_in[name]["index"]] for name in sorted(sig_in, key=_natural)],
+            [by_index_out[sig_out[name]["index"]] for name in sorted(sig_out, key=_natural)],
+        )
+
+    def input_specs(self) -> list[InputConfig]:
+        """Inputs from the model, named as its signature names them (``args_0``...)."""
+        return [
+            InputConfig(
+                name=self._aliases.get(d["index"], d["name"]),
+                shape=[int(s) for s in d["shape"]],
+                dtype=np.dtype(d["dtype"]).name,
+            )
+            for d in self._inputs
+        ]
+
+    def prepare(self, inputs: dict[str, np.ndarray]) -> Callable[[], Any]:
+        """Bind inputs by name (signature or tensor name) when all match, else by order.
+
+        An input whose shape differs from the model's is resized (and the tensors
+        re-allocated) here, so that the timed call never reallocates.
+        """
+        assert self._interpreter is not None
+        interp = self._interpreter
+        if len(inputs) != len(self._inputs):
+            raise ValueError(f"the model takes {len(self._inputs)} inputs; got {len(inputs)} "
+                             f"({', '.join(inputs)})")
+        names = [(self._aliases.get(d["index"]), d["name"]) for d in self._inputs]
+        if all(alias in inputs or name in inputs for alias, name in names):
+            arrays = [inputs[alias] if alias in inputs else inputs[name] for alias, name in names]
+        else:
+            arrays = list(inputs.values())
+        resized = False
+        for detail, array in zip(self._inputs, arrays, strict=True):
+            if tuple(detail["shape"]) != array.shape:
+                interp.resize_tensor_input(detail["index"], list(array.shape))
+                resized = True
+        if resized:
+            interp.allocate_tensors()
+            self._inputs, self._outputs = self._ordered_details()
+        self._feeds = [(d["index"], to_input(d, a))
+                       for d, a in zip(self._inputs, arrays, strict=True)]
+        feeds, set_tensor, invoke = self._feeds, interp.set_tensor, interp.invoke
+
+        def call() -> None:
+            for index, array in feeds:
+                set_tensor(index, array)
+            invoke()
+
+        return call
+
+    def outputs(self) -> list[np.ndarray]:
+        """One more inference; outputs in signature order, quantized ones dequantized."""
+        assert self._interpreter is not None
+        for index, array in self._feeds:
+            self._interpreter.set_tensor(index, array)
+        self._interpreter.invoke()
+        return [from_output(d, self._interpreter.get_tensor(d["index"])) for d in self._outputs]
+
+    def extra_metrics(self) -> dict[str, tuple[float, str]]:
+        """Nothing beyond the loop's own measurements."""
+        return {}
+
+    def profile_ops(self, iterations: int) -> list[dict[str, float]]:
+        """Not available: LiteRT's Python API exposes no per-operator profiler."""
+        raise ProfilingUnavailable(
+            f"ai-edge-litert {ai_edge_litert.__version__}: the Python Interpreter has no "
+            "per-operator profiler (libLiteRt's profiler has no Python binding); run LiteRT's "
+            "benchmark_model --enable_op_profiling=true on the target for per-op times"
+        )
+
+    def _delegated(self) -> bool | None:
+        """Whether a delegate (XNNPACK here) took over any nodes; ``None`` if unknowable."""
+        assert self._interpreter is not None
+        try:
+            ops = self._interpreter._get_ops_details()  # noqa: SLF001 - no public equivalent
+        except Exception:  # noqa: BLE001 - a private API; its absence must not fail the run
+            return None
+        return any(op.get("op_name") == "DELEGATE" for op in ops)
+
+    def info(self) -> dict[str, Any]:
+        """LiteRT version, threads, whether XNNPACK was asked for and applied, and the file."""
+        assert self._interpreter is not None
+        return {
+            "runtime": "litert",
+            "runtime_version": ai_edge_litert.__version__,
+            # None: LiteRT's default (-1), under which XNNPACK runs on the calling thread only.
+            "threads": self._config.threads,
+            "xnnpack": self._xnnpack,
+            "xnnpack_applied": self._delegated() if self._xnnpack else False,
+            "precision": str(self._options.get("precision", "fp32")),
+            "model_file": os.path.basename(str(self._config.model_path)),
+        }

@@ -1,0 +1,149 @@
+"""The zoo's export cache: which exported files belong to which model definition.
+
+Exported files live content-addressed in the artifact cache; this index maps
+``(model fingerprint, format)`` to them. The fingerprint hashes what defines a model — its
+source modules, input shapes, the weights package's version — and each format's key adds the
+versions of the packages that export it, so a changed model definition or a new exporter is a
+miss and everything else is a hit. Failed exports are remembered too (with their reason), so
+a model a converter rejects is not retried on every run; ``force`` retries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchlab.artifacts import ArtifactCache
+from benchlab.zoo.catalog import ZooModel
+
+__all__ = ["EXPORTER_PACKAGES", "ExportIndex", "FormatEntry", "format_key", "model_fingerprint"]
+
+# Bump when the export pipeline changes in a way the package versions do not capture.
+ZOO_VERSION = "3"
+
+#: Distributions whose versions decide what a format's exporter writes.
+EXPORTER_PACKAGES: dict[str, tuple[str, ...]] = {
+    "reference": ("torch", "numpy"),
+    "torchscript": ("torch",),
+    "pt2": ("torch",),
+    "aoti": ("torch",),
+    "onnx": ("torch", "onnx", "onnxscript"),
+    "onnx_int8": ("torch", "onnx", "onnxscript", "onnxruntime"),
+    "tflite": ("torch", "litert-torch"),
+    "pte_xnnpack": ("torch", "executorch"),
+    "pte_xnnpack_int8": ("torch", "executorch", "torchao"),
+    "pte_portable": ("torch", "executorch"),
+    "openvino": ("torch", "onnx", "onnxscript", "openvino"),
+}
+
+
+def _version(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
+
+
+def _module_source(module: str) -> bytes:
+    """The bytes of a module's source file, found without importing it."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin or not os.path.isfile(spec.origin):
+        return f"missing:{module}".encode()
+    return Path(spec.origin).read_bytes()
+
+
+def _requires_versions(model: ZooModel) -> list[str]:
+    names = importlib.metadata.packages_distributions()
+    versions = []
+    for module in model.requires:
+        dists = names.get(module.split(".")[0], [module])
+        versions += [f"{d}=={_version(d)}" for d in dists]
+    return versions
+
+
+def model_fingerprint(model: ZooModel, onnx_bytes: bytes | None = None) -> str:
+    """A digest of everything that defines ``model`` (sources, shapes, weights package)."""
+    digest = hashlib.sha256()
+    parts = [ZOO_VERSION, model.name, model.entry or "", repr(model.input_shapes),
+             repr(model.dtypes), model.task, *_requires_versions(model)]
+    for part in parts:
+        digest.update(part.encode() + b"\0")
+    for module in model.sources or ((model.entry or "").partition(":")[0],):
+        if module:
+            digest.update(_module_source(module) + b"\0")
+    if onnx_bytes is not None:
+        digest.update(hashlib.sha256(onnx_bytes).digest())
+    return digest.hexdigest()[:20]
+
+
+def format_key(fingerprint: str, fmt: str) -> str:
+    """The index key of one format of one model definition, exporter versions included."""
+    versions = ",".join(f"{d}=={_version(d)}" for d in EXPORTER_PACKAGES.get(fmt, ("torch",)))
+    return f"{fingerprint}|{fmt}|{versions}"
+
+
+@dataclass(frozen=True, slots=True)
+class FormatEntry:
+    """One format's export: its files (key → cached path and sha256) or why it failed."""
+
+    files: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    error: str | None = None
+    seconds: float | None = None
+
+    def usable(self) -> bool:
+        """Every file is still in the cache (a pruned cache means re-export)."""
+        return self.error is not None or (
+            bool(self.files) and all(Path(f["path"]).is_file() for f in self.files.values())
+        )
+
+
+class ExportIndex:
+    """The JSON index beside the artifact cache, rewritten atomically."""
+
+    def __init__(self, cache: ArtifactCache) -> None:
+        self._path = cache.root / "zoo-index.json"
+        try:
+            data = json.loads(self._path.read_text())
+        except (OSError, ValueError):
+            data = {}
+        self._formats: dict[str, Any] = data.get("formats", {}) if isinstance(data, dict) else {}
+        self._metadata: dict[str, Any] = data.get("metadata", {}) if isinstance(data,
+                                                                                dict) else {}
+
+    def get(self, key: str) -> FormatEntry | None:
+        """The entry stored under a :func:`format_key`, if any."""
+        raw = self._formats.get(key)
+        if not isinstance(raw, dict):
+            return None
+        return FormatEntry(files=raw.get("files", {}), error=raw.get("error"),
+                           seconds=raw.get("seconds"))
+
+    def put(self, key: str, entry: FormatEntry) -> None:
+        """Record one format's export (in memory until :meth:`save`)."""
+        self._formats[key] = {"files": {k: dict(v) for k, v in entry.files.items()},
+                              "error": entry.error, "seconds": entry.seconds}
+
+    def metadata(self, fingerprint: str) -> dict[str, Any]:
+        """Facts about a model definition recorded at export (params, FLOPs, task)."""
+        return dict(self._metadata.get(fingerprint, {}))
+
+    def put_metadata(self, fingerprint: str, metadata: Mapping[str, Any]) -> None:
+        """Record a model definition's metadata."""
+        self._metadata[fingerprint] = dict(metadata)
+
+    def save(self) -> None:
+        """Write the index atomically (readers never see half a file)."""
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self._path.parent, prefix=".zoo-index-")
+        with os.fdopen(fd, "w") as handle:
+            json.dump({"formats": self._formats, "metadata": self._metadata}, handle, indent=1,
+                      sort_keys=True)
+        os.replace(tmp, self._path)

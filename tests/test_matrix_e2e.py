@@ -1,0 +1,60 @@
+"""The model × backend matrix end to end: one command runs a zoo model on every runtime, the
+accuracy columns are real, and the HTML report is written (real exports, real runtimes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import benchlab
+from benchlab.cli import app
+from benchlab.report.matrix import matrix_cells
+from benchlab.schema import Status
+
+RUNTIMES = {"pytorch", "onnxruntime", "tflite", "executorch", "openvino"}
+
+
+@pytest.mark.slow
+def test_one_model_on_every_backend_with_real_accuracy(tmp_path: Path) -> None:
+    overrides = benchlab.TestOverrides(iter=5, min_time=0.0, repeat=1, warmup=1)
+    results = benchlab.run(
+        models=["convnet"],
+        frameworks=["all", "openvino:precision=f32", "openvino:precision=bf16"],
+        db=tmp_path / "r.db", cache_dir=tmp_path / "cache", overrides=overrides,
+    )
+    assert {r.identity.framework for r in results} == RUNTIMES
+    assert all(r.status is Status.OK for r in results), [(r.identity.label, r.error)
+                                                         for r in results if not r.ok]
+    cells = {c.label: c for c in matrix_cells(results)}
+    # Same runtime, same weights: bit-identical; other fp32 runtimes agree to ~1e-6.
+    assert cells["pytorch[torchscript]"].error_max_abs == 0
+    assert cells["pytorch[export]"].error_max_abs == 0
+    for label in ("onnxruntime", "tflite", "executorch[xnnpack]", "openvino[f32]"):
+        assert cells[label].error_max_abs < 1e-5, label
+        assert cells[label].top1 == 1.0 and cells[label].size > 0 and cells[label].p50 > 0
+    # Lower precision shows as larger error, from the same reference.
+    assert cells["onnxruntime[int8]"].precision == "int8"
+    assert cells["onnxruntime[int8]"].error_max_abs > 10 * cells["onnxruntime"].error_max_abs
+    assert cells["executorch[xnnpack,int8]"].sqnr < cells["executorch[xnnpack]"].sqnr - 20
+    bf16 = cells["openvino[bf16]"]
+    assert bf16.precision == "bf16"  # what the compiled model reports
+    assert bf16.error_max_abs > 10 * cells["openvino[f32]"].error_max_abs
+    assert cells["openvino[f32]"].precision == "f32"
+
+
+@pytest.mark.slow
+def test_cli_matrix_one_backend_on_the_small_zoo_writes_the_report(tmp_path: Path) -> None:
+    report = tmp_path / "report.html"
+    outcome = CliRunner().invoke(app, [
+        "run", "--models", "small", "-f", "onnxruntime", "--iter", "5", "--repeat", "1",
+        "--min-time", "0", "--db", str(tmp_path / "r.db"), "--cache-dir", str(tmp_path / "c"),
+        "--html", str(report), "--quiet",
+    ])
+    assert outcome.exit_code == 0, outcome.output
+    for model in ("mlp", "convnet", "transformer"):
+        assert model in outcome.output
+    page = report.read_text()
+    assert page.count('class="plot dist"') == 3 and page.count('class="plot pareto"') == 3
+    assert "onnxruntime[int8]" in page

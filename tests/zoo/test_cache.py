@@ -1,0 +1,109 @@
+"""The zoo's export cache: a second export is a hit, a changed model definition is a miss, and
+a format a converter rejects is remembered with its reason."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import benchlab.zoo as zoo
+from benchlab.artifacts import ArtifactCache
+from benchlab.zoo.cache import model_fingerprint
+from benchlab.zoo.catalog import ZooModel
+
+_MODEL_SOURCE = textwrap.dedent('''
+    import torch
+    from torch import nn
+
+
+    def tiny():
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(8, {width}), nn.ReLU(), nn.Linear({width}, 3)).eval()
+        model.example_shapes = [[2, 8]]
+        return model
+''')
+
+
+@pytest.fixture()
+def user_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ZooModel, Path]:
+    """A zoo entry whose definition lives in a module of the test's own."""
+    source = tmp_path / "zoo_user_model.py"
+    source.write_text(_MODEL_SOURCE.format(width=16))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    # The export subprocess imports the module too.
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path) + ":" + ":".join(sys.path))
+    model = ZooModel(name="user_tiny", description="test model", task="regression",
+                     input_shapes=((2, 8),), entry="zoo_user_model:tiny",
+                     sources=("zoo_user_model",), formats=("onnx", "torchscript"))
+    monkeypatch.setitem(zoo.ZOO, model.name, model)
+    return model, source
+
+
+def test_fingerprint_follows_the_definition(user_model: tuple[ZooModel, Path]) -> None:
+    model, source = user_model
+    before = model_fingerprint(model)
+    assert model_fingerprint(model) == before
+    source.write_text(_MODEL_SOURCE.format(width=32))
+    assert model_fingerprint(model) != before
+
+
+@pytest.mark.slow
+def test_second_export_is_a_hit_and_a_changed_definition_a_miss(
+    user_model: tuple[ZooModel, Path], tmp_path: Path
+) -> None:
+    model, source = user_model
+    cache = ArtifactCache(tmp_path / "cache", progress=False)
+    first = zoo.export_models([model.name], cache)[0]
+    assert set(first.exported) == {"onnx", "torchscript", "reference"}
+    assert {"onnx", "torchscript", "reference"} <= set(first.files)
+    assert first.metadata.get("params") == 8 * 16 + 16 + 16 * 3 + 3
+
+    again = zoo.export_models([model.name], cache)[0]
+    assert again.exported == ()  # nothing re-exported
+    assert again.files == first.files
+
+    source.write_text(_MODEL_SOURCE.format(width=32))
+    changed = zoo.export_models([model.name], cache)[0]
+    assert set(changed.exported) == {"onnx", "torchscript", "reference"}
+    assert changed.files["onnx"][1] != first.files["onnx"][1]
+    assert changed.metadata.get("params") == 8 * 32 + 32 + 32 * 3 + 3
+
+    specs = zoo.zoo_specs([model.name], cache)
+    assert specs[0].model.metadata["params"] == 8 * 32 + 32 + 32 * 3 + 3
+    assert set(specs[0].model.files) >= {"onnx", "torchscript", "reference"}
+
+
+@pytest.mark.slow
+def test_a_failed_format_is_remembered_with_its_reason(
+    user_model: tuple[ZooModel, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model, source = user_model
+    # Data-dependent control flow: tracing to TorchScript works, torch.export rejects it.
+    source.write_text(_MODEL_SOURCE.format(width=16) + textwrap.dedent('''
+
+        class Branchy(torch.nn.Module):
+            def forward(self, x):
+                if x.sum() > 0:
+                    return x * 2
+                return x - 1
+
+
+        def branchy():
+            model = Branchy().eval()
+            model.example_shapes = [[2, 8]]
+            return model
+    '''))
+    broken = ZooModel(name="user_branchy", description="t", task="regression",
+                      input_shapes=((2, 8),), entry="zoo_user_model:branchy",
+                      sources=("zoo_user_model",), formats=("pt2", "torchscript"))
+    monkeypatch.setitem(zoo.ZOO, broken.name, broken)
+    cache = ArtifactCache(tmp_path / "cache", progress=False)
+    first = zoo.export_models([broken.name], cache)[0]
+    assert "pt2" in first.failures and "torchscript" in first.files
+    again = zoo.export_models([broken.name], cache)[0]
+    assert again.exported == () and again.failures["pt2"] == first.failures["pt2"]
+    spec = zoo.zoo_specs([broken.name], cache)[0]
+    assert "pt2" in spec.model.metadata["export_failures"]
