@@ -3,7 +3,7 @@
 Goal: for the same model, the same inputs and the same thread count, measured interleaved in
 one run, benchlab's median divided by the native tool's is within 0.97-1.03.
 
-PyTorch (implemented here): for each zoo model (:data:`benchlab.zoo.DEFAULT_MODELS`) and thread
+PyTorch (implemented here): for each zoo model (:data:`benchlab.zoo.SMALL_MODELS`) and thread
 count, every round starts two fresh processes, in alternating order, so both pay the same
 process conditions (cold torch, fresh allocator, thread-pool start-up):
 
@@ -38,15 +38,17 @@ machine make it small. With as many threads as the machine has cores (2 on a 2-v
 other work running, OpenMP's threads wait on each other whenever one is descheduled and the
 figures are dominated by that oversubscription, not by either tool: read the ``load1`` column.
 
-Other native tools (frameworks benchlab does not support yet; this script says so when run):
+Native tools, on the zoo's exported files (same file for both sides, interleaved by process
+like the Timer above, ratio = benchlab median / tool median):
 
-* OpenVINO ``benchmark_app -m model.xml -d CPU -hint latency -nstreams 1 -nthreads T
-  -niter N`` against benchlab's openvino framework on the same IR file: compare its reported
-  ``Median`` latency with benchlab's median, interleaved by process like the Timer above.
-* LiteRT (TFLite) ``benchmark_model --graph=model.tflite --num_threads=T --num_runs=N`` (the
-  litert benchmark binary) against benchlab's tflite framework on the same ``.tflite`` file:
-  its per-run timings (``--report_peak_memory_footprint`` off, ``--enable_op_profiling`` off)
-  give the median to compare.
+* OpenVINO ``benchmark_app -m model.xml -d CPU -hint none -nstreams 1 -nthreads T -api sync
+  -infer_precision f32 -niter N`` (its UI refuses ``-nstreams``/``-nthreads`` with a hint, so
+  ``-hint none`` plus one stream is the latency configuration) against benchlab's ``openvino``
+  framework (``precision=f32``, latency hint, T threads); the tool's ``Median`` line.
+* LiteRT ``litert-benchmark --model model.tflite --num_threads T --num_runs N --result_json``
+  (shipped in ai-edge-litert) against benchlab's ``tflite`` framework; ``latency.median_ms``.
+  The tool runs LiteRT's CompiledModel API while benchlab (from Python) runs the Interpreter
+  with XNNPACK and copies inputs each call, so a ratio above 1 is partly that API difference.
 """
 
 from __future__ import annotations
@@ -67,7 +69,6 @@ if str(HERE) not in sys.path:
 NAME = "fidelity"
 BACKEND = "benchlab.frameworks.pytorch.backend:PyTorchBackend"
 GOAL = (0.97, 1.03)
-NOT_YET = ("openvino benchmark_app", "litert benchmark_model")
 CHILD_TIMEOUT_S = 300
 
 
@@ -231,6 +232,105 @@ def timer_figures(model: str, threads: int, run_time: float) -> dict[str, float]
     return result
 
 
+def _tool_bin(name: str) -> str | None:
+    """A console script installed beside this Python (the venv's bin directory)."""
+    path = Path(sys.executable).parent / name
+    return str(path) if path.exists() else None
+
+
+def _benchlab_native(spec: Any, framework: str, options: dict[str, Any], threads: int,
+                     iterations: int) -> float:
+    """Median latency (ms) of one runner process started exactly as the harness starts it."""
+    from dataclasses import replace as dc_replace
+
+    from benchlab.frameworks.base import JobContext
+    from benchlab.plugins import load_framework
+    from benchlab.protocol import parse_output
+    from benchlab.spec.types import FrameworkConfig
+
+    adapter = load_framework(framework)
+    test = dc_replace(spec.tests[0], warmup=5, iter=iterations, min_time=0.0, repeat=1,
+                      threads=threads)
+    files = {f"files.{k}": ref.location for k, ref in spec.model.files.items()}
+    ctx = JobContext(spec=spec, test=test, config=FrameworkConfig(framework, options),
+                     workdir=".", python=sys.executable, files=files, placeholders={})
+    invocation = adapter.invocations(ctx)[-1]
+    env = {**os.environ, **invocation.env}
+    proc = subprocess.run(list(invocation.argv), capture_output=True, text=True, env=env,
+                          timeout=CHILD_TIMEOUT_S, stdin=subprocess.DEVNULL, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"benchlab {framework} failed:\n{proc.stderr[-2000:]}")
+    parsed = parse_output(proc.stdout)
+    return statistics.median(s.value for s in parsed.samples
+                             if s.type == "NET" and s.metric == "latency")
+
+
+def _openvino_tool(spec: Any, threads: int, iterations: int) -> float:
+    import tempfile
+
+    shape = ",".join(str(d) for d in spec.tests[0].inputs[0].shape)
+    with tempfile.TemporaryDirectory() as tmp:
+        # benchmark_app finds the weights beside the .xml; the cache keeps them apart.
+        xml = Path(tmp) / "model.xml"
+        xml.symlink_to(spec.model.files["openvino"].location)
+        (Path(tmp) / "model.bin").symlink_to(spec.model.files["openvino_bin"].location)
+        out = _run_child([_tool_bin("benchmark_app") or "benchmark_app", "-m", str(xml), "-d",
+                          "CPU", "-hint", "none", "-nstreams", "1", "-nthreads", str(threads),
+                          "-api", "sync", "-infer_precision", "f32", "-niter", str(iterations),
+                          "-shape", f"[{shape}]"], threads)
+    for line in out.splitlines():
+        if "Median:" in line:
+            return float(line.split("Median:")[1].split()[0])
+    raise RuntimeError(f"benchmark_app printed no median:\n{out[-2000:]}")
+
+
+def _litert_tool(spec: Any, threads: int, iterations: int) -> float:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "r.json"
+        _run_child([_tool_bin("litert-benchmark") or "litert-benchmark", "--model",
+                    spec.model.files["tflite"].location, "--num_threads", str(threads),
+                    "--num_runs", str(iterations), "--warmup_runs", "5", "--result_json",
+                    str(report)], threads)
+        return float(json.loads(report.read_text())["latency"]["median_ms"])
+
+
+def native_figures(models: tuple[str, ...], thread_counts: tuple[int, ...], repeats: int,
+                   iterations: int) -> dict[str, Any]:
+    """benchlab vs OpenVINO's benchmark_app and LiteRT's litert-benchmark, same files."""
+    import tempfile
+
+    from _common import spread
+
+    from benchlab.artifacts import ArtifactCache
+    from benchlab.zoo import zoo_specs
+
+    tools = {"openvino": ({"precision": "f32"}, "openvino", "benchmark_app", _openvino_tool),
+             "tflite": ({}, "tflite", "litert-benchmark", _litert_tool)}
+    figures: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="benchlab-fidelity-") as tmp:
+        specs = {s.model.name: s for s in zoo_specs(list(models), ArtifactCache(Path(tmp)))}
+        for model in models:
+            for framework, (options, key, tool, measure) in tools.items():
+                for threads in thread_counts:
+                    name = f"{model}/{framework}/t{threads}"
+                    if key not in specs[model].model.files or _tool_bin(tool) is None:
+                        figures[name] = {"skipped": f"no {key} file or no {tool} here"}
+                        continue
+                    bl, nt = [], []
+                    for r in range(repeats):
+                        pair = [lambda: bl.append(_benchlab_native(
+                                    specs[model], framework, options, threads, iterations)),
+                                lambda: nt.append(measure(specs[model], threads, iterations))]
+                        for step in (pair if r % 2 == 0 else pair[::-1]):
+                            step()
+                    figures[name] = {"benchlab_ms": spread(bl), "tool_ms": spread(nt),
+                                     "ratio": spread([b / t for b, t in zip(bl, nt)]),
+                                     "tool": tool}
+    return figures
+
+
 # Diagnostic ratios: name -> (numerator, denominator) among one round's figures.
 DIAGNOSTICS = {
     "single_over_blocks": ("diag_single_once_ms", "diag_timer_inference_mode_ms"),
@@ -247,10 +347,10 @@ def main() -> int:
     """Measure, print the tables and write ``bench/results/fidelity.json``."""
     from _common import parse_args, spread, write_result
 
-    from benchlab.zoo import DEFAULT_MODELS
+    from benchlab.zoo import SMALL_MODELS
 
     args = parse_args(__doc__.splitlines()[0])
-    models = ("mlp",) if args.smoke else DEFAULT_MODELS
+    models = ("mlp",) if args.smoke else SMALL_MODELS
     thread_counts = (1,) if args.smoke else (1, 2)
     run_time = 0.05 if args.smoke else 1.0
     figures: dict[str, Any] = {"goal": list(GOAL), "run_time_s": run_time, "pytorch": {}}
@@ -302,8 +402,18 @@ def main() -> int:
     print(f"{'model':<12}{'thr':>4}" + "".join(f"{h:>15}" for h in DIAG_HEADERS))
     for model, threads, values in diag_rows:
         print(f"{model:<12}{threads:>4}" + "".join(f"{v:>15.3f}" for v in values))
-    for tool in NOT_YET:
-        print(f"{tool}: not yet: needs the openvino/tflite frameworks")
+    native = native_figures(models, thread_counts, args.repeats, 200 if args.smoke else 2000)
+    figures["native"] = native
+    print(f"native tools, {args.repeats} rounds, ratio = benchlab/tool")
+    print(f"{'model/framework/threads':<28}{'benchlab':>10}{'tool':>10}{'min':>8}{'median':>8}"
+          f"{'max':>8}")
+    for key, entry in native.items():
+        if "skipped" in entry:
+            print(f"{key:<28} skipped: {entry['skipped']}")
+            continue
+        ratio = entry["ratio"]
+        print(f"{key:<28}{entry['benchlab_ms']['median']:>10.3f}{entry['tool_ms']['median']:>10.3f}"
+              f"{ratio['min']:>8.3f}{ratio['median']:>8.3f}{ratio['max']:>8.3f}")
     print(f"wrote {write_result(NAME, args, figures)}")
     return 0
 

@@ -44,7 +44,7 @@ from benchlab.jobrun import run_job
 from benchlab.schema import Status
 from benchlab.targets.base import CommandResult, RunRequest
 from benchlab.targets.host import HostTarget
-from benchlab.zoo import DEFAULT_MODELS, zoo_specs
+from benchlab.zoo import SMALL_MODELS, zoo_specs
 
 NAME = "job_cost"
 PARTS = ("wall", "import", "load", "first", "timed", "rest")
@@ -204,7 +204,11 @@ def main() -> None:
             "1",
         ]
     else:
-        models, iterations, sweep_args = tuple(DEFAULT_MODELS), 10, []
+        # The sweep these figures were first taken on: the small models on PyTorch eager and
+        # TorchScript and ONNX Runtime fp32 (benchlab's default set before the full matrix).
+        models, iterations = tuple(SMALL_MODELS), 10
+        sweep_args = ["--models", "small", "-f", "pytorch:mode=eager", "-f",
+                      "pytorch:mode=torchscript", "-f", "onnxruntime:precision=fp32"]
     tmp = Path(tempfile.mkdtemp(prefix="benchlab-job-cost-"))
     try:
         cache = ArtifactCache(tmp / "cache")

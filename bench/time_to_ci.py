@@ -35,7 +35,7 @@ from benchlab.harness import TestOverrides, plan
 from benchlab.jobrun import run_job
 from benchlab.spec.types import FrameworkConfig
 from benchlab.targets.host import HostTarget
-from benchlab.zoo import DEFAULT_MODELS, zoo_specs
+from benchlab.zoo import SMALL_MODELS, zoo_specs
 
 POLICIES: dict[str, TestOverrides] = {
     "fai-pep": TestOverrides(warmup=1, iter=50, min_time=0.0, repeat=1),
@@ -54,7 +54,7 @@ def main() -> None:
     """Measure every policy on every model, interleaved, and write the figures."""
     args = parse_args(__doc__.splitlines()[0])
     policies = SMOKE_POLICIES if args.smoke else POLICIES
-    models = ("mlp",) if args.smoke else DEFAULT_MODELS
+    models = ("mlp",) if args.smoke else SMALL_MODELS
     framework = FrameworkConfig("onnxruntime", {})
     target = HostTarget()
     with tempfile.TemporaryDirectory(prefix="bench-ttci-") as tmp:

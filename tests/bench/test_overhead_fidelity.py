@@ -73,3 +73,9 @@ def test_fidelity_smoke_writes_its_figures(tmp_path: Path) -> None:
         _spread(entry[key], positive=key != "load1")
     assert isinstance(entry["goal_met"], bool)
     assert isinstance(figures["goal_met"], bool)
+    # The native tools ran on the zoo's exported files (both ship in the test environment).
+    for name in ("mlp/openvino/t1", "mlp/tflite/t1"):
+        native = figures["native"][name]
+        assert "skipped" not in native, native
+        for key in ("benchlab_ms", "tool_ms", "ratio"):
+            _spread(native[key], positive=True)
