@@ -2,7 +2,9 @@
 
 A reference file is an ``.npz`` archive holding the inputs to feed (``input.<name>``, in input
 order), the expected outputs (``output.0``, ``output.1``, ...) and optionally the model's task
-(``task``, a 0-d string array; ``classification`` enables top-k agreement). The zoo writes one
+(``task``, a 0-d string array; ``classification`` enables top-k agreement). More input sets
+(``set1.input.<name>``, ``set1.output.0``, ...) make the statistics cover more samples: the
+first set is what gets timed, every set is compared. The zoo writes one
 per model from the PyTorch fp32 output; users can name their own golden file under the model
 file key ``reference`` (FAI-PEP's ``error`` metric, revived).
 
@@ -12,7 +14,7 @@ This module imports numpy only, so it runs in the runner process next to any run
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,37 +46,58 @@ SQNR_CEILING_DB = 300.0
 
 @dataclass(frozen=True)
 class Reference:
-    """Inputs to feed and the outputs they should produce (none: feed the inputs only)."""
+    """Inputs to feed and the outputs they should produce (none: feed the inputs only).
+
+    ``more`` holds further ``(inputs, outputs)`` sets compared after the first.
+    """
 
     inputs: dict[str, np.ndarray]
     outputs: list[np.ndarray]
     task: str = ""
+    more: list[tuple[dict[str, np.ndarray], list[np.ndarray]]] = field(default_factory=list)
 
 
 def save_reference(
-    path: Path, inputs: Mapping[str, np.ndarray], outputs: Sequence[np.ndarray], task: str = ""
+    path: Path,
+    inputs: Mapping[str, np.ndarray],
+    outputs: Sequence[np.ndarray],
+    task: str = "",
+    more: Sequence[tuple[Mapping[str, np.ndarray], Sequence[np.ndarray]]] = (),
 ) -> None:
     """Write a reference archive (see the module docstring for its layout)."""
-    arrays: dict[str, Any] = {f"input.{name}": np.asarray(a) for name, a in inputs.items()}
-    arrays.update({f"output.{i}": np.asarray(a) for i, a in enumerate(outputs)})
+    arrays: dict[str, Any] = {}
+    for index, (ins, outs) in enumerate([(inputs, outputs), *more]):
+        prefix = f"set{index}." if index else ""
+        arrays.update({f"{prefix}input.{name}": np.asarray(a) for name, a in ins.items()})
+        arrays.update({f"{prefix}output.{i}": np.asarray(a) for i, a in enumerate(outs)})
     arrays["task"] = np.array(task)
     with open(path, "wb") as handle:
         np.savez(handle, **arrays)
+
+
+def _read_set(archive: Any, keys: list[str], prefix: str
+              ) -> tuple[dict[str, np.ndarray], list[np.ndarray]]:
+    inputs = {k[len(prefix) + len("input."):]: archive[k] for k in keys
+              if k.startswith(prefix + "input.")}
+    numbered = sorted((int(k[len(prefix) + len("output."):]), k) for k in keys
+                      if k.startswith(prefix + "output."))
+    return inputs, [archive[k] for _, k in numbered]
 
 
 def load_reference(path: str | Path) -> Reference:
     """Read a reference archive; raises ``ValueError`` naming what is missing."""
     with np.load(path, allow_pickle=False) as archive:
         keys = list(archive.keys())
-        inputs = {k[len("input."):]: archive[k] for k in keys if k.startswith("input.")}
-        numbered = sorted(
-            (int(k[len("output."):]), k) for k in keys if k.startswith("output.")
-        )
-        outputs = [archive[k] for _, k in numbered]
+        inputs, outputs = _read_set(archive, keys, "")
+        more = []
+        index = 1
+        while any(k.startswith(f"set{index}.") for k in keys):
+            more.append(_read_set(archive, keys, f"set{index}."))
+            index += 1
         task = str(archive["task"]) if "task" in keys else ""
     if not outputs and not inputs:
         raise ValueError(f"reference file {path} holds no 'input.NAME' or 'output.N' arrays")
-    return Reference(inputs=inputs, outputs=outputs, task=task)
+    return Reference(inputs=inputs, outputs=outputs, task=task, more=more)
 
 
 def to_arrays(value: Any) -> list[np.ndarray]:

@@ -125,6 +125,15 @@ def make_inputs(specs: Sequence[InputConfig], seed: int) -> dict[str, np.ndarray
     return inputs
 
 
+def _stack(sets: list[list[np.ndarray]]) -> list[np.ndarray]:
+    """Each output of every input set joined along the batch axis (rows for top-k)."""
+    if len(sets) == 1:
+        return sets[0]
+    return [np.concatenate([np.asarray(s[i]).reshape((-1, *np.asarray(s[i]).shape[1:]))
+                            for s in sets]) if np.asarray(sets[0][i]).ndim else
+            np.stack([np.asarray(s[i]) for s in sets]) for i in range(len(sets[0]))]
+
+
 def _files_mib(paths: Sequence[str | None]) -> float | None:
     """Total size of the model's files in MiB, or ``None`` when the model is not a file."""
     sizes = [os.path.getsize(p) for p in paths if p and os.path.isfile(p)]
@@ -213,7 +222,14 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
     if skipped_reference:
         details["accuracy_skipped"] = skipped_reference
     if reference is not None and reference.outputs:
-        stats = error_stats(outputs, reference.outputs, reference.task)
+        got, want = [outputs], [reference.outputs]
+        for more_inputs, more_outputs in reference.more:
+            if more_outputs:
+                backend.prepare(dict(more_inputs))
+                got.append(backend.outputs())
+                want.append(more_outputs)
+        stats = error_stats(_stack(got), _stack(want), reference.task)
+        details["reference_sets"] = len(got)
         lines += [format_metric("NET", k, v, ERROR_METRICS[k]) for k, v in stats.items()]
         details["reference_task"] = reference.task
     if config.profile_ops:

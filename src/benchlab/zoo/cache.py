@@ -84,10 +84,15 @@ def model_fingerprint(model: ZooModel, onnx_bytes: bytes | None = None) -> str:
     return digest.hexdigest()[:20]
 
 
+#: Bumped when one format's exporter changes (so only that format is exported again).
+FORMAT_REVISIONS = {"reference": "2"}  # 2: eight input sets instead of one
+
+
 def format_key(fingerprint: str, fmt: str) -> str:
     """The index key of one format of one model definition, exporter versions included."""
     versions = ",".join(f"{d}=={_version(d)}" for d in EXPORTER_PACKAGES.get(fmt, ("torch",)))
-    return f"{fingerprint}|{fmt}|{versions}"
+    revision = FORMAT_REVISIONS.get(fmt)
+    return f"{fingerprint}|{fmt}|{versions}" + (f"|rev{revision}" if revision else "")
 
 
 @dataclass(frozen=True, slots=True)
