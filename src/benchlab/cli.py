@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from benchlab.cli_zoo import zoo_app
 from benchlab.errors import BenchlabError, UsageError
+from benchlab.report.terminal import make_console
 
 __all__ = ["app", "main"]
 
@@ -33,14 +33,8 @@ app.add_typer(results_app, name="results")
 app.add_typer(zoo_app, name="zoo")
 
 
-def _console(stderr: bool = False) -> Console:
-    # Piped output (CI logs, files) would otherwise be cut to 80 columns and fold the table.
-    probe = Console(stderr=stderr)
-    return probe if probe.is_terminal else Console(stderr=stderr, width=max(probe.width, 180))
-
-
-console = _console()
-err_console = _console(stderr=True)
+console = make_console()
+err_console = make_console(stderr=True)
 
 DbOption = Annotated[
     Optional[str],  # noqa: UP007 - typer needs Optional here

@@ -8,16 +8,17 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from benchlab.report.terminal import make_console
 
 __all__ = ["zoo_app"]
 
 zoo_app = typer.Typer(help="The built-in model zoo: list, export, write specs.",
                       no_args_is_help=True)
-_console = Console()
-_err = Console(stderr=True)
+_console = make_console()
+_err = make_console(stderr=True)
 
 CacheOption = Annotated[
     Optional[Path],  # noqa: UP007 - typer needs Optional here
@@ -39,14 +40,14 @@ def zoo_list() -> None:
     table = Table(title="benchlab zoo", header_style="bold",
                   caption="* default set (benchlab run); s: small set (CI)")
     for column in ("model", "task", "inputs", "weights", "formats", "description"):
-        table.add_column(column, no_wrap=column != "description")
+        table.add_column(column, no_wrap=column not in ("description", "formats"))
     for name, model in ZOO.items():
         mark = "*" if name in DEFAULT_MODELS else "s" if name in SMALL_MODELS else ""
         inputs = " ".join("x".join(map(str, s)) + ("" if d == "float32" else f":{d}")
                           for s, d in zip(model.input_shapes, model.dtypes))
         weights = "pretrained" if model.pretrained else "onnx graph" if model.onnx_resource \
             else "seeded"
-        table.add_row(f"{name}{mark}", model.task, inputs, weights, ",".join(model.formats),
+        table.add_row(f"{name}{mark}", model.task, inputs, weights, " ".join(model.formats),
                       escape(model.description))
     _console.print(table)
 

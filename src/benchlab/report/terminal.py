@@ -13,7 +13,21 @@ from rich.table import Table
 from benchlab.report.matrix import cell_of as _cell_of
 from benchlab.schema import Result, Status, Summary
 
-__all__ = ["SweepProgress", "format_ms", "result_notes", "results_table", "warning_tag"]
+__all__ = [
+    "SweepProgress",
+    "format_ms",
+    "make_console",
+    "result_notes",
+    "results_table",
+    "warning_tag",
+]
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A console for the CLI; piped output (CI logs, files) gets a wide fixed width, which
+    would otherwise be cut to 80 columns and fold every table."""
+    probe = Console(stderr=stderr)
+    return probe if probe.is_terminal else Console(stderr=stderr, width=max(probe.width, 180))
 
 _TO_MS = {"ns": 1e-6, "us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1e3}
 _STATUS_STYLE = {

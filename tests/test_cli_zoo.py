@@ -1,0 +1,49 @@
+"""`benchlab zoo list | export | spec` through the real CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from benchlab.cli import app
+from benchlab.spec import load_spec
+from benchlab.zoo import DEFAULT_MODELS, ZOO
+
+
+def test_zoo_list_names_every_model_and_marks_the_default_set() -> None:
+    outcome = CliRunner().invoke(app, ["zoo", "list"])
+    assert outcome.exit_code == 0, outcome.output
+    for name in ZOO:
+        assert name in outcome.output
+    for name in DEFAULT_MODELS:
+        assert f"{name}*" in outcome.output
+
+
+def test_zoo_export_rejects_an_unknown_format(tmp_path: Path) -> None:
+    outcome = CliRunner().invoke(app, ["zoo", "export", "mlp", "--formats", "onnx,gguf",
+                                       "--cache-dir", str(tmp_path)])
+    assert outcome.exit_code != 0
+    assert "gguf" in str(outcome.exception) or "gguf" in outcome.output
+
+
+@pytest.mark.slow
+def test_zoo_export_then_spec_gives_a_spec_the_loader_accepts(tmp_path: Path) -> None:
+    runner = CliRunner()
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    exported = runner.invoke(app, ["zoo", "export", "mlp", "--formats", "onnx,torchscript",
+                                   *cache])
+    assert exported.exit_code == 0, exported.output
+    assert "exported" in exported.output and "onnx" in exported.output
+    again = runner.invoke(app, ["zoo", "export", "mlp", "--formats", "onnx,torchscript", *cache])
+    assert "cached" in again.output and "exported" not in again.output
+    spec_path = tmp_path / "mlp.json"
+    written = runner.invoke(app, ["zoo", "spec", "mlp", "-o", str(spec_path), *cache])
+    assert written.exit_code == 0, written.output
+    document = json.loads(spec_path.read_text())
+    assert document["model"]["entry"] == "benchlab.zoo.models:mlp"
+    spec = load_spec(spec_path)
+    assert {"onnx", "torchscript", "reference"} <= set(spec.model.files)
+    assert spec.tests[0].inputs[0].shape == (16, 512)
