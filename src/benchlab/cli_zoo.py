@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from benchlab.report.terminal import make_console
+
+if TYPE_CHECKING:
+    from benchlab.artifacts import ArtifactCache
 
 __all__ = ["zoo_app"]
 
@@ -26,7 +29,7 @@ CacheOption = Annotated[
 ]
 
 
-def _cache(cache_dir: Path | None) -> object:
+def _cache(cache_dir: Path | None) -> ArtifactCache:
     from benchlab.artifacts import ArtifactCache, default_cache_dir
 
     return ArtifactCache(cache_dir or default_cache_dir(), progress=False)
@@ -68,7 +71,7 @@ def zoo_export(
     from benchlab.zoo.catalog import FORMAT_FILES
 
     wanted = [f.strip() for f in formats.split(",") if f.strip()] if formats else None
-    exports = export_models(names or list(DEFAULT_MODELS), _cache(cache_dir),  # type: ignore[arg-type]
+    exports = export_models(names or list(DEFAULT_MODELS), _cache(cache_dir),
                             formats=wanted, force=force, progress=lambda m: _err.print(m))
     table = Table(title="zoo export", header_style="bold")
     for column in ("model", "params", "GFLOPs", "file", "MiB", "status"):
@@ -106,7 +109,7 @@ def zoo_spec(
     """A benchlab spec for one zoo model (exported first), to copy and edit."""
     from benchlab.zoo import export_models, spec_document
 
-    export = export_models([name], _cache(cache_dir), progress=lambda m: _err.print(m))[0]  # type: ignore[arg-type]
+    export = export_models([name], _cache(cache_dir), progress=lambda m: _err.print(m))[0]
     text = json.dumps(spec_document(export), indent=2) + "\n"
     if output is None:
         sys.stdout.write(text)

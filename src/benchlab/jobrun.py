@@ -24,7 +24,7 @@ from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
 from benchlab.stats import ci_rel_halfwidth, summarize
 from benchlab.targets.base import CommandResult, RunRequest, Target
 
-__all__ = ["Job", "run_job", "summarize_samples"]
+__all__ = ["Job", "fetch_files", "run_job", "summarize_samples"]
 
 _TAIL_LINES = 40
 _TAIL_CHARS = 4000
@@ -96,7 +96,9 @@ def summarize_samples(
     return summaries
 
 
-def _fetch_files(spec: BenchmarkSpec, test: TestCase, cache: ArtifactCache) -> dict[str, Path]:
+def fetch_files(spec: BenchmarkSpec, test: TestCase, cache: ArtifactCache) -> dict[str, Path]:
+    """Every model and input file of a test, fetched and verified, keyed ``files.KEY`` /
+    ``input_files.KEY``."""
     files = {f"files.{k}": cache.fetch(ref) for k, ref in spec.model.files.items()}
     files.update({f"input_files.{k}": cache.fetch(ref) for k, ref in test.input_files.items()})
     return files
@@ -140,7 +142,7 @@ def run_job(
         )
 
     try:
-        local_files = _fetch_files(job.spec, test, cache)
+        local_files = fetch_files(job.spec, test, cache)
     except UserError as exc:
         return finish(Status.USER_ERROR, [], {}, str(exc))
     except (DownloadError, InfrastructureError) as exc:

@@ -21,6 +21,7 @@ import numpy as np
 from benchlab.artifacts import ArtifactCache, default_cache_dir
 from benchlab.errors import InfrastructureError, UsageError
 from benchlab.frameworks.base import JobContext, Unsupported
+from benchlab.jobrun import fetch_files
 from benchlab.frameworks.common import REFERENCE_KEY
 from benchlab.plugins import load_framework
 from benchlab.runner.accuracy import error_stats, load_reference, save_reference
@@ -93,7 +94,7 @@ def outputs(
     test = replace(spec.tests[0], warmup=0, iter=1, min_time=0.0, repeat=1, profile_ops=False,
                    target_ci=None, max_time=None)
     with tempfile.TemporaryDirectory(prefix="benchlab-outputs-") as tmp:
-        files = {f"files.{k}": str(cache.fetch(ref)) for k, ref in spec.model.files.items()}
+        files = {k: str(path) for k, path in fetch_files(spec, test, cache).items()}
         reference = None
         if REFERENCE_KEY in spec.model.files:
             reference = load_reference(files[f"files.{REFERENCE_KEY}"])

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from benchlab.frameworks.common import REFERENCE_KEY, file_key_with_suffix
+from benchlab.errors import UsageError
+from benchlab.frameworks.common import (
+    REFERENCE_KEY,
+    distribution_availability,
+    file_key_with_suffix,
+)
 from benchlab.protocol import ParsedOutput, parse_output
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, ModelDef, TestCase
 from benchlab.targets.base import Availability, CommandResult
@@ -148,6 +153,32 @@ class RunnerFramework:
     name = ""
     #: ``module:Class`` of the runner-side backend, imported only in the runner process.
     backend = ""
+    #: ``(module, distribution, extra)``: what must be importable for the framework to run.
+    requires: tuple[str, str, str | None] = ("", "", None)
+
+    def availability(self) -> Availability:
+        """The runtime's module is importable (found, not imported)."""
+        module, distribution, extra = self.requires
+        return distribution_availability(module, distribution, extra=extra)
+
+    @staticmethod
+    def check_configs(
+        configs: list[FrameworkConfig], why_not: Callable[[Mapping[str, Any]], str | None]
+    ) -> list[FrameworkConfig] | Unsupported:
+        """``configs`` when ``why_not`` finds nothing against any of their options, else the
+        first reason as :class:`Unsupported`."""
+        for config in configs:
+            reason = why_not(config.options)
+            if reason:
+                return Unsupported(reason)
+        return configs
+
+    def staged_file(self, ctx: JobContext, key: str) -> str:
+        """The target path of model file ``key``; a clear error when it was not pushed."""
+        path = ctx.files.get(f"files.{key}")
+        if path is None:
+            raise UsageError(f"{self.name}: model file {key!r} was not staged on the target")
+        return path
 
     def parse(self, results: Sequence[CommandResult]) -> ParsedOutput:
         """The runner prints native metric lines on stdout."""

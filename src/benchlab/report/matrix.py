@@ -13,9 +13,10 @@ from typing import Any
 
 from benchlab.schema import Result, Status, Summary
 
-__all__ = ["Cell", "cell_of", "config_label", "matrix_cells", "pareto_front"]
+__all__ = ["TO_MS", "Cell", "cell_of", "config_label", "matrix_cells", "pareto_front"]
 
-_TO_MS = {"ns": 1e-6, "us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1e3}
+#: Factors from a time unit to milliseconds (the terminal table uses them too).
+TO_MS = {"ns": 1e-6, "us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1e3}
 
 
 def config_label(framework: str, config: Mapping[str, Any]) -> str:
@@ -75,7 +76,7 @@ class Cell:
 def _ms(summary: Summary | None, attr: str = "p50") -> float | None:
     if summary is None:
         return None
-    factor = _TO_MS.get(summary.unit)
+    factor = TO_MS.get(summary.unit)
     value = getattr(summary, attr)
     return value * factor if factor is not None else value
 
@@ -105,7 +106,7 @@ def _ops(result: Result) -> dict[str, float]:
     per_op: dict[str, list[float]] = {}
     for sample in result.samples:
         if sample.type != "NET" and sample.metric == "latency":
-            factor = _TO_MS.get(sample.unit, 1.0)
+            factor = TO_MS.get(sample.unit, 1.0)
             per_op.setdefault(sample.type, []).append(sample.value * factor)
     medians = {}
     for op, values in per_op.items():
@@ -124,7 +125,7 @@ def cell_of(result: Result) -> Cell:
     throughput = None
     if p50 and batch:
         throughput = batch * float(requests) * 1000.0 / p50
-    factor = _TO_MS.get(latency.unit, 1.0) if latency else 1.0
+    factor = TO_MS.get(latency.unit, 1.0) if latency else 1.0
     samples = tuple(v * factor for v in result.samples_of("NET latency"))
     return Cell(
         model=ident.model_name, test=ident.test_identifier, framework=ident.framework,

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from benchlab.report.matrix import TO_MS
 from benchlab.report.matrix import cell_of as _cell_of
 from benchlab.schema import Result, Status, Summary
 
@@ -29,7 +30,6 @@ def make_console(stderr: bool = False) -> Console:
     probe = Console(stderr=stderr)
     return probe if probe.is_terminal else Console(stderr=stderr, width=max(probe.width, 180))
 
-_TO_MS = {"ns": 1e-6, "us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1e3}
 _STATUS_STYLE = {
     Status.OK: "green",
     Status.FAILED: "red",
@@ -42,7 +42,7 @@ def format_ms(value: float | None, unit: str = "ms") -> str:
     """A time value converted to milliseconds with sensible precision, or ``-``."""
     if value is None:
         return "-"
-    factor = _TO_MS.get(unit)
+    factor = TO_MS.get(unit)
     if factor is None:
         return f"{value:.4g} {unit}"
     ms = value * factor

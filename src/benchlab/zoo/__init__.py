@@ -196,13 +196,14 @@ def _collect(index: ExportIndex, model: ZooModel, fingerprint: str,
              exported: tuple[str, ...]) -> ModelExport:
     files: dict[str, tuple[Path, str]] = {}
     failures = dict(absent)
+    wanted = _wanted_formats(model, formats)
     # Formats exported earlier on request (aoti) are picked up too.
-    for fmt in dict.fromkeys([*_wanted_formats(model, formats), *ALL_FORMATS]):
+    for fmt in dict.fromkeys([*wanted, *ALL_FORMATS]):
         entry = index.get(format_key(fingerprint, fmt))
         if entry is None:
             continue
         if entry.error is not None:
-            if fmt in _wanted_formats(model, formats):
+            if fmt in wanted:
                 failures[fmt] = entry.error
             continue
         if entry.usable():

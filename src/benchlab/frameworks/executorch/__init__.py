@@ -35,12 +35,10 @@ from benchlab.frameworks.base import (
     runner_invocation,
 )
 from benchlab.frameworks.common import (
-    distribution_availability,
     file_keys_with_suffix,
     select_file_key,
 )
 from benchlab.spec.types import FrameworkConfig, ModelDef
-from benchlab.targets.base import Availability
 
 __all__ = [
     "DELEGATES",
@@ -118,10 +116,7 @@ class ExecuTorchFramework(RunnerFramework):
 
     name = "executorch"
     backend = "benchlab.frameworks.executorch.backend:ExecuTorchBackend"
-
-    def availability(self) -> Availability:
-        """executorch is importable (not imported)."""
-        return distribution_availability("executorch", "executorch", extra="executorch")
+    requires = ("executorch", "executorch", "executorch")
 
     def configurations(
         self, model: ModelDef, requested: Sequence[FrameworkConfig]
@@ -137,11 +132,7 @@ class ExecuTorchFramework(RunnerFramework):
             configs = [FrameworkConfig(self.name, dict(options))
                        for key, options in ZOO_CONFIGS.items() if key in keys]
             configs = configs or [FrameworkConfig(self.name, {})]
-        for config in configs:
-            _, why = select_pte_file(model, config.options)
-            if why is not None:
-                return Unsupported(why)
-        return configs
+        return self.check_configs(configs, lambda options: select_pte_file(model, options)[1])
 
     def invocations(self, ctx: JobContext) -> list[Invocation]:
         """One runner process per repetition, told the delegate/precision of its file."""
@@ -149,9 +140,7 @@ class ExecuTorchFramework(RunnerFramework):
         key, why = select_pte_file(ctx.spec.model, options)
         if key is None:
             raise UsageError(f"executorch: {why}")
-        path = ctx.files.get(f"files.{key}")
-        if path is None:
-            raise UsageError(f"executorch: model file {key!r} was not staged on the target")
+        path = self.staged_file(ctx, key)
         runner_options = {**options, **resolved_variant(key, options)}
         return [runner_invocation(ctx, backend=self.backend, model_path=path,
                                   options=runner_options)]

@@ -14,12 +14,10 @@ from benchlab.frameworks.base import (
 )
 from benchlab.errors import UsageError
 from benchlab.frameworks.common import (
-    distribution_availability,
     file_key_with_suffix,
     select_file_key,
 )
 from benchlab.spec.types import FrameworkConfig, ModelDef
-from benchlab.targets.base import Availability
 
 __all__ = ["INT8_KEY", "OnnxRuntimeFramework"]
 
@@ -33,10 +31,8 @@ class OnnxRuntimeFramework(RunnerFramework):
 
     name = "onnxruntime"
     backend = "benchlab.frameworks.onnxruntime.backend:OnnxRuntimeBackend"
+    requires = ("onnxruntime", "onnxruntime", None)
 
-    def availability(self) -> Availability:
-        """onnxruntime is importable (not imported)."""
-        return distribution_availability("onnxruntime", "onnxruntime")
 
     def configurations(
         self, model: ModelDef, requested: Sequence[FrameworkConfig]
@@ -48,11 +44,7 @@ class OnnxRuntimeFramework(RunnerFramework):
         configs = list(requested) or [FrameworkConfig(self.name, {})] + (
             [FrameworkConfig(self.name, {"precision": "int8"})]
             if INT8_KEY in model.files else [])
-        for config in configs:
-            _, why = _file_key(model, config.options)
-            if why:
-                return Unsupported(why)
-        return configs
+        return self.check_configs(configs, lambda options: _file_key(model, options)[1])
 
     def invocations(self, ctx: JobContext) -> list[Invocation]:
         """One runner process per repetition."""

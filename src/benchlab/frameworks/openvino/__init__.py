@@ -36,13 +36,11 @@ from benchlab.frameworks.base import (
     runner_invocation,
 )
 from benchlab.frameworks.common import (
-    distribution_availability,
     file_key_with_suffix,
     file_keys_with_suffix,
     select_file_key,
 )
 from benchlab.spec.types import FrameworkConfig, ModelDef
-from benchlab.targets.base import Availability
 
 __all__ = [
     "HINTS",
@@ -141,24 +139,20 @@ class OpenVinoFramework(RunnerFramework):
 
     name = "openvino"
     backend = "benchlab.frameworks.openvino.backend:OpenVinoBackend"
+    requires = ("openvino", "openvino", "openvino")
 
-    def availability(self) -> Availability:
-        """openvino is importable (not imported)."""
-        return distribution_availability("openvino", "openvino", extra="openvino")
 
     def configurations(
         self, model: ModelDef, requested: Sequence[FrameworkConfig]
     ) -> list[FrameworkConfig] | Unsupported:
         """fp32 at the latency hint unless asked otherwise; bf16 and throughput are variants."""
         configs = list(requested) or [FrameworkConfig(self.name, {"precision": "f32"})]
-        for config in configs:
-            files = model_files(model, config.options)
-            if isinstance(files, Unsupported):
-                return files
-            problem = _option_problem(config.options)
-            if problem:
-                return Unsupported(problem)
-        return configs
+
+        def why_not(options: Mapping[str, Any]) -> str | None:
+            files = model_files(model, options)
+            return files.reason if isinstance(files, Unsupported) else _option_problem(options)
+
+        return self.check_configs(configs, why_not)
 
     def invocations(self, ctx: JobContext) -> list[Invocation]:
         """One runner process per repetition; IR weights travel as the ``weights`` extra file."""

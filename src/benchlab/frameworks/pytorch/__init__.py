@@ -34,12 +34,10 @@ from benchlab.frameworks.base import (
     runner_invocation,
 )
 from benchlab.frameworks.common import (
-    distribution_availability,
     file_keys_with_suffix,
     select_file_key,
 )
 from benchlab.spec.types import FrameworkConfig, ModelDef
-from benchlab.targets.base import Availability
 
 __all__ = ["MODES", "PRECISIONS", "PyTorchFramework", "model_file_key"]
 
@@ -98,10 +96,8 @@ class PyTorchFramework(RunnerFramework):
 
     name = "pytorch"
     backend = "benchlab.frameworks.pytorch.backend:PyTorchBackend"
+    requires = ("torch", "torch", None)
 
-    def availability(self) -> Availability:
-        """torch is importable (not imported)."""
-        return distribution_availability("torch", "torch")
 
     def _why_not(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
         mode = str(options.get("mode", "eager"))
@@ -137,11 +133,7 @@ class PyTorchFramework(RunnerFramework):
                     "torch.export .pt2 or an AOTInductor package; this model has format "
                     f"{model.format!r}"
                 )
-        for config in configs:
-            reason = self._why_not(model, config.options)
-            if reason:
-                return Unsupported(reason)
-        return configs
+        return self.check_configs(configs, lambda options: self._why_not(model, options))
 
     def invocations(self, ctx: JobContext) -> list[Invocation]:
         """One runner process per repetition; entry modes pass no model file."""

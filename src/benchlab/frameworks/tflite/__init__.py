@@ -30,12 +30,10 @@ from benchlab.frameworks.base import (
     runner_invocation,
 )
 from benchlab.frameworks.common import (
-    distribution_availability,
     file_keys_with_suffix,
     select_file_key,
 )
 from benchlab.spec.types import FrameworkConfig, ModelDef
-from benchlab.targets.base import Availability
 
 __all__ = [
     "FP32_KEY",
@@ -94,10 +92,7 @@ class TfliteFramework(RunnerFramework):
 
     name = "tflite"
     backend = "benchlab.frameworks.tflite.backend:TfliteBackend"
-
-    def availability(self) -> Availability:
-        """ai-edge-litert is importable (not imported)."""
-        return distribution_availability("ai_edge_litert", "ai-edge-litert", extra="tflite")
+    requires = ("ai_edge_litert", "ai-edge-litert", "tflite")
 
     def configurations(
         self, model: ModelDef, requested: Sequence[FrameworkConfig]
@@ -112,11 +107,7 @@ class TfliteFramework(RunnerFramework):
                 configs.append(FrameworkConfig(self.name, {"precision": "int8"}))
         if not configs:
             return Unsupported(f"no .tflite file among model.files (model format {model.format!r})")
-        for config in configs:
-            _, why = select_tflite_file(model, config.options)
-            if why is not None:
-                return Unsupported(why)
-        return configs
+        return self.check_configs(configs, lambda options: select_tflite_file(model, options)[1])
 
     def invocations(self, ctx: JobContext) -> list[Invocation]:
         """One runner process per repetition, told the precision of the file it runs."""
@@ -124,9 +115,7 @@ class TfliteFramework(RunnerFramework):
         key, why = select_tflite_file(ctx.spec.model, options)
         if key is None:
             raise UsageError(f"tflite: {why}")
-        path = ctx.files.get(f"files.{key}")
-        if path is None:
-            raise UsageError(f"tflite: model file {key!r} was not staged on the target")
+        path = self.staged_file(ctx, key)
         runner_options = {**options, "precision": _precision_of(key, options)}
         return [runner_invocation(ctx, backend=self.backend, model_path=path,
                                   options=runner_options)]
