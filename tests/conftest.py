@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+import socket
+import subprocess
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -79,3 +82,19 @@ def torchscript_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def entry_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A Python file with a factory that builds a tiny eager model."""
     return tiny_models.write_entry(tmp_path_factory.mktemp("entry") / "tiny_entry.py")
+
+
+def _default_adb_server_up() -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", 5037)) == 0
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_stray_adb_server() -> Iterator[None]:
+    """``benchlab doctor`` lists phones through the default adb server, which ``adb`` starts on
+    demand; stop it after the session if the tests were the ones that started it."""
+    was_up = _default_adb_server_up()
+    yield
+    if not was_up and shutil.which("adb") and _default_adb_server_up():
+        subprocess.run(["adb", "kill-server"], capture_output=True, timeout=30, check=False)

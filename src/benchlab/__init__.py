@@ -17,6 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from benchlab.api import compare, parse_framework, plan_sweep, run, track
+    from benchlab.doctor import diagnose
+    from benchlab.energy.session import EnergySettings
+    from benchlab.plugins import open_target
+    from benchlab.targets.adb import AdbTarget
+    from benchlab.targets.host import HostTarget
+    from benchlab.targets.ssh import SshTarget
     from benchlab.errors import BenchlabError, InfrastructureError, SpecError, UserError
     from benchlab.harness import TestOverrides
     from benchlab.outputs import ModelOutputs, outputs
@@ -30,7 +36,10 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "AdbTarget",
     "BenchlabError",
+    "EnergySettings",
+    "HostTarget",
     "InfrastructureError",
     "JobIdentity",
     "ModelOutputs",
@@ -39,15 +48,18 @@ __all__ = [
     "SCHEMA_VERSION",
     "Sample",
     "SpecError",
+    "SshTarget",
     "Status",
     "Summary",
     "TestOverrides",
     "UserError",
     "compare",
+    "diagnose",
     "export_models",
     "load_spec",
     "load_suite",
     "open_store",
+    "open_target",
     "outputs",
     "parse_framework",
     "plan_sweep",
@@ -82,6 +94,12 @@ _HOMES = {
     "run": "benchlab.api",
     "summarize": "benchlab.stats",
     "track": "benchlab.api",
+    "AdbTarget": "benchlab.targets.adb",
+    "HostTarget": "benchlab.targets.host",
+    "SshTarget": "benchlab.targets.ssh",
+    "EnergySettings": "benchlab.energy.session",
+    "diagnose": "benchlab.doctor",
+    "open_target": "benchlab.plugins",
 }
 
 

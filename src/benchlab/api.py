@@ -10,9 +10,10 @@ from rich.console import Console
 from benchlab.artifacts import ArtifactCache, default_cache_dir
 from benchlab.ab.pairs import CompareSettings, Side, compare_jobs
 from benchlab.ab.model import Comparison
+from benchlab.energy.session import EnergySettings
 from benchlab.errors import UsageError
 from benchlab.harness import Plan, TestOverrides, execute, plan
-from benchlab.plugins import FRAMEWORK_GROUP, available_names, load_target
+from benchlab.plugins import FRAMEWORK_GROUP, available_names, open_target, parse_plugin_text
 from benchlab.report.jsondir import write_result_json
 from benchlab.report.terminal import SweepProgress
 from benchlab.results import Results
@@ -34,28 +35,8 @@ DEFAULT_TIME_BUDGET_S = 60.0
 def parse_framework(text: str) -> FrameworkConfig:
     """Parse ``name`` or ``name:key=value,key=value`` (values parsed as int/float/bool if they
     look like one), e.g. ``pytorch:mode=torchscript`` or ``onnxruntime:intra_op_threads=1``."""
-    name, _, rest = text.partition(":")
-    if not name.strip():
-        raise UsageError(f"bad framework {text!r}: expected name or name:key=value,...")
-    options: dict[str, object] = {}
-    for item in filter(None, (p.strip() for p in rest.split(","))):
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"bad framework option {item!r} in {text!r}: expected key=value")
-        options[key.strip()] = _scalar(value.strip())
-    return FrameworkConfig(name.strip(), options)
-
-
-def _scalar(value: str) -> object:
-    lowered = value.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    for kind in (int, float):
-        try:
-            return kind(value)
-        except ValueError:
-            pass
-    return value
+    name, options = parse_plugin_text(text, "framework")
+    return FrameworkConfig(name, options)
 
 
 def _collect_specs(
@@ -106,7 +87,7 @@ def plan_sweep(
     *,
     models: Sequence[str] | None = None,
     frameworks: Sequence[str | FrameworkConfig] | None = None,
-    target: str = "host",
+    target: str | Target = "host",
     overrides: TestOverrides | None = None,
     cache_dir: Path | None = None,
     root_model_dir: Path | None = None,
@@ -114,7 +95,7 @@ def plan_sweep(
     """The jobs :func:`run` would run with the same arguments, without running them."""
     cache = ArtifactCache(cache_dir or default_cache_dir(), root_model_dir=root_model_dir)
     return _plan(
-        specs, models, frameworks, load_target(target), overrides, cache, root_model_dir
+        specs, models, frameworks, open_target(target), overrides, cache, root_model_dir
     )[0]
 
 
@@ -123,11 +104,12 @@ def run(
     *,
     models: Sequence[str] | None = None,
     frameworks: Sequence[str | FrameworkConfig] | None = None,
-    target: str = "host",
+    target: str | Target = "host",
     db: str | Path | None = None,
     resume: bool | int | str = False,
     overrides: TestOverrides | None = None,
     time_budget: float | None = None,
+    energy: str | EnergySettings | None = None,
     string_map: Mapping[str, str] | None = None,
     json_dir: Path | None = None,
     cache_dir: Path | None = None,
@@ -141,12 +123,17 @@ def run(
     ``small``). With neither, the zoo's default models run on every installed framework.
     ``frameworks`` limits and configures the frameworks (``"pytorch:mode=eager"``).
     Failed jobs do not raise: they are results with a failed status (see ``Results.failed``).
+    ``target`` is ``"host"``, ``"ssh:host=pi"``, ``"adb:serial=X"`` or a target object.
+    ``energy`` (``"auto"`` or a meter name) measures energy per inference where a meter can;
+    elsewhere each result's ``details.energy`` says why it is unavailable.
     """
+    if isinstance(energy, str):
+        energy = EnergySettings(meter=energy)
     cache = ArtifactCache(
         cache_dir or default_cache_dir(), root_model_dir=root_model_dir, progress=progress,
         console=console,
     )
-    the_target = load_target(target)
+    the_target = open_target(target)
     announce = (console or Console(stderr=True)).print if progress else None
     sweep, configs = _plan(specs, models, frameworks, the_target, overrides, cache,
                            root_model_dir, announce)
@@ -169,7 +156,8 @@ def run(
         try:
             record, results = execute(
                 sweep, the_target, cache, store, resume=resume, string_map=string_map,
-                time_budget=time_budget, description=_describe(specs, models, configs),
+                time_budget=time_budget, energy=energy,
+                description=_describe(specs, models, configs),
                 on_result=on_result, progress=bar, on_run=start,
             )
         finally:
@@ -207,7 +195,7 @@ def compare(
     treatment: Side,
     models: Sequence[str] | None = None,
     frameworks: Sequence[str | FrameworkConfig] | None = None,
-    target: str = "host",
+    target: str | Target = "host",
     db: str | Path | None = None,
     settings: CompareSettings | None = None,
     overrides: TestOverrides | None = None,
@@ -223,7 +211,7 @@ def compare(
     """
     cache = ArtifactCache(cache_dir or default_cache_dir(), root_model_dir=root_model_dir,
                           progress=False)
-    the_target = load_target(target)
+    the_target = open_target(target)
     if control.framework is not None and not frameworks:
         frameworks = [control.framework]
     sweep, _ = _plan(specs, models, frameworks, the_target, overrides, cache, root_model_dir)
@@ -251,7 +239,7 @@ def track(
     interval: float = 600.0,
     models: Sequence[str] | None = None,
     frameworks: Sequence[str | FrameworkConfig] | None = None,
-    target: str = "host",
+    target: str | Target = "host",
     db: str | Path | None = None,
     overrides: TestOverrides | None = None,
     cache_dir: Path | None = None,
@@ -264,7 +252,7 @@ def track(
     resumes where it stopped when run again with the same arguments.
     """
     cache = ArtifactCache(cache_dir or default_cache_dir(), progress=False)
-    the_target = load_target(target)
+    the_target = open_target(target)
     sweep, _ = _plan(specs, models, frameworks, the_target, overrides, cache, None)
     store = open_store(db)
     try:

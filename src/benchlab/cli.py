@@ -73,7 +73,9 @@ def run(
     specs: Annotated[list[Path], typer.Argument(help="Spec or suite files (JSON/YAML).")] = [],  # noqa: B006
     models: Annotated[Optional[str], typer.Option(help="Zoo models, comma-separated, or 'all'.")] = None,  # noqa: UP007,E501
     frameworks: Annotated[list[str], typer.Option("--frameworks", "-f", help="Frameworks, e.g. 'pytorch:mode=eager,onnxruntime' or 'all'.")] = [],  # noqa: B006,E501
-    target: Annotated[str, typer.Option(help="Where to run.")] = "host",
+    target: Annotated[str, typer.Option(help="Where to run: host, ssh:host=NAME, adb[:serial=X].")] = "host",  # noqa: E501
+    energy: Annotated[Optional[str], typer.Option(help="Measure energy per inference: auto, rapl, nvml, battery, monsoon.")] = None,  # noqa: UP007,E501
+    temperature_gate: Annotated[Optional[float], typer.Option(help="Before each process, wait until the device is below this many °C.")] = None,  # noqa: UP007,E501
     db: DbOption = None,
     resume: Annotated[bool, typer.Option("--resume", help="Finish the latest interrupted run of this sweep.")] = False,  # noqa: E501
     resume_run: Annotated[Optional[str], typer.Option(help="Finish this interrupted run (id or UUID prefix).")] = None,  # noqa: UP007,E501
@@ -105,6 +107,7 @@ def run(
         warmup=warmup, iter=iterations, repeat=repeat, min_time=min_time,
         target_ci=_percent(target_ci), threads=threads, cpu_list=cpu_list,
         profile_ops=True if profile_ops else None, timeout=timeout, cooldown=cooldown,
+        temperature_gate=temperature_gate,
     )
     model_names = [m.strip() for m in models.split(",") if m.strip()] if models else None
     common = dict(
@@ -115,7 +118,7 @@ def run(
         console.print_json(describe_plan(plan_sweep(list(specs), **common)))  # type: ignore[arg-type]
         return
     results = run_sweep(
-        list(specs), db=db, resume=resume_run or resume, time_budget=time_budget,
+        list(specs), db=db, resume=resume_run or resume, time_budget=time_budget, energy=energy,
         string_map=parse_string_map(string_map) if string_map else None, json_dir=json_dir,
         progress=not quiet, console=err_console, **common,  # type: ignore[arg-type]
     )
@@ -390,12 +393,15 @@ def schema(
 
 
 @app.command()
-def doctor(db: DbOption = None) -> None:
+def doctor(
+    db: DbOption = None,
+    target: Annotated[list[str], typer.Option("--target", help="Also check this target, e.g. 'ssh:host=pi' or 'adb:serial=X' (repeatable).")] = [],  # noqa: B006,E501
+) -> None:
     """What frameworks, targets and devices are available here, and why not where not."""
     from benchlab.doctor import diagnose
     from benchlab.report.history import doctor_tables
 
-    for table in doctor_tables(diagnose(db)):
+    for table in doctor_tables(diagnose(db, target)):
         console.print(table)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,9 +15,11 @@ from benchlab.plugins import (
     available_names,
     load_framework,
     load_target,
+    open_target,
+    parse_plugin_text,
 )
 
-__all__ = ["Diagnosis", "PluginStatus", "diagnose"]
+__all__ = ["Diagnosis", "PluginStatus", "device_summary", "diagnose"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,20 +46,82 @@ class Diagnosis:
 
 def _status(kind: str, name: str) -> PluginStatus:
     try:
-        plugin = load_framework(name) if kind == "framework" else load_target(name)
+        plugin = load_framework(name)
         available = plugin.availability()
-        device = dict(plugin.describe()) if kind == "target" and available.ok else {}
     except BenchlabError as exc:
         return PluginStatus(kind, name, False, None, str(exc))
-    return PluginStatus(kind, name, available.ok, available.version, available.reason, device)
+    return PluginStatus(kind, name, available.ok, available.version, available.reason)
 
 
-def diagnose(db: str | None = None) -> Diagnosis:
-    """Check every registered plugin (without importing any runtime) and the store."""
+def _target_statuses(label: str, plugin: Any) -> list[PluginStatus]:
+    """One status per device: an adb target with no serial lists every attached phone."""
+    try:
+        lister = getattr(plugin, "devices", None)
+        if lister is not None and getattr(plugin, "serial", "unset") is None:
+            phones = lister()
+            if phones:
+                return [s for phone in phones
+                        for s in _target_statuses(f"{label} {phone.serial}",
+                                                  plugin.for_device(phone.serial))]
+        available = plugin.availability()
+        device = dict(plugin.describe()) if available.ok else {}
+    except BenchlabError as exc:
+        return [PluginStatus("target", label, False, None, str(exc))]
+    return [PluginStatus("target", label, available.ok, available.version, available.reason,
+                         device)]
+
+
+def device_summary(device: dict[str, Any]) -> str:
+    """One line saying what a target's device is: CPU/SoC, cores, clusters, OS, heat, battery."""
+    parts: list[str] = []
+    if device.get("target") == "adb":
+        parts.append(f"{device.get('manufacturer') or ''} {device.get('model') or '?'}".strip())
+        soc = " ".join(str(x) for x in (device.get("soc_manufacturer"), device.get("soc_model"))
+                       if x) or device.get("board") or device.get("hardware")
+        parts += [f"SoC {soc}" if soc else "", device.get("abi") or "",
+                  f"Android {device.get('android')} (SDK {device.get('sdk')})"]
+    else:
+        parts += [device.get("hostname") or "", device.get("cpu_model") or "",
+                  device.get("os") or ""]
+    clusters = device.get("clusters") or []
+    if clusters:
+        parts.append(" + ".join(
+            f"{_count(c['cpus'])}×{c['hw_max_khz'] / 1e6:.2f} GHz" for c in clusters
+        ))
+    elif device.get("cpu_count"):
+        parts.append(f"{device['cpu_count']} cores")
+    temps = device.get("temperatures_c") or {}
+    parts.append(f"max {max(temps.values()):.1f} °C" if temps else "temperatures unreadable")
+    battery = device.get("battery")
+    if battery:
+        parts.append(f"battery {battery.get('level_percent')}% {battery.get('status') or ''}"
+                     .strip())
+    return " · ".join(p for p in parts if p)
+
+
+def _count(cpu_list: str) -> int:
+    from benchlab.environment import parse_cpu_list
+
+    return len(parse_cpu_list(cpu_list))
+
+
+def diagnose(db: str | None = None, targets: Sequence[str] = ()) -> Diagnosis:
+    """Check every registered plugin (without importing any runtime) and the store.
+
+    ``targets`` (``"ssh:host=pi"``, ``"adb:server_port=5038"``) replace the option-less check
+    of the targets they name, so configured boards and phones are listed with their devices.
+    """
     from benchlab.store import open_store
 
     plugins = [_status("framework", n) for n in available_names(FRAMEWORK_GROUP)]
-    plugins += [_status("target", n) for n in available_names(TARGET_GROUP)]
+    given = {parse_plugin_text(t, "target")[0]: t for t in targets}
+    for name in available_names(TARGET_GROUP):
+        try:
+            plugin = open_target(given[name]) if name in given else load_target(name)
+        except BenchlabError as exc:
+            plugins.append(PluginStatus("target", name, False, None, str(exc)))
+            continue
+        plugins += _target_statuses(name, plugin)
     try:
         with open_store(db) as store:
             where, ok = store.url, True

@@ -16,8 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from benchlab.artifacts import ArtifactCache
+from benchlab.energy.session import EnergySettings
 from benchlab.errors import UsageError
-from benchlab.frameworks.base import Framework, Unsupported
+from benchlab.frameworks.base import NATIVE_BINARY, Framework, Unsupported
 from benchlab.jobrun import Job, run_job
 from benchlab.plugins import FRAMEWORK_GROUP, available_names, load_framework
 from benchlab.schema import JobIdentity, Result
@@ -43,6 +44,8 @@ class TestOverrides:
     profile_ops: bool | None = None
     timeout: float | None = None
     cooldown: float | None = None
+    temperature_gate: float | None = None
+    gate_timeout: float | None = None
 
     def apply(self, test: TestCase) -> TestCase:
         """``test`` with every set override in place."""
@@ -124,7 +127,9 @@ def plan(
                 adapters[name] = load_framework(name)
             adapter = adapters[name]
             available = adapter.availability()
-            if not available.ok:
+            # A native tool (benchmark_model on a phone) needs no runtime on this machine.
+            native_only = bool(requested) and all(c.options.get(NATIVE_BINARY) for c in requested)
+            if not available.ok and not native_only:
                 skipped.append(Skipped(label, available.reason))
                 continue
             configs = adapter.configurations(spec.model, requested)
@@ -162,6 +167,7 @@ def execute(
     resume: bool | int | str = False,
     string_map: Mapping[str, str] | None = None,
     time_budget: float | None = None,
+    energy: EnergySettings | None = None,
     description: str = "",
     on_result: Callable[[Result], None] | None = None,
     progress: ProgressCallback | None = None,
@@ -197,7 +203,8 @@ def execute(
         for position, job in enumerate(pending):
             if progress:
                 progress(job, None)
-            result = run_job(job, target, cache, string_map=string_map, time_budget=time_budget)
+            result = run_job(job, target, cache, string_map=string_map, time_budget=time_budget,
+                             energy=energy)
             store.add_result(run.id, result)
             if on_result:
                 on_result(result)

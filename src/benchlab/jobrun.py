@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.artifacts import ArtifactCache
+from benchlab.energy.session import EnergySession, EnergySettings
+from benchlab.devicestate import GateOutcome, capture_state, state_flags, wait_until_cool
 from benchlab.errors import DownloadError, InfrastructureError, UserError
-from benchlab.frameworks.base import Framework, JobContext
+from benchlab.frameworks.base import NATIVE_BINARY, Framework, JobContext
 from benchlab.schema import JobIdentity, Result, Sample, Status, Summary, group_samples
 from benchlab.spec.placeholders import placeholder_map
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
@@ -111,8 +113,13 @@ def run_job(
     *,
     string_map: Mapping[str, str] | None = None,
     time_budget: float | None = None,
+    energy: EnergySettings | None = None,
 ) -> Result:
-    """Measure one job: ``test.repeat`` fresh processes, more while ``target_ci`` is unmet."""
+    """Measure one job: ``test.repeat`` fresh processes, more while ``target_ci`` is unmet.
+
+    With ``energy``, a power meter runs across the job (after an idle baseline) and
+    ``details.energy`` holds the energy per inference, or why it is unavailable.
+    """
     started_at = _now()
     test = job.test
     budget = time_budget if time_budget is not None else _DEFAULT_BUDGET_S
@@ -120,19 +127,39 @@ def run_job(
         # Each process gets its share of the job's budget for its own adaptive loop.
         test = replace(test, max_time=budget / max(test.repeat, 1))
     environment: dict[str, Any] = dict(target.describe())
+    # Targets that read their state while describing themselves need not read it twice.
+    state_before = environment.pop("state", None) or capture_state(target)
+    environment["state_before"] = state_before
+    gates: list[GateOutcome] = []
+    meter = EnergySession.open(target, energy) if energy is not None else None
 
     def finish(status: Status, samples: list[Sample], details: dict[str, Any],
                error: str | None = None, stderr: str | None = None) -> Result:
-        after = target.describe()
+        state_after = capture_state(target)
+        environment["state_after"] = state_after
         environment["after"] = {
-            "temperatures_c": after.get("temperatures_c"),
-            "load_average": after.get("load_average"),
+            "temperatures_c": (state_after or {}).get("temperatures_c"),
+            "load_average": (state_after or {}).get("load_average"),
         }
+        if meter is not None:
+            details["energy"], joules = meter.finish()
+            samples += [Sample("energy_per_inference", j * 1e3, "mJ", "NET", rep, 0)
+                        for rep, j in enumerate(joules)]
+        summaries = summarize_samples(samples, test.statistics)
+        latency = summaries.get(_LATENCY_KEY)
+        flags = state_flags(
+            state_before, state_after, gate_c=test.temperature_gate, gates=gates,
+            latency_warnings=latency.warnings if latency else (),
+        )
+        if flags:
+            details["device_flags"] = flags
+        if gates:
+            details["temperature_gate"] = [g.to_dict() for g in gates]
         return Result(
             identity=job.identity,
             status=status,
             samples=tuple(samples),
-            summaries=summarize_samples(samples, test.statistics),
+            summaries=summaries,
             environment=environment,
             details=details,
             error=error,
@@ -162,9 +189,18 @@ def run_job(
             job.spec, test, files=files, target_dir=workdir,
             extra={"PYTHON": target.python_executable(), **(string_map or {})},
         )
+        binary = job.config.options.get(NATIVE_BINARY)
+        if isinstance(binary, str) and Path(binary).expanduser().is_file():
+            # A native runner (benchmark_model, executor_runner...) given as a host path.
+            local = Path(binary).expanduser()
+            files[f"native.{NATIVE_BINARY}"] = target.push(local, workdir, local.name)
         began = time.monotonic()
         repetition = 0
+        if meter is not None:
+            meter.start()
         while True:
+            if test.temperature_gate is not None:
+                gates.append(wait_until_cool(target, test.temperature_gate, test.gate_timeout))
             ctx = JobContext(
                 spec=job.spec, test=test, config=job.config, workdir=workdir,
                 python=target.python_executable(), files=files, placeholders=placeholders,
@@ -175,6 +211,7 @@ def run_job(
             except UserError as exc:
                 return finish(Status.USER_ERROR, samples, details, str(exc))
             outputs: list[CommandResult] = []
+            span_start = time.monotonic()
             for invocation in invocations:
                 outcome = target.run(RunRequest(
                     argv=invocation.argv, env=invocation.env, cwd=workdir, timeout=test.timeout,
@@ -193,6 +230,12 @@ def run_job(
                     why = f"printed {len(parsed.malformed)} malformed metric line(s) and no valid one"
                 stdout = "\n".join(o.stdout for o in outputs)
                 return finish(Status.FAILED, samples, details, why, _tail(stdout))
+            if meter is not None:
+                meter.add_process(
+                    (span_start, time.monotonic()), parsed.details.get("measure_window"),
+                    sum(1 for s in parsed.samples if s.key == _LATENCY_KEY),
+                    same_clock=target.name == "host",
+                )
             samples += [
                 Sample(s.metric, s.value, s.unit, s.type, repetition, s.index)
                 for s in parsed.samples

@@ -11,7 +11,7 @@ import importlib.metadata
 from collections.abc import Callable
 from typing import Any
 
-from benchlab.errors import PluginLoadError, UnknownPluginError
+from benchlab.errors import PluginLoadError, UnknownPluginError, UsageError
 
 __all__ = [
     "FRAMEWORK_GROUP",
@@ -19,6 +19,8 @@ __all__ = [
     "available_names",
     "load_framework",
     "load_target",
+    "open_target",
+    "parse_plugin_text",
 ]
 
 FRAMEWORK_GROUP = "benchlab.frameworks"
@@ -54,6 +56,47 @@ def load_framework(name: str) -> Any:
     if not isinstance(plugin, Framework):
         raise PluginLoadError(f"framework {name!r} does not implement the Framework protocol")
     return plugin
+
+
+def _scalar(value: str) -> object:
+    lowered = value.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
+def parse_plugin_text(text: str, kind: str = "framework") -> tuple[str, dict[str, object]]:
+    """``name`` or ``name:key=value,key=value`` → ``(name, options)``.
+
+    Values that look like a bool, int or float become one; a value may itself contain ``=``
+    or ``:`` (``config=/home/me/.ssh/config``).
+    """
+    name, _, rest = text.partition(":")
+    if not name.strip():
+        raise UsageError(f"bad {kind} {text!r}: expected name or name:key=value,...")
+    options: dict[str, object] = {}
+    for item in filter(None, (p.strip() for p in rest.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"bad {kind} option {item!r} in {text!r}: expected key=value")
+        options[key.strip()] = _scalar(value.strip())
+    return name.strip(), options
+
+
+def open_target(target: Any) -> Any:
+    """A target object from ``"host"``, ``"ssh:host=pi"``, ``"adb:serial=X"`` or a target."""
+    if not isinstance(target, str):
+        return target
+    name, options = parse_plugin_text(target, "target")
+    try:
+        return load_target(name, **options)
+    except TypeError as exc:
+        raise UsageError(f"bad option for target {name!r} in {target!r}: {exc}") from None
 
 
 def load_target(name: str, **options: Any) -> Any:

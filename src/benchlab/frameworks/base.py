@@ -25,6 +25,7 @@ from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, ModelDef, TestCa
 from benchlab.targets.base import Availability, CommandResult
 
 __all__ = [
+    "NATIVE_BINARY",
     "Framework",
     "Invocation",
     "JobContext",
@@ -32,6 +33,11 @@ __all__ = [
     "Unsupported",
     "runner_invocation",
 ]
+
+
+#: The framework option naming a native benchmark binary (a host path, pushed, or a path on
+#: the target): ``tflite:binary=./benchmark_model`` runs LiteRT's own tool instead of the runner.
+NATIVE_BINARY = "binary"
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,9 +186,41 @@ class RunnerFramework:
             raise UsageError(f"{self.name}: model file {key!r} was not staged on the target")
         return path
 
+    #: The native tool's name, and its output parser (``text -> ParsedOutput``), if any.
+    native_tool = ""
+    native_parser: Callable[[str], ParsedOutput] | None = None
+
+    def native_binary(self, ctx: JobContext) -> str | None:
+        """The native tool to run instead of the runner, or None to use the runner.
+
+        A target without Python (a phone) needs one: the error says which option to give.
+        """
+        given = ctx.config.options.get(NATIVE_BINARY)
+        if given is None:
+            if not ctx.python and self.native_tool:
+                raise UsageError(
+                    f"{self.name}: the target has no Python for benchlab's runner; give the "
+                    f"native tool, e.g. -f {self.name}:{NATIVE_BINARY}=PATH/{self.native_tool}"
+                )
+            return None
+        return ctx.files.get(f"native.{NATIVE_BINARY}") or str(given)
+
+    def native_invocation(self, ctx: JobContext, argv: Sequence[str]) -> Invocation:
+        """The native tool's command: made executable first (``adb push``/``cat`` may drop the
+        mode bits), with the test's thread and environment settings."""
+        binary = shlex.quote(argv[0])
+        command = f"[ -x {binary} ] || chmod +x {binary} 2>/dev/null; {quote_command(argv)}"
+        return Invocation(argv=command, env={**thread_env(ctx.test.threads), **ctx.test.env})
+
     def parse(self, results: Sequence[CommandResult]) -> ParsedOutput:
-        """The runner prints native metric lines on stdout."""
-        return parse_output("\n".join(r.stdout for r in results))
+        """The runner's metric lines on stdout; a native tool's own report otherwise."""
+        stdout = "\n".join(r.stdout for r in results)
+        parsed = parse_output(stdout)
+        if parsed.metric_lines or self.native_parser is None:
+            return parsed
+        # Native tools print to stdout or stderr (and some only to logcat).
+        text = "\n".join(part for r in results for part in (r.stdout, r.stderr, r.log))
+        return self.native_parser(text)
 
     def model_file(self, ctx: JobContext, suffixes: tuple[str, ...]) -> str | None:
         """The target path of the first model file whose name ends with one of ``suffixes``."""

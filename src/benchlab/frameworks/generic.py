@@ -48,6 +48,6 @@ class GenericFramework:
         ]
 
     def parse(self, results: Sequence[CommandResult]) -> ParsedOutput:
-        """Metric lines may come on stdout or stderr (a logcat-style stream)."""
-        text = "\n".join(part for r in results for part in (r.stdout, r.stderr))
+        """Metric lines may come on stdout, stderr or the device log (Android's logcat)."""
+        text = "\n".join(part for r in results for part in (r.stdout, r.stderr, r.log))
         return parse_output(text)

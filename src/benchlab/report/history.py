@@ -46,14 +46,10 @@ def doctor_tables(diagnosis: Any) -> list[Table]:
     plugins = Table(title="frameworks and targets", header_style="bold")
     for name in ("kind", "name", "available", "version", "why not / device"):
         plugins.add_column(name, overflow="fold")
+    from benchlab.doctor import device_summary
+
     for p in diagnosis.plugins:
-        device = p.device
-        detail = p.reason or (
-            f"{device.get('cpu_model')} · {len(device.get('cpus_allowed') or [])} cores · "
-            f"{device.get('os')} · governor {_first(device.get('governors'))} · "
-            f"temps {device.get('temperatures_c') or 'unreadable'}"
-            if device else ""
-        )
+        detail = p.reason or (device_summary(p.device) if p.device else "")
         mark = "[green]yes[/]" if p.ok else "[red]no[/]"
         plugins.add_row(p.kind, p.name, mark, p.version or "-", detail)
     paths = Table(title="storage", header_style="bold", show_header=False)
@@ -63,10 +59,3 @@ def doctor_tables(diagnosis: Any) -> list[Table]:
                   else f"[red]{diagnosis.store}[/]")
     paths.add_row("artifact cache", str(diagnosis.cache_dir))
     return [plugins, paths]
-
-
-def _first(mapping: Any) -> str:
-    if not mapping:
-        return "unreadable"
-    values = sorted(set(mapping.values()))
-    return ",".join(values)

@@ -189,6 +189,9 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
         max_time=config.max_time or (_ADAPTIVE_MAX_TIME_S if config.target_ci else None),
     )
     latencies: list[float] = []
+    # The timed window on the system-wide monotonic clock, so an energy meter read by
+    # another process on this machine can be lined up with it.
+    window_start = time.monotonic()
     started = clock()
     while True:
         t0 = clock()
@@ -198,6 +201,8 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
         decision = stopper.should_stop(latencies, (t1 - started) / 1e9)
         if decision is not None:
             break
+    window = {"clock": "monotonic", "start": window_start, "end": time.monotonic(),
+              "iterations": len(latencies)}
     _, peak = memory_mib()
     outputs = backend.outputs() if (reference is not None or config.dump_outputs) else []
     if config.dump_outputs:
@@ -241,6 +246,7 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
     details.update(backend.info())
     details.update(decision.to_detail())
     details["inputs"] = {s.name: [s.shape, s.dtype] for s in specs}
+    details["measure_window"] = window
     lines.append(format_detail(**details))
     out.write("\n".join(lines) + "\n")
     out.flush()

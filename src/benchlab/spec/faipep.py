@@ -49,7 +49,7 @@ _SETTING_KEYS = frozenset(
     {
         "metric", "warmup", "iter", "min_time", "max_time", "repeat", "inputs", "input_files",
         "commands", "env", "statistics", "timeout", "cooldown", "cpu_list", "threads",
-        "profile_ops", "target_ci", "memory_limit",
+        "profile_ops", "target_ci", "memory_limit", "temperature_gate", "gate_timeout",
     }
 )  # fmt: skip
 

@@ -242,6 +242,10 @@ class TestDefaultsModel(BaseModel):
     threads: int | None = Field(None, ge=1, description="Intra-op threads.")
     profile_ops: bool = Field(False, description="Also measure per-operator times.")
     memory_limit: int | None = Field(None, ge=1, description="Address-space cap per process (MiB).")
+    temperature_gate: float | None = Field(
+        None, description="Before each process, wait until the device is below this (deg C)."
+    )
+    gate_timeout: Seconds = Field(300.0, description="Longest wait for the temperature gate.")
     target_ci: TargetFraction | None = Field(
         None, description="Stop once the CI of the median is this tight: 0.01 or '1%'."
     )

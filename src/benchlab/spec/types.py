@@ -82,7 +82,9 @@ class TestCase:
 
     Times are seconds. ``iter`` is the minimum number of timed iterations per fresh process,
     ``min_time``/``max_time`` bound how long each process measures, ``repeat`` is the number of
-    fresh processes. ``memory_limit`` (MiB) caps each process's address space. ``commands`` are for command-driven frameworks (``generic``) and still hold
+    fresh processes. ``memory_limit`` (MiB) caps each process's address space. Before each process,
+    the device must cool below ``temperature_gate`` (°C), waiting at most ``gate_timeout``.
+    ``commands`` are for command-driven frameworks (``generic``) and still hold
     their ``{placeholders}``; the harness substitutes them per job.
     """
 
@@ -105,6 +107,8 @@ class TestCase:
     profile_ops: bool = False
     target_ci: float | None = None
     memory_limit: int | None = None
+    temperature_gate: float | None = None
+    gate_timeout: float = 300.0
     placeholders: Mapping[str, str] = field(default_factory=dict)
 
 

@@ -47,7 +47,8 @@ class RunRequest:
 class CommandResult:
     """What one command did: exit status, output, and whether the timeout killed it.
 
-    ``returncode`` is negative when a signal ended the process (``-9`` for SIGKILL).
+    ``returncode`` is negative when a signal ended the process (``-9`` for SIGKILL). ``log``
+    holds the device log written while the command ran (Android's logcat), where captured.
     """
 
     returncode: int | None
@@ -55,6 +56,7 @@ class CommandResult:
     stderr: str
     duration: float
     timed_out: bool = False
+    log: str = ""
 
     @property
     def ok(self) -> bool:
@@ -74,6 +76,13 @@ class Target(Protocol):
 
     def describe(self) -> Mapping[str, Any]:
         """Identity and state of the device: CPU, cores, OS, governor, temperatures, load."""
+        ...
+
+    def device_state(self) -> Mapping[str, Any]:
+        """Frequencies, governors, clusters, temperatures, battery and load, now.
+
+        Every built-in target returns :func:`benchlab.targets.probe.parse_probe`'s shape.
+        """
         ...
 
     def python_executable(self) -> str:

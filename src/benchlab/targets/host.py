@@ -21,6 +21,7 @@ from typing import Any
 
 from benchlab.environment import capture_host_environment, parse_cpu_list
 from benchlab.targets.base import Availability, CommandResult, RunRequest
+from benchlab.targets.probe import PROBE_SCRIPT, parse_probe
 
 __all__ = ["HostTarget"]
 
@@ -43,6 +44,18 @@ class HostTarget:
     def describe(self) -> Mapping[str, Any]:
         """CPU, cores, OS, load, governor and temperatures of this machine."""
         return capture_host_environment()
+
+    def device_state(self) -> dict[str, Any]:
+        """Frequencies, temperatures, battery and load, read as on every other target."""
+        result = self.run(RunRequest(argv=["sh", "-c", PROBE_SCRIPT], timeout=60.0))
+        return parse_probe(result.stdout)
+
+    def power_meters(self) -> list[Any]:
+        """Meters that can read this machine: Intel/AMD RAPL, then an NVIDIA GPU's NVML."""
+        from benchlab.energy.nvml import NvmlMeter
+        from benchlab.energy.rapl import RaplMeter
+
+        return [RaplMeter(), NvmlMeter()]
 
     def python_executable(self) -> str:
         """The interpreter benchlab runs under, so the runner sees the same packages."""

@@ -38,6 +38,7 @@ from benchlab.frameworks.common import (
     file_keys_with_suffix,
     select_file_key,
 )
+from benchlab.frameworks.native import executor_runner_argv, parse_executor_runner
 from benchlab.spec.types import FrameworkConfig, ModelDef
 
 __all__ = [
@@ -117,6 +118,8 @@ class ExecuTorchFramework(RunnerFramework):
     name = "executorch"
     backend = "benchlab.frameworks.executorch.backend:ExecuTorchBackend"
     requires = ("executorch", "executorch", "executorch")
+    native_tool = "executor_runner"
+    native_parser = staticmethod(parse_executor_runner)
 
     def configurations(
         self, model: ModelDef, requested: Sequence[FrameworkConfig]
@@ -141,6 +144,13 @@ class ExecuTorchFramework(RunnerFramework):
         if key is None:
             raise UsageError(f"executorch: {why}")
         path = self.staged_file(ctx, key)
+        binary = self.native_binary(ctx)
+        if binary is not None:
+            return [self.native_invocation(ctx, executor_runner_argv(
+                binary, path, iterations=ctx.test.iter,
+                threads=options.get("threads", ctx.test.threads),
+                extra=str(options.get("flags", "")).split(),
+            ))]
         runner_options = {**options, **resolved_variant(key, options)}
         return [runner_invocation(ctx, backend=self.backend, model_path=path,
                                   options=runner_options)]

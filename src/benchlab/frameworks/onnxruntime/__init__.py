@@ -17,6 +17,7 @@ from benchlab.frameworks.common import (
     file_key_with_suffix,
     select_file_key,
 )
+from benchlab.frameworks.native import parse_perf_test, perf_test_argv
 from benchlab.spec.types import FrameworkConfig, ModelDef
 
 __all__ = ["INT8_KEY", "OnnxRuntimeFramework"]
@@ -32,6 +33,8 @@ class OnnxRuntimeFramework(RunnerFramework):
     name = "onnxruntime"
     backend = "benchlab.frameworks.onnxruntime.backend:OnnxRuntimeBackend"
     requires = ("onnxruntime", "onnxruntime", None)
+    native_tool = "onnxruntime_perf_test"
+    native_parser = staticmethod(parse_perf_test)
 
 
     def configurations(
@@ -51,6 +54,15 @@ class OnnxRuntimeFramework(RunnerFramework):
         key, why = _file_key(ctx.spec.model, ctx.config.options)
         if key is None:
             raise UsageError(why or "no .onnx file")
+        binary = self.native_binary(ctx)
+        if binary is not None:
+            options = ctx.config.options
+            return [self.native_invocation(ctx, perf_test_argv(
+                binary, ctx.files[f"files.{key}"], iterations=ctx.test.iter,
+                threads=options.get("threads", ctx.test.threads),
+                execution_provider=options.get("execution_provider"),
+                extra=str(options.get("flags", "")).split(),
+            ))]
         precision = "int8" if key == INT8_KEY else str(ctx.config.options.get("precision", "fp32"))
         return [runner_invocation(ctx, backend=self.backend, model_path=ctx.files[f"files.{key}"],
                                   options={**ctx.config.options, "precision": precision})]

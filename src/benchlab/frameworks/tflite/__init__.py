@@ -12,6 +12,10 @@ Options:
     ``fp32`` (default) or ``int8``: the file keyed ``tflite_int8``, required to exist.
 ``file``
     An explicit model file key; wins over the precision's zoo key.
+``binary``
+    Run LiteRT's own ``benchmark_model`` (a host path, pushed to the target, or a path on the
+    target) instead of benchlab's runner — the way to measure on a phone. ``flags`` adds
+    ``benchmark_model`` flags, space-separated (``flags=--use_gpu=true``).
 
 The adapter never imports LiteRT; :mod:`benchlab.frameworks.tflite.backend` does, in the runner.
 """
@@ -33,6 +37,7 @@ from benchlab.frameworks.common import (
     file_keys_with_suffix,
     select_file_key,
 )
+from benchlab.frameworks.native import benchmark_model_argv, parse_benchmark_model
 from benchlab.spec.types import FrameworkConfig, ModelDef
 
 __all__ = [
@@ -93,6 +98,8 @@ class TfliteFramework(RunnerFramework):
     name = "tflite"
     backend = "benchlab.frameworks.tflite.backend:TfliteBackend"
     requires = ("ai_edge_litert", "ai-edge-litert", "tflite")
+    native_tool = "benchmark_model"
+    native_parser = staticmethod(parse_benchmark_model)
 
     def configurations(
         self, model: ModelDef, requested: Sequence[FrameworkConfig]
@@ -116,6 +123,19 @@ class TfliteFramework(RunnerFramework):
         if key is None:
             raise UsageError(f"tflite: {why}")
         path = self.staged_file(ctx, key)
+        binary = self.native_binary(ctx)
+        if binary is not None:
+            test = ctx.test
+            return [self.native_invocation(ctx, benchmark_model_argv(
+                binary, path, threads=options.get("threads", test.threads), warmup=test.warmup,
+                iterations=test.iter, min_secs=test.min_time, profile_ops=test.profile_ops,
+                extra=_extra_flags(options),
+            ))]
         runner_options = {**options, "precision": _precision_of(key, options)}
         return [runner_invocation(ctx, backend=self.backend, model_path=path,
                                   options=runner_options)]
+
+
+def _extra_flags(options: Mapping[str, Any]) -> list[str]:
+    """A native tool's own extra flags from the ``flags`` option (space-separated)."""
+    return str(options.get("flags", "")).split()

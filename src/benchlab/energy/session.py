@@ -1,0 +1,157 @@
+"""Energy for one job: pick a meter for the target, take an idle baseline, attribute windows.
+
+:func:`choose_meter` asks the target for its meters (``power_meters()``: RAPL and NVML on the
+host, the battery counters on an adb phone) or builds the one named (``monsoon`` works with any
+target, being attached to this host). :class:`EnergySession` starts it, idles for a baseline,
+records every process's measured window and turns the readings into energy per inference,
+per process. With no usable meter the job's ``details.energy`` says ``unavailable`` and why.
+
+Window alignment: benchlab's runner reports its timed loop on the system's monotonic clock
+(``details.measure_window``), which is the meters' clock when the runner ran on this host.
+Elsewhere the window is the whole command as seen from the host — load and warm-up included —
+and the result says so (``window: "command"``), rather than pretending to a precision it lacks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchlab.energy.accounting import (
+    EnergyResult,
+    EnergyWindow,
+    energy_per_inference,
+    unavailable,
+)
+from benchlab.energy.meters import MeterError, PowerMeter, PowerReading
+
+__all__ = ["EnergySession", "EnergySettings", "choose_meter"]
+
+_AUTO = "auto"
+
+
+@dataclass(frozen=True, slots=True)
+class EnergySettings:
+    """Which meter (``auto``, ``rapl``, ``nvml``, ``battery``, ``monsoon``) and how long to idle."""
+
+    meter: str = _AUTO
+    idle_s: float = 2.0
+
+
+def _named_meter(name: str, target: Any) -> PowerMeter | None:
+    for meter in _target_meters(target):
+        if meter.name == name or meter.name.endswith(f"-{name}"):
+            return meter
+    if name == "monsoon":
+        from benchlab.energy.monsoon import MonsoonMeter
+
+        return MonsoonMeter()
+    if name == "rapl":
+        from benchlab.energy.rapl import RaplMeter
+
+        return RaplMeter()
+    if name == "nvml":
+        from benchlab.energy.nvml import NvmlMeter
+
+        return NvmlMeter()
+    return None
+
+
+def _target_meters(target: Any) -> list[PowerMeter]:
+    provider = getattr(target, "power_meters", None)
+    return list(provider()) if provider is not None else []
+
+
+def choose_meter(target: Any, which: str = _AUTO) -> tuple[PowerMeter | None, str]:
+    """The meter to use and ``""``, or ``None`` and why no meter can measure this target."""
+    if which != _AUTO:
+        meter = _named_meter(which, target)
+        if meter is None:
+            return None, f"no power meter called {which!r} (auto, rapl, nvml, battery, monsoon)"
+        available = meter.availability()
+        return (meter, "") if available.ok else (None, f"{meter.name}: {available.reason}")
+    reasons = []
+    for meter in _target_meters(target):
+        available = meter.availability()
+        if available.ok:
+            return meter, ""
+        reasons.append(f"{meter.name}: {available.reason}")
+    if not reasons:
+        return None, f"the {getattr(target, 'name', '?')} target has no power meter"
+    return None, "; ".join(reasons)
+
+
+@dataclass
+class EnergySession:
+    """One job's energy measurement (see the module docstring)."""
+
+    meter: PowerMeter | None
+    reason: str = ""
+    idle_s: float = 2.0
+    _baseline: tuple[float, float] | None = None
+    _windows: list[tuple[EnergyWindow, str]] = field(default_factory=list)
+    _running: bool = False
+
+    @classmethod
+    def open(cls, target: Any, settings: EnergySettings) -> EnergySession:
+        """Choose the meter for ``target``; an unusable one makes an ``unavailable`` session."""
+        meter, reason = choose_meter(target, settings.meter)
+        return cls(meter, reason, settings.idle_s)
+
+    def start(self) -> None:
+        """Start the meter and idle for the baseline (nothing of the job's runs yet)."""
+        if self.meter is None:
+            return
+        try:
+            self.meter.start()
+        except MeterError as exc:
+            self.meter, self.reason = None, str(exc)
+            return
+        self._running = True
+        begin = time.monotonic()
+        time.sleep(self.idle_s)
+        self._baseline = (begin, time.monotonic())
+
+    def add_process(
+        self, command_span: tuple[float, float], runner_window: Mapping[str, Any] | None,
+        iterations: int, *, same_clock: bool,
+    ) -> None:
+        """Record one process: its command span on the host clock and the runner's window."""
+        if not self._running or iterations <= 0:
+            return
+        if same_clock and runner_window and runner_window.get("clock") == "monotonic":
+            window = EnergyWindow(float(runner_window["start"]), float(runner_window["end"]),
+                                  int(runner_window.get("iterations") or iterations))
+            self._windows.append((window, "runner"))
+        else:
+            self._windows.append((EnergyWindow(*command_span, iterations), "command"))
+
+    def finish(self) -> tuple[dict[str, Any], list[float]]:
+        """``details.energy`` and the joules per inference of each process measured."""
+        if self.meter is None:
+            return unavailable("none", self.reason).to_dict(), []
+        readings: list[PowerReading] = []
+        if self._running:
+            try:
+                readings = self.meter.stop()
+            except MeterError as exc:
+                return unavailable(self.meter.name, str(exc)).to_dict(), []
+        if not self._windows:
+            return unavailable(self.meter.name, "no process reported a measured window"
+                               ).to_dict(), []
+        results: list[EnergyResult] = []
+        for window, kind in self._windows:
+            result = energy_per_inference(readings, window, baseline_window=self._baseline,
+                                          meter=self.meter.name)
+            results.append(result)
+            if not result.ok:
+                return result.to_dict(), []
+        per_process = [r.joules_per_inference for r in results if r.joules_per_inference is not None]
+        summary = results[-1].to_dict()
+        summary["joules_per_inference"] = sum(per_process) / len(per_process)
+        summary["per_process_joules_per_inference"] = per_process
+        summary["window"] = self._windows[-1][1]
+        summary["readings"] = len(readings)
+        return summary, per_process

@@ -1,0 +1,51 @@
+"""``python -m benchlab.standin --port 5555 --root DIR``: run a stand-in phone until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import tempfile
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+from benchlab.standin import StandinPhone, default_profile
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse arguments, start the stand-in, print how to connect, wait for Ctrl-C."""
+    parser = argparse.ArgumentParser(prog="python -m benchlab.standin",
+                                     description="A stand-in Android phone speaking ADB.")
+    parser.add_argument("--port", type=int, default=5555, help="TCP port (0: any free one)")
+    parser.add_argument("--root", type=Path, default=None,
+                        help="sandbox directory playing the device filesystem "
+                             "(default: a new temporary directory)")
+    parser.add_argument("--unrooted", action="store_true", help="a user build: no su")
+    parser.add_argument("--discharging", action="store_true", help="start unplugged")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log every service opened")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(name)s: %(message)s")
+    root = args.root or Path(tempfile.mkdtemp(prefix="benchlab-standin-"))
+    profile = replace(default_profile(), rooted=not args.unrooted,
+                      charging=not args.discharging)
+    # Ctrl-C (or SIGTERM) only sets a flag: an interrupt landing mid-start or mid-stop must
+    # not leave the sandbox half-written or the port open.
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    with StandinPhone(root, port=args.port, profile=profile) as phone:
+        print(f"stand-in phone {phone.serial} (sandbox {root})")
+        print(f"connect with: adb connect {phone.serial}", flush=True)
+        if 5555 <= phone.port <= 5585:
+            # The adb server probes these ports for emulators by itself.
+            print("note: adb servers also list this port as an emulator-NNNN device", flush=True)
+        while not stop.wait(0.5):
+            pass
+        print("stopping", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
