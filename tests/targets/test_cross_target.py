@@ -220,3 +220,24 @@ def test_doctor_lists_the_standin_phone_and_the_loopback_board(
     assert phone[0].serial in result.output and "Standin" in result.output
     ssh_row = next(line for line in result.output.splitlines() if "│ ssh" in line)
     assert "yes" in ssh_row
+
+
+def test_the_gate_waits_for_a_hot_phone_and_flags_one_that_heats_up(
+    tmp_path: Path, phone: tuple[StandinPhone, AdbServer]
+) -> None:
+    standin, server = phone
+    standin.set_temperature(52.0)
+    # ~6 s of busy shell work: the stand-in heats about 2 °C/s while a command runs.
+    spec = _spec(tmp_path, ["end=$(( $(date +%s) + 6 )); while [ $(date +%s) -lt $end ]; do :; "
+                            "done; sh {files.program} 3"])
+    result = list(benchlab.run(
+        spec, target=f"adb:server_port={server.port}", db=tmp_path / "results.db",
+        cache_dir=tmp_path / "cache",
+        overrides=Overrides(repeat=1, temperature_gate=45.0, gate_timeout=120.0),
+    ))[0]
+    assert result.status is Status.OK, result.error
+    gate = result.details["temperature_gate"][0]
+    assert gate["cooled"] is True and gate["start_c"] >= 45.0 > gate["end_c"]
+    assert gate["waited_s"] > 0
+    flags = {f["flag"]: f["detail"] for f in result.details["device_flags"]}
+    assert "temperature_above_gate" in flags, result.environment["state_after"]

@@ -81,7 +81,28 @@ def result_notes(results: Sequence[Result]) -> list[str]:
                 "time budget exhausted before the target CI")
             notes.append(f"{label}: {what}: median ±{width:.2f}% after {processes} processes, "
                          f"{latency.count} samples")
+        for flag in _device_flags(result):
+            notes.append(f"{label}: device {flag['flag'].replace('_', ' ')}: {flag['detail']}")
+        energy = result.details.get("energy")
+        if isinstance(energy, dict):
+            if energy.get("status") == "ok":
+                joules = energy.get("joules_per_inference") or 0.0
+                notes.append(f"{label}: energy {joules * 1e3:.3g} mJ/inference "
+                             f"({energy.get('meter')}, window: {energy.get('window')})"
+                             + (f"; {energy['warning']}" if energy.get("warning") else ""))
+            else:
+                notes.append(f"{label}: energy unavailable: {energy.get('reason')}")
     return notes
+
+
+#: Short tags for the notes column; drift is already tagged from the latency warnings.
+_FLAG_TAGS = {"temperature_above_gate": "hot", "not_cooled": "not-cooled",
+              "frequency_changed": "freq"}
+
+
+def _device_flags(result: Result) -> list[dict[str, str]]:
+    flags = result.details.get("device_flags") or []
+    return [f for f in flags if isinstance(f, dict) and f.get("flag") in _FLAG_TAGS]
 
 
 def _summary(result: Result, key: str) -> Summary | None:
@@ -136,6 +157,7 @@ def results_table(results: Sequence[Result], title: str = "benchlab results") ->
             notes += [warning_tag(w) for w in latency.warnings]
         if result.details.get("job_stop_reason") == "time_budget_exhausted":
             notes.append("budget")
+        notes += [_FLAG_TAGS[f["flag"]] for f in _device_flags(result)]
         ci = f"{latency.ci_rel_halfwidth * 100:.1f}%" if latency is not None else "-"
         style = _STATUS_STYLE.get(result.status, "")
         values = {

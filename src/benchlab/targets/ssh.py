@@ -66,6 +66,7 @@ class SshTarget(ShellTarget):
         ssh: str = "ssh",
         connect_timeout: float = 10.0,
         control_persist: int = 60,
+        multiplex: bool = True,
     ) -> None:
         self.host = str(host) if host is not None else None
         self.user = user
@@ -77,6 +78,7 @@ class SshTarget(ShellTarget):
         self.ssh = ssh
         self.connect_timeout = connect_timeout
         self.control_persist = control_persist
+        self.multiplex = multiplex
         # Unix socket paths are limited to ~104 bytes, so the directory must be short.
         key = hashlib.sha256(f"{host}|{user}|{port}|{config}".encode()).hexdigest()[:10]
         self._control_dir = Path(tempfile.gettempdir()) / f"benchlab-ssh-{os.getuid()}"
@@ -93,11 +95,13 @@ class SshTarget(ShellTarget):
         argv += [
             "-o", "BatchMode=yes",  # never hang on a password prompt
             "-o", f"ConnectTimeout={max(1, int(self.connect_timeout))}",
-            "-o", "ControlMaster=auto",
-            "-o", f"ControlPath={self._control_path}",
-            "-o", f"ControlPersist={self.control_persist}",
             "-o", "ServerAliveInterval=15",
         ]
+        if self.multiplex:
+            argv += ["-o", "ControlMaster=auto", "-o", f"ControlPath={self._control_path}",
+                     "-o", f"ControlPersist={self.control_persist}"]
+        else:
+            argv += ["-o", "ControlMaster=no", "-o", "ControlPath=none"]
         if self.port:
             argv += ["-p", str(self.port)]
         if self.identity:
@@ -111,7 +115,7 @@ class SshTarget(ShellTarget):
 
     def close(self) -> None:
         """Close the multiplexing master connection, if one is open."""
-        if not self.host:
+        if not self.host or not self.multiplex:
             return
         subprocess.run(
             [*self._base_argv()[:-1], "-O", "exit", self.host],
