@@ -15,6 +15,7 @@ gives up on the client.
 
 from __future__ import annotations
 
+import abc
 import secrets
 import shlex
 import signal
@@ -95,7 +96,7 @@ def _split_marked(text: str, token: str) -> tuple[str, str, int | None]:
     return text[:at], stderr, status
 
 
-class ShellTarget:
+class ShellTarget(abc.ABC):
     """Base of targets reached through a client program that runs remote ``sh`` commands.
 
     Subclasses provide :meth:`_client_argv` (the local command that runs one remote shell
@@ -109,8 +110,21 @@ class ShellTarget:
     max_command_chars = 60_000
 
     # -- what subclasses provide -------------------------------------------------------
+    @abc.abstractmethod
     def _client_argv(self, command: str) -> list[str]:
-        raise NotImplementedError
+        """The local argv that runs ``command`` in the device's shell."""
+
+    @abc.abstractmethod
+    def push(self, local: Path, workdir: str, name: str | None = None) -> str:
+        """Copy a local file into ``workdir`` on the device; its path there."""
+
+    @abc.abstractmethod
+    def pull(self, remote: str, local: Path) -> Path:
+        """Copy a file from the device to ``local``."""
+
+    @abc.abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """Identity and state of the device."""
 
     def _normalize(self, text: str) -> str:
         """Hook for clients that mangle line ends (old adb with a pty)."""
@@ -220,9 +234,6 @@ class ShellTarget:
         return f"sh {shlex.quote(remote)}; rc=$?; rm -f {shlex.quote(remote)}; exit $rc"
 
     # -- files and directories ------------------------------------------------------------
-    def push(self, local: Path, workdir: str, name: str | None = None) -> str:  # noqa: D102
-        raise NotImplementedError
-
     def make_workdir(self, name: str) -> str:
         """A fresh directory under :attr:`workroot` on the device."""
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60]
