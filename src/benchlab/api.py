@@ -11,7 +11,7 @@ from benchlab.artifacts import ArtifactCache, default_cache_dir
 from benchlab.ab.pairs import CompareSettings, Side, compare_jobs
 from benchlab.ab.model import Comparison
 from benchlab.energy.session import EnergySettings
-from benchlab.errors import UsageError
+from benchlab.errors import InfrastructureError, UsageError
 from benchlab.harness import Plan, TestOverrides, execute, plan
 from benchlab.plugins import FRAMEWORK_GROUP, available_names, open_target, parse_plugin_text
 from benchlab.report.jsondir import write_result_json
@@ -30,6 +30,16 @@ __all__ = ["compare", "parse_framework", "plan_sweep", "run", "track"]
 
 # When --target-ci is given without a budget, stop trying after this long per job.
 DEFAULT_TIME_BUDGET_S = 60.0
+
+
+def _usable_target(target: str | Target) -> Target:
+    """The target, checked once up front: an unreachable board or a missing phone is one clear
+    error before any job starts, not the same failure in every job."""
+    opened = open_target(target)
+    available = opened.availability()
+    if not available.ok:
+        raise InfrastructureError(f"target {opened.name!r} is not usable: {available.reason}")
+    return opened
 
 
 def parse_framework(text: str) -> FrameworkConfig:
@@ -95,7 +105,7 @@ def plan_sweep(
     """The jobs :func:`run` would run with the same arguments, without running them."""
     cache = ArtifactCache(cache_dir or default_cache_dir(), root_model_dir=root_model_dir)
     return _plan(
-        specs, models, frameworks, open_target(target), overrides, cache, root_model_dir
+        specs, models, frameworks, _usable_target(target), overrides, cache, root_model_dir
     )[0]
 
 
@@ -133,7 +143,7 @@ def run(
         cache_dir or default_cache_dir(), root_model_dir=root_model_dir, progress=progress,
         console=console,
     )
-    the_target = open_target(target)
+    the_target = _usable_target(target)
     announce = (console or Console(stderr=True)).print if progress else None
     sweep, configs = _plan(specs, models, frameworks, the_target, overrides, cache,
                            root_model_dir, announce)
@@ -211,7 +221,7 @@ def compare(
     """
     cache = ArtifactCache(cache_dir or default_cache_dir(), root_model_dir=root_model_dir,
                           progress=False)
-    the_target = open_target(target)
+    the_target = _usable_target(target)
     if control.framework is not None and not frameworks:
         frameworks = [control.framework]
     sweep, _ = _plan(specs, models, frameworks, the_target, overrides, cache, root_model_dir)
@@ -252,7 +262,7 @@ def track(
     resumes where it stopped when run again with the same arguments.
     """
     cache = ArtifactCache(cache_dir or default_cache_dir(), progress=False)
-    the_target = open_target(target)
+    the_target = _usable_target(target)
     sweep, _ = _plan(specs, models, frameworks, the_target, overrides, cache, None)
     store = open_store(db)
     try:

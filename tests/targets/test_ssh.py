@@ -118,3 +118,13 @@ def test_missing_host_is_a_usage_error() -> None:
     assert "ssh:host=NAME" in SshTarget().availability().reason
     with pytest.raises(UsageError):
         SshTarget().run(RunRequest(argv="true"))
+
+
+def test_a_sweep_on_an_unreachable_board_stops_before_any_job(tmp_path: Path) -> None:
+    import benchlab
+    from benchlab.errors import InfrastructureError
+
+    with pytest.raises(InfrastructureError, match="target 'ssh' is not usable: cannot reach"):
+        benchlab.run(models=["mlp"], target="ssh:host=127.0.0.1,port=1,connect_timeout=3",
+                     db=tmp_path / "r.db", cache_dir=tmp_path / "cache")
+    assert not (tmp_path / "cache").exists()  # nothing was exported or fetched
