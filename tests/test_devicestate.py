@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from fake_clock import FakeClock
+
 from benchlab.devicestate import capture_state, state_flags, wait_until_cool
 
 
@@ -20,17 +22,6 @@ class CoolingPhone:
         now = self.temp
         self.temp -= self.step
         return {"temperatures_c": {"cpu:thermal_zone0": now, "skin:thermal_zone1": now - 10}}
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def test_the_gate_waits_until_the_device_is_below_it() -> None:

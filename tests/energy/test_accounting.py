@@ -22,6 +22,7 @@ from benchlab.energy import (
     unavailable,
 )
 from benchlab.targets.base import Availability
+from fake_clock import FakeClock
 
 # Idle 2 W, 5 W while the model runs over [10, 13] s: 300 inferences cost (15 - 6) / 300 J.
 IDLE_W, BUSY_W, START, END, ITERS = 2.0, 5.0, 10.0, 13.0, 300
@@ -220,21 +221,8 @@ def test_charge_counter_estimate_is_reported_next_to_the_power_integration() -> 
     assert result.details["charge_counter_joules_per_inference"] == pytest.approx(TRUE_J)
 
 
-class _Clock:
-    """A fake monotonic clock that the fake sleep and the fake run advance."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-
 def test_measure_idle_and_window_with_a_scripted_meter() -> None:
-    clock = _Clock()
+    clock = FakeClock()
     # Idle 2 W for 4 s, then the run takes 3 s at 5 W; a counter read every 0.5 s to 10 s.
     # (A counter, because instantaneous samples of a power step smear it over one interval.)
     counter = ScriptedMeter([PowerReading(t=t, energy_j=_counter(t + 6.0)) for t in GRID[:21]])
@@ -265,7 +253,7 @@ class _FailsOnStop(ScriptedMeter):
     [(_Unavailable, "no meter on this target"), (_FailsOnStop, "charger plugged in")],
 )
 def test_measure_still_runs_when_the_meter_cannot_measure(meter_cls, reason) -> None:
-    clock = _Clock()
+    clock = FakeClock()
     meter = meter_cls(_power, times=GRID)
     measured = measure_idle_and_window(
         meter, lambda: 42, idle_s=1.0, clock=clock, sleep=clock.sleep

@@ -20,6 +20,7 @@ import secrets
 import shlex
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -225,8 +226,6 @@ class ShellTarget(abc.ABC):
 
     def _as_pushed_script(self, script: str, token: str) -> str:
         """Long command lines (a big runner config) travel as a file instead."""
-        import tempfile
-
         with tempfile.TemporaryDirectory() as tmp:
             local = Path(tmp) / f"benchlab-{token}.sh"
             local.write_text(script)
