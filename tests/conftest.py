@@ -1,4 +1,5 @@
-"""Fixtures shared across the test suite: a loopback HTTP file server and tiny model files."""
+"""Fixtures shared across the test suite: a loopback HTTP file server, tiny model files, and
+the record of which machine-dependent case each test took (see machine_facts.py)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,49 @@ import socket
 import subprocess
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import machine_facts
 import pytest
 import tiny_models
+
+_CASES = pytest.StashKey[list[tuple[str, str]]]()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    return machine_facts.header_lines()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-int8-baseline", action="store_true",
+                     help="record the measured int8 SQNR in tests/zoo/data/int8_baseline.json")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_CASES] = []
+
+
+@pytest.fixture
+def machine_case(request: pytest.FixtureRequest) -> Callable[[str], None]:
+    """Call it with the case a machine-dependent test took; the session summary lists them."""
+
+    def record(case: str) -> None:
+        request.node.user_properties.append(("machine_case", case))
+        request.config.stash[_CASES].append((request.node.nodeid, case))
+        print(f"machine case: {case}")
+
+    return record
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    cases = terminalreporter.config.stash.get(_CASES, [])
+    if cases:
+        terminalreporter.section("machine-dependent cases taken")
+        for nodeid, case in cases:
+            terminalreporter.write_line(f"{nodeid}: {case}")
 
 
 @dataclass

@@ -13,6 +13,7 @@ import pytest
 from benchlab import environment
 from benchlab.environment import (
     capture_host_environment,
+    cpu_features,
     package_versions,
     parse_cpu_list,
     read_temperatures,
@@ -48,9 +49,10 @@ def test_capture_host_environment_describes_this_machine() -> None:
     expected_keys = {
         "hostname", "os", "kernel", "machine", "python", "cpu_model", "cpu_count",
         "cpus_allowed", "load_average", "governors", "frequencies_khz", "temperatures_c",
-        "packages",
+        "packages", "cpu_features",
     }
     assert expected_keys <= set(env)
+    assert env["cpu_features"] == cpu_features(Path("/proc/cpuinfo").read_text())
     assert isinstance(env["cpu_count"], int) and env["cpu_count"] >= 1
     assert env["python"] == platform.python_version()
     assert env["cpus_allowed"] == sorted(os.sched_getaffinity(0))
@@ -62,6 +64,26 @@ def test_capture_host_environment_describes_this_machine() -> None:
     assert env["packages"]["benchlab"] == importlib.metadata.version("benchlab")
     # It is stored with every result, so it must be plain JSON.
     assert json.loads(json.dumps(env)) == env
+
+
+EPYC_FLAGS = "fpu vme sse sse2 ssse3 fma sse4_1 avx f16c avx2 sha_ni clzero"
+SAPPHIRE_RAPIDS_FLAGS = ("fpu sse2 avx fma f16c avx2 avx512f avx512bw avx512vl avx512_vnni "
+                         "avx_vnni avx512_bf16 avx512_fp16 amx_bf16 amx_tile amx_int8")
+
+
+@pytest.mark.parametrize(("cpuinfo", "expected"), [
+    (f"processor\t: 0\nflags\t\t: {EPYC_FLAGS}\n\nprocessor\t: 1\nflags\t: avx512f\n",
+     ["avx", "avx2", "f16c", "fma"]),
+    (f"flags\t: {SAPPHIRE_RAPIDS_FLAGS}\n",
+     ["amx_bf16", "amx_int8", "amx_tile", "avx", "avx2", "avx512_bf16", "avx512_fp16",
+      "avx512_vnni", "avx512bw", "avx512f", "avx512vl", "avx_vnni", "f16c", "fma"]),
+    ("processor\t: 0\nFeatures\t: fp asimd evtstrm aes asimddp i8mm bf16 sve\n",
+     ["asimd", "asimddp", "bf16", "i8mm", "sve"]),
+    ("processor\t: 0\nmodel name\t: no flags line\n", []),
+])
+def test_cpu_features_keeps_the_flags_that_pick_kernels(cpuinfo: str, expected: list[str]) -> None:
+    # Only the first CPU's line is read (the second one's avx512f is ignored).
+    assert cpu_features(cpuinfo) == expected
 
 
 def test_capture_does_not_import_runtimes() -> None:

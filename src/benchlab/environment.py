@@ -16,14 +16,30 @@ from typing import Any
 
 __all__ = [
     "RUNTIME_PACKAGES",
+    "INFERENCE_CPU_FEATURES",
     "capture_host_environment",
+    "cpu_features",
     "package_versions",
     "parse_cpu_list",
     "read_temperatures",
 ]
 
 # Distributions whose versions are worth recording beside every result.
-RUNTIME_PACKAGES = ("benchlab", "numpy", "torch", "onnxruntime", "onnx")
+RUNTIME_PACKAGES = (
+    "benchlab", "numpy", "torch", "onnxruntime", "onnx", "ai-edge-litert", "executorch",
+    "openvino",
+)
+
+#: CPU flags (as /proc/cpuinfo spells them) that change which kernels a runtime picks, and so
+#: its speed and sometimes its numbers: int8 dot products (VNNI, ARM dot product and i8mm),
+#: native bf16/fp16 arithmetic, and the vector widths.
+INFERENCE_CPU_FEATURES = frozenset({
+    # x86-64
+    "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx_vnni",
+    "avx512_bf16", "avx512_fp16", "amx_tile", "amx_int8", "amx_bf16", "amx_fp16",
+    # aarch64
+    "asimd", "asimddp", "asimdhp", "i8mm", "bf16", "sve", "sve2", "sme",
+})
 
 _SYS_CPU = Path("/sys/devices/system/cpu")
 _THERMAL = Path("/sys/class/thermal")
@@ -70,6 +86,20 @@ def _read(path: Path) -> str | None:
         return path.read_text().strip()
     except OSError:
         return None
+
+
+def cpu_features(cpuinfo: str | None = None) -> list[str]:
+    """The :data:`INFERENCE_CPU_FEATURES` this CPU has, sorted (``cpuinfo``: the text to read).
+
+    Reads the first ``flags`` (x86) or ``Features`` (ARM) line of ``/proc/cpuinfo``; an empty
+    list when there is none to read.
+    """
+    text = cpuinfo if cpuinfo is not None else (_read(Path("/proc/cpuinfo")) or "")
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip().lower() in ("flags", "features"):
+            return sorted(set(value.split()) & INFERENCE_CPU_FEATURES)
+    return []
 
 
 def _cpu_model() -> str | None:
@@ -128,6 +158,7 @@ def capture_host_environment() -> dict[str, Any]:
         "python": platform.python_version(),
         "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count(),
+        "cpu_features": cpu_features(),
         "cpus_allowed": sorted(os.sched_getaffinity(0)),
         "load_average": list(load) if load else None,
         **_frequencies(),

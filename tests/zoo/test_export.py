@@ -20,7 +20,10 @@ import numpy as np
 import onnx
 import pytest
 
+from .int8_baseline import check_int8_sqnr
+
 from benchlab.runner.accuracy import Reference, error_stats, load_reference, to_arrays
+from benchlab.zoo import quantize
 from benchlab.zoo.catalog import DEFAULT_FORMATS, FORMAT_FILES
 
 pytestmark = pytest.mark.slow
@@ -166,6 +169,18 @@ def test_int8_files_are_close_but_not_exact(
     assert stats["cosine_similarity"] > 0.9, stats
 
 
+@pytest.fixture
+def update_baseline(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-int8-baseline"))
+
+
+@pytest.mark.parametrize("key", ["onnx_int8", "pte_xnnpack_int8"])
+def test_int8_accuracy_is_the_recorded_one(
+    convnet_errors: dict[str, dict[str, float]], key: str, update_baseline: bool
+) -> None:
+    check_int8_sqnr("convnet", key, convnet_errors[key]["sqnr"], update=update_baseline)
+
+
 DICT_MODEL = textwrap.dedent('''
     import torch
     from torch import nn
@@ -187,7 +202,7 @@ DICT_MODEL = textwrap.dedent('''
 ''')
 
 
-def test_one_failing_exporter_loses_nothing_else(tmp_path: Path) -> None:
+def test_one_failing_exporter_loses_nothing_else(tmp_path: Path, update_baseline: bool) -> None:
     # torch.jit.trace rejects dict outputs; torch.onnx.export flattens them.
     (tmp_path / "dictmodel.py").write_text(DICT_MODEL)
     job = run_export(tmp_path / "out", name="dm", entry=f"{tmp_path}/dictmodel.py:build",
@@ -203,7 +218,10 @@ def test_one_failing_exporter_loses_nothing_else(tmp_path: Path) -> None:
         "dm.int8.onnx", "dm.reference.npz"]
     ref = load_reference(result["files"]["reference"])
     stats = error_stats(run_file("onnx_int8", result["files"]["onnx_int8"], ref), ref.outputs)
-    assert stats["cosine_similarity"] > 0.99, stats  # dynamic quantization of two Gemms
+    # Dynamic quantization of two Gemms with 7-bit weights: about 38 dB on any x86-64 CPU.
+    # With 8-bit weights a CPU without VNNI saturates and gives about 11-16 dB (cosine 0.96).
+    assert quantize.REDUCE_RANGE
+    check_int8_sqnr("dictmodel", "onnx_int8", stats["sqnr"], update=update_baseline)
 
 
 def test_bad_entry_exits_nonzero_with_reason(tmp_path: Path) -> None:

@@ -85,7 +85,10 @@ def model_fingerprint(model: ZooModel, onnx_bytes: bytes | None = None) -> str:
 
 
 #: Bumped when one format's exporter changes (so only that format is exported again).
-FORMAT_REVISIONS = {"reference": "2"}  # 2: eight input sets instead of one
+FORMAT_REVISIONS = {
+    "reference": "2",  # 2: eight input sets instead of one
+    "onnx_int8": "2",  # 2: 7-bit weights (quantize.REDUCE_RANGE), the same on every x86 CPU
+}
 
 
 def format_key(fingerprint: str, fmt: str) -> str:

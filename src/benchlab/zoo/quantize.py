@@ -13,7 +13,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ORT_STATIC_OPS", "PER_CHANNEL_OPSET", "quantize_onnx", "quantize_pt2e_xnnpack"]
+__all__ = [
+    "ORT_STATIC_OPS",
+    "PER_CHANNEL_OPSET",
+    "REDUCE_RANGE",
+    "quantize_onnx",
+    "quantize_pt2e_xnnpack",
+]
 
 #: Ops whose presence makes :func:`quantize_onnx` quantize statically. Static QDQ needs
 #: calibration but gives ORT's fast int8 convolutions; dynamic quantization would turn
@@ -21,6 +27,13 @@ __all__ = ["ORT_STATIC_OPS", "PER_CHANNEL_OPSET", "quantize_onnx", "quantize_pt2
 ORT_STATIC_OPS = frozenset({"Conv", "ConvTranspose"})
 #: The first opset whose DequantizeLinear takes per-channel scales.
 PER_CHANNEL_OPSET = 13
+#: Quantize weights to 7 bits. ONNX Runtime multiplies uint8 activations by int8 weights; on
+#: x86 CPUs without VNNI (AVX2, AVX-512 without VNNI) that product goes through an instruction
+#: that adds pairs into saturating int16, and 8-bit weights overflow it. 7-bit weights cannot,
+#: so the same file gives the same integer results on every x86-64 CPU. Measured on an AVX2
+#: EPYC (docs/accuracy.md): a two-Gemm MLP's int8 SQNR is 16 dB with 8-bit weights, 38 dB with
+#: 7-bit ones; on a VNNI CPU the cost is one bit of weight precision.
+REDUCE_RANGE = True
 
 
 def _opset(model: Any) -> int:
@@ -34,7 +47,11 @@ def _feeds(
 
 
 def quantize_onnx(
-    source: Path, target: Path, calibration: Sequence[tuple[np.ndarray, ...]]
+    source: Path,
+    target: Path,
+    calibration: Sequence[tuple[np.ndarray, ...]],
+    *,
+    reduce_range: bool = REDUCE_RANGE,
 ) -> str:
     """Write an int8 copy of the ONNX model ``source`` to ``target``; returns the method used.
 
@@ -42,7 +59,8 @@ def quantize_onnx(
     activations, the ORT default for x86) calibrated on ``calibration``; the rest (MLPs,
     transformers) get dynamic quantization of their MatMul/Gemm weights, which needs no
     calibration and is what ORT recommends for them. Weights are per-channel in both cases
-    (MiniLM's cosine against fp32: 0.917 per-tensor, 0.988 per-channel). The model is pre-processed first (symbolic
+    (MiniLM's cosine against fp32: 0.917 per-tensor, 0.988 per-channel), and 7 bits wide by
+    default (see :data:`REDUCE_RANGE`). The model is pre-processed first (symbolic
     shape inference and graph optimisation, the step ORT's documentation asks for) when that
     works. The result is loaded and run once in ONNX Runtime, so a file ORT cannot run raises
     here instead of in a benchmark.
@@ -102,12 +120,13 @@ def quantize_onnx(
         if static:
             quantize_static(
                 str(model_in), str(target), Reader(), quant_format=QuantFormat.QDQ,
-                per_channel=per_channel, activation_type=QuantType.QUInt8,
-                weight_type=QuantType.QInt8,
+                per_channel=per_channel, reduce_range=reduce_range,
+                activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
             )
         else:
             quantize_dynamic(
-                str(model_in), str(target), weight_type=QuantType.QInt8, per_channel=per_channel
+                str(model_in), str(target), weight_type=QuantType.QInt8, per_channel=per_channel,
+                reduce_range=reduce_range,
             )
     session = ort.InferenceSession(str(target), providers=["CPUExecutionProvider"])
     if feeds:
