@@ -127,9 +127,12 @@ def run(
         console.print(f"[dim]skipped {escape(label)}: {escape(reason)}[/]")
     if html is not None:
         from benchlab.report.matrix_html import write_matrix_html
+        from benchlab.store import open_store
 
+        with open_store(db) as store:
+            previous = store.previous_points(results)
         path = write_matrix_html(list(results), html, title=f"benchlab run {results.run_id}",
-                                 skipped=results.skipped)
+                                 skipped=results.skipped, previous=previous)
         console.print(f"report: {path}")
     if results.failed:
         err_console.print(f"[red]{len(results.failed)} of {len(results)} jobs failed[/]")
@@ -360,7 +363,9 @@ def results_html(
     with open_store(db) as store:
         record = store.get_run(run_ref)
         results = store.results(record.id, with_samples=True)
-    path = write_matrix_html(results, output, title=f"benchlab run {record.id}")
+        previous = store.previous_points(results)
+    path = write_matrix_html(results, output, title=f"benchlab run {record.id}",
+                             previous=previous)
     console.print(f"wrote {path}")
 
 
@@ -371,14 +376,21 @@ def results_history(
     db: DbOption = None,
     metric: Annotated[str, typer.Option(help="Metric key.")] = "NET latency",
     limit: Annotated[int, typer.Option(help="How many points.")] = 50,
+    html: Annotated[Optional[Path], typer.Option(help="Also write the history as an HTML plot here.")] = None,  # noqa: UP007,E501
 ) -> None:
-    """The history of one model × framework: the median over time, with its CI."""
+    """The history of one model × framework: the median over time, with its CI, and where the
+    runtime's version changed."""
     from benchlab.report.history import history_table
     from benchlab.store import open_store
 
     with open_store(db) as store:
         points = store.history(model, framework, metric_key=metric, limit=limit)
-    console.print(history_table(points, title=f"{model} @ {framework}: {metric}"))
+    title = f"{model} @ {framework}: {metric}"
+    console.print(history_table(points, title=title))
+    if html is not None:
+        from benchlab.report.history_html import write_history_html
+
+        console.print(f"report: {write_history_html(points, html, title=title)}")
 
 
 @app.command()

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import math
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,8 @@ from benchlab.report.matrix import matrix_cells, pareto_front
 from benchlab.report.matrix_html import _PALETTE, _FRONT, matrix_html, write_matrix_html
 from benchlab.report.terminal import results_table
 from benchlab.schema import JobIdentity, Result, Sample, Status
+
+from .browser import colour_pixels, screenshot
 
 
 def _result(model: str, framework: str, config: dict, latency: float, sqnr: float | None,
@@ -99,39 +99,14 @@ def test_html_is_self_contained_and_escaped() -> None:
         assert f'class="plot {kind}"' in page
 
 
-def _chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.fail("headless Chromium is needed for the report test: apt-get install chromium "
-                "(README's test command installs it)")
-
-
-def _colour_pixels(png: Path, colour: str, tolerance: int = 12) -> int:
-    from PIL import Image
-
-    want = tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
-    image = Image.open(png).convert("RGB")
-    return sum(count for count, rgb in image.getcolors(maxcolors=1 << 24)
-               if all(abs(a - b) <= tolerance for a, b in zip(rgb, want)))
-
-
 @pytest.mark.slow
 def test_report_renders_in_headless_chromium_offline(tmp_path: Path) -> None:
     page = write_matrix_html(_sweep(), tmp_path / "report.html", title="matrix test")
-    shot = tmp_path / "shot.png"
-    proc = subprocess.run(
-        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9",
-         "--window-size=1100,3600", f"--screenshot={shot}", page.as_uri()],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
-    )
-    assert proc.returncode == 0 and shot.is_file(), proc.stderr[-2000:]
+    shot = screenshot(page, tmp_path / "shot.png", (1100, 3600))
     # The plots drew: the first backend colour (dots, boxes, bars), the Pareto front's red,
     # and several other series colours cover real areas of the screenshot.
-    assert _colour_pixels(shot, _PALETTE[0]) > 300
-    assert _colour_pixels(shot, _FRONT) > 150
-    drawn = [c for c in _PALETTE[1:5] if _colour_pixels(shot, c) > 100]
+    assert colour_pixels(shot, _PALETTE[0]) > 300
+    assert colour_pixels(shot, _FRONT) > 150
+    drawn = [c for c in _PALETTE[1:5] if colour_pixels(shot, c) > 100]
     assert len(drawn) >= 3, drawn
     assert math.isfinite(shot.stat().st_size)

@@ -3,13 +3,42 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from benchlab.report.terminal import format_ms
 
-__all__ = ["doctor_tables", "history_table", "runs_table"]
+__all__ = ["RuntimeChange", "doctor_tables", "history_table", "runs_table", "runtime_changes"]
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeChange:
+    """A point of a history measured with another runtime version than the point before it."""
+
+    index: int
+    before: str | None
+    after: str | None
+
+    @property
+    def text(self) -> str:
+        """``1.31.1 → 1.32.0``, with ``?`` for a version that was not recorded."""
+        return f"{self.before or '?'} → {self.after or '?'}"
+
+
+def runtime_changes(points: Sequence[Any]) -> list[RuntimeChange]:
+    """Where the runtime version differs from the previous point's (``points`` oldest first).
+
+    A number that moved at one of these points may have moved with the release, not with the
+    model or the code under test; every history view marks them.
+    """
+    return [
+        RuntimeChange(i, points[i - 1].runtime_version, point.runtime_version)
+        for i, point in enumerate(points)
+        if i and point.runtime_version != points[i - 1].runtime_version
+    ]
 
 
 def runs_table(runs: Sequence[Any]) -> Table:
@@ -26,18 +55,28 @@ def runs_table(runs: Sequence[Any]) -> Table:
 
 
 def history_table(points: Sequence[Any], title: str) -> Table:
-    """One row per measurement of a model × framework: median, CI and spread over time."""
+    """One row per measurement of a model × framework: median, CI and spread over time, and
+    the runtime version, marked ◆ where it changed."""
+    changes = {change.index: change for change in runtime_changes(points)}
     table = Table(title=title, header_style="bold")
-    for name in ("when", "run", "test", "device", "p50 ms", "95% CI ms", "p90 ms", "n"):
+    for name in ("when", "run", "test", "device", "runtime", "p50 ms", "95% CI ms", "p90 ms",
+                 "n"):
         table.add_column(name)
-    for p in points:
+    for i, p in enumerate(points):
         s = p.summary
+        change = changes.get(i)
+        runtime = escape(p.runtime_version or "-")
+        if change is not None:
+            runtime = f"[bold yellow]◆ {escape(change.text)}[/]"
         table.add_row(
-            p.started_at[:19], str(p.run_id), p.test_identifier, p.device,
+            p.started_at[:19], str(p.run_id), p.test_identifier, p.device, runtime,
             format_ms(s.p50, s.unit),
             f"{format_ms(s.ci_low, s.unit)}–{format_ms(s.ci_high, s.unit)}",
             format_ms(s.p90, s.unit), str(s.count),
         )
+    if changes:
+        table.caption = ("◆ the runtime's version changed at this row: a step there may come "
+                         "from the release, not from the model or your change")
     return table
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.report.matrix import Cell, pareto_front
-from benchlab.report.svg import CSS, LEFT, RIGHT, WIDTH, esc, num, short, svg
+from benchlab.report.svg import CSS, LEFT, RIGHT, WIDTH, esc, num, short, svg, write_page
 
-__all__ = ["matrix_html", "write_matrix_html"]
+__all__ = ["matrix_html", "runtime_change_notes", "write_matrix_html"]
 
 # Series colours; none equals the Pareto front's red, so the front stays recognisable.
 _PALETTE = ("#3b6fb6", "#e07b39", "#2e7d32", "#8e44ad", "#00838f", "#f9a825", "#6d4c41",
@@ -27,6 +27,7 @@ _SQNR_CLIP = 160.0
 _EXTRA_CSS = """
 td.fast{font-weight:600}.heat td.n{min-width:70px}.skip{color:#777}
 td.failed{color:#c62828}.wide{overflow-x:auto}
+td.changed,.changed-note{color:#b26a00;font-weight:600}
 """
 
 
@@ -204,16 +205,25 @@ def _fmt(value: float | None, spec: str = ".3g", suffix: str = "") -> str:
     return "–" if value is None else f"{value:{spec}}{suffix}"
 
 
-def _table(cells: Sequence[Cell]) -> list[str]:
-    head = ("model", "backend", "precision", "status", "p50 ms", "p90 ms", "±CI", "items/s",
-            "load ms", "first ms", "peak MiB", "+load MiB", "size MiB", "max |err|", "SQNR dB",
-            "cosine", "top-1", "top-5")
+def _runtime(cell: Cell, changes: Mapping[tuple[str, str], str]) -> str:
+    change = changes.get((cell.model, cell.label))
+    if change is not None:
+        version = esc(cell.runtime_version or "?")
+        return f'<td class="changed" title="{esc(change)}">◆ {version}</td>'
+    return f"<td>{esc(cell.runtime_version or '–')}</td>"
+
+
+def _table(cells: Sequence[Cell], changes: Mapping[tuple[str, str], str]) -> list[str]:
+    head = ("model", "backend", "runtime", "precision", "status", "p50 ms", "p90 ms", "±CI",
+            "items/s", "load ms", "first ms", "peak MiB", "+load MiB", "size MiB", "max |err|",
+            "SQNR dB", "cosine", "top-1", "top-5")
     rows = ["<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in head)
             + "</tr></thead><tbody>"]
     for c in cells:
         if not c.ok:
             rows.append(f"<tr><td>{esc(c.model)}</td><td>{esc(c.label)}</td>"
-                        f"<td>{esc(c.precision)}</td><td class=\"failed\">{esc(c.status.value)}"
+                        f"{_runtime(c, changes)}<td>{esc(c.precision)}</td>"
+                        f"<td class=\"failed\">{esc(c.status.value)}"
                         f'</td><td colspan="14" class="failed">{esc(c.error or "")}</td></tr>')
             continue
         values = (
@@ -226,7 +236,7 @@ def _table(cells: Sequence[Cell]) -> list[str]:
             _fmt(c.top5 * 100 if c.top5 is not None else None, ".0f", "%"),
         )
         rows.append(f"<tr><td>{esc(c.model)}</td><td>{esc(c.label)}</td>"
-                    f"<td>{esc(c.precision)}</td><td>ok</td>"
+                    f"{_runtime(c, changes)}<td>{esc(c.precision)}</td><td>ok</td>"
                     + "".join(f'<td class="n">{esc(v)}</td>' for v in values) + "</tr>")
     rows.append("</tbody></table>")
     return rows
@@ -267,8 +277,14 @@ def matrix_html(
     title: str = "benchlab matrix",
     skipped: Sequence[tuple[str, str]] = (),
     facts: Mapping[str, Any] | None = None,
+    changes: Mapping[tuple[str, str], str] | None = None,
 ) -> str:
-    """The whole report as one HTML string (inline CSS and SVG, no scripts, no network)."""
+    """The whole report as one HTML string (inline CSS and SVG, no scripts, no network).
+
+    ``changes`` maps ``(model, backend label)`` to a note on a cell whose runtime version
+    changed since that job's previous run (see :func:`runtime_change_notes`).
+    """
+    changes = changes or {}
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -286,7 +302,15 @@ def matrix_html(
     if cells:
         parts += ["<h2>Latency at a glance</h2>", *_heat(cells),
                   '<p class="sub">p50 per cell; ×: times the model\'s fastest backend.</p>',
-                  "<h2>All cells</h2>", '<div class="wide">', *_table(cells), "</div>"]
+                  "<h2>All cells</h2>"]
+        if changes:
+            parts += ['<p class="changed-note">◆ The runtime changed since the previous run of '
+                      "these cells, so a number that moved there may have moved with the "
+                      "release:</p><ul>", *(f"<li><b>{esc(model)} @ {esc(label)}</b>: "
+                                            f"{esc(note)}</li>"
+                                            for (model, label), note in changes.items()),
+                      "</ul>"]
+        parts += ['<div class="wide">', *_table(cells, changes), "</div>"]
     if skipped:
         parts += ["<h2>Not run</h2><ul>",
                   *(f'<li class="skip"><b>{esc(label)}</b>: {esc(reason)}</li>'
@@ -322,14 +346,43 @@ def matrix_html(
     return "\n".join(parts) + "\n"
 
 
+def runtime_change_notes(
+    results: Sequence[Any], previous: Mapping[str, Any]
+) -> dict[tuple[str, str], str]:
+    """Notes for the cells whose runtime version differs from their job's previous run.
+
+    ``previous`` maps job keys to the last earlier measurement of that job (the store's
+    ``previous_points``); the note names both versions and both medians.
+    """
+    from benchlab.report.matrix import TO_MS, cell_of
+
+    notes: dict[tuple[str, str], str] = {}
+    for result in results:
+        before = previous.get(result.identity.key)
+        cell = cell_of(result)
+        if before is None or before.runtime_version == cell.runtime_version:
+            continue
+        then = before.summary.p50 * TO_MS.get(before.summary.unit, 1.0)
+        now = f", now {num(cell.p50)} ms" if cell.p50 is not None else ""
+        notes[(cell.model, cell.label)] = (
+            f"runtime {before.runtime_version or '?'} → {cell.runtime_version or '?'} since "
+            f"{before.started_at[:10]} (p50 then {num(then)} ms{now})")
+    return notes
+
+
 def write_matrix_html(
     results: Sequence[Any],
     path: Path,
     *,
     title: str = "benchlab matrix",
     skipped: Sequence[tuple[str, str]] = (),
+    previous: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Write the matrix report of ``results`` (with raw samples) to ``path``; returns it."""
+    """Write the matrix report of ``results`` (with raw samples) to ``path``; returns it.
+
+    ``previous``: the last earlier measurement of each job (``ResultStore.previous_points``),
+    so that cells whose runtime version changed since are marked.
+    """
     from benchlab.report.matrix import matrix_cells
 
     facts: dict[str, Any] = {}
@@ -339,10 +392,7 @@ def write_matrix_html(
                  "CPUs allowed": len(env.get("cpus_allowed", []) or []) or "?",
                  "started": (result.started_at or "")[:19]}
         break
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(matrix_html(matrix_cells(results), title=title, skipped=skipped, facts=facts),
-                   encoding="utf-8")
-    tmp.replace(path)
-    return path
+    changes = runtime_change_notes(results, previous) if previous else {}
+    page = matrix_html(matrix_cells(results), title=title, skipped=skipped, facts=facts,
+                       changes=changes)
+    return write_page(path, page)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from html import escape
+from pathlib import Path
 
 __all__ = [
     "CSS",
@@ -16,6 +17,7 @@ __all__ = [
     "RIGHT",
     "WIDTH",
     "axis",
+    "left_axis",
     "domain",
     "esc",
     "median",
@@ -25,6 +27,7 @@ __all__ = [
     "short",
     "svg",
     "ticks",
+    "write_page",
 ]
 
 WIDTH = 960  # every plot shares it so their axes line up down the page
@@ -134,8 +137,30 @@ def axis(x: Callable[[float], float], lo: float, hi: float, top: float, y: float
     return out
 
 
+def left_axis(y: Callable[[float], float], lo: float, hi: float, x0: float, x1: float,
+              fmt: Callable[[float], str]) -> list[str]:
+    """A left axis: light grid lines from ``x0`` to ``x1`` and tick labels left of ``x0``."""
+    out = []
+    for tick in ticks(lo, hi):
+        py = y(tick)
+        out.append(f'<line x1="{x0:.1f}" y1="{py:.1f}" x2="{x1:.1f}" y2="{py:.1f}" '
+                   f'stroke="#eee"/><text x="{x0 - 6:.1f}" y="{py + 4:.1f}" '
+                   f'text-anchor="end">{esc(fmt(tick))}</text>')
+    return out
+
+
 def svg(kind: str, height: float, body: list[str], label: str) -> str:
     """A plot's ``<svg>`` element of the shared width, with an accessible title."""
     return (f'<svg class="plot {kind}" viewBox="0 0 {WIDTH} {height:.0f}" width="{WIDTH}" '
             f'height="{height:.0f}" role="img" aria-label="{esc(label)}">'
             f"<title>{esc(label)}</title>{''.join(body)}</svg>")
+
+
+def write_page(path: Path, page: str) -> Path:
+    """Write a report page through a temporary file, so a reader never sees half of it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(page, encoding="utf-8")
+    tmp.replace(path)
+    return path

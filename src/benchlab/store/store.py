@@ -92,10 +92,37 @@ class HistoryPoint:
     target: str
     device: str
     summary: Summary
+    runtime_version: str | None = None
 
 
 RunRef = int | str | RunRecord
 """A run named by its id, a prefix of its UUID, ``"latest"``, or its :class:`RunRecord`."""
+
+
+# Newest first, so that a limit keeps the latest points.
+_HISTORY = select(
+    results.c.id, results.c.run_id, results.c.job_key, results.c.test_identifier,
+    results.c.target, results.c.device, results.c.started_at, results.c.summaries_json,
+    results.c.details_json,
+).where(results.c.status == Status.OK.value).order_by(
+    results.c.started_at.desc(), results.c.id.desc())
+
+
+def _points(rows: Iterable[Any], metric_key: str, limit: int) -> list[HistoryPoint]:
+    """The first ``limit`` rows of a :data:`_HISTORY` query that carry ``metric_key``."""
+    points: list[HistoryPoint] = []
+    for row in rows:
+        if len(points) >= limit:
+            break
+        summary = json.loads(row.summaries_json).get(metric_key)
+        if summary is not None:
+            points.append(HistoryPoint(
+                started_at=row.started_at, run_id=row.run_id, result_id=row.id,
+                job_key=row.job_key, test_identifier=row.test_identifier, target=row.target,
+                device=row.device, summary=Summary.from_dict(summary),
+                runtime_version=json.loads(row.details_json).get("runtime_version"),
+            ))
+    return points
 
 
 def open_store(url_or_path: str | Path | None = None) -> ResultStore:
@@ -371,49 +398,35 @@ class ResultStore:
         """The last ``limit`` summaries of one metric for a model on a framework, oldest first.
 
         Only ok results that carry ``metric_key`` count. This is the query behind a "history
-        of one model on one backend" view (p50 over time).
+        of one model on one backend" view (p50 over time); each point carries the runtime
+        version it was measured with, so a step that came with a release shows as such.
         """
-        points: list[HistoryPoint] = []
+        query = _HISTORY.where(results.c.model_name == model_name,
+                               results.c.framework == framework)
+        if target is not None:
+            query = query.where(results.c.target == target)
+        if test_identifier is not None:
+            query = query.where(results.c.test_identifier == test_identifier)
         with self._read("read history") as conn:
-            query = select(
-                results.c.id,
-                results.c.run_id,
-                results.c.job_key,
-                results.c.test_identifier,
-                results.c.target,
-                results.c.device,
-                results.c.started_at,
-                results.c.summaries_json,
-            ).where(
-                results.c.model_name == model_name,
-                results.c.framework == framework,
-                results.c.status == Status.OK.value,
-            )
-            if target is not None:
-                query = query.where(results.c.target == target)
-            if test_identifier is not None:
-                query = query.where(results.c.test_identifier == test_identifier)
-            query = query.order_by(results.c.started_at.desc(), results.c.id.desc())
-            for row in conn.execute(query):
-                if len(points) >= limit:
-                    break
-                summary = json.loads(row.summaries_json).get(metric_key)
-                if summary is None:
-                    continue
-                points.append(
-                    HistoryPoint(
-                        started_at=row.started_at,
-                        run_id=row.run_id,
-                        result_id=row.id,
-                        job_key=row.job_key,
-                        test_identifier=row.test_identifier,
-                        target=row.target,
-                        device=row.device,
-                        summary=Summary.from_dict(summary),
-                    )
-                )
+            points = _points(conn.execute(query), metric_key, limit)
         points.reverse()
         return points
+
+    def previous_points(
+        self, later: Iterable[Result], metric_key: str = "NET latency"
+    ) -> dict[str, HistoryPoint]:
+        """For each result of ``later``, the last ok measurement of the same job before it.
+
+        Keyed by job key; jobs measured for the first time are left out. Reports use it to say
+        what changed since the previous run of a cell (its runtime version, its median).
+        """
+        found: dict[str, HistoryPoint] = {}
+        with self._read("read history") as conn:
+            for result in later:
+                query = _HISTORY.where(results.c.job_key == result.identity.key,
+                                       results.c.started_at < result.started_at)
+                found.update((p.job_key, p) for p in _points(conn.execute(query), metric_key, 1))
+        return found
 
     # Helpers
 
