@@ -10,15 +10,28 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import importlib.util
+import json
 import os
+import re
+import subprocess
+import sys
 from pathlib import Path
+
+from packaging.utils import canonicalize_name
 
 from benchlab.environment import cpu_features
 
+LOCK = Path(__file__).parent.parent / "requirements" / "lock.txt"
+_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)$")
+
 __all__ = [
+    "LOCK",
     "cpu_flags",
     "has_int8_dot_product",
     "header_lines",
+    "lock_differences",
+    "locked_versions",
     "openvino_capabilities",
     "openvino_runs_bf16",
     "version",
@@ -43,11 +56,15 @@ def openvino_capabilities() -> frozenset[str]:
     Empty when OpenVINO is not installed. ``BF16`` is listed only where the CPU has bf16
     arithmetic (AVX512_BF16 or AMX); elsewhere a bf16 request is compiled as f32.
     """
-    try:
-        import openvino as ov
-    except ImportError:
+    if importlib.util.find_spec("openvino") is None:
         return frozenset()
-    return frozenset(ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES"))
+    # Asked in a child process, so the session header does not load OpenVINO (and its
+    # threading runtime) into every test's process ahead of the others.
+    probe = ("import json, openvino as ov; print(json.dumps(ov.Core().get_property("
+             "'CPU', 'OPTIMIZATION_CAPABILITIES')))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, check=True)
+    return frozenset(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
 def openvino_runs_bf16() -> bool:
@@ -61,6 +78,26 @@ def version(distribution: str) -> str | None:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def locked_versions() -> dict[str, str]:
+    """``requirements/lock.txt`` as {canonical name: version}; a line that is not an exact pin
+    raises ``ValueError``."""
+    pins = {}
+    for line in LOCK.read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        match = _PIN.match(line.strip())
+        if match is None:
+            raise ValueError(f"{LOCK}: not an exact pin: {line!r}")
+        pins[canonicalize_name(match[1])] = match[2]
+    return pins
+
+
+def lock_differences() -> dict[str, tuple[str, str | None]]:
+    """Locked packages installed at another version, or absent: {name: (locked, installed)}."""
+    return {name: (pinned, installed) for name, pinned in locked_versions().items()
+            if (installed := version(name)) != pinned}
 
 
 def _cpu_model() -> str:
@@ -82,4 +119,13 @@ def header_lines() -> list[str]:
         f"machine: int8 dot product {'yes' if has_int8_dot_product() else 'no'}; OpenVINO "
         f"CPU capabilities: {' '.join(sorted(openvino_capabilities())) or 'none'}",
         f"machine: {runtimes}",
+        f"machine: {_lock_line()}",
     ]
+
+
+def _lock_line() -> str:
+    differ = lock_differences()
+    if not differ:
+        return f"installed exactly as requirements/lock.txt pins ({len(locked_versions())})"
+    shown = ", ".join(f"{n} {i or 'absent'} (lock {p})" for n, (p, i) in sorted(differ.items()))
+    return f"{len(differ)} packages differ from requirements/lock.txt: {shown}"

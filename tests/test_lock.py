@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-import re
 import tomllib
 from pathlib import Path
 
+from machine_facts import locked_versions
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).parent.parent
-LOCK = ROOT / "requirements" / "lock.txt"
-PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)$")
-
-
-def _lock() -> dict[str, str]:
-    pins = {}
-    for line in LOCK.read_text().splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        match = PIN.match(line.strip())
-        assert match, f"lock.txt: not an exact pin: {line!r}"
-        pins[canonicalize_name(match[1])] = match[2]
-    return pins
 
 
 def _declared() -> list[Requirement]:
@@ -45,7 +32,7 @@ def _declared() -> list[Requirement]:
 
 
 def test_every_declared_dependency_is_pinned_within_its_range() -> None:
-    pins = _lock()
+    pins = locked_versions()
     for requirement in _declared():
         name = canonicalize_name(requirement.name)
         assert name in pins, f"{name} is declared in pyproject.toml but not locked: run " \
@@ -57,10 +44,10 @@ def test_every_declared_dependency_is_pinned_within_its_range() -> None:
 
 def test_torch_is_the_cpu_build() -> None:
     # Any other torch 2.13.0 on PyPI is a CUDA build of several GB.
-    assert _lock()["torch"] == "2.13.0+cpu"
+    assert locked_versions()["torch"] == "2.13.0+cpu"
 
 
-def test_readme_commands_and_ci_install_from_the_lock() -> None:
+def test_readme_commands_and_ci_install_from_thelocked_versions() -> None:
     readme = (ROOT / "README.md").read_text()
     commands = [line for line in readme.splitlines() if ".venv/bin/pip install" in line][:2]
     assert len(commands) == 2
