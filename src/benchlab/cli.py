@@ -423,7 +423,9 @@ def main() -> None:
         # Outside standalone mode click returns a command's typer.Exit code instead of exiting.
         code = app(standalone_mode=False)
     except BenchlabError as exc:
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+        # soft_wrap: an error stays one line (grep-able in CI logs) however long it is.
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False,
+                          soft_wrap=True)
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

@@ -8,12 +8,16 @@ problem it is, because the two call for opposite reactions::
     │   ├── SpecError             a spec or suite is malformed (file, field path, problem)
     │   ├── ArtifactHashMismatch  a file still fails its declared hash after one re-download
     │   ├── UnknownPluginError    a framework or target name nobody registered
-    │   └── UsageError            contradictory options to run/results/...
-    └── InfrastructureError       the machine or network failed: retry, maybe elsewhere (exit 3)
-        ├── DownloadError         an artifact could not be fetched
-        ├── TargetError           a target could not push, run or pull
-        ├── PluginLoadError       a registered plugin failed to import or is malformed
-        └── StoreError            the results store cannot be opened or written
+    │   ├── UsageError            contradictory options to run/results/...
+    │   └── ModelBuildError       a model definition cannot be built or run eagerly
+    ├── InfrastructureError       the machine or network failed: retry, maybe elsewhere (exit 3)
+    │   ├── DownloadError         an artifact could not be fetched
+    │   ├── TargetError           a target could not push, run or pull
+    │   ├── PluginLoadError       a registered plugin failed to import or is malformed
+    │   ├── StoreError            the results store cannot be opened or written
+    │   └── WindowNotCoveredError a power meter's readings do not cover a measured window
+    └── CommitFailedError         a commit under `track` did not build or its benchmark failed
+                                  (exit 1, as a failed job of `run`)
 
 A job that crashes, hangs or prints garbage is *not* an exception: it becomes a result with a
 failed status, so one bad runtime never stops a sweep.
@@ -27,8 +31,10 @@ from pathlib import Path
 __all__ = [
     "ArtifactHashMismatch",
     "BenchlabError",
+    "CommitFailedError",
     "DownloadError",
     "InfrastructureError",
+    "ModelBuildError",
     "PluginLoadError",
     "SpecError",
     "StoreError",
@@ -36,6 +42,7 @@ __all__ = [
     "UnknownPluginError",
     "UsageError",
     "UserError",
+    "WindowNotCoveredError",
     "format_field_path",
 ]
 
@@ -89,6 +96,10 @@ class UsageError(UserError):
     """Options that make no sense together, or a reference to something that does not exist."""
 
 
+class ModelBuildError(UserError):
+    """A model cannot be built or run eagerly (its factory, inputs or file): nothing to export."""
+
+
 class DownloadError(InfrastructureError):
     """An artifact could not be fetched from its location."""
 
@@ -103,6 +114,18 @@ class PluginLoadError(InfrastructureError):
 
 class StoreError(InfrastructureError):
     """The results store could not be opened, migrated or written."""
+
+
+class WindowNotCoveredError(InfrastructureError):
+    """A power meter's readings do not reach back to a window's start or forward to its end."""
+
+
+class CommitFailedError(BenchlabError):
+    """A commit walked by ``track`` could not be built, or its benchmark produced no latency.
+
+    Like a failed job of ``run`` (exit 1): the message names the commit and why, and where the
+    build log is; the commits measured before it stay in the store.
+    """
 
 
 def format_field_path(parts: Sequence[str | int]) -> str:

@@ -28,6 +28,7 @@ from benchlab.targets.base import CommandResult, RunRequest
 from benchlab.targets.host import HostTarget
 
 from .availability import probe
+from .runner_imports import assert_runner_loads_only_its_backend
 
 XNNPACK = FrameworkConfig("executorch", {"delegate": "xnnpack"})
 XNNPACK_INT8 = FrameworkConfig("executorch", {"delegate": "xnnpack", "precision": "int8"})
@@ -283,3 +284,18 @@ def test_portable_run_takes_its_inputs_from_the_program(
         assert [got[f"output.{i}"].shape for i in range(2)] == [(2, 4), (2, 1)]
         for i in range(2):
             np.testing.assert_allclose(got[f"output.{i}"], want[f"arr_{i}"], atol=1e-5)
+
+
+@pytest.mark.slow
+def test_the_runner_process_loads_only_the_runner_and_this_backend(
+    fw: ExecuTorchFramework,
+    make_model: Callable[..., ModelDef],
+    make_ctx: Callable[..., JobContext],
+    tiny_pte: Tiny,
+    tmp_path: Path,
+) -> None:
+    model = make_model({"pte_xnnpack": "tiny.xnnpack.pte"}, format="executorch")
+    ctx = make_ctx(model, XNNPACK, files={"files.pte_xnnpack": str(tiny_pte.xnnpack)},
+                   workdir=str(tmp_path), iter=2, threads=1)
+    [invocation] = fw.invocations(ctx)
+    assert assert_runner_loads_only_its_backend(invocation, "executorch") > 0

@@ -16,6 +16,7 @@ from benchlab.targets.base import CommandResult, RunRequest
 from benchlab.targets.host import HostTarget
 
 from .availability import probe
+from .runner_imports import assert_runner_loads_only_its_backend
 
 DEFAULT = FrameworkConfig("onnxruntime", {})
 
@@ -118,6 +119,20 @@ def test_run_end_to_end_through_the_host_target(
     assert parsed.details["graph_optimization_level"] == "basic"
     assert parsed.details["intra_op_threads"] == 1
     assert parsed.details["runtime_version"] == importlib.metadata.version("onnxruntime")
+
+
+def test_the_runner_process_loads_only_the_runner_and_this_backend(
+    fw: OnnxRuntimeFramework,
+    make_model: Callable[..., ModelDef],
+    make_ctx: Callable[..., JobContext],
+    onnx_file: Path,
+    tmp_path: Path,
+) -> None:
+    model = make_model({"model": "tiny.onnx"})
+    ctx = make_ctx(model, DEFAULT, files={"files.model": str(onnx_file)}, workdir=str(tmp_path),
+                   iter=2, threads=1)
+    [invocation] = fw.invocations(ctx)
+    assert assert_runner_loads_only_its_backend(invocation, "onnxruntime") > 0
 
 
 def test_a_bad_option_fails_the_run_with_the_reason(

@@ -28,6 +28,7 @@ from benchlab.targets.base import RunRequest
 from benchlab.targets.host import HostTarget
 
 from .conftest import job_context, model_def
+from .runner_imports import assert_runner_loads_only_its_backend
 
 DEFAULT = FrameworkConfig("openvino", {"precision": "f32"})
 IR_FILES = {"openvino": "tiny.xml", "openvino_bin": "tiny.bin"}
@@ -294,3 +295,15 @@ def test_onnx_files_are_read_directly(run: Callable[[str], ParsedOutput]) -> Non
         "onnx", "tiny.onnx")
     assert parsed.details["precision"] == "f32"
     assert _metric(parsed, "NET", "error_max_abs")[0] < 1e-5
+
+
+@pytest.mark.slow
+def test_the_runner_process_loads_only_the_runner_and_this_backend(
+    tiny_ir: TinyIR, tmp_path: Path
+) -> None:
+    fw = OpenVinoFramework()
+    model = model_def(IR_FILES, format="openvino")
+    ctx = job_context(model, DEFAULT, workdir=str(tmp_path), iter=2, threads=1, files={
+        "files.openvino": str(tiny_ir.xml), "files.openvino_bin": str(tiny_ir.weights)})
+    [invocation] = fw.invocations(ctx)
+    assert assert_runner_loads_only_its_backend(invocation, "openvino") > 0

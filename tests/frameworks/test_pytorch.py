@@ -21,6 +21,7 @@ from benchlab.targets.host import HostTarget
 
 from .availability import probe
 from .conftest import job_context, model_def
+from .runner_imports import assert_runner_loads_only_its_backend
 
 ENTRY = "benchlab.zoo.models:mlp"
 EAGER = FrameworkConfig("pytorch", {"mode": "eager"})
@@ -373,3 +374,17 @@ def test_eager_bf16_autocast_is_reported_and_less_accurate(
     assert parsed.details["precision"] == "bf16"
     # bfloat16 keeps 8 bits of mantissa: errors of ~1e-2 where fp32 eager matches exactly.
     assert _values(parsed, "error_max_abs")[0] > 1e-4
+
+
+@pytest.mark.slow
+def test_the_runner_process_loads_only_the_runner_and_this_backend(
+    fw: PyTorchFramework, tiny_torch: TinyTorch, tmp_path: Path
+) -> None:
+    model = model_def({"pt2": tiny_torch.pt2.name}, format="pytorch", entry=tiny_torch.entry)
+    [config] = fw.configurations(  # type: ignore[misc]
+        model, [FrameworkConfig("pytorch", {"mode": "export"})]
+    )
+    ctx = job_context(model, config, files={"files.pt2": str(tiny_torch.pt2)},
+                      workdir=str(tmp_path), iter=2, threads=1)
+    [invocation] = fw.invocations(ctx)
+    assert assert_runner_loads_only_its_backend(invocation, "pytorch") > 0

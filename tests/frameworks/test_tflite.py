@@ -30,6 +30,7 @@ from benchlab.targets.base import CommandResult, RunRequest
 from benchlab.targets.host import HostTarget
 
 from .availability import probe
+from .runner_imports import assert_runner_loads_only_its_backend
 
 DEFAULT = FrameworkConfig("tflite", {})
 INT8 = FrameworkConfig("tflite", {"precision": "int8"})
@@ -405,3 +406,18 @@ def test_twelve_outputs_come_back_in_source_order(
     _run_with(fw.invocations(ctx)[0], dump_outputs=str(dumped))
     with np.load(dumped) as got:
         assert [got[f"output.{i}"].shape for i in range(12)] == [(1, i + 1) for i in range(12)]
+
+
+@pytest.mark.slow
+def test_the_runner_process_loads_only_the_runner_and_this_backend(
+    fw: TfliteFramework,
+    make_model: Callable[..., ModelDef],
+    make_ctx: Callable[..., JobContext],
+    tiny_tflite: Tiny,
+    tmp_path: Path,
+) -> None:
+    model = make_model({"tflite": "tiny.tflite"})
+    ctx = make_ctx(model, DEFAULT, files={"files.tflite": str(tiny_tflite.model)},
+                   workdir=str(tmp_path), iter=2, threads=1)
+    [invocation] = fw.invocations(ctx)
+    assert assert_runner_loads_only_its_backend(invocation, "tflite") > 0

@@ -154,3 +154,40 @@ def test_compare_two_commits_of_a_repository(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1, proc.stderr  # the second commit is 10% slower
     assert f"control:{shas[0][:12]}" in proc.stdout and "regression" in proc.stdout
+
+
+def _track_cli(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "benchlab", "track", str(spec(tmp_path)),
+         "--repo", str(tmp_path / "repo"), "--revisions", "main", "--pairs", "4",
+         "--builds-dir", str(tmp_path / "builds"), "-q", "--db", str(tmp_path / "r.db"),
+         *extra],
+        capture_output=True, text=True, timeout=300,
+    )
+
+
+@pytest.mark.slow
+def test_cli_track_a_commit_that_does_not_build_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    shas = make_repo(tmp_path / "repo", commits=3, slow_from=3)
+    proc = _track_cli(
+        tmp_path, "--build", 'echo compiling; test "$(cat version.txt)" != 2 || '
+                             '{ echo "error: version 2 is broken" >&2; exit 7; }',
+        "--program", f"{sys.executable} {{WORKTREE}}/prog.py --state {tmp_path / 'state'}")
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    [line] = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert line.startswith("error: commit " + shas[2][:12] + " did not build")
+    assert "exited 7 (error: version 2 is broken)" in line
+    log = tmp_path / "builds" / f"{shas[2]}.build.log"
+    assert line.endswith(f"full log: {log}") and "compiling" in log.read_text()
+
+
+@pytest.mark.slow
+def test_cli_track_a_commit_whose_benchmark_fails_is_one_line_and_exit_1(
+    tmp_path: Path,
+) -> None:
+    make_repo(tmp_path / "repo", commits=2, slow_from=2)
+    proc = _track_cli(tmp_path, "--program", f"{sys.executable} -c 'raise SystemExit(3)'")
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "error: commit " in proc.stderr and "its benchmark failed" in proc.stderr

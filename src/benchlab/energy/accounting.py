@@ -21,6 +21,7 @@ from typing import Any, Generic, Literal, TypeVar
 import numpy as np
 
 from benchlab.energy.meters import MeterError, PowerMeter, PowerReading
+from benchlab.errors import WindowNotCoveredError
 
 __all__ = [
     "ClockOffset",
@@ -37,10 +38,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-
-class WindowNotCoveredError(ValueError):
-    """The readings do not reach back to a window's start or forward to its end."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchlab.errors import InfrastructureError, UsageError
+from benchlab.errors import CommitFailedError, UsageError
 
 __all__ = ["Build", "BuildCache", "commit_program", "every_nth", "git", "list_commits"]
 
@@ -77,10 +77,14 @@ class BuildCache:
                 self.command, shell=True, cwd=path, capture_output=True, text=True,
                 timeout=self.timeout,
             )
-            (self.root / f"{sha}.build.log").write_text(proc.stdout + proc.stderr)
+            log = self.root / f"{sha}.build.log"
+            log.write_text(proc.stdout + proc.stderr)
             if proc.returncode != 0:
-                tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
-                raise InfrastructureError(f"building {sha[:12]} failed:\n{tail}")
+                last = next((line.strip() for line in reversed(
+                    (proc.stdout + proc.stderr).splitlines()) if line.strip()), "no output")
+                raise CommitFailedError(
+                    f"commit {sha[:12]} did not build: {self.command!r} exited "
+                    f"{proc.returncode} ({last}); full log: {log}")
         (path / _MARKER).write_text(sha + "\n")
         return Build(sha, path, fresh=True)
 

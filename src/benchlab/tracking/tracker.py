@@ -21,6 +21,7 @@ from pathlib import Path
 
 from benchlab.ab.pairs import CompareSettings, Side, compare_jobs
 from benchlab.artifacts import ArtifactCache
+from benchlab.errors import CommitFailedError
 from benchlab.jobrun import Job
 from benchlab.schema import Result
 from benchlab.store import ResultStore
@@ -163,7 +164,8 @@ def track_commits(
         )
         latency = next((m for m in comparison.metrics if m.metric == _LATENCY), None)
         if latency is None:
-            raise RuntimeError(f"{commit[:12]}: {'; '.join(comparison.failed) or 'no latency'}")
+            why = "; ".join(comparison.failed) or "no latency was measured"
+            raise CommitFailedError(f"commit {commit[:12]}: its benchmark failed: {why}")
         e = latency.estimate
         facts = {"change": e.change, "ci_low": e.ci_low, "ci_high": e.ci_high}
         for result in pending:

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from benchlab.errors import ModelBuildError
 from benchlab.zoo.catalog import FORMAT_FILES
 from benchlab.zoo.exporters import EXPORTERS, ExportContext
 
@@ -48,10 +49,6 @@ REFERENCE_SETS = 8
 CALIBRATION_SAMPLES = 8
 _REQUIRED = ("name", "task", "formats", "out_dir")
 _ORT_TYPES = {"tensor(float)": "float32", "tensor(double)": "float64", "tensor(float16)": "float16"}
-
-
-class ModelBuildError(RuntimeError):
-    """The model cannot be built or run eagerly: nothing can be exported (exit status 1)."""
 
 
 def failure_reason(error: BaseException, limit: int = 300) -> str:

@@ -1,156 +1,28 @@
 """The ``executorch`` framework: ``.pte`` programs in the ExecuTorch runtime, via the runner.
 
-Options:
-
-``delegate``
-    ``xnnpack`` (the file keyed ``pte_xnnpack``, lowered to the XNNPACK delegate) or
-    ``portable`` (``pte_portable``: ExecuTorch's portable reference kernels, no delegate).
-``precision``
-    ``fp32`` (default) or ``int8`` (``pte_<delegate>_int8``, e.g. the zoo's
-    ``pte_xnnpack_int8``).
-``file``
-    An explicit model file key; wins over the delegate/precision zoo keys.
-``threads``
-    The size of ExecuTorch's shared threadpool, which XNNPACK runs on (default: the test's
-    ``threads``; unset leaves the runtime's own choice, one thread per core).
-``method``
-    The program's method to run (default ``forward``).
-
-A delegate or int8 request is strict: the file it names must exist, so an int8 configuration
-never quietly measures the fp32 program. The adapter never imports ExecuTorch;
-:mod:`benchlab.frameworks.executorch.backend` does, in the runner.
+The adapter (harness side) is in ``adapter.py``; ``backend.py`` runs inside the runner
+process. This package loads the adapter only when one of its names is asked for, so a runner
+process importing ``backend`` pays for the runtime alone, not for the harness's modules.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import importlib
 from typing import Any
-
-from benchlab.errors import UsageError
-from benchlab.frameworks.base import (
-    Invocation,
-    JobContext,
-    RunnerFramework,
-    Unsupported,
-    runner_invocation,
-)
-from benchlab.frameworks.common import (
-    file_keys_with_suffix,
-    select_file_key,
-)
-from benchlab.frameworks.native import executor_runner_argv, parse_executor_runner
-from benchlab.spec.types import FrameworkConfig, ModelDef
 
 __all__ = [
     "DELEGATES",
+    "ExecuTorchFramework",
     "PRECISIONS",
     "SUFFIXES",
     "ZOO_CONFIGS",
-    "ExecuTorchFramework",
     "resolved_variant",
     "select_pte_file",
     "zoo_key",
 ]
 
-SUFFIXES = (".pte",)
-DELEGATES = ("xnnpack", "portable")
-PRECISIONS = ("fp32", "int8")
-#: The zoo's ExecuTorch file keys and the configuration that runs each, in default order.
-ZOO_CONFIGS: dict[str, dict[str, str]] = {
-    "pte_xnnpack": {"delegate": "xnnpack"},
-    "pte_xnnpack_int8": {"delegate": "xnnpack", "precision": "int8"},
-    "pte_portable": {"delegate": "portable"},
-}
 
-
-def zoo_key(delegate: str, precision: str) -> str:
-    """The zoo's file key of a delegate/precision pair (``pte_xnnpack_int8``)."""
-    return f"pte_{delegate}" + ("_int8" if precision == "int8" else "")
-
-
-def select_pte_file(model: ModelDef, options: Mapping[str, Any]) -> tuple[str | None, str | None]:
-    """The model file key a configuration runs, as ``(key, None)`` or ``(None, why not)``.
-
-    ``file=KEY`` wins. A ``delegate`` or ``precision=int8`` names one zoo key, which must
-    exist. Otherwise ``pte_xnnpack``, else the first ``.pte`` file (with ``precision=fp32``,
-    the first whose key does not say int8).
-    """
-    delegate = options.get("delegate")
-    precision = options.get("precision")
-    if delegate is not None and delegate not in DELEGATES:
-        return None, f"executorch delegate must be one of {', '.join(DELEGATES)}, not {delegate!r}"
-    if precision is not None and precision not in PRECISIONS:
-        return None, (f"executorch precision must be one of {', '.join(PRECISIONS)}, "
-                      f"not {precision!r}")
-    if "file" in options:
-        return select_file_key(model, options, preferred=None, suffixes=SUFFIXES)
-    keys = file_keys_with_suffix(model, SUFFIXES)
-    if not keys:
-        return None, f"no .pte file among model.files (model format {model.format!r})"
-    if delegate is not None or precision == "int8":
-        wanted = zoo_key(delegate or "xnnpack", precision or "fp32")
-        return select_file_key(model, options, preferred=wanted, suffixes=SUFFIXES, strict=True)
-    candidates = [k for k in keys if "int8" not in k.lower()] if precision == "fp32" else keys
-    if not candidates:
-        return None, "precision=fp32 asked, but every .pte file is keyed as int8"
-    preferred = "pte_xnnpack" if "pte_xnnpack" in candidates else candidates[0]
-    return select_file_key(model, options, preferred=preferred, suffixes=SUFFIXES, strict=True)
-
-
-def resolved_variant(key: str, options: Mapping[str, Any]) -> dict[str, str]:
-    """The delegate and precision a configuration runs: as asked, else as its file key says.
-
-    A file under a non-zoo key has no known delegate (it is whatever it was lowered to), so
-    none is claimed for it.
-    """
-    known = ZOO_CONFIGS.get(key, {})
-    out = {"precision": str(options.get("precision") or known.get("precision")
-                            or ("int8" if "int8" in key.lower() else "fp32"))}
-    delegate = options.get("delegate") or known.get("delegate")
-    if delegate:
-        out["delegate"] = str(delegate)
-    return out
-
-
-class ExecuTorchFramework(RunnerFramework):
-    """ExecuTorch's Python runtime; see the module docstring for its options."""
-
-    name = "executorch"
-    backend = "benchlab.frameworks.executorch.backend:ExecuTorchBackend"
-    requires = ("executorch", "executorch", "executorch")
-    native_tool = "executor_runner"
-    native_parser = staticmethod(parse_executor_runner)
-
-    def configurations(
-        self, model: ModelDef, requested: Sequence[FrameworkConfig]
-    ) -> list[FrameworkConfig] | Unsupported:
-        """One configuration per zoo ``.pte`` file present (else ``{}``), unless requested."""
-        if requested:
-            configs = list(requested)
-        else:
-            keys = file_keys_with_suffix(model, SUFFIXES)
-            if not keys:
-                return Unsupported(f"no .pte file among model.files (model format "
-                                   f"{model.format!r})")
-            configs = [FrameworkConfig(self.name, dict(options))
-                       for key, options in ZOO_CONFIGS.items() if key in keys]
-            configs = configs or [FrameworkConfig(self.name, {})]
-        return self.check_configs(configs, lambda options: select_pte_file(model, options)[1])
-
-    def invocations(self, ctx: JobContext) -> list[Invocation]:
-        """One runner process per repetition, told the delegate/precision of its file."""
-        options = ctx.config.options
-        key, why = select_pte_file(ctx.spec.model, options)
-        if key is None:
-            raise UsageError(f"executorch: {why}")
-        path = self.staged_file(ctx, key)
-        binary = self.native_binary(ctx)
-        if binary is not None:
-            return [self.native_invocation(ctx, executor_runner_argv(
-                binary, path, iterations=ctx.test.iter,
-                threads=options.get("threads", ctx.test.threads),
-                extra=str(options.get("flags", "")).split(),
-            ))]
-        runner_options = {**options, **resolved_variant(key, options)}
-        return [runner_invocation(ctx, backend=self.backend, model_path=path,
-                                  options=runner_options)]
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return getattr(importlib.import_module(f"{__name__}.adapter"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

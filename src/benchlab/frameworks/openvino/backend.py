@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import openvino as ov
 
-from benchlab.frameworks.openvino import HINTS, canonical_precision
+from benchlab.frameworks.openvino.options import HINTS, canonical_precision
 from benchlab.runner.config import InputConfig, RunnerConfig
 
 __all__ = ["OpenVinoBackend"]

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchlab.frameworks.pytorch import ENTRY_MODES, MODES, PRECISIONS
+from benchlab.frameworks.pytorch.options import ENTRY_MODES, MODES, PRECISIONS
 from benchlab.runner.accuracy import to_arrays
 from benchlab.runner.config import InputConfig, RunnerConfig
 from benchlab.runner.loop import ProfilingUnavailable

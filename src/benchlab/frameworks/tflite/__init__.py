@@ -1,44 +1,14 @@
 """The ``tflite`` framework: ``.tflite`` flatbuffers in the LiteRT interpreter, via the runner.
 
-Options:
-
-``threads``
-    The interpreter's ``num_threads`` (default: the test's ``threads``; unset leaves LiteRT's
-    own default, under which XNNPACK runs single-threaded).
-``xnnpack``
-    ``true`` (default) applies LiteRT's default XNNPACK delegate; ``false`` runs the built-in
-    kernels only (``OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES``).
-``precision``
-    ``fp32`` (default) or ``int8``: the file keyed ``tflite_int8``, required to exist.
-``file``
-    An explicit model file key; wins over the precision's zoo key.
-``binary``
-    Run LiteRT's own ``benchmark_model`` (a host path, pushed to the target, or a path on the
-    target) instead of benchlab's runner — the way to measure on a phone. ``flags`` adds
-    ``benchmark_model`` flags, space-separated (``flags=--use_gpu=true``).
-
-The adapter never imports LiteRT; :mod:`benchlab.frameworks.tflite.backend` does, in the runner.
+The adapter (harness side) is in ``adapter.py``; ``backend.py`` runs inside the runner
+process. This package loads the adapter only when one of its names is asked for, so a runner
+process importing ``backend`` pays for the runtime alone, not for the harness's modules.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import importlib
 from typing import Any
-
-from benchlab.errors import UsageError
-from benchlab.frameworks.base import (
-    Invocation,
-    JobContext,
-    RunnerFramework,
-    Unsupported,
-    runner_invocation,
-)
-from benchlab.frameworks.common import (
-    file_keys_with_suffix,
-    select_file_key,
-)
-from benchlab.frameworks.native import benchmark_model_argv, parse_benchmark_model
-from benchlab.spec.types import FrameworkConfig, ModelDef
 
 __all__ = [
     "FP32_KEY",
@@ -49,93 +19,8 @@ __all__ = [
     "select_tflite_file",
 ]
 
-SUFFIXES = (".tflite",)
-#: The zoo's file keys: the fp32 conversion and its optional int8 variant.
-FP32_KEY = "tflite"
-INT8_KEY = "tflite_int8"
-PRECISIONS = ("fp32", "int8")
 
-
-def _precision_of(key: str, options: Mapping[str, Any]) -> str:
-    """The precision a configuration runs at: as asked, else what the file key says."""
-    asked = options.get("precision")
-    if asked is not None:
-        return str(asked)
-    return "int8" if "int8" in key.lower() else "fp32"
-
-
-def select_tflite_file(
-    model: ModelDef, options: Mapping[str, Any]
-) -> tuple[str | None, str | None]:
-    """The model file key a configuration runs, as ``(key, None)`` or ``(None, why not)``.
-
-    ``file=KEY`` wins. ``precision=int8`` needs the ``tflite_int8`` file (strict: an int8
-    request must never quietly measure the fp32 file). Otherwise the ``tflite`` file, else the
-    first ``.tflite`` file; an explicit ``precision=fp32`` never falls back onto the int8 one.
-    """
-    precision = options.get("precision")
-    if precision is not None and precision not in PRECISIONS:
-        return None, f"tflite precision must be one of {', '.join(PRECISIONS)}, not {precision!r}"
-    if not isinstance(options.get("xnnpack", True), bool):
-        return None, f"tflite xnnpack must be true or false, not {options['xnnpack']!r}"
-    keys = file_keys_with_suffix(model, SUFFIXES)
-    if "file" in options:
-        return select_file_key(model, options, preferred=None, suffixes=SUFFIXES)
-    if not keys:
-        return None, f"no .tflite file among model.files (model format {model.format!r})"
-    if precision == "int8":
-        return select_file_key(model, options, preferred=INT8_KEY, suffixes=SUFFIXES, strict=True)
-    candidates = [k for k in keys if k != INT8_KEY] if precision == "fp32" else keys
-    if not candidates:
-        return None, f"precision=fp32 asked, but the only .tflite file is the int8 {INT8_KEY!r}"
-    preferred = FP32_KEY if FP32_KEY in candidates else candidates[0]
-    return select_file_key(model, options, preferred=preferred, suffixes=SUFFIXES, strict=True)
-
-
-class TfliteFramework(RunnerFramework):
-    """LiteRT (ex TensorFlow Lite) interpreter; see the module docstring for its options."""
-
-    name = "tflite"
-    backend = "benchlab.frameworks.tflite.backend:TfliteBackend"
-    requires = ("ai_edge_litert", "ai-edge-litert", "tflite")
-    native_tool = "benchmark_model"
-    native_parser = staticmethod(parse_benchmark_model)
-
-    def configurations(
-        self, model: ModelDef, requested: Sequence[FrameworkConfig]
-    ) -> list[FrameworkConfig] | Unsupported:
-        """The fp32 file, plus the int8 variant when the model has one, unless requested."""
-        if requested:
-            configs = list(requested)
-        else:
-            keys = file_keys_with_suffix(model, SUFFIXES)
-            configs = [FrameworkConfig(self.name, {})] if set(keys) - {INT8_KEY} else []
-            if INT8_KEY in keys:
-                configs.append(FrameworkConfig(self.name, {"precision": "int8"}))
-        if not configs:
-            return Unsupported(f"no .tflite file among model.files (model format {model.format!r})")
-        return self.check_configs(configs, lambda options: select_tflite_file(model, options)[1])
-
-    def invocations(self, ctx: JobContext) -> list[Invocation]:
-        """One runner process per repetition, told the precision of the file it runs."""
-        options = ctx.config.options
-        key, why = select_tflite_file(ctx.spec.model, options)
-        if key is None:
-            raise UsageError(f"tflite: {why}")
-        path = self.staged_file(ctx, key)
-        binary = self.native_binary(ctx)
-        if binary is not None:
-            test = ctx.test
-            return [self.native_invocation(ctx, benchmark_model_argv(
-                binary, path, threads=options.get("threads", test.threads), warmup=test.warmup,
-                iterations=test.iter, min_secs=test.min_time, profile_ops=test.profile_ops,
-                extra=_extra_flags(options),
-            ))]
-        runner_options = {**options, "precision": _precision_of(key, options)}
-        return [runner_invocation(ctx, backend=self.backend, model_path=path,
-                                  options=runner_options)]
-
-
-def _extra_flags(options: Mapping[str, Any]) -> list[str]:
-    """A native tool's own extra flags from the ``flags`` option (space-separated)."""
-    return str(options.get("flags", "")).split()
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return getattr(importlib.import_module(f"{__name__}.adapter"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

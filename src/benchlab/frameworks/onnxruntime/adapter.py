@@ -1,0 +1,79 @@
+"""The ``onnxruntime`` framework: ``.onnx`` models in an ONNX Runtime session, via the runner."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from benchlab.frameworks.base import (
+    Invocation,
+    JobContext,
+    RunnerFramework,
+    Unsupported,
+    runner_invocation,
+)
+from benchlab.errors import UsageError
+from benchlab.frameworks.common import (
+    file_key_with_suffix,
+    select_file_key,
+)
+from benchlab.frameworks.native import parse_perf_test, perf_test_argv
+from benchlab.spec.types import FrameworkConfig, ModelDef
+
+__all__ = ["INT8_KEY", "OnnxRuntimeFramework"]
+
+#: The zoo's key of the int8-quantized ONNX file.
+INT8_KEY = "onnx_int8"
+
+
+class OnnxRuntimeFramework(RunnerFramework):
+    """Options: ``providers``, ``graph_optimization_level``, ``intra_op_threads``,
+    ``inter_op_threads``, ``precision`` (``fp32``/``int8``: which file), ``file``."""
+
+    name = "onnxruntime"
+    backend = "benchlab.frameworks.onnxruntime.backend:OnnxRuntimeBackend"
+    requires = ("onnxruntime", "onnxruntime", None)
+    native_tool = "onnxruntime_perf_test"
+    native_parser = staticmethod(parse_perf_test)
+
+
+    def configurations(
+        self, model: ModelDef, requested: Sequence[FrameworkConfig]
+    ) -> list[FrameworkConfig] | Unsupported:
+        """The CPU provider with full graph optimisation, plus the int8 file when there is one
+        (the zoo's ``onnx_int8``), unless configured otherwise."""
+        if file_key_with_suffix(model, (".onnx",)) is None:
+            return Unsupported(f"no .onnx file among model.files (model format {model.format!r})")
+        configs = list(requested) or [FrameworkConfig(self.name, {})] + (
+            [FrameworkConfig(self.name, {"precision": "int8"})]
+            if INT8_KEY in model.files else [])
+        return self.check_configs(configs, lambda options: _file_key(model, options)[1])
+
+    def invocations(self, ctx: JobContext) -> list[Invocation]:
+        """One runner process per repetition."""
+        key, why = _file_key(ctx.spec.model, ctx.config.options)
+        if key is None:
+            raise UsageError(why or "no .onnx file")
+        binary = self.native_binary(ctx)
+        if binary is not None:
+            options = ctx.config.options
+            return [self.native_invocation(ctx, perf_test_argv(
+                binary, ctx.files[f"files.{key}"], iterations=ctx.test.iter,
+                threads=options.get("threads", ctx.test.threads),
+                execution_provider=options.get("execution_provider"),
+                extra=str(options.get("flags", "")).split(),
+            ))]
+        precision = "int8" if key == INT8_KEY else str(ctx.config.options.get("precision", "fp32"))
+        return [runner_invocation(ctx, backend=self.backend, model_path=ctx.files[f"files.{key}"],
+                                  options={**ctx.config.options, "precision": precision})]
+
+
+def _file_key(model: ModelDef, options: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """``precision=int8`` must run the int8 file, never silently the fp32 one."""
+    precision = str(options.get("precision", "fp32"))
+    if precision not in ("fp32", "int8"):
+        return None, f"onnxruntime precision must be fp32 or int8, not {precision!r}"
+    if precision == "int8":
+        return select_file_key(model, options, preferred=INT8_KEY, suffixes=(".onnx",),
+                               strict=True)
+    return select_file_key(model, options, preferred="onnx", suffixes=(".onnx",))
