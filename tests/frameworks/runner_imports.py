@@ -62,7 +62,8 @@ def assert_runner_loads_only_its_backend(invocation: Invocation, framework: str)
         assert proc.returncode == 0, proc.stderr[-3000:]
         loaded = set(json.loads(out.read_text()))
     package = f"benchlab.frameworks.{framework}"
-    allowed = runner_modules() | {"benchlab.runner.__main__", "benchlab.frameworks", package,
+    allowed = runner_modules() | {"benchlab.runner.__main__", "benchlab.frameworks",
+                                  "benchlab.frameworks.lazy", package,
                                   f"{package}.backend", f"{package}.options"}
     assert f"{package}.backend" in loaded
     assert loaded <= allowed, f"the runner process loaded {sorted(loaded - allowed)}"

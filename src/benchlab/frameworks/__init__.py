@@ -6,15 +6,6 @@ Names here load on first use: a runner process imports ``benchlab.frameworks.<rt
 and this package must not pull the harness's modules into the ``import_time`` it reports.
 """
 
-from __future__ import annotations
+from benchlab.frameworks.lazy import names_from
 
-import importlib
-from typing import Any
-
-__all__ = ["Framework", "Invocation", "JobContext", "Unsupported"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        return getattr(importlib.import_module("benchlab.frameworks.base"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = names_from(__name__, "benchlab.frameworks.base")

@@ -1,19 +1,11 @@
 """The ``pytorch`` framework: eager, TorchScript, torch.export, AOTInductor and torch.compile.
 
 The adapter (harness side) is in ``adapter.py``; ``backend.py`` runs inside the runner
-process. This package loads the adapter only when one of its names is asked for, so a runner
-process importing ``backend`` pays for the runtime alone, not for the harness's modules.
+process. This package answers with the adapter's names on first use
+(``benchlab.frameworks.lazy``), so a runner process importing ``backend`` pays for the
+runtime alone, not for the harness's modules.
 """
 
-from __future__ import annotations
+from benchlab.frameworks.lazy import names_from
 
-import importlib
-from typing import Any
-
-__all__ = ["MODES", "PRECISIONS", "PyTorchFramework", "model_file_key"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        return getattr(importlib.import_module(f"{__name__}.adapter"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = names_from(__name__, f"{__name__}.adapter")
