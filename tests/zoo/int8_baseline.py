@@ -2,7 +2,7 @@
 
 ``int8_baseline.json`` holds, for a few (model, format) pairs, the SQNR in dB of the int8 file
 against the fp32 reference, the quantizer that made it and the versions of the packages that
-decide what the exporter writes (``benchlab.zoo.cache.EXPORTER_PACKAGES``). Two checks:
+decide what the exporter writes (``benchlab.zoo.catalog.ExportFormat.packages``). Two checks:
 
 * a floor: what the locked versions reach on any x86-64 CPU. ONNX Runtime's int8 files use
   7-bit weights (``benchlab.zoo.quantize.REDUCE_RANGE``), so their integer arithmetic cannot
@@ -21,7 +21,7 @@ from typing import Any
 
 import machine_facts
 
-from benchlab.zoo.cache import EXPORTER_PACKAGES
+from benchlab.zoo.catalog import format_of
 
 __all__ = ["BASELINE_PATH", "check_int8_sqnr", "installed_versions", "load_baseline"]
 
@@ -35,7 +35,7 @@ def load_baseline(path: Path = BASELINE_PATH) -> dict[str, Any]:
 
 def installed_versions(fmt: str) -> dict[str, str | None]:
     """The versions of the packages that decide what ``fmt``'s exporter writes, as installed."""
-    return {name: machine_facts.version(name) for name in EXPORTER_PACKAGES[fmt]}
+    return {name: machine_facts.version(name) for name in format_of(fmt).packages}
 
 
 def check_int8_sqnr(

@@ -22,7 +22,7 @@ from benchlab.artifacts import ArtifactCache
 from benchlab.errors import InfrastructureError, UsageError
 from benchlab.spec.types import BenchmarkSpec, FileRef, InputDef, ModelDef, TestCase
 from benchlab.zoo.cache import ExportIndex, FormatEntry, format_key, model_fingerprint
-from benchlab.zoo.catalog import ALL_FORMATS, FORMAT_FILES, ZooModel
+from benchlab.zoo.catalog import ALL_FORMATS, ZooModel, format_of
 from benchlab.zoo.registry import DEFAULT_MODELS, SMALL_MODELS, ZOO, resolve_onnx_resource
 
 __all__ = [
@@ -42,7 +42,6 @@ __all__ = [
 DEFAULT_TEST = TestCase(identifier="default", warmup=5, iter=30, min_time=0.3, repeat=3)
 # One model's exports may include AOTInductor's C++ build; a hung converter still ends.
 _EXPORT_TIMEOUT_S = 3600.0
-_FILES_OF = {**FORMAT_FILES, "reference": ("reference",)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +175,7 @@ def _index_report(index: ExportIndex, cache: ArtifactCache, fingerprint: str,
     failed: dict[str, str] = report.get("failed", {})
     seconds: dict[str, float] = report.get("seconds", {})
     for fmt in todo:
-        keys = _FILES_OF[fmt]
+        keys = format_of(fmt).files
         if fmt in failed or not all(k in files for k in keys):
             reason = failed.get(fmt, "the exporter wrote no file")
             index.put(format_key(fingerprint, fmt), FormatEntry(error=reason))

@@ -22,27 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.artifacts import ArtifactCache
-from benchlab.zoo.catalog import ZooModel
+from benchlab.zoo.catalog import ZooModel, format_of
 
-__all__ = ["EXPORTER_PACKAGES", "ExportIndex", "FormatEntry", "format_key", "model_fingerprint"]
+__all__ = ["ExportIndex", "FormatEntry", "format_key", "model_fingerprint"]
 
 # Bump when the export pipeline changes in a way the package versions do not capture.
 ZOO_VERSION = "3"
-
-#: Distributions whose versions decide what a format's exporter writes.
-EXPORTER_PACKAGES: dict[str, tuple[str, ...]] = {
-    "reference": ("torch", "numpy"),
-    "torchscript": ("torch",),
-    "pt2": ("torch",),
-    "aoti": ("torch",),
-    "onnx": ("torch", "onnx", "onnxscript"),
-    "onnx_int8": ("torch", "onnx", "onnxscript", "onnxruntime"),
-    "tflite": ("torch", "litert-torch"),
-    "pte_xnnpack": ("torch", "executorch"),
-    "pte_xnnpack_int8": ("torch", "executorch", "torchao"),
-    "pte_portable": ("torch", "executorch"),
-    "openvino": ("torch", "onnx", "onnxscript", "openvino"),
-}
 
 
 def _version(distribution: str) -> str:
@@ -84,18 +69,11 @@ def model_fingerprint(model: ZooModel, onnx_bytes: bytes | None = None) -> str:
     return digest.hexdigest()[:20]
 
 
-#: Bumped when one format's exporter changes (so only that format is exported again).
-FORMAT_REVISIONS = {
-    "reference": "2",  # 2: eight input sets instead of one
-    "onnx_int8": "2",  # 2: 7-bit weights (quantize.REDUCE_RANGE), the same on every x86 CPU
-}
-
-
 def format_key(fingerprint: str, fmt: str) -> str:
     """The index key of one format of one model definition, exporter versions included."""
-    versions = ",".join(f"{d}=={_version(d)}" for d in EXPORTER_PACKAGES.get(fmt, ("torch",)))
-    revision = FORMAT_REVISIONS.get(fmt)
-    return f"{fingerprint}|{fmt}|{versions}" + (f"|rev{revision}" if revision else "")
+    spec = format_of(fmt)
+    versions = ",".join(f"{d}=={_version(d)}" for d in spec.packages)
+    return f"{fingerprint}|{fmt}|{versions}" + (f"|rev{spec.revision}" if spec.revision else "")
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,31 +12,69 @@ from dataclasses import dataclass, field
 __all__ = [
     "ALL_FORMATS",
     "DEFAULT_FORMATS",
+    "FORMATS",
     "FORMAT_FILES",
+    "REFERENCE",
+    "ExportFormat",
     "ZooModel",
+    "format_of",
 ]
 
-#: Every export format the zoo knows → the model file keys it writes (see docs/zoo.md).
-FORMAT_FILES: dict[str, tuple[str, ...]] = {
-    "torchscript": ("torchscript",),
-    "pt2": ("pt2",),
-    "aoti": ("aoti",),
-    "onnx": ("onnx",),
-    "onnx_int8": ("onnx_int8",),
-    "tflite": ("tflite",),
-    "pte_xnnpack": ("pte_xnnpack",),
-    "pte_xnnpack_int8": ("pte_xnnpack_int8",),
-    "pte_portable": ("pte_portable",),
-    "openvino": ("openvino", "openvino_bin"),
-}
-ALL_FORMATS = tuple(FORMAT_FILES)
-#: What a zoo model exports to unless it says otherwise. AOTInductor (about a minute of C++
-#: compilation per model) and ExecuTorch's portable kernels (seconds per inference on big
-#: models) are opt-in per model or via ``benchlab zoo export --formats``.
-DEFAULT_FORMATS = (
-    "torchscript", "pt2", "onnx", "onnx_int8", "tflite", "pte_xnnpack", "pte_xnnpack_int8",
-    "openvino",
-)
+
+@dataclass(frozen=True, slots=True)
+class ExportFormat:
+    """One export format of the zoo: everything benchlab knows about it, in one place.
+
+    ``files``: the model file keys it writes (see docs/zoo.md). ``packages``: the
+    distributions whose versions decide what it writes (part of its export-cache key).
+    ``revision``: bumped when its exporter changes in a way those versions do not capture, so
+    only this format is exported again. ``default``: exported unless a model says otherwise.
+    The exporter is the function ``export_<name>`` of :mod:`benchlab.zoo.exporters`.
+    """
+
+    name: str
+    files: tuple[str, ...]
+    packages: tuple[str, ...] = ("torch",)
+    revision: str = ""
+    default: bool = True
+
+    @property
+    def exporter(self) -> str:
+        """The name of its function in :mod:`benchlab.zoo.exporters`."""
+        return f"export_{self.name}"
+
+
+_ONNX_PACKAGES = ("torch", "onnx", "onnxscript")
+#: Every export format, in the order one export job runs them: ONNX before what converts from
+#: it (int8, OpenVINO), pt2 before the lowerings that reuse its program, AOTInductor last
+#: since it is by far the slowest. AOTInductor (about a minute of C++ compilation per model)
+#: and ExecuTorch's portable kernels (seconds per inference on big models) are opt-in per
+#: model or via ``benchlab zoo export --formats``.
+FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
+    ExportFormat("torchscript", ("torchscript",)),
+    ExportFormat("pt2", ("pt2",)),
+    ExportFormat("onnx", ("onnx",), _ONNX_PACKAGES),
+    ExportFormat("openvino", ("openvino", "openvino_bin"), (*_ONNX_PACKAGES, "openvino")),
+    # 2: 7-bit weights (quantize.REDUCE_RANGE), the same on every x86 CPU
+    ExportFormat("onnx_int8", ("onnx_int8",), (*_ONNX_PACKAGES, "onnxruntime"), revision="2"),
+    ExportFormat("tflite", ("tflite",), ("torch", "litert-torch")),
+    ExportFormat("pte_xnnpack", ("pte_xnnpack",), ("torch", "executorch")),
+    ExportFormat("pte_portable", ("pte_portable",), ("torch", "executorch"), default=False),
+    ExportFormat("pte_xnnpack_int8", ("pte_xnnpack_int8",), ("torch", "executorch", "torchao")),
+    ExportFormat("aoti", ("aoti",), default=False),
+)}
+#: The PyTorch fp32 outputs every export writes beside its files (2: eight input sets).
+REFERENCE = ExportFormat("reference", ("reference",), ("torch", "numpy"), revision="2")
+#: Format → the model file keys it writes.
+FORMAT_FILES: dict[str, tuple[str, ...]] = {name: f.files for name, f in FORMATS.items()}
+ALL_FORMATS = tuple(FORMATS)
+#: What a zoo model exports to unless it says otherwise.
+DEFAULT_FORMATS = tuple(name for name, f in FORMATS.items() if f.default)
+
+
+def format_of(name: str) -> ExportFormat:
+    """The format called ``name`` (``reference`` included); ``KeyError`` when unknown."""
+    return REFERENCE if name == REFERENCE.name else FORMATS[name]
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,8 +38,9 @@ from typing import Any
 import numpy as np
 
 from benchlab.errors import ModelBuildError
-from benchlab.zoo.catalog import FORMAT_FILES
-from benchlab.zoo.exporters import EXPORTERS, ExportContext
+from benchlab.zoo import exporters
+from benchlab.zoo.catalog import FORMATS
+from benchlab.zoo.exporters import ExportContext
 
 __all__ = ["CALIBRATION_SAMPLES", "ModelBuildError", "failure_reason", "run_job"]
 
@@ -222,15 +223,15 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     failed: dict[str, str] = {}
     seconds: dict[str, float] = {}
     wanted = list(dict.fromkeys(job["formats"]))
-    for fmt in [f for f in wanted if f not in EXPORTERS]:
-        failed[fmt] = f"ValueError: unknown format {fmt!r}; known: {', '.join(FORMAT_FILES)}"
-    for fmt, exporter in EXPORTERS.items():
+    for fmt in [f for f in wanted if f not in FORMATS]:
+        failed[fmt] = f"ValueError: unknown format {fmt!r}; known: {', '.join(FORMATS)}"
+    for fmt, spec in FORMATS.items():
         if fmt not in wanted:
             continue
         before = set(out_dir.iterdir())
         start = time.perf_counter()
         try:
-            written = exporter(context)
+            written = getattr(exporters, spec.exporter)(context)
             files.update({key: str(path) for key, path in written.items()})
         except Exception as error:  # report it and go on with the next format
             failed[fmt] = failure_reason(error)

@@ -18,7 +18,20 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["EXPORTERS", "ExportContext", "NeedsTorchModel"]
+__all__ = [
+    "ExportContext",
+    "NeedsTorchModel",
+    "export_aoti",
+    "export_onnx",
+    "export_onnx_int8",
+    "export_openvino",
+    "export_pt2",
+    "export_pte_portable",
+    "export_pte_xnnpack",
+    "export_pte_xnnpack_int8",
+    "export_tflite",
+    "export_torchscript",
+]
 
 
 class NeedsTorchModel(RuntimeError):
@@ -238,20 +251,3 @@ def export_openvino(ctx: ExportContext) -> dict[str, Path]:
     # compress_to_fp16 defaults to True and would silently halve the weights' precision.
     ov.save_model(model, str(xml), compress_to_fp16=False)
     return {"openvino": xml, "openvino_bin": weights}
-
-
-#: Format → exporter, in the order a job runs them: ONNX before what converts from it (int8,
-#: OpenVINO), pt2 saved before the lowerings that reuse its program, AOTInductor last since it
-#: is by far the slowest.
-EXPORTERS: dict[str, Callable[[ExportContext], dict[str, Path]]] = {
-    "torchscript": export_torchscript,
-    "pt2": export_pt2,
-    "onnx": export_onnx,
-    "openvino": export_openvino,
-    "onnx_int8": export_onnx_int8,
-    "tflite": export_tflite,
-    "pte_xnnpack": export_pte_xnnpack,
-    "pte_portable": export_pte_portable,
-    "pte_xnnpack_int8": export_pte_xnnpack_int8,
-    "aoti": export_aoti,
-}

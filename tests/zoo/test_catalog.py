@@ -1,0 +1,40 @@
+"""The one registry of export formats: every format has its exporter, keys and cache key."""
+
+from __future__ import annotations
+
+from benchlab.zoo import exporters
+from benchlab.zoo.cache import format_key
+from benchlab.zoo.catalog import (
+    ALL_FORMATS,
+    DEFAULT_FORMATS,
+    FORMAT_FILES,
+    FORMATS,
+    REFERENCE,
+    format_of,
+)
+
+
+def test_every_format_has_its_exporter_and_nothing_else_does() -> None:
+    for spec in FORMATS.values():
+        assert callable(getattr(exporters, spec.exporter)), spec.name
+    written = {name[len("export_"):] for name in exporters.__all__ if name.startswith("export_")}
+    assert written == set(FORMATS)
+
+
+def test_derived_views_agree_with_the_registry() -> None:
+    assert ALL_FORMATS == tuple(FORMATS)
+    assert set(DEFAULT_FORMATS) == set(ALL_FORMATS) - {"aoti", "pte_portable"}
+    assert FORMAT_FILES["openvino"] == ("openvino", "openvino_bin")
+    assert format_of("reference") is REFERENCE and format_of("onnx") is FORMATS["onnx"]
+    # ONNX is written before the formats converted from it.
+    assert ALL_FORMATS.index("onnx") < min(ALL_FORMATS.index("onnx_int8"),
+                                           ALL_FORMATS.index("openvino"))
+
+
+def test_cache_key_names_the_packages_and_the_revision() -> None:
+    key = format_key("fp", "onnx_int8")
+    assert key.startswith("fp|onnx_int8|torch==") and "onnxruntime==" in key
+    assert key.endswith("|rev2")
+    assert format_key("fp", "reference").endswith("|rev2") and "numpy==" in format_key(
+        "fp", "reference")
+    assert "|rev" not in format_key("fp", "torchscript")
