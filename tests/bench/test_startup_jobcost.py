@@ -125,3 +125,14 @@ def test_job_cost_smoke_writes_every_figure(tmp_path: Path) -> None:
     assert figures["zoo_export_s"] > 0 and sweep["first_run_s"] > 0
     _positive_spread(sweep["warm_run_s"])
     assert all(math.isfinite(v) and v >= 0 for v in sweep["last_warm_run_runner_s"].values())
+
+
+def test_runner_import_smoke_writes_every_figure(tmp_path: Path) -> None:
+    record = _smoke("runner_import.py", tmp_path)
+    assert record["name"] == "runner_import"
+    cell = record["figures"]["pytorch/this"]
+    _positive_spread(cell["import"])
+    _positive_spread(cell["process"])
+    # A correctness fact, not a timing: the timed import loads no harness module (the
+    # frameworks package, its lazy hook, the torch package, its backend and its options).
+    assert cell["benchlab_modules"] <= 5
