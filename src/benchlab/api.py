@@ -29,7 +29,6 @@ from benchlab.zoo import DEFAULT_MODELS, resolve_model_names, zoo_specs
 __all__ = ["compare", "parse_framework", "plan_sweep", "run", "track"]
 
 # When --target-ci is given without a budget, stop trying after this long per job.
-DEFAULT_TIME_BUDGET_S = 60.0
 
 
 def _usable_target(target: str | Target) -> Target:
@@ -147,8 +146,6 @@ def run(
     announce = (console or Console(stderr=True)).print if progress else None
     sweep, configs = _plan(specs, models, frameworks, the_target, overrides, cache,
                            root_model_dir, announce)
-    if overrides and overrides.target_ci is not None and time_budget is None:
-        time_budget = DEFAULT_TIME_BUDGET_S
     store = open_store(db)
     try:
         run_label: list[str] = []

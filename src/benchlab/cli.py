@@ -18,6 +18,7 @@ from rich.markup import escape
 from benchlab.cli_zoo import zoo_app
 from benchlab.errors import BenchlabError, UsageError
 from benchlab.report.terminal import make_console
+from benchlab.schema import LATENCY_KEY
 
 __all__ = ["app", "main"]
 
@@ -374,7 +375,7 @@ def results_history(
     model: Annotated[str, typer.Argument(help="Model name.")],
     framework: Annotated[str, typer.Argument(help="Framework name.")],
     db: DbOption = None,
-    metric: Annotated[str, typer.Option(help="Metric key.")] = "NET latency",
+    metric: Annotated[str, typer.Option(help="Metric key.")] = LATENCY_KEY,
     limit: Annotated[int, typer.Option(help="How many points.")] = 50,
     html: Annotated[Optional[Path], typer.Option(help="Also write the history as an HTML plot here.")] = None,  # noqa: UP007,E501
 ) -> None:

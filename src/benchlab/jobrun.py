@@ -20,19 +20,27 @@ from benchlab.energy.session import EnergySession, EnergySettings
 from benchlab.devicestate import GateOutcome, capture_state, state_flags, wait_until_cool
 from benchlab.errors import DownloadError, InfrastructureError, UserError
 from benchlab.frameworks.base import NATIVE_BINARY, Framework, JobContext
-from benchlab.schema import JobIdentity, Result, Sample, Status, Summary, group_samples
+from benchlab.schema import (
+    LATENCY_KEY,
+    JobIdentity,
+    Result,
+    Sample,
+    Status,
+    StopReason,
+    Summary,
+    group_samples,
+)
 from benchlab.spec.placeholders import placeholder_map
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
 from benchlab.stats import ci_rel_halfwidth, summarize
 from benchlab.targets.base import CommandResult, RunRequest, Target
 
-__all__ = ["Job", "fetch_files", "run_job", "summarize_samples"]
+__all__ = ["DEFAULT_TIME_BUDGET_S", "Job", "fetch_files", "run_job", "summarize_samples"]
 
 _TAIL_LINES = 40
 _TAIL_CHARS = 4000
-_LATENCY_KEY = "NET latency"
-# How long a job with a target CI may keep adding fresh processes, unless told otherwise.
-_DEFAULT_BUDGET_S = 60.0
+#: Seconds a job with a target CI may keep adding fresh processes, unless told otherwise.
+DEFAULT_TIME_BUDGET_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +130,7 @@ def run_job(
     """
     started_at = _now()
     test = job.test
-    budget = time_budget if time_budget is not None else _DEFAULT_BUDGET_S
+    budget = time_budget if time_budget is not None else DEFAULT_TIME_BUDGET_S
     if test.target_ci is not None and test.max_time is None:
         # Each process gets its share of the job's budget for its own adaptive loop.
         test = replace(test, max_time=budget / max(test.repeat, 1))
@@ -146,7 +154,7 @@ def run_job(
             samples += [Sample("energy_per_inference", j * 1e3, "mJ", "NET", rep, 0)
                         for rep, j in enumerate(joules)]
         summaries = summarize_samples(samples, test.statistics)
-        latency = summaries.get(_LATENCY_KEY)
+        latency = summaries.get(LATENCY_KEY)
         flags = state_flags(
             state_before, state_after, gate_c=test.temperature_gate, gates=gates,
             latency_warnings=latency.warnings if latency else (),
@@ -233,7 +241,7 @@ def run_job(
             if meter is not None:
                 meter.add_process(
                     (span_start, time.monotonic()), parsed.details.get("measure_window"),
-                    sum(1 for s in parsed.samples if s.key == _LATENCY_KEY),
+                    sum(1 for s in parsed.samples if s.key == LATENCY_KEY),
                     same_clock=target.name == "host",
                 )
             samples += [
@@ -245,7 +253,7 @@ def run_job(
             details["repetitions"] = repetition
             stop = _stop_reason(test, samples, repetition, time.monotonic() - began, budget)
             if stop is not None:
-                details["job_stop_reason"] = stop
+                details["job_stop_reason"] = stop.value
                 break
             if test.cooldown:
                 time.sleep(test.cooldown)
@@ -272,17 +280,17 @@ def _merge_details(details: dict[str, Any], parsed: Any, repetition: int) -> Non
 
 def _stop_reason(
     test: TestCase, samples: list[Sample], done: int, elapsed: float, budget: float
-) -> str | None:
+) -> StopReason | None:
     """None while more repetitions are due; otherwise why the job stops here."""
     if done < test.repeat:
         return None
     if test.target_ci is None:
-        return "fixed_repetitions"
-    latencies = [s.value for s in samples if s.key == _LATENCY_KEY]
+        return StopReason.FIXED_REPETITIONS
+    latencies = [s.value for s in samples if s.key == LATENCY_KEY]
     if latencies and ci_rel_halfwidth(latencies) <= test.target_ci:
-        return "target_ci_reached"
+        return StopReason.TARGET_CI_REACHED
     if elapsed >= budget:
-        return "time_budget_exhausted"
+        return StopReason.TIME_BUDGET_EXHAUSTED
     if not latencies:
-        return "no_latency_samples"
+        return StopReason.NO_LATENCY_SAMPLES
     return None

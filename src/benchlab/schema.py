@@ -18,11 +18,13 @@ from enum import StrEnum
 from typing import Any
 
 __all__ = [
+    "LATENCY_KEY",
     "SCHEMA_VERSION",
     "JobIdentity",
     "Result",
     "Sample",
     "Status",
+    "StopReason",
     "Summary",
     "group_samples",
     "metric_key",
@@ -38,6 +40,20 @@ class Status(StrEnum):
     FAILED = "failed"
     TIMEOUT = "timeout"
     USER_ERROR = "user_error"
+
+
+class StopReason(StrEnum):
+    """Why a measuring loop stopped, inside one process (``details.stop_reason``) or over a
+    job's fresh processes (``details.job_stop_reason``); results hold the plain strings."""
+
+    TARGET_CI_REACHED = "target_ci_reached"
+    TIME_BUDGET_EXHAUSTED = "time_budget_exhausted"
+    MAX_ITERATIONS = "max_iterations"
+    FIXED_ITERATIONS = "fixed_iterations"
+    #: The job ran the fresh processes its test asked for, with no target CI.
+    FIXED_REPETITIONS = "fixed_repetitions"
+    #: A target CI was asked for, but the processes printed no latency to judge it by.
+    NO_LATENCY_SAMPLES = "no_latency_samples"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +81,10 @@ class Sample:
 def metric_key(type_: str, metric: str) -> str:
     """The key that groups samples of one operator (or ``NET``) and one metric."""
     return f"{type_} {metric}"
+
+
+#: The key of the whole model's latency per inference, the metric every report leads with.
+LATENCY_KEY = metric_key("NET", "latency")
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,12 +15,11 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from statistics import NormalDist
 
 import numpy as np
 
-from benchlab.schema import Summary
+from benchlab.schema import StopReason, Summary
 
 __all__ = [
     "AdaptiveStop",
@@ -375,15 +374,6 @@ def summarize(
         warnings=tuple(warnings),
         percentiles=extra,
     )
-
-
-class StopReason(StrEnum):
-    """Why a measuring loop stopped; the values are plain strings in results."""
-
-    TARGET_CI_REACHED = "target_ci_reached"
-    TIME_BUDGET_EXHAUSTED = "time_budget_exhausted"
-    MAX_ITERATIONS = "max_iterations"
-    FIXED_ITERATIONS = "fixed_iterations"
 
 
 @dataclass(frozen=True, slots=True)

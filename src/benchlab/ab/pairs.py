@@ -20,14 +20,14 @@ from benchlab.artifacts import ArtifactCache
 from benchlab.ab.model import Comparison, MetricComparison, OpDelta, Outcome, PairedEstimate
 from benchlab.ab.stats import apply_bh, decide
 from benchlab.jobrun import Job, run_job, summarize_samples
-from benchlab.schema import JobIdentity, Result, Sample
+from benchlab.schema import JobIdentity, LATENCY_KEY, Result, Sample
 from benchlab.spec.types import FrameworkConfig
 from benchlab.targets.base import Target
 
 __all__ = ["CompareSettings", "Side", "compare_jobs", "side_job"]
 
 # Metrics decided on when present; for all of them a larger value is worse.
-DECIDED_METRICS = ("NET latency", "NET first_inference", "NET load_time", "NET memory_peak")
+DECIDED_METRICS = (LATENCY_KEY, "NET first_inference", "NET load_time", "NET memory_peak")
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +198,7 @@ def compare_jobs(
         pair = (side_job(base, control, "control"), side_job(base, treatment, "treatment"))
         try:
             data, estimates = _run_looks(pair, (control, treatment), targets, cache, settings,
-                                         "NET latency", progress)
+                                         LATENCY_KEY, progress)
         except _JobFailed as exc:
             failed.append(f"{base.identity.label}: not compared, a run failed: {exc}")
             continue
@@ -212,7 +212,7 @@ def compare_jobs(
                 test=base.identity.test_identifier, metric=key, unit=data.units.get(key, ""),
                 control=tuple(control_values), treatment=tuple(treatment_values),
                 estimate=estimate,
-                op_deltas=_op_deltas(data) if key == "NET latency" else (),
+                op_deltas=_op_deltas(data) if key == LATENCY_KEY else (),
             ))
             verify_later.append((len(metrics) - 1, pair))
     adjusted = apply_bh([m.estimate for m in metrics], alpha=settings.alpha)

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchlab.schema import Result, Status, Summary
+from benchlab.schema import LATENCY_KEY, Result, Status, Summary
 
 __all__ = ["TO_MS", "Cell", "cell_of", "config_label", "matrix_cells", "pareto_front"]
 
@@ -117,7 +117,7 @@ def _ops(result: Result) -> dict[str, float]:
 
 def cell_of(result: Result) -> Cell:
     ident, details, s = result.identity, result.details, result.summaries
-    latency = s.get("NET latency")
+    latency = s.get(LATENCY_KEY)
     info = details.get("model_info", {}) if isinstance(details.get("model_info"), Mapping) else {}
     p50 = _ms(latency)
     batch = _batch(details)
@@ -126,7 +126,7 @@ def cell_of(result: Result) -> Cell:
     if p50 and batch:
         throughput = batch * float(requests) * 1000.0 / p50
     factor = TO_MS.get(latency.unit, 1.0) if latency else 1.0
-    samples = tuple(v * factor for v in result.samples_of("NET latency"))
+    samples = tuple(v * factor for v in result.samples_of(LATENCY_KEY))
     return Cell(
         model=ident.model_name, test=ident.test_identifier, framework=ident.framework,
         label=config_label(ident.framework, ident.framework_config), status=result.status,

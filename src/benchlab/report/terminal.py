@@ -12,7 +12,7 @@ from rich.table import Table
 
 from benchlab.report.matrix import TO_MS
 from benchlab.report.matrix import cell_of as _cell_of
-from benchlab.schema import Result, Status, Summary
+from benchlab.schema import LATENCY_KEY, Result, Status, StopReason, Summary
 
 __all__ = [
     "SweepProgress",
@@ -70,14 +70,15 @@ def result_notes(results: Sequence[Result]) -> list[str]:
         label = result.identity.label
         if result.error:
             notes.append(f"{label}: {result.status.value}: {result.error}")
-        latency = result.summaries.get("NET latency")
+        latency = result.summaries.get(LATENCY_KEY)
         for warning in latency.warnings if latency else ():
             notes.append(f"{label}: {warning}")
         stop = result.details.get("job_stop_reason")
-        if latency is not None and stop in ("target_ci_reached", "time_budget_exhausted"):
+        if latency is not None and stop in (StopReason.TARGET_CI_REACHED,
+                                            StopReason.TIME_BUDGET_EXHAUSTED):
             width = latency.ci_rel_halfwidth * 100
             processes = result.details.get("repetitions")
-            what = "target CI reached" if stop == "target_ci_reached" else (
+            what = "target CI reached" if stop == StopReason.TARGET_CI_REACHED else (
                 "time budget exhausted before the target CI")
             notes.append(f"{label}: {what}: median ±{width:.2f}% after {processes} processes, "
                          f"{latency.count} samples")
@@ -151,11 +152,11 @@ def results_table(results: Sequence[Result], title: str = "benchlab results") ->
         name = ident.model_name
         if ident.test_identifier != "default":
             name += f"/{ident.test_identifier}"
-        latency = _summary(result, "NET latency")
+        latency = _summary(result, LATENCY_KEY)
         notes: list[str] = ["error"] if result.error else []
         if latency is not None:
             notes += [warning_tag(w) for w in latency.warnings]
-        if result.details.get("job_stop_reason") == "time_budget_exhausted":
+        if result.details.get("job_stop_reason") == StopReason.TIME_BUDGET_EXHAUSTED:
             notes.append("budget")
         notes += [_FLAG_TAGS[f["flag"]] for f in _device_flags(result)]
         ci = f"{latency.ci_rel_halfwidth * 100:.1f}%" if latency is not None else "-"

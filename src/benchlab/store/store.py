@@ -22,7 +22,7 @@ from sqlalchemy import Connection, Engine, Row, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from benchlab.errors import StoreError, UsageError
-from benchlab.schema import Result, Status, Summary
+from benchlab.schema import LATENCY_KEY, Result, Status, Summary
 from benchlab.store.engine import WRITE_OPTION, create_store_engine, resolve_url, store_errors
 from benchlab.store.rows import (
     build_result,
@@ -392,7 +392,7 @@ class ResultStore:
         *,
         target: str | None = None,
         test_identifier: str | None = None,
-        metric_key: str = "NET latency",
+        metric_key: str = LATENCY_KEY,
         limit: int = 100,
     ) -> list[HistoryPoint]:
         """The last ``limit`` summaries of one metric for a model on a framework, oldest first.
@@ -413,7 +413,7 @@ class ResultStore:
         return points
 
     def previous_points(
-        self, later: Iterable[Result], metric_key: str = "NET latency"
+        self, later: Iterable[Result], metric_key: str = LATENCY_KEY
     ) -> dict[str, HistoryPoint]:
         """For each result of ``later``, the last ok measurement of the same job before it.
 

@@ -23,7 +23,7 @@ from benchlab.ab.pairs import CompareSettings, Side, compare_jobs
 from benchlab.artifacts import ArtifactCache
 from benchlab.errors import CommitFailedError
 from benchlab.jobrun import Job
-from benchlab.schema import Result
+from benchlab.schema import LATENCY_KEY, Result
 from benchlab.store import ResultStore
 from benchlab.targets.base import Target
 from benchlab.tracking.changepoint import find_change_points
@@ -31,7 +31,6 @@ from benchlab.tracking.gitrepo import BuildCache, every_nth, git, list_commits
 
 __all__ = ["CommitPoint", "TrackReport", "TrackSettings", "track_commits"]
 
-_LATENCY = "NET latency"
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +101,7 @@ def fingerprint(settings: TrackSettings, reference: str, jobs: Sequence[Job]) ->
 def _per_process(result: Result) -> dict[int, float]:
     groups: dict[int, list[float]] = {}
     for sample in result.samples:
-        if sample.key == _LATENCY:
+        if sample.key == LATENCY_KEY:
             groups.setdefault(sample.repetition, []).append(sample.value)
     return {rep: statistics.median(values) for rep, values in groups.items()}
 
@@ -162,7 +161,7 @@ def track_commits(
             Side(commit[:12], string_map={"program": program}, variant=f"commit:{commit}"),
             target, cache, compare, on_result=pending.append, progress=progress,
         )
-        latency = next((m for m in comparison.metrics if m.metric == _LATENCY), None)
+        latency = next((m for m in comparison.metrics if m.metric == LATENCY_KEY), None)
         if latency is None:
             why = "; ".join(comparison.failed) or "no latency was measured"
             raise CommitFailedError(f"commit {commit[:12]}: its benchmark failed: {why}")
