@@ -213,7 +213,7 @@ def compare(
     """A/B: is the treatment slower or faster than the control? Exit code 1 on a regression."""
     from benchlab.api import compare as run_compare
     from benchlab.ab.pairs import CompareSettings
-    from benchlab.ab.report import comparison_json, comparison_markdown, comparison_table
+    from benchlab.report.ab import comparison_json, comparison_markdown, comparison_table
     from benchlab.harness import TestOverrides
 
     try:
@@ -244,7 +244,7 @@ def compare(
     if json_out:
         json_out.write_text(comparison_json(comparison))
     if html:
-        from benchlab.ab.html import comparison_html
+        from benchlab.report.ab_html import comparison_html
 
         html.write_text(comparison_html(comparison))
     raise typer.Exit(comparison.exit_code)
@@ -269,10 +269,9 @@ def track(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
 ) -> None:
     """Benchmark a commit history against a pinned reference; find and bisect steps."""
-    from rich.table import Table
-
     from benchlab.api import track as run_track
     from benchlab.artifacts import default_cache_dir
+    from benchlab.report.history import track_table
     from benchlab.tracking import TrackSettings
 
     if step < 1 or pairs < 2:
@@ -287,15 +286,7 @@ def track(
         list(specs), settings=settings, follow=follow, interval=interval, db=db,
         progress=None if quiet else (lambda text: err_console.print(f"[dim]{escape(text)}[/]")),
     )
-    table = Table(title=f"track against {report.reference[:12]}", header_style="bold")
-    for name in ("commit", "change", "95% CI", "pairs"):
-        table.add_column(name)
-    culprits = dict(report.culprits)
-    for p in report.points:
-        mark = " [red]← step[/]" if p.commit in culprits else ""
-        table.add_row(p.commit[:12] + mark, f"{p.change:+.2%}",
-                      f"[{p.ci_low:+.2%}, {p.ci_high:+.2%}]", str(len(p.log_ratios)))
-    console.print(table)
+    console.print(track_table(report))
     for note in report.notes:
         console.print(escape(note))
     if report.stopped:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from benchlab.ab.pairs import CompareSettings, Side, compare_jobs
-from benchlab.ab.html import comparison_html
 from benchlab.ab.model import Comparison, MetricComparison, OpDelta, Outcome, PairedEstimate
 
 __all__ = [
@@ -15,5 +14,4 @@ __all__ = [
     "PairedEstimate",
     "Side",
     "compare_jobs",
-    "comparison_html",
 ]

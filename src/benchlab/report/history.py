@@ -1,4 +1,4 @@
-"""Tables for ``results list``, ``results history`` and ``doctor``."""
+"""Tables for ``results list``, ``results history``, ``track`` and ``doctor``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,14 @@ from rich.table import Table
 
 from benchlab.report.terminal import format_ms
 
-__all__ = ["RuntimeChange", "doctor_tables", "history_table", "runs_table", "runtime_changes"]
+__all__ = [
+    "RuntimeChange",
+    "doctor_tables",
+    "history_table",
+    "runs_table",
+    "runtime_changes",
+    "track_table",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +84,20 @@ def history_table(points: Sequence[Any], title: str) -> Table:
     if changes:
         table.caption = ("◆ the runtime's version changed at this row: a step there may come "
                          "from the release, not from the model or your change")
+    return table
+
+
+def track_table(report: Any) -> Table:
+    """One row per measured commit of a ``track``: its change against the reference, marked
+    ``← step`` where a step was first seen."""
+    table = Table(title=f"track against {report.reference[:12]}", header_style="bold")
+    for name in ("commit", "change", "95% CI", "pairs"):
+        table.add_column(name)
+    culprits = dict(report.culprits)
+    for p in report.points:
+        mark = " [red]← step[/]" if p.commit in culprits else ""
+        table.add_row(p.commit[:12] + mark, f"{p.change:+.2%}",
+                      f"[{p.ci_low:+.2%}, {p.ci_high:+.2%}]", str(len(p.log_ratios)))
     return table
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from statistics import median
 from dataclasses import asdict
 from typing import Any
 
@@ -40,12 +41,6 @@ def _pct(value: float) -> str:
     return f"{value * 100:+.2f}%"
 
 
-def _median(values: tuple[float, ...]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
 def _level(comparison: Comparison) -> str:
     level = comparison.metrics[0].estimate.ci_level if comparison.metrics else 0.95
     return f"{level:.1%}"
@@ -68,7 +63,7 @@ def comparison_table(comparison: Comparison) -> Table:
         style = _STYLE[e.outcome] if m.verified is not False else "yellow"
         table.add_row(
             escape(m.job), m.metric.removeprefix("NET "), str(e.n_pairs),
-            f"{_median(m.control):.4g} {m.unit}", f"{_median(m.treatment):.4g} {m.unit}",
+            f"{median(m.control):.4g} {m.unit}", f"{median(m.treatment):.4g} {m.unit}",
             _pct(e.change), f"[{_pct(e.ci_low)}, {_pct(e.ci_high)}]",
             f"{e.q_value:.3g}" if e.q_value is not None else "-",
             f"[{style}]{_verdict(m)}[/]",
@@ -97,7 +92,7 @@ def comparison_markdown(comparison: Comparison, top_ops: int = 5) -> str:
         e = m.estimate
         lines.append(
             f"| {m.job} | {m.metric.removeprefix('NET ')} | {e.n_pairs} | "
-            f"{_median(m.control):.4g} {m.unit} | {_median(m.treatment):.4g} {m.unit} | "
+            f"{median(m.control):.4g} {m.unit} | {median(m.treatment):.4g} {m.unit} | "
             f"{_pct(e.change)} | [{_pct(e.ci_low)}, {_pct(e.ci_high)}] | "
             f"{e.q_value:.3g} | {_verdict(m)} |" if e.q_value is not None else
             f"| {m.job} | {m.metric} | {e.n_pairs} | - | - | {_pct(e.change)} | - | - | "

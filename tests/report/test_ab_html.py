@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.ab.html import comparison_html
+from benchlab.report.ab_html import comparison_html
 from benchlab.report.svg import ticks as _ticks
 from benchlab.ab.model import Comparison, MetricComparison, OpDelta, Outcome, PairedEstimate
 
