@@ -58,7 +58,7 @@ def main() -> None:
     framework = FrameworkConfig("onnxruntime", {})
     target = HostTarget()
     with tempfile.TemporaryDirectory(prefix="bench-ttci-") as tmp:
-        cache = ArtifactCache(Path(tmp) / "cache", progress=False)
+        cache = ArtifactCache(Path(tmp) / "cache")
         specs = zoo_specs(models, cache)
         jobs = {
             name: plan(specs, target, frameworks=[framework], overrides=overrides).jobs

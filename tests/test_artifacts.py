@@ -15,6 +15,7 @@ from conftest import FileServer
 
 from benchlab.artifacts import ArtifactCache, default_cache_dir, md5_of, sha256_of
 from benchlab.errors import ArtifactHashMismatch, DownloadError, UsageError
+from benchlab.report.terminal import download_bar
 from benchlab.spec.types import FileRef
 
 MODEL = b"pretend this is an onnx model\n" * 1000
@@ -31,7 +32,7 @@ def md5(data: bytes) -> str:
 
 @pytest.fixture
 def cache(tmp_path: Path) -> ArtifactCache:
-    return ArtifactCache(tmp_path / "cache", progress=False)
+    return ArtifactCache(tmp_path / "cache")
 
 
 def ref(location: str, base_dir: Path = Path("/nonexistent"), **hashes: str | None) -> FileRef:
@@ -179,11 +180,11 @@ def test_malformed_hash_is_a_usage_error(cache: ArtifactCache) -> None:
         cache.fetch(ref("http://127.0.0.1:9/model.onnx", sha256="abc"))
 
 
-def test_progress_bar_renders_to_console(server: FileServer, tmp_path: Path) -> None:
+def test_download_bar_renders_to_console(server: FileServer, tmp_path: Path) -> None:
     server.files["/big.onnx"] = MODEL
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=100)
-    cache = ArtifactCache(tmp_path / "cache", progress=True, console=console)
+    cache = ArtifactCache(tmp_path / "cache", progress=download_bar(console))
     path = cache.fetch(ref(server.url("/big.onnx"), sha256=sha(MODEL)))
     assert path.read_bytes() == MODEL
     assert "big.onnx" in out.getvalue()
@@ -215,9 +216,9 @@ def test_absolute_and_relative_paths(model_file: Path, cache: ArtifactCache) -> 
 
 def test_root_model_dir_locations(model_file: Path, tmp_path: Path) -> None:
     r = ref("//models/net.onnx", sha256=sha(MODEL))
-    with_root = ArtifactCache(tmp_path / "cache", root_model_dir=tmp_path, progress=False)
+    with_root = ArtifactCache(tmp_path / "cache", root_model_dir=tmp_path)
     assert with_root.fetch(r) == tmp_path / "models" / "net.onnx"
-    without_root = ArtifactCache(tmp_path / "cache", progress=False)
+    without_root = ArtifactCache(tmp_path / "cache")
     with pytest.raises(UsageError, match="root model directory"):
         without_root.fetch(r)
 

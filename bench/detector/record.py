@@ -48,7 +48,7 @@ def record(processes: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-detector-") as tmp:
         (job,) = plan_sweep([SPEC], cache_dir=Path(tmp) / "cache").jobs
         job = side_job(job, side, "control")
-        cache = ArtifactCache(Path(tmp) / "cache", progress=False)
+        cache = ArtifactCache(Path(tmp) / "cache")
         started = time.perf_counter()
         for index in range(processes):
             result = run_job(job, target, cache, string_map=side.string_map)

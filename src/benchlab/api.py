@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-
-from rich.console import Console
+from typing import Any
 
 from benchlab.artifacts import ArtifactCache, default_cache_dir
 from benchlab.ab.pairs import CompareSettings, Side, compare_jobs
@@ -15,7 +14,7 @@ from benchlab.errors import InfrastructureError, UsageError
 from benchlab.harness import Plan, TestOverrides, execute, plan
 from benchlab.plugins import FRAMEWORK_GROUP, available_names, open_target, parse_plugin_text
 from benchlab.report.jsondir import write_result_json
-from benchlab.report.terminal import SweepProgress
+from benchlab.report.terminal import SweepProgress, download_bar, make_console
 from benchlab.results import Results
 from benchlab.schema import Result
 from benchlab.spec import load
@@ -28,7 +27,6 @@ from benchlab.zoo import DEFAULT_MODELS, resolve_model_names, zoo_specs
 
 __all__ = ["compare", "parse_framework", "plan_sweep", "run", "track"]
 
-# When --target-ci is given without a budget, stop trying after this long per job.
 
 
 def _usable_target(target: str | Target) -> Target:
@@ -124,7 +122,7 @@ def run(
     cache_dir: Path | None = None,
     root_model_dir: Path | None = None,
     progress: bool = False,
-    console: Console | None = None,
+    console: Any = None,
 ) -> Results:
     """Run a sweep and return its :class:`Results`; every result is also in the store.
 
@@ -139,11 +137,11 @@ def run(
     if isinstance(energy, str):
         energy = EnergySettings(meter=energy)
     cache = ArtifactCache(
-        cache_dir or default_cache_dir(), root_model_dir=root_model_dir, progress=progress,
-        console=console,
+        cache_dir or default_cache_dir(), root_model_dir=root_model_dir,
+        progress=download_bar(console) if progress else None,
     )
     the_target = _usable_target(target)
-    announce = (console or Console(stderr=True)).print if progress else None
+    announce = (console or make_console(stderr=True)).print if progress else None
     sweep, configs = _plan(specs, models, frameworks, the_target, overrides, cache,
                            root_model_dir, announce)
     store = open_store(db)
@@ -216,8 +214,7 @@ def compare(
     control's configuration and each side swaps in its own. Every side's observations are
     stored as a result with variant ``control`` or ``treatment``.
     """
-    cache = ArtifactCache(cache_dir or default_cache_dir(), root_model_dir=root_model_dir,
-                          progress=False)
+    cache = ArtifactCache(cache_dir or default_cache_dir(), root_model_dir=root_model_dir)
     the_target = _usable_target(target)
     if control.framework is not None and not frameworks:
         frameworks = [control.framework]
@@ -258,7 +255,7 @@ def track(
     is inside a commit's worktree. A track stopped through its status file, or killed,
     resumes where it stopped when run again with the same arguments.
     """
-    cache = ArtifactCache(cache_dir or default_cache_dir(), progress=False)
+    cache = ArtifactCache(cache_dir or default_cache_dir())
     the_target = _usable_target(target)
     sweep, _ = _plan(specs, models, frameworks, the_target, overrides, cache, None)
     store = open_store(db)

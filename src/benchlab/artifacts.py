@@ -35,25 +35,16 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
-
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
 
 from benchlab.errors import ArtifactHashMismatch, DownloadError, UsageError
 from benchlab.spec.types import FileRef
 
 __all__ = [
+    "DownloadProgress",
     "ArtifactCache",
     "ArtifactSource",
     "FetchedArtifact",
@@ -159,12 +150,18 @@ def _valid_filename(name: str) -> bool:
     )
 
 
+DownloadProgress = Callable[[str, int], AbstractContextManager[Callable[[int], None]]]
+"""Shows one download: called with the file name and its size in bytes, it gives a context
+manager whose value is called with each chunk's size."""
+
+
 class ArtifactCache:
     """Resolves :class:`FileRef` locations to verified local files, caching downloads.
 
     ``root`` is the cache directory (see :func:`default_cache_dir`), ``root_model_dir`` anchors
-    ``//rel/path`` locations, ``progress`` shows a rich progress bar on ``console`` for downloads
-    of known size, and ``timeout`` bounds each network operation in seconds.
+    ``//rel/path`` locations, ``progress`` shows downloads of known size (for instance
+    :func:`benchlab.report.terminal.download_bar`; none by default), and ``timeout`` bounds
+    each network operation in seconds.
     """
 
     def __init__(
@@ -172,14 +169,12 @@ class ArtifactCache:
         root: Path,
         *,
         root_model_dir: Path | None = None,
-        progress: bool = True,
-        console: Console | None = None,
+        progress: DownloadProgress | None = None,
         timeout: float = 60,
     ) -> None:
         self._root = Path(root)
         self._root_model_dir = None if root_model_dir is None else Path(root_model_dir)
         self._progress = progress
-        self._console = console if console is not None else Console(stderr=True)
         self._timeout = timeout
 
     @property
@@ -357,19 +352,11 @@ class ArtifactCache:
 
     @contextmanager
     def _progress_bar(self, filename: str, total: int | None) -> Iterator[Callable[[int], None]]:
-        if not self._progress or total is None:
+        if self._progress is None or total is None:
             yield lambda _n: None
             return
-        columns = (
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            DownloadColumn(),
-            TransferSpeedColumn(),
-            TimeRemainingColumn(),
-        )
-        with Progress(*columns, console=self._console, transient=True) as bar:
-            task = bar.add_task(filename, total=total)
-            yield lambda n: bar.advance(task, n)
+        with self._progress(filename, total) as advance:
+            yield advance
 
     @staticmethod
     def _filename_for(ref: FileRef, url: str) -> str:

@@ -32,7 +32,7 @@ CacheOption = Annotated[
 def _cache(cache_dir: Path | None) -> ArtifactCache:
     from benchlab.artifacts import ArtifactCache, default_cache_dir
 
-    return ArtifactCache(cache_dir or default_cache_dir(), progress=False)
+    return ArtifactCache(cache_dir or default_cache_dir())
 
 
 @zoo_app.command("list")

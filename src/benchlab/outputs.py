@@ -83,7 +83,7 @@ def outputs(
     """
     from benchlab.api import parse_framework
 
-    cache = ArtifactCache(cache_dir or default_cache_dir(), progress=False)
+    cache = ArtifactCache(cache_dir or default_cache_dir())
     spec = _spec(model, cache)
     config = parse_framework(framework) if isinstance(framework, str) else framework
     adapter = load_framework(config.name)

@@ -55,7 +55,7 @@ def test_second_export_is_a_hit_and_a_changed_definition_a_miss(
     user_model: tuple[ZooModel, Path], tmp_path: Path
 ) -> None:
     model, source = user_model
-    cache = ArtifactCache(tmp_path / "cache", progress=False)
+    cache = ArtifactCache(tmp_path / "cache")
     first = zoo.export_models([model.name], cache)[0]
     assert set(first.exported) == {"onnx", "torchscript", "reference"}
     assert {"onnx", "torchscript", "reference"} <= set(first.files)
@@ -100,7 +100,7 @@ def test_a_failed_format_is_remembered_with_its_reason(
                       input_shapes=((2, 8),), entry="zoo_user_model:branchy",
                       sources=("zoo_user_model",), formats=("pt2", "torchscript"))
     monkeypatch.setitem(zoo.ZOO, broken.name, broken)
-    cache = ArtifactCache(tmp_path / "cache", progress=False)
+    cache = ArtifactCache(tmp_path / "cache")
     first = zoo.export_models([broken.name], cache)[0]
     assert "pt2" in first.failures and "torchscript" in first.files
     again = zoo.export_models([broken.name], cache)[0]

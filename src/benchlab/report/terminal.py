@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Self
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
 from rich.table import Table
 
 from benchlab.report.matrix import TO_MS
@@ -16,6 +26,7 @@ from benchlab.schema import LATENCY_KEY, Result, Status, StopReason, Summary
 
 __all__ = [
     "SweepProgress",
+    "download_bar",
     "format_ms",
     "make_console",
     "result_notes",
@@ -177,6 +188,22 @@ def results_table(results: Sequence[Result], title: str = "benchlab results") ->
         }
         table.add_row(*(values[c] for c in columns))
     return table
+
+
+def download_bar(console: Console | None = None) -> Callable[[str, int], Any]:
+    """A :data:`benchlab.artifacts.DownloadProgress` that draws a rich bar per download (on
+    stderr unless ``console`` says otherwise), removed when the download ends."""
+
+    @contextmanager
+    def show(filename: str, total: int) -> Iterator[Callable[[int], None]]:
+        columns = (TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(),
+                   TransferSpeedColumn(), TimeRemainingColumn())
+        target = console if console is not None else Console(stderr=True)
+        with Progress(*columns, console=target, transient=True) as bar:
+            task = bar.add_task(escape(filename), total=total)
+            yield lambda n: bar.advance(task, n)
+
+    return show
 
 
 class SweepProgress:
