@@ -131,7 +131,10 @@ def test_environment_and_details_are_recorded(tmp_path: Path) -> None:
               "commands": ["{PYTHON} {files.good} 3"]}]
     (result,) = run(write_spec(tmp_path, tests), tmp_path)
     env = result.environment
-    assert env["cpu_count"] >= 1 and env["python"] and "after" in env
+    assert env["cpu_count"] >= 1 and env["python"]
+    # One reader of device state on every target: the probe, before and after the job.
+    assert env["state_before"]["complete"] and env["state_after"]["complete"]
+    assert "governors" not in env and "after" not in env
     assert result.details["repetitions"] == 2
     assert {s.repetition for s in result.samples} == {0, 1}
     assert result.details["job_stop_reason"] == "fixed_repetitions"

@@ -1,8 +1,9 @@
-"""What the machine looked like when a result was measured.
+"""The static facts of the machine a result was measured on.
 
-Everything is read from ``/proc``, ``/sys`` and package metadata; nothing here imports a
-runtime (versions come from ``importlib.metadata``), so capturing is cheap and safe.
-Fields that cannot be read on this machine are ``None`` rather than guessed.
+Everything is read from ``/proc`` and package metadata; nothing here imports a runtime
+(versions come from ``importlib.metadata``), so capturing is cheap and safe. Fields that
+cannot be read on this machine are ``None`` rather than guessed. Device state (frequencies,
+temperatures, load) has one reader for every target, host included: ``targets/probe.py``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ __all__ = [
     "cpu_features",
     "package_versions",
     "parse_cpu_list",
-    "read_temperatures",
 ]
 
 # Distributions whose versions are worth recording beside every result.
@@ -41,8 +41,6 @@ INFERENCE_CPU_FEATURES = frozenset({
     "asimd", "asimddp", "asimdhp", "i8mm", "bf16", "sve", "sve2", "sme",
 })
 
-_SYS_CPU = Path("/sys/devices/system/cpu")
-_THERMAL = Path("/sys/class/thermal")
 
 
 def parse_cpu_list(text: str) -> set[int]:
@@ -110,46 +108,12 @@ def _cpu_model() -> str | None:
     return platform.processor() or None
 
 
-def _frequencies() -> dict[str, Any]:
-    governors: dict[str, str] = {}
-    cur_khz: dict[str, int] = {}
-    for cpu_dir in sorted(_SYS_CPU.glob("cpu[0-9]*")):
-        freq = cpu_dir / "cpufreq"
-        governor = _read(freq / "scaling_governor")
-        if governor is not None:
-            governors[cpu_dir.name] = governor
-        cur = _read(freq / "scaling_cur_freq")
-        if cur is not None and cur.isdigit():
-            cur_khz[cpu_dir.name] = int(cur)
-    mhz: list[float] = []
-    if not cur_khz:
-        for line in (_read(Path("/proc/cpuinfo")) or "").splitlines():
-            if line.lower().startswith("cpu mhz"):
-                mhz.append(float(line.split(":", 1)[1]))
-    return {
-        "governors": governors or None,
-        "frequencies_khz": cur_khz or ({"cpuinfo_mhz": mhz} if mhz else None),
-    }
-
-
-def read_temperatures() -> dict[str, float] | None:
-    """Temperatures in °C from ``/sys/class/thermal``, keyed by zone type; None if unreadable."""
-    temps: dict[str, float] = {}
-    for zone in sorted(_THERMAL.glob("thermal_zone*")):
-        raw = _read(zone / "temp")
-        if raw is None or not raw.lstrip("-").isdigit():
-            continue
-        kind = _read(zone / "type") or zone.name
-        temps[f"{kind}:{zone.name}"] = int(raw) / 1000.0
-    return temps or None
-
-
 def capture_host_environment() -> dict[str, Any]:
-    """A snapshot of this machine: identity, CPU, load, frequencies, temperatures, versions."""
-    try:
-        load = os.getloadavg()
-    except OSError:
-        load = None
+    """The static facts of this machine: identity, CPU, its ISA flags, package versions.
+
+    What changes while benchmarks run (frequencies, governors, temperatures, load, battery)
+    is device state, read on every target alike by :mod:`benchlab.targets.probe`.
+    """
     return {
         "hostname": socket.gethostname(),
         "os": platform.platform(),
@@ -160,8 +124,5 @@ def capture_host_environment() -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "cpu_features": cpu_features(),
         "cpus_allowed": sorted(os.sched_getaffinity(0)),
-        "load_average": list(load) if load else None,
-        **_frequencies(),
-        "temperatures_c": read_temperatures(),
         "packages": package_versions(),
     }

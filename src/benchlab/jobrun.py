@@ -145,10 +145,6 @@ def run_job(
                error: str | None = None, stderr: str | None = None) -> Result:
         state_after = capture_state(target)
         environment["state_after"] = state_after
-        environment["after"] = {
-            "temperatures_c": (state_after or {}).get("temperatures_c"),
-            "load_average": (state_after or {}).get("load_average"),
-        }
         if meter is not None:
             details["energy"], joules = meter.finish()
             samples += [Sample("energy_per_inference", j * 1e3, "mJ", "NET", rep, 0)

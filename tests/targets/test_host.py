@@ -302,6 +302,12 @@ def test_describe_reports_this_machine(host: HostTarget) -> None:
     described = host.describe()
     assert described["cpu_count"] == os.cpu_count()
     assert described["python"] == sys.version.split()[0]
+    # Device state comes from the probe every target runs, read once with the description.
+    state = described["state"]
+    assert state["complete"] and set(state["cpus"]) >= {f"cpu{i}" for i in
+                                                        os.sched_getaffinity(0)}
+    assert described["load_average"] == state["load_average"]
+    assert described["temperatures_c"] == state["temperatures_c"]
 
 
 def test_command_result_ok_requires_exit_zero_and_no_timeout() -> None:

@@ -42,8 +42,11 @@ class HostTarget:
         return Availability(ok=True, version=sys.version.split()[0])
 
     def describe(self) -> Mapping[str, Any]:
-        """CPU, cores, OS, load, governor and temperatures of this machine."""
-        return capture_host_environment()
+        """This machine's static facts and its device state (``state``), read once."""
+        state = self.device_state()
+        return {**capture_host_environment(), "state": state,
+                "temperatures_c": state.get("temperatures_c"),
+                "load_average": state.get("load_average"), "clusters": state.get("clusters")}
 
     def device_state(self) -> dict[str, Any]:
         """Frequencies, temperatures, battery and load, read as on every other target."""
