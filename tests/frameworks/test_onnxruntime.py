@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from benchlab.errors import UsageError
 from benchlab.frameworks.base import Framework, JobContext, Unsupported
 from benchlab.frameworks.onnxruntime import OnnxRuntimeFramework
 from benchlab.runner.config import RunnerConfig
@@ -119,6 +120,18 @@ def test_run_end_to_end_through_the_host_target(
     assert parsed.details["graph_optimization_level"] == "basic"
     assert parsed.details["intra_op_threads"] == 1
     assert parsed.details["runtime_version"] == importlib.metadata.version("onnxruntime")
+
+
+def test_settings_the_runner_would_reject_are_a_usage_error_in_the_harness(
+    fw: OnnxRuntimeFramework,
+    make_model: Callable[..., ModelDef],
+    make_ctx: Callable[..., JobContext],
+) -> None:
+    model = make_model({"model": "net.onnx"})
+    ctx = make_ctx(model, FrameworkConfig("onnxruntime", {"threads": 0}),
+                   files={"files.model": "/t/net.onnx"})
+    with pytest.raises(UsageError, match="the runner cannot take these settings: threads: "):
+        fw.invocations(ctx)
 
 
 def test_the_runner_process_loads_only_the_runner_and_this_backend(

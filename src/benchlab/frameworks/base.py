@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from pydantic import ValidationError
+
 from benchlab.errors import UsageError
 from benchlab.frameworks.common import (
     REFERENCE_KEY,
@@ -21,6 +23,7 @@ from benchlab.frameworks.common import (
     file_key_with_suffix,
 )
 from benchlab.protocol import ParsedOutput, parse_output
+from benchlab.runner.config import InputConfig, RunnerConfig
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, ModelDef, TestCase
 from benchlab.targets.base import Availability, CommandResult
 
@@ -130,26 +133,32 @@ def runner_invocation(
     test = ctx.test
     # A framework option ("-f pytorch:threads=1") beats the test's thread count.
     threads = options.get("threads", test.threads)
-    config = {
-        "backend": backend,
-        "model_path": model_path,
-        "entry": ctx.spec.model.entry,
-        "inputs": [
-            {"name": i.name, "shape": list(i.shape), "dtype": i.dtype} for i in test.inputs
-        ],
-        "warmup": test.warmup,
-        "iterations": test.iter,
-        "min_time": test.min_time,
-        "max_time": test.max_time,
-        "target_ci": test.target_ci,
-        "threads": threads,
-        "profile_ops": test.profile_ops,
-        "seed": ctx.repetition,
-        "options": dict(options),
-        "extra_files": dict(extra_files or {}),
-        "reference": ctx.files.get(f"files.{REFERENCE_KEY}"),
-    }
-    argv = [ctx.python, "-m", "benchlab.runner", json.dumps(config, sort_keys=True)]
+    # The runner's own model is the wire format: a field the runner does not know, or a value
+    # it would reject, fails here in the harness, not in every runner process.
+    try:
+        config = RunnerConfig(
+            backend=backend,
+            model_path=model_path,
+            entry=ctx.spec.model.entry,
+            inputs=[InputConfig(name=i.name, shape=list(i.shape), dtype=i.dtype)
+                    for i in test.inputs],
+            warmup=test.warmup,
+            iterations=test.iter,
+            min_time=test.min_time,
+            max_time=test.max_time,
+            target_ci=test.target_ci,
+            threads=threads,
+            profile_ops=test.profile_ops,
+            seed=ctx.repetition,
+            options=dict(options),
+            extra_files=dict(extra_files or {}),
+            reference=ctx.files.get(f"files.{REFERENCE_KEY}"),
+        )
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise UsageError(f"the runner cannot take these settings: {problems}") from None
+    wire = json.dumps(config.model_dump(exclude_defaults=True), sort_keys=True)
+    argv = [ctx.python, "-m", "benchlab.runner", wire]
     return Invocation(argv=argv, env={**thread_env(threads), **test.env})
 
 
