@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import benchlab
 
 
@@ -11,3 +13,19 @@ def test_all_is_sorted_and_every_name_resolves() -> None:
         assert getattr(benchlab, name) is not None
         doc = getattr(getattr(benchlab, name), "__doc__", None)
         assert name == "SCHEMA_VERSION" or doc, f"{name} has no docstring"
+
+
+def test_the_product_imports_no_stand_in() -> None:
+    # The stand-in phone and board are a separate distribution (standin/): test support, not
+    # benchlab. An import of it from the package would ship test code to every user.
+    import ast
+
+    package = Path(benchlab.__file__).parent
+    offenders = []
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            offenders += [f"{path.name}: {n}" for n in names if n.startswith("benchlab_standin")]
+    assert offenders == []
+    assert not (package / "standin").exists()

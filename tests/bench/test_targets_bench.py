@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.standin.board import find_sshd
+from benchlab_standin.board import find_sshd
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.standin import StandinPhone
-from benchlab.standin.adbserver import AdbServer, isolated_adb_server
+from benchlab_standin import StandinPhone
+from benchlab_standin.adbserver import AdbServer, isolated_adb_server
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.standin import StandinPhone
-from benchlab.standin.adb_protocol import (
+from benchlab_standin import StandinPhone
+from benchlab_standin.adb_protocol import (
     A_CLSE, A_CNXN, A_OKAY, A_OPEN, A_VERSION, A_WRTE, MAX_PAYLOAD, Message, ProtocolError,
     checksum, read_message, sync_packet,
 )

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.standin import default_profile
-from benchlab.standin.services import Sandbox
-from benchlab.standin.simulation import PhoneSimulation
+from benchlab_standin import default_profile
+from benchlab_standin.services import Sandbox
+from benchlab_standin.simulation import PhoneSimulation
 
 
 @pytest.fixture
@@ -198,7 +198,7 @@ def test_battery_discharge_and_charge(root: Path) -> None:
 
 def test_main_runs_until_interrupted(tmp_path: Path) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "benchlab.standin", "--port", "0", "--root", str(tmp_path / "d")],
+        [sys.executable, "-m", "benchlab_standin", "--port", "0", "--root", str(tmp_path / "d")],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         first = proc.stdout.readline()  # type: ignore[union-attr]

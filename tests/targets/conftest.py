@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.standin.board import LoopbackBoard, find_sshd
+from benchlab_standin.board import LoopbackBoard, find_sshd
 from benchlab.targets.ssh import SshTarget
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from benchlab.errors import InfrastructureError, UsageError
-from benchlab.standin import StandinPhone
-from benchlab.standin.adbserver import AdbServer, isolated_adb_server
-from benchlab.standin.profile import default_profile
+from benchlab_standin import StandinPhone
+from benchlab_standin.adbserver import AdbServer, isolated_adb_server
+from benchlab_standin.profile import default_profile
 from benchlab.targets.adb import AdbTarget, parse_devices, parse_dumpsys_battery, parse_getprop
 from benchlab.targets.base import RunRequest, Target
 

@@ -24,9 +24,9 @@ from benchlab.cli import app
 from benchlab.doctor import device_summary, diagnose
 from benchlab.harness import TestOverrides as Overrides
 from benchlab.schema import Status
-from benchlab.standin import StandinPhone
-from benchlab.standin.adbserver import AdbServer, isolated_adb_server
-from benchlab.standin.board import LoopbackBoard
+from benchlab_standin import StandinPhone
+from benchlab_standin.adbserver import AdbServer, isolated_adb_server
+from benchlab_standin.board import LoopbackBoard
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchlab.errors import UsageError
-from benchlab.standin.board import LoopbackBoard
+from benchlab_standin.board import LoopbackBoard
 from benchlab.targets.base import RunRequest, Target
 from benchlab.targets.ssh import SshTarget
 

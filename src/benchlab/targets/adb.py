@@ -1,7 +1,7 @@
 """The ``adb`` target: an Android phone driven through the real ``adb`` client.
 
 Everything goes through the ``adb`` program (Debian package ``adb``), so a phone on USB, one
-over Wi-Fi (``adb connect``) and the test stand-in (:mod:`benchlab.standin`) are reached the
+over Wi-Fi (``adb connect``) and the test stand-in (:mod:`benchlab_standin`) are reached the
 same way. Several phones may be attached: pick one by ``serial=`` or by what it is
 (``model=``, ``product=``, ``device=`` from ``adb devices -l``; ``soc=`` from ``getprop``).
 

@@ -21,7 +21,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchlab.standin.toolbox import install as install_shims
+from benchlab_standin.toolbox import install as install_shims
 
 __all__ = ["CpuCluster", "DeviceProfile", "ThermalZone", "default_profile"]
 

@@ -39,7 +39,7 @@ import threading
 import time
 from pathlib import Path
 
-from benchlab.standin.profile import CpuCluster, DeviceProfile
+from benchlab_standin.profile import CpuCluster, DeviceProfile
 
 __all__ = ["PhoneSimulation"]
 

@@ -7,7 +7,7 @@ all go through the real client and server and the real wire protocol.
 Protocol sources (AOSP ``packages/modules/adb``): ``protocol.txt`` (transport messages, the
 CNXN handshake, streams, flow control), ``adb.h`` (``A_VERSION``, ``MAX_PAYLOAD``),
 ``SERVICES.TXT`` (service names), ``SYNC.TXT`` (file transfer); see
-:mod:`benchlab.standin.adb_protocol` and :mod:`benchlab.standin.services`.
+:mod:`benchlab_standin.adb_protocol` and :mod:`benchlab_standin.services`.
 
 What it proves: that benchlab's adb plumbing (argument quoting, output parsing, file
 transfer, timeouts and kills, reconnecting after a reboot) works against the real adb client
@@ -15,12 +15,12 @@ and server, and that sensor-reading code parses Android-formatted files and tool
 
 What it cannot prove: anything about Android itself. Commands run on *this* machine (x86,
 this kernel, these tools, this user; ``uname -m`` is not ``aarch64``), only the device path
-prefixes listed in :mod:`benchlab.standin.services` are rewritten into the sandbox -- and
+prefixes listed in :mod:`benchlab_standin.services` are rewritten into the sandbox -- and
 textually, so a path built at run time (``cd /; cd data``) escapes the mapping. There is no
 SELinux, no app sandbox, no ``pm``/``am``, no USB, no authentication (it announces itself as
 already authorized), and only the legacy shell and sync protocols: no exit status from
 ``adb shell``, no separate stderr. The sensor values come from the crude model in
-:mod:`benchlab.standin.simulation`. Read-only cpufreq files on an unrooted profile are
+:mod:`benchlab_standin.simulation`. Read-only cpufreq files on an unrooted profile are
 enforced with file modes, which root ignores: when the tests run as root, writes succeed;
 what differs reliably is that ``su`` exists only on a rooted profile.
 """
@@ -38,17 +38,17 @@ from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
-from benchlab.standin.adb_protocol import (
+from benchlab_standin.adb_protocol import (
     A_AUTH, A_CLSE, A_CNXN, A_OKAY, A_OPEN, A_STLS, A_VERSION, A_WRTE, MAX_PAYLOAD, Message,
     ProtocolError, command_name, read_message,
 )
-from benchlab.standin.profile import DeviceProfile, default_profile
-from benchlab.standin.services import Sandbox, serve_root, serve_shell, serve_sync
-from benchlab.standin.simulation import PhoneSimulation
+from benchlab_standin.profile import DeviceProfile, default_profile
+from benchlab_standin.services import Sandbox, serve_root, serve_shell, serve_sync
+from benchlab_standin.simulation import PhoneSimulation
 
 __all__ = ["StandinPhone", "Stream"]
 
-_log = logging.getLogger("benchlab.standin")
+_log = logging.getLogger("benchlab_standin")
 
 
 class Stream:

@@ -1,4 +1,4 @@
-"""``python -m benchlab.standin --port 5555 --root DIR``: run a stand-in phone until Ctrl-C."""
+"""``python -m benchlab_standin --port 5555 --root DIR``: run a stand-in phone until Ctrl-C."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from benchlab.standin import StandinPhone, default_profile
+from benchlab_standin import StandinPhone, default_profile
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, start the stand-in, print how to connect, wait for Ctrl-C."""
-    parser = argparse.ArgumentParser(prog="python -m benchlab.standin",
+    parser = argparse.ArgumentParser(prog="python -m benchlab_standin",
                                      description="A stand-in Android phone speaking ADB.")
     parser.add_argument("--port", type=int, default=5555, help="TCP port (0: any free one)")
     parser.add_argument("--root", type=Path, default=None,

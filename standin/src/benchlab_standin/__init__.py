@@ -4,12 +4,12 @@
 ``adb connect 127.0.0.1:PORT`` the real adb server treats it as a network-attached device.
 Shell commands run on this machine inside a sandbox directory that plays the device
 filesystem (with a simulated sysfs: CPU frequencies, thermal zones, battery), and file
-transfer uses the legacy sync protocol. See :mod:`benchlab.standin.adbd` for what such a
-stand-in proves and what it cannot, and :mod:`benchlab.standin.adbserver` for an isolated
+transfer uses the legacy sync protocol. See :mod:`benchlab_standin.adbd` for what such a
+stand-in proves and what it cannot, and :mod:`benchlab_standin.adbserver` for an isolated
 adb server to drive it with.
 """
 
-from benchlab.standin.adbd import StandinPhone
-from benchlab.standin.profile import DeviceProfile, default_profile
+from benchlab_standin.adbd import StandinPhone
+from benchlab_standin.profile import DeviceProfile, default_profile
 
 __all__ = ["DeviceProfile", "StandinPhone", "default_profile"]

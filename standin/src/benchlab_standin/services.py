@@ -3,7 +3,7 @@
 Sources: AOSP ``packages/modules/adb/SERVICES.TXT`` (service names; ``shell:`` without the
 ``shell_v2`` feature is one raw byte stream, stdout and stderr together, no exit status) and
 ``SYNC.TXT`` / ``file_sync_protocol.h`` (the legacy sync requests, see
-:mod:`benchlab.standin.adb_protocol`).
+:mod:`benchlab_standin.adb_protocol`).
 
 The sandbox is a directory that plays the device's filesystem. Sync requests map *every*
 device path into it (after collapsing ``..``, so nothing outside can be reached). Shell
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from benchlab.standin.adb_protocol import (
+from benchlab_standin.adb_protocol import (
     SYNC_DATA_MAX, ProtocolError, SyncRequestParser, sync_dent, sync_done_dent, sync_fail,
     sync_packet, sync_stat,
 )
@@ -50,7 +50,7 @@ _SAFE_ROOT = re.compile(r"^/[\w./+@%,:-]*$")
 
 
 class StreamLike(Protocol):
-    """What a service needs from an ADB stream (see :class:`benchlab.standin.adbd.Stream`)."""
+    """What a service needs from an ADB stream (see :class:`benchlab_standin.adbd.Stream`)."""
 
     max_payload: int
 

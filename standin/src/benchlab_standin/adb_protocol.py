@@ -13,7 +13,7 @@ Sources (AOSP, ``packages/modules/adb``, formerly ``system/core/adb``):
   + little-endian uint32), STAT / LIST / SEND / RECV / DATA / DONE / OKAY / FAIL / QUIT, DATA
   chunks of at most 64 KiB.
 
-This module only encodes and decodes; :mod:`benchlab.standin.adbd` drives the state machines.
+This module only encodes and decodes; :mod:`benchlab_standin.adbd` drives the state machines.
 """
 
 from __future__ import annotations
