@@ -9,7 +9,6 @@ below and its summary lists every case taken, so a run on another CPU says what 
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import importlib.util
 import json
 import os
@@ -20,7 +19,11 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from benchlab.environment import cpu_features
+from benchlab.environment import (
+    capture_host_environment,
+    cpu_features,
+    package_versions,
+)
 
 LOCK = Path(__file__).parent.parent / "requirements" / "lock.txt"
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)$")
@@ -74,10 +77,7 @@ def openvino_runs_bf16() -> bool:
 
 def version(distribution: str) -> str | None:
     """The installed version of a distribution, None when it is absent."""
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return None
+    return package_versions((distribution,))[distribution]
 
 
 def locked_versions() -> dict[str, str]:
@@ -100,13 +100,6 @@ def lock_differences() -> dict[str, tuple[str, str | None]]:
             if (installed := version(name)) != pinned}
 
 
-def _cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.lower().startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown CPU"
-
-
 def header_lines() -> list[str]:
     """The facts the machine-dependent tests decide on, for the session header."""
     runtimes = ", ".join(
@@ -114,7 +107,7 @@ def header_lines() -> list[str]:
         for name in ("torch", "onnxruntime", "openvino", "executorch", "ai-edge-litert")
     )
     return [
-        f"machine: {_cpu_model()}, {len(os.sched_getaffinity(0))} CPUs usable; "
+        f"machine: {capture_host_environment()['cpu_model'] or 'unknown CPU'}, {len(os.sched_getaffinity(0))} CPUs usable; "
         f"flags: {' '.join(sorted(cpu_flags())) or 'none read'}",
         f"machine: int8 dot product {'yes' if has_int8_dot_product() else 'no'}; OpenVINO "
         f"CPU capabilities: {' '.join(sorted(openvino_capabilities())) or 'none'}",

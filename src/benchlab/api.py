@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from benchlab.artifacts import ArtifactCache, default_cache_dir
 from benchlab.ab.pairs import CompareSettings, Side, compare_jobs
@@ -25,8 +25,10 @@ from benchlab.tracking.tracker import TrackReport, TrackSettings, track_commits,
 from benchlab.tracking.tracker import fingerprint as track_fingerprint
 from benchlab.zoo import DEFAULT_MODELS, resolve_model_names, zoo_specs
 
-__all__ = ["compare", "parse_framework", "plan_sweep", "run", "track"]
+if TYPE_CHECKING:  # rich is the reporters' business; the API only passes a console through
+    from rich.console import Console
 
+__all__ = ["compare", "parse_framework", "plan_sweep", "run", "track"]
 
 
 def _usable_target(target: str | Target) -> Target:
@@ -122,7 +124,7 @@ def run(
     cache_dir: Path | None = None,
     root_model_dir: Path | None = None,
     progress: bool = False,
-    console: Any = None,
+    console: Console | None = None,
 ) -> Results:
     """Run a sweep and return its :class:`Results`; every result is also in the store.
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.report.history import runtime_changes
-from benchlab.report.matrix import TO_MS
+from benchlab.report.matrix import summary_ms
 from benchlab.report.svg import (
     CSS, WIDTH, domain, esc, left_axis, num, scale, svg, write_page,
 )
@@ -24,8 +24,7 @@ _EXTRA_CSS = "tr.changed td{background:#fff5d6}.change{color:#b26a00;font-weight
 
 
 def _ms(point: Any, attr: str) -> float:
-    summary = point.summary
-    return getattr(summary, attr) * TO_MS.get(summary.unit, 1.0)
+    return summary_ms(point.summary, attr) or 0.0
 
 
 def _plot(points: Sequence[Any], title: str) -> str:

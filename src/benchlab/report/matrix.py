@@ -13,7 +13,15 @@ from typing import Any
 
 from benchlab.schema import LATENCY_KEY, Result, Status, Summary
 
-__all__ = ["TO_MS", "Cell", "cell_of", "config_label", "matrix_cells", "pareto_front"]
+__all__ = [
+    "TO_MS",
+    "Cell",
+    "cell_of",
+    "config_label",
+    "matrix_cells",
+    "pareto_front",
+    "summary_ms",
+]
 
 #: Factors from a time unit to milliseconds (the terminal table uses them too).
 TO_MS = {"ns": 1e-6, "us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1e3}
@@ -73,7 +81,8 @@ class Cell:
         return self.status is Status.OK
 
 
-def _ms(summary: Summary | None, attr: str = "p50") -> float | None:
+def summary_ms(summary: Summary | None, attr: str = "p50") -> float | None:
+    """A time statistic of ``summary`` in milliseconds (as it is when the unit is unknown)."""
     if summary is None:
         return None
     factor = TO_MS.get(summary.unit)
@@ -119,7 +128,7 @@ def cell_of(result: Result) -> Cell:
     ident, details, s = result.identity, result.details, result.summaries
     latency = s.get(LATENCY_KEY)
     info = details.get("model_info", {}) if isinstance(details.get("model_info"), Mapping) else {}
-    p50 = _ms(latency)
+    p50 = summary_ms(latency)
     batch = _batch(details)
     requests = details.get("requests_per_call") or 1
     throughput = None
@@ -130,10 +139,10 @@ def cell_of(result: Result) -> Cell:
     return Cell(
         model=ident.model_name, test=ident.test_identifier, framework=ident.framework,
         label=config_label(ident.framework, ident.framework_config), status=result.status,
-        error=result.error, precision=_precision(result), p50=p50, p90=_ms(latency, "p90"),
+        error=result.error, precision=_precision(result), p50=p50, p90=summary_ms(latency, "p90"),
         ci_rel=latency.ci_rel_halfwidth if latency else None, latencies=samples,
-        load=_ms(s.get("NET load_time")), first=_ms(s.get("NET first_inference")),
-        compile=_ms(s.get("NET compile_time")),
+        load=summary_ms(s.get("NET load_time")), first=summary_ms(s.get("NET first_inference")),
+        compile=summary_ms(s.get("NET compile_time")),
         memory_peak=s["NET memory_peak"].max if "NET memory_peak" in s else None,
         memory_load=_value(s.get("NET memory_load")), size=_value(s.get("NET model_size")),
         params=info.get("params"), flops=info.get("flops"), batch=batch, throughput=throughput,

@@ -27,7 +27,7 @@ _SQNR_CLIP = 160.0
 _EXTRA_CSS = """
 td.fast{font-weight:600}.heat td.n{min-width:70px}.skip{color:#777}
 td.failed{color:#c62828}.wide{overflow-x:auto}
-td.changed,.changed-note{color:#b26a00;font-weight:600}
+td.changed,.changed-note{color:#b26a00;font-weight:600}td.changed{white-space:nowrap}
 """
 
 
@@ -354,7 +354,8 @@ def runtime_change_notes(
     ``previous`` maps job keys to the last earlier measurement of that job (the store's
     ``previous_points``); the note names both versions and both medians.
     """
-    from benchlab.report.matrix import TO_MS, cell_of
+    from benchlab.report.history import RuntimeChange
+    from benchlab.report.matrix import cell_of, summary_ms
 
     notes: dict[tuple[str, str], str] = {}
     for result in results:
@@ -362,11 +363,11 @@ def runtime_change_notes(
         cell = cell_of(result)
         if before is None or before.runtime_version == cell.runtime_version:
             continue
-        then = before.summary.p50 * TO_MS.get(before.summary.unit, 1.0)
+        change = RuntimeChange(0, before.runtime_version, cell.runtime_version)
         now = f", now {num(cell.p50)} ms" if cell.p50 is not None else ""
         notes[(cell.model, cell.label)] = (
-            f"runtime {before.runtime_version or '?'} → {cell.runtime_version or '?'} since "
-            f"{before.started_at[:10]} (p50 then {num(then)} ms{now})")
+            f"runtime {change.text} since {before.started_at[:10]} "
+            f"(p50 then {num(summary_ms(before.summary) or 0.0)} ms{now})")
     return notes
 
 

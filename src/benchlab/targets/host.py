@@ -21,7 +21,7 @@ from typing import Any
 
 from benchlab.environment import capture_host_environment, parse_cpu_list
 from benchlab.targets.base import Availability, CommandResult, RunRequest
-from benchlab.targets.probe import PROBE_SCRIPT, parse_probe
+from benchlab.targets.probe import PROBE_SCRIPT, parse_probe, state_facts
 
 __all__ = ["HostTarget"]
 
@@ -43,10 +43,7 @@ class HostTarget:
 
     def describe(self) -> Mapping[str, Any]:
         """This machine's static facts and its device state (``state``), read once."""
-        state = self.device_state()
-        return {**capture_host_environment(), "state": state,
-                "temperatures_c": state.get("temperatures_c"),
-                "load_average": state.get("load_average"), "clusters": state.get("clusters")}
+        return {**capture_host_environment(), **state_facts(self.device_state())}
 
     def device_state(self) -> dict[str, Any]:
         """Frequencies, temperatures, battery and load, read as on every other target."""

@@ -27,6 +27,7 @@ from typing import Any
 
 from benchlab.errors import InfrastructureError, UsageError
 from benchlab.targets.base import Availability
+from benchlab.targets.probe import state_facts
 from benchlab.targets.remote import ShellTarget
 
 __all__ = ["SshTarget"]
@@ -164,11 +165,7 @@ class SshTarget(ShellTarget):
                 info[key] = value.strip()
         if "cpu_count" in info:
             info["cpu_count"] = int(info["cpu_count"]) if info["cpu_count"].isdigit() else None
-        state = self.device_state()
-        info["state"] = state
-        info["temperatures_c"] = state.get("temperatures_c")
-        info["load_average"] = state.get("load_average")
-        info["clusters"] = state.get("clusters")
+        info.update(state_facts(self.device_state()))
         return info
 
     def push(self, local: Path, workdir: str, name: str | None = None) -> str:
