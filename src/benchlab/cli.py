@@ -19,6 +19,7 @@ from benchlab.cli_zoo import zoo_app
 from benchlab.errors import BenchlabError, UsageError
 from benchlab.report.terminal import make_console
 from benchlab.schema import LATENCY_KEY
+from benchlab.settings import setting_info
 
 __all__ = ["app", "main"]
 
@@ -41,6 +42,11 @@ DbOption = Annotated[
     Optional[str],  # noqa: UP007 - typer needs Optional here
     typer.Option("--db", help="SQLite file or database URL (default: per-user SQLite file)."),
 ]
+
+
+def _help(setting: str) -> str:
+    """An override option's help: the setting's one description (benchlab.settings)."""
+    return setting_info(setting).help
 
 
 def _percent(text: str | None, option: str = "--target-ci") -> float | None:
@@ -76,21 +82,21 @@ def run(
     frameworks: Annotated[list[str], typer.Option("--frameworks", "-f", help="Frameworks, e.g. 'pytorch:mode=eager,onnxruntime' or 'all'.")] = [],  # noqa: B006,E501
     target: Annotated[str, typer.Option(help="Where to run: host, ssh:host=NAME, adb[:serial=X].")] = "host",  # noqa: E501
     energy: Annotated[Optional[str], typer.Option(help="Measure energy per inference: auto, rapl, nvml, battery, monsoon.")] = None,  # noqa: UP007,E501
-    temperature_gate: Annotated[Optional[float], typer.Option(help="Before each process, wait until the device is below this many °C.")] = None,  # noqa: UP007,E501
+    temperature_gate: Annotated[Optional[float], typer.Option(help=_help("temperature_gate"))] = None,  # noqa: UP007,E501
     db: DbOption = None,
     resume: Annotated[bool, typer.Option("--resume", help="Finish the latest interrupted run of this sweep.")] = False,  # noqa: E501
     resume_run: Annotated[Optional[str], typer.Option(help="Finish this interrupted run (id or UUID prefix).")] = None,  # noqa: UP007,E501
-    target_ci: Annotated[Optional[str], typer.Option(help="Measure until the median's 95% CI is this tight, e.g. 1%.")] = None,  # noqa: UP007,E501
+    target_ci: Annotated[Optional[str], typer.Option(help=_help("target_ci") + " Also written 1%.")] = None,  # noqa: UP007,E501
     time_budget: Annotated[Optional[float], typer.Option(help="Seconds per job for --target-ci (default 60).")] = None,  # noqa: UP007,E501
-    warmup: Annotated[Optional[int], typer.Option(help="Warm-up iterations (overrides specs).")] = None,  # noqa: UP007
-    iterations: Annotated[Optional[int], typer.Option("--iter", help="Minimum timed iterations per process.")] = None,  # noqa: UP007,E501
-    repeat: Annotated[Optional[int], typer.Option(help="Fresh processes per job.")] = None,  # noqa: UP007
-    min_time: Annotated[Optional[float], typer.Option(help="Minimum seconds of timing per process.")] = None,  # noqa: UP007,E501
-    threads: Annotated[Optional[int], typer.Option(help="Runtime threads.")] = None,  # noqa: UP007
-    cpu_list: Annotated[Optional[str], typer.Option(help="Pin jobs to these CPUs, e.g. 0-1.")] = None,  # noqa: UP007,E501
-    profile_ops: Annotated[bool, typer.Option("--profile-ops", help="Also record per-operator times.")] = False,  # noqa: E501
-    timeout: Annotated[Optional[float], typer.Option(help="Seconds before a command is killed.")] = None,  # noqa: UP007,E501
-    cooldown: Annotated[Optional[float], typer.Option(help="Seconds to rest between processes.")] = None,  # noqa: UP007,E501
+    warmup: Annotated[Optional[int], typer.Option(help=_help("warmup"))] = None,  # noqa: UP007
+    iterations: Annotated[Optional[int], typer.Option("--iter", help=_help("iter"))] = None,  # noqa: UP007,E501
+    repeat: Annotated[Optional[int], typer.Option(help=_help("repeat"))] = None,  # noqa: UP007
+    min_time: Annotated[Optional[float], typer.Option(help=_help("min_time"))] = None,  # noqa: UP007,E501
+    threads: Annotated[Optional[int], typer.Option(help=_help("threads"))] = None,  # noqa: UP007
+    cpu_list: Annotated[Optional[str], typer.Option(help=_help("cpu_list"))] = None,  # noqa: UP007,E501
+    profile_ops: Annotated[bool, typer.Option("--profile-ops", help=_help("profile_ops"))] = False,  # noqa: E501
+    timeout: Annotated[Optional[float], typer.Option(help=_help("timeout"))] = None,  # noqa: UP007,E501
+    cooldown: Annotated[Optional[float], typer.Option(help=_help("cooldown"))] = None,  # noqa: UP007,E501
     string_map: Annotated[Optional[str], typer.Option(help="Placeholders: JSON or K=v,K2=v2.")] = None,  # noqa: UP007,E501
     json_dir: Annotated[Optional[Path], typer.Option(help="Also write one JSON file per result here.")] = None,  # noqa: UP007,E501
     html: Annotated[Optional[Path], typer.Option(help="Also write the matrix report (HTML, offline plots) here.")] = None,  # noqa: UP007,E501
@@ -201,9 +207,9 @@ def compare(
     alpha: Annotated[float, typer.Option(help="False-discovery rate across metrics.")] = 0.05,
     pairs: Annotated[str, typer.Option(help="Looks: pairs after which to decide, e.g. 20,40,80.")] = "20,40,80",  # noqa: E501
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Re-measure regressions before declaring them.")] = True,  # noqa: E501
-    iterations: Annotated[Optional[int], typer.Option("--iter", help="Timed iterations per process.")] = None,  # noqa: UP007,E501
-    warmup: Annotated[Optional[int], typer.Option(help="Warm-up iterations per process.")] = None,  # noqa: UP007
-    min_time: Annotated[Optional[float], typer.Option(help="Minimum seconds of timing per process.")] = None,  # noqa: UP007,E501
+    iterations: Annotated[Optional[int], typer.Option("--iter", help=_help("iter"))] = None,  # noqa: UP007,E501
+    warmup: Annotated[Optional[int], typer.Option(help=_help("warmup"))] = None,  # noqa: UP007
+    min_time: Annotated[Optional[float], typer.Option(help=_help("min_time"))] = None,  # noqa: UP007,E501
     markdown: Annotated[Optional[Path], typer.Option(help="Also write a Markdown report here.")] = None,  # noqa: UP007,E501
     json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the JSON report here.")] = None,  # noqa: UP007,E501
     html: Annotated[Optional[Path], typer.Option(help="Also write an HTML report with plots here.")] = None,  # noqa: UP007,E501

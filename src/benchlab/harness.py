@@ -14,6 +14,8 @@ import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Any
 
 from benchlab.artifacts import ArtifactCache
 from benchlab.energy.session import EnergySettings
@@ -22,6 +24,7 @@ from benchlab.frameworks.base import NATIVE_BINARY, Framework, Unsupported
 from benchlab.jobrun import Job, run_job
 from benchlab.plugins import FRAMEWORK_GROUP, available_names, load_framework
 from benchlab.schema import JobIdentity, Result
+from benchlab.settings import check_settings
 from benchlab.store import ResultStore, RunRecord
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
 from benchlab.targets.base import Target
@@ -29,28 +32,45 @@ from benchlab.targets.base import Target
 __all__ = ["Plan", "Skipped", "TestOverrides", "execute", "model_hash", "plan"]
 
 
-@dataclass(frozen=True, slots=True)
 class TestOverrides:
-    """Command-line settings that replace what the specs say, for every test of a sweep."""
+    """Settings that replace what the specs say, for every test of a sweep.
 
-    warmup: int | None = None
-    iter: int | None = None
-    repeat: int | None = None
-    min_time: float | None = None
-    max_time: float | None = None
-    target_ci: float | None = None
-    threads: int | None = None
-    cpu_list: str | None = None
-    profile_ops: bool | None = None
-    timeout: float | None = None
-    cooldown: float | None = None
-    temperature_gate: float | None = None
-    gate_timeout: float | None = None
+    Keyword arguments are settings of :class:`benchlab.settings.TestSettings`; ``None`` leaves
+    the spec's value. An unknown name or a value out of bounds is a :class:`UsageError`.
+    """
+
+    __slots__ = ("_values",)
+    __test__ = False  # a library class, not a pytest test class
+    _values: Mapping[str, Any]
+
+    def __init__(self, **settings: Any) -> None:
+        values = {name: value for name, value in settings.items() if value is not None}
+        problems = check_settings(values)
+        if problems:
+            raise UsageError("; ".join(problems))
+        object.__setattr__(self, "_values", MappingProxyType(values))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"TestOverrides is immutable (cannot set {name!r})")
+
+    @property
+    def values(self) -> Mapping[str, Any]:
+        """The settings this replaces, name → value."""
+        return self._values
+
+    def __repr__(self) -> str:
+        given = ", ".join(f"{name}={value!r}" for name, value in self._values.items())
+        return f"TestOverrides({given})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TestOverrides) and dict(self._values) == dict(other._values)
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self._values.items())))
 
     def apply(self, test: TestCase) -> TestCase:
         """``test`` with every set override in place."""
-        changes = {k: getattr(self, k) for k in self.__slots__ if getattr(self, k) is not None}
-        return replace(test, **changes) if changes else test
+        return replace(test, **self._values) if self._values else test
 
 
 @dataclass(frozen=True, slots=True)

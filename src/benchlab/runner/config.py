@@ -6,7 +6,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from benchlab.settings import setting_info
+
 __all__ = ["InputConfig", "RunnerConfig"]
+
+
+def _setting(name: str) -> Any:
+    """A field carrying the test setting ``name``: its default and bounds from benchlab.settings."""
+    info = setting_info(name)
+    return Field(info.default, description=info.described, **info.bounds)
 
 
 class InputConfig(BaseModel):
@@ -28,13 +36,13 @@ class RunnerConfig(BaseModel):
     model_path: str | None = None
     entry: str | None = None
     inputs: list[InputConfig] = Field(default_factory=list)
-    warmup: int = Field(1, ge=0)
-    iterations: int = Field(10, ge=1)
-    min_time: float = Field(0.0, ge=0)
-    max_time: float | None = Field(None, gt=0)
-    target_ci: float | None = Field(None, gt=0)
-    threads: int | None = Field(None, ge=1)
-    profile_ops: bool = False
+    warmup: int = _setting("warmup")
+    iterations: int = _setting("iter")
+    min_time: float = _setting("min_time")
+    max_time: float | None = _setting("max_time")
+    target_ci: float | None = _setting("target_ci")
+    threads: int | None = _setting("threads")
+    profile_ops: bool = _setting("profile_ops")
     profile_iterations: int = Field(10, ge=1)
     seed: int = 0
     options: dict[str, Any] = Field(default_factory=dict)

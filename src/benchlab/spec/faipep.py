@@ -20,7 +20,10 @@ A test's setting is taken from the first place that has it: the test's own key, 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
+
+from benchlab.spec.types import TestCase
 
 if TYPE_CHECKING:
     from benchlab.spec.models import ModelModel, PlatformArgsModel, TestDefaultsModel
@@ -45,13 +48,7 @@ DTYPE_ALIASES: dict[str, str] = {
 """FAI-PEP (C-style) input type names and the numpy dtype names benchlab uses for them."""
 
 # The keys of TestCase that come straight from a validated test model.
-_SETTING_KEYS = frozenset(
-    {
-        "metric", "warmup", "iter", "min_time", "max_time", "repeat", "inputs", "input_files",
-        "commands", "env", "statistics", "timeout", "cooldown", "cpu_list", "threads",
-        "profile_ops", "target_ci", "memory_limit", "temperature_gate", "gate_timeout",
-    }
-)  # fmt: skip
+_SETTING_KEYS = frozenset(f.name for f in fields(TestCase)) - {"identifier", "placeholders"}
 
 
 def normalise_dtype(name: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Optional
 
 from pydantic import (
     AfterValidator,
@@ -20,11 +20,13 @@ from pydantic import (
     ConfigDict,
     Field,
     WithJsonSchema,
+    create_model,
     model_validator,
 )
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
+from benchlab.settings import setting_info, settings_info
 from benchlab.spec.faipep import normalise_dtype, taskset_to_cpu_list, unwrap_file_list
 
 __all__ = [
@@ -133,13 +135,38 @@ Env = Annotated[
 TargetFraction = Annotated[
     float,
     BeforeValidator(_parse_fraction),
-    Field(gt=0, lt=1),
     WithJsonSchema(
         {"anyOf": [{"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
                    {"type": "string", "pattern": r"^\s*[0-9.]+\s*%\s*$"}]}
     ),
 ]
-Seconds = Annotated[float, Field(ge=0)]
+
+# How the spec files write some settings beyond their plain type (benchlab.settings holds the rest).
+_EDGE_TYPES: dict[str, Any] = {"cpu_list": CpuList, "target_ci": TargetFraction}
+_EDGE_FIELD_ARGS: dict[str, dict[str, Any]] = {
+    "cpu_list": {"validation_alias": AliasChoices("cpu_list", "cpu-list"),
+                 "description": "CPUs to pin to, e.g. '0-3,6' (FAI-PEP: 'cpu-list')."},
+}
+
+
+def _setting_fields() -> dict[str, Any]:
+    """The fields of every test setting, built from its one definition in benchlab.settings."""
+    built: dict[str, Any] = {}
+    for info in settings_info():
+        annotation: Any = Annotated[_EDGE_TYPES.get(info.name, info.kind), Field(**info.bounds)]
+        if info.default is None:
+            annotation = Optional[annotation]  # noqa: UP007 (a runtime expression, not a hint)
+        args = {"description": info.described, **_EDGE_FIELD_ARGS.get(info.name, {})}
+        built[info.name] = (annotation, Field(info.default, **args))
+    return built
+
+
+def _layer_default(name: str, description: str) -> Any:
+    """A field that, where given, sets the setting ``name`` for the tests below it."""
+    return Field(None, description=description, **setting_info(name).bounds)
+
+
+_TestSettingsModel: type[BaseModel] = create_model("TestSettingsModel", **_setting_fields())
 
 
 class _Closed(BaseModel):
@@ -205,24 +232,22 @@ class PlatformArgsModel(BaseModel):
     ] | None = Field(
         None, description="Hexadecimal CPU mask; becomes cpu_list."
     )
-    sleep_before_run: Seconds | None = Field(None, description="Becomes cooldown (seconds).")
-    timeout: Seconds | None = Field(None, description="Becomes timeout (seconds).")
+    sleep_before_run: float | None = _layer_default("cooldown", "Becomes cooldown (seconds).")
+    timeout: float | None = _layer_default("timeout", "Becomes timeout (seconds).")
     env: Env = Field(default_factory=dict, description="Merged into env.")
 
 
-class TestDefaultsModel(BaseModel):
-    """The settings of a test; also the shape of a suite's test defaults (no identifier)."""
+class TestDefaultsModel(_TestSettingsModel):  # type: ignore[misc,valid-type]
+    """The settings of a test; also the shape of a suite's test defaults (no identifier).
+
+    The measuring settings (warmup, iter, timeout...) come from :mod:`benchlab.settings`.
+    """
 
     model_config = ConfigDict(extra="allow")
     # Unknown keys with string values are placeholders (FAI-PEP); any other value is a typo.
     __pydantic_extra__: dict[str, str] = Field(init=False)
 
     metric: str = Field("delay", description="delay, accuracy, power, generic, or free text.")
-    warmup: int = Field(1, ge=0, description="Untimed iterations before measuring.")
-    iter: int = Field(10, ge=1, description="Minimum timed iterations per process.")
-    min_time: Seconds = Field(0.0, description="Keep measuring at least this long (seconds).")
-    max_time: Seconds | None = Field(None, description="Stop measuring after this (seconds).")
-    repeat: int = Field(1, ge=1, description="Fresh processes to run.")
     inputs: dict[str, InputModel] = Field(default_factory=dict, description="Model inputs.")
     input_files: dict[str, FileEntry] = Field(default_factory=dict, description="Input data.")
     commands: list[str] | None = Field(None, description="Shell commands (generic framework).")
@@ -231,23 +256,6 @@ class TestDefaultsModel(BaseModel):
     env: Env = Field(default_factory=dict, description="Environment variables for the run.")
     statistics: list[Statistic] = Field(
         default_factory=list, description="Extra statistics: mean, stdev, p95, ..."
-    )
-    timeout: float = Field(600.0, gt=0, description="Kill a process after this (seconds).")
-    cooldown: Seconds = Field(0.0, description="Pause before each process (seconds).")
-    cpu_list: CpuList | None = Field(
-        None,
-        validation_alias=AliasChoices("cpu_list", "cpu-list"),
-        description="CPUs to pin to, e.g. '0-3,6' (FAI-PEP: 'cpu-list').",
-    )
-    threads: int | None = Field(None, ge=1, description="Intra-op threads.")
-    profile_ops: bool = Field(False, description="Also measure per-operator times.")
-    memory_limit: int | None = Field(None, ge=1, description="Address-space cap per process (MiB).")
-    temperature_gate: float | None = Field(
-        None, description="Before each process, wait until the device is below this (deg C)."
-    )
-    gate_timeout: Seconds = Field(300.0, description="Longest wait for the temperature gate.")
-    target_ci: TargetFraction | None = Field(
-        None, description="Stop once the CI of the median is this tight: 0.01 or '1%'."
     )
     platform_args: PlatformArgsModel | None = Field(None, description="FAI-PEP platform args.")
     output_files: Any = Field(None, description=_IGNORED)
@@ -297,9 +305,9 @@ class ModelModel(BaseModel):
     kind: str | None = Field(None, description="FAI-PEP metadata; usable as a placeholder.")
     category: str | None = Field(None, description="FAI-PEP metadata; usable as a placeholder.")
     group: str | None = Field(None, description="FAI-PEP metadata; usable as a placeholder.")
-    cooldown: Seconds | None = Field(None, description="Default cooldown of the tests.")
-    timeout: float | None = Field(None, gt=0, description="Default timeout of the tests.")
-    repeat: int | None = Field(None, ge=1, description="Default repeat of the tests.")
+    cooldown: float | None = _layer_default("cooldown", "Default cooldown of the tests.")
+    timeout: float | None = _layer_default("timeout", "Default timeout of the tests.")
+    repeat: int | None = _layer_default("repeat", "Default repeat of the tests.")
     libraries: Any = Field(None, description=_IGNORED)
     converter: Any = Field(None, description=_IGNORED)
     preprocess: Any = Field(None, description=_IGNORED)

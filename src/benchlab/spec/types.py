@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchlab.settings import TestSettings
+
 __all__ = [
     "BenchmarkSpec",
     "FileRef",
@@ -77,38 +79,22 @@ class ModelDef:
 
 
 @dataclass(frozen=True, slots=True)
-class TestCase:
-    """One test of a spec, for one input shape.
+class TestCase(TestSettings):
+    """One test of a spec, for one input shape: what it feeds and runs, plus how it is measured.
 
-    Times are seconds. ``iter`` is the minimum number of timed iterations per fresh process,
-    ``min_time``/``max_time`` bound how long each process measures, ``repeat`` is the number of
-    fresh processes. ``memory_limit`` (MiB) caps each process's address space. Before each process,
-    the device must cool below ``temperature_gate`` (°C), waiting at most ``gate_timeout``.
-    ``commands`` are for command-driven frameworks (``generic``) and still hold
-    their ``{placeholders}``; the harness substitutes them per job.
+    The measuring settings (``warmup``, ``iter``, ``repeat``, ``timeout``...) are inherited from
+    :class:`benchlab.settings.TestSettings`, their one definition. ``commands`` are for
+    command-driven frameworks (``generic``) and still hold their ``{placeholders}``; the harness
+    substitutes them per job.
     """
 
     identifier: str
     metric: str = "delay"
-    warmup: int = 1
-    iter: int = 10
-    min_time: float = 0.0
-    max_time: float | None = None
-    repeat: int = 1
     inputs: tuple[InputDef, ...] = ()
     input_files: Mapping[str, FileRef] = field(default_factory=dict)
     commands: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     statistics: tuple[str, ...] = ()
-    timeout: float = 600.0
-    cooldown: float = 0.0
-    cpu_list: str | None = None
-    threads: int | None = None
-    profile_ops: bool = False
-    target_ci: float | None = None
-    memory_limit: int | None = None
-    temperature_gate: float | None = None
-    gate_timeout: float = 300.0
     placeholders: Mapping[str, str] = field(default_factory=dict)
 
 

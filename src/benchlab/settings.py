@@ -1,0 +1,140 @@
+"""How a test is measured: each setting defined once, with its default, bounds, unit and meaning.
+
+Every layer reads the settings from :class:`TestSettings`:
+
+* the spec files' pydantic models (:mod:`benchlab.spec.models`) build their fields from it;
+* :class:`benchlab.spec.types.TestCase` carries them (it subclasses :class:`TestSettings`);
+* :class:`benchlab.harness.TestOverrides` (the command line's and the API's overrides) checks
+  names and bounds against it, and the CLI's options take their help text from it;
+* the runner's wire format (:class:`benchlab.runner.config.RunnerConfig`) takes its defaults and
+  bounds from it.
+
+Standard library only, because runner processes import it and their start-up is measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields
+from types import NoneType
+from typing import Any, get_args, get_type_hints
+
+__all__ = ["SettingInfo", "TestSettings", "check_settings", "setting_info", "settings_info"]
+
+_KEY = "benchlab.setting"
+
+
+@dataclass(frozen=True, slots=True)
+class SettingInfo:
+    """What one setting means: its name, default, meaning, unit and bounds (``None``: unbounded).
+
+    ``kind`` is the value's type (``int``, ``float``, ``str``, ``bool``; ``None`` is always
+    allowed where the default is ``None``). ``ge``/``gt`` are inclusive/exclusive lower bounds,
+    ``lt`` an exclusive upper bound.
+    """
+
+    name: str
+    kind: type
+    default: Any
+    doc: str
+    unit: str = ""
+    ge: float | None = None
+    gt: float | None = None
+    lt: float | None = None
+
+    @property
+    def bounds(self) -> dict[str, float]:
+        """The bounds that are set, as keyword arguments (``{"ge": 0}``) for pydantic's Field."""
+        given = {"ge": self.ge, "gt": self.gt, "lt": self.lt}
+        return {key: value for key, value in given.items() if value is not None}
+
+    @property
+    def described(self) -> str:
+        """The meaning, with the unit: ``"Pause before each process (s)."``."""
+        return f"{self.doc[:-1]} ({self.unit})." if self.unit else self.doc
+
+    @property
+    def help(self) -> str:
+        """One line for a user: the meaning, the unit and the default."""
+        default = "none" if self.default is None else f"{self.default:g}" if isinstance(
+            self.default, float) else str(self.default).lower()
+        return f"{self.described} Spec default: {default}."
+
+    def problem(self, value: Any) -> str | None:
+        """Why ``value`` is not a valid value of this setting, or ``None`` when it is."""
+        if value is None or isinstance(value, (bool, str)):
+            return None
+        if self.ge is not None and value < self.ge:
+            return f"{self.name} must be at least {self.ge:g} (got {value!r})"
+        if self.gt is not None and value <= self.gt:
+            return f"{self.name} must be above {self.gt:g} (got {value!r})"
+        if self.lt is not None and value >= self.lt:
+            return f"{self.name} must be below {self.lt:g} (got {value!r})"
+        return None
+
+
+def _setting(default: Any, doc: str, *, unit: str = "", ge: float | None = None,
+             gt: float | None = None, lt: float | None = None) -> Any:
+    meta = {_KEY: {"doc": doc, "unit": unit, "ge": ge, "gt": gt, "lt": lt}}
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TestSettings:
+    """The settings that say how a test is measured (the spec's, after defaults are applied).
+
+    Times are seconds. ``iter`` is the minimum number of timed iterations per fresh process,
+    ``min_time``/``max_time`` bound how long each process measures, ``repeat`` is the number of
+    fresh processes (the minimum, with ``target_ci``).
+    """
+
+    __test__ = False  # a library class, not a pytest test class
+
+    warmup: int = _setting(1, "Untimed iterations before measuring.", ge=0)
+    iter: int = _setting(10, "Minimum timed iterations per process.", ge=1)
+    min_time: float = _setting(0.0, "Keep measuring each process at least this long.",
+                               unit="s", ge=0)
+    max_time: float | None = _setting(None, "Stop measuring a process after this long.",
+                                      unit="s", gt=0)
+    repeat: int = _setting(1, "Fresh processes per job.", ge=1)
+    target_ci: float | None = _setting(
+        None, "Keep measuring until the 95% CI of the median is this tight, relative to the "
+        "median (0.01 is 1%).", gt=0, lt=1)
+    timeout: float = _setting(600.0, "Kill a process after this long.", unit="s", gt=0)
+    cooldown: float = _setting(0.0, "Pause before each process.", unit="s", ge=0)
+    cpu_list: str | None = _setting(None, "CPUs to pin every process to, e.g. '0-3,6'.")
+    threads: int | None = _setting(None, "Intra-op threads of the runtime.", ge=1)
+    profile_ops: bool = _setting(False, "Also measure per-operator times.")
+    memory_limit: int | None = _setting(None, "Address-space cap per process.", unit="MiB", ge=1)
+    temperature_gate: float | None = _setting(
+        None, "Before each process, wait until the device is below this.", unit="°C")
+    gate_timeout: float = _setting(300.0, "Longest wait for the temperature gate.",
+                                   unit="s", ge=0)
+
+
+def settings_info() -> Iterator[SettingInfo]:
+    """Every setting of :class:`TestSettings`, in declaration order."""
+    hints = get_type_hints(TestSettings)
+    for f in fields(TestSettings):
+        kind = next(t for t in (*get_args(hints[f.name]), hints[f.name]) if t is not NoneType)
+        yield SettingInfo(name=f.name, kind=kind, default=f.default, **f.metadata[_KEY])
+
+
+_BY_NAME = {info.name: info for info in settings_info()}
+
+
+def setting_info(name: str) -> SettingInfo:
+    """The :class:`SettingInfo` of the setting called ``name`` (``KeyError`` if there is none)."""
+    return _BY_NAME[name]
+
+
+def check_settings(values: Mapping[str, Any]) -> list[str]:
+    """What is wrong with ``values`` (setting name → value): unknown names and broken bounds."""
+    problems = []
+    for name, value in values.items():
+        info = _BY_NAME.get(name)
+        if info is None:
+            problems.append(f"{name!r} is not a test setting (known: {', '.join(_BY_NAME)})")
+        elif (problem := info.problem(value)) is not None:
+            problems.append(problem)
+    return problems
