@@ -22,7 +22,10 @@ from benchlab.errors import DownloadError, InfrastructureError, UserError
 from benchlab.frameworks.base import NATIVE_BINARY, Framework, JobContext
 from benchlab.schema import (
     LATENCY_KEY,
+    DetailKey,
+    EnvKey,
     JobIdentity,
+    Metric,
     Result,
     Sample,
     Status,
@@ -137,17 +140,17 @@ def run_job(
     environment: dict[str, Any] = dict(target.describe())
     # Targets that read their state while describing themselves need not read it twice.
     state_before = environment.pop("state", None) or capture_state(target)
-    environment["state_before"] = state_before
+    environment[EnvKey.STATE_BEFORE] = state_before
     gates: list[GateOutcome] = []
     meter = EnergySession.open(target, energy) if energy is not None else None
 
     def finish(status: Status, samples: list[Sample], details: dict[str, Any],
                error: str | None = None, stderr: str | None = None) -> Result:
         state_after = capture_state(target)
-        environment["state_after"] = state_after
+        environment[EnvKey.STATE_AFTER] = state_after
         if meter is not None:
-            details["energy"], joules = meter.finish()
-            samples += [Sample("energy_per_inference", j * 1e3, "mJ", "NET", rep, 0)
+            details[DetailKey.ENERGY], joules = meter.finish()
+            samples += [Sample(Metric.ENERGY_PER_INFERENCE, j * 1e3, "mJ", "NET", rep, 0)
                         for rep, j in enumerate(joules)]
         summaries = summarize_samples(samples, test.statistics)
         latency = summaries.get(LATENCY_KEY)
@@ -156,9 +159,9 @@ def run_job(
             latency_warnings=latency.warnings if latency else (),
         )
         if flags:
-            details["device_flags"] = flags
+            details[DetailKey.DEVICE_FLAGS] = flags
         if gates:
-            details["temperature_gate"] = [g.to_dict() for g in gates]
+            details[DetailKey.TEMPERATURE_GATE] = [g.to_dict() for g in gates]
         return Result(
             identity=job.identity,
             status=status,
@@ -181,9 +184,9 @@ def run_job(
 
     workdir = target.make_workdir(job.identity.key)
     samples: list[Sample] = []
-    details: dict[str, Any] = {"repetitions": 0}
+    details: dict[str, Any] = {DetailKey.REPETITIONS: 0}
     if job.spec.model.metadata:
-        details["model_info"] = dict(job.spec.model.metadata)
+        details[DetailKey.MODEL_INFO] = dict(job.spec.model.metadata)
     try:
         files = {
             key: target.push(path, workdir, path.name if key.startswith("input_files.") else None)
@@ -224,7 +227,7 @@ def run_job(
                 outputs.append(outcome)
                 failure = _failure(outcome, test.timeout)
                 if failure is not None:
-                    details["repetitions"] = repetition
+                    details[DetailKey.REPETITIONS] = repetition
                     return finish(failure[0], samples, details, failure[1],
                                   _tail(outcome.stderr) or _tail(outcome.stdout))
             parsed = job.framework.parse(outputs)
@@ -236,9 +239,8 @@ def run_job(
                 return finish(Status.FAILED, samples, details, why, _tail(stdout))
             if meter is not None:
                 meter.add_process(
-                    (span_start, time.monotonic()), parsed.details.get("measure_window"),
+                    (span_start, time.monotonic()), parsed.details.get(DetailKey.MEASURE_WINDOW),
                     sum(1 for s in parsed.samples if s.key == LATENCY_KEY),
-                    same_clock=target.name == "host",
                 )
             samples += [
                 Sample(s.metric, s.value, s.unit, s.type, repetition, s.index)
@@ -246,10 +248,10 @@ def run_job(
             ]
             _merge_details(details, parsed, repetition)
             repetition += 1
-            details["repetitions"] = repetition
+            details[DetailKey.REPETITIONS] = repetition
             stop = _stop_reason(test, samples, repetition, time.monotonic() - began, budget)
             if stop is not None:
-                details["job_stop_reason"] = stop.value
+                details[DetailKey.JOB_STOP_REASON] = stop.value
                 break
             if test.cooldown:
                 time.sleep(test.cooldown)

@@ -20,7 +20,10 @@ from typing import Any
 __all__ = [
     "LATENCY_KEY",
     "SCHEMA_VERSION",
+    "DetailKey",
+    "EnvKey",
     "JobIdentity",
+    "Metric",
     "Result",
     "Sample",
     "Status",
@@ -83,8 +86,72 @@ def metric_key(type_: str, metric: str) -> str:
     return f"{type_} {metric}"
 
 
+class Metric(StrEnum):
+    """The whole-model (``NET``) metrics that runners and output parsers write and reports read.
+
+    A sample's ``metric`` is one of these (or an operator's own metric); :attr:`key` is its key
+    among a result's summaries. Units travel with each sample.
+    """
+
+    LATENCY = "latency"  #: ms per inference, the metric every report leads with
+    FIRST_INFERENCE = "first_inference"  #: ms, the first call after loading
+    LOAD_TIME = "load_time"  #: ms to load the model
+    IMPORT_TIME = "import_time"  #: ms to import the runtime (the runner's backend)
+    COMPILE_TIME = "compile_time"  #: ms a compiling runtime spent before the first call
+    MEMORY_LOAD = "memory_load"  #: MiB the process grew by loading the model
+    MEMORY_PEAK = "memory_peak"  #: MiB, the process's peak resident memory
+    MODEL_SIZE = "model_size"  #: MiB, the model file(s)
+    ENERGY_PER_INFERENCE = "energy_per_inference"  #: mJ per inference, from a power meter
+    ERROR_MAX_ABS = "error_max_abs"  #: largest absolute error against the reference outputs
+    ERROR_MEAN_ABS = "error_mean_abs"  #: mean absolute error against the reference outputs
+    ERROR_MAX_REL = "error_max_rel"  #: largest relative error against the reference outputs
+    SQNR = "sqnr"  #: dB, signal-to-quantization-noise ratio against the reference outputs
+    COSINE_SIMILARITY = "cosine_similarity"  #: of the outputs and the reference outputs
+    TOP1_AGREEMENT = "top1_agreement"  #: share of inputs whose top class matches the reference
+    TOP5_AGREEMENT = "top5_agreement"  #: share of inputs whose top 5 classes match the reference
+
+    @property
+    def key(self) -> str:
+        """The summary key of this whole-model metric, e.g. ``NET latency``."""
+        return metric_key("NET", self.value)
+
+
 #: The key of the whole model's latency per inference, the metric every report leads with.
-LATENCY_KEY = metric_key("NET", "latency")
+LATENCY_KEY = Metric.LATENCY.key
+
+
+class DetailKey(StrEnum):
+    """The keys of ``Result.details`` that one layer writes and another reads.
+
+    A framework may add facts of its own (a native tool's settings, say); these are the shared
+    ones, and :class:`Result` reads them back typed (:attr:`Result.stop_reason`...).
+    """
+
+    REPETITIONS = "repetitions"  #: int, fresh processes that finished
+    JOB_STOP_REASON = "job_stop_reason"  #: a StopReason, over the job's processes
+    STOP_REASON = "stop_reason"  #: a StopReason, inside the last process
+    MODEL_INFO = "model_info"  #: mapping, what the zoo knew about the model before running
+    RUNTIME_VERSION = "runtime_version"  #: str, the runtime's version as the runner saw it
+    PRECISION = "precision"  #: str, the precision the runtime reported using
+    INPUTS = "inputs"  #: mapping, input name -> [shape, dtype]
+    REQUESTS_PER_CALL = "requests_per_call"  #: int, inferences per timed call (batching runtimes)
+    OP_PROFILE_UNAVAILABLE = "op_profile_unavailable"  #: str, why no per-operator times
+    MEASURE_WINDOW = "measure_window"  #: [start, end] of the timed loop, on the runner's clock
+    ENERGY = "energy"  #: mapping, the power meter's account of the job
+    DEVICE_FLAGS = "device_flags"  #: list of {flag, detail}: conditions that make numbers doubtful
+    TEMPERATURE_GATE = "temperature_gate"  #: list of the gate waits before each process
+    TRACK_ESTIMATE = "track_estimate"  #: mapping, the tracker's change estimate
+    COMMIT = "commit"  #: str, the commit a tracked result measured
+
+
+class EnvKey(StrEnum):
+    """The keys of ``Result.environment`` that benchlab's own reports read."""
+
+    HOSTNAME = "hostname"
+    CPU_MODEL = "cpu_model"
+    CPUS_ALLOWED = "cpus_allowed"
+    STATE_BEFORE = "state_before"  #: device state read before the job
+    STATE_AFTER = "state_after"  #: device state read after the job
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +271,40 @@ class Result:
     def ok(self) -> bool:
         """True when the job finished and produced its measurements."""
         return self.status is Status.OK
+
+    @property
+    def stop_reason(self) -> StopReason | None:
+        """Why the job stopped starting fresh processes (``None`` in results that do not say)."""
+        raw = self.details.get(DetailKey.JOB_STOP_REASON)
+        return StopReason(raw) if raw in StopReason._value2member_map_ else None
+
+    @property
+    def repetitions(self) -> int:
+        """The fresh processes that finished."""
+        return int(self.details.get(DetailKey.REPETITIONS) or 0)
+
+    @property
+    def device_flags(self) -> tuple[Mapping[str, Any], ...]:
+        """Device conditions during the job that make its numbers doubtful."""
+        return tuple(self.details.get(DetailKey.DEVICE_FLAGS) or ())
+
+    @property
+    def runtime_version(self) -> str | None:
+        """The runtime's version as the runner reported it."""
+        raw = self.details.get(DetailKey.RUNTIME_VERSION)
+        return None if raw is None else str(raw)
+
+    @property
+    def model_info(self) -> Mapping[str, Any]:
+        """What was known about the model before running (the zoo's task, size, FLOPs...)."""
+        info = self.details.get(DetailKey.MODEL_INFO)
+        return info if isinstance(info, Mapping) else {}
+
+    @property
+    def energy(self) -> Mapping[str, Any] | None:
+        """The power meter's account of the job, when energy was measured."""
+        energy = self.details.get(DetailKey.ENERGY)
+        return energy if isinstance(energy, Mapping) else None
 
     def samples_of(self, key: str) -> list[float]:
         """The values of one metric key, in repetition then iteration order."""

@@ -19,7 +19,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from benchlab.schema import StopReason, Summary
+from benchlab.schema import DetailKey, StopReason, Summary
 
 __all__ = [
     "AdaptiveStop",
@@ -393,7 +393,7 @@ class StopDecision:
         """Plain-JSON facts for a result's ``details`` (an infinite width becomes None)."""
         width = self.rel_halfwidth if math.isfinite(self.rel_halfwidth) else None
         return {
-            "stop_reason": self.reason.value,
+            DetailKey.STOP_REASON: self.reason.value,
             "iterations": self.iterations,
             "elapsed_s": self.elapsed,
             "ci_rel_halfwidth": width,

@@ -3,26 +3,20 @@
 from __future__ import annotations
 
 import itertools
-import math
 
 import pytest
 
 from benchlab.energy import (
     ClockOffset,
     EnergyWindow,
-    MeterError,
     PowerReading,
     ScriptedMeter,
     WindowNotCoveredError,
     energy_between,
     energy_per_inference,
     idle_baseline_w,
-    measure_idle_and_window,
-    to_meter_clock,
     unavailable,
 )
-from benchlab.targets.base import Availability
-from fake_clock import FakeClock
 
 # Idle 2 W, 5 W while the model runs over [10, 13] s: 300 inferences cost (15 - 6) / 300 J.
 IDLE_W, BUSY_W, START, END, ITERS = 2.0, 5.0, 10.0, 13.0, 300
@@ -197,8 +191,7 @@ def test_window_timed_on_the_device_maps_onto_meter_readings() -> None:
     device_window = EnergyWindow(START + 1000.0, END + 1000.0, ITERS)
     host_window = offset.window_to_meter_clock(device_window)
     assert (host_window.start, host_window.end) == pytest.approx((START, END))
-    assert to_meter_clock(1010.0, offset) == pytest.approx(10.0)
-    assert to_meter_clock(1010.0, 1000.0) == pytest.approx(10.0)
+    assert offset.to_meter_clock(1010.0) == pytest.approx(10.0)
     readings = ScriptedMeter(_power, times=GRID)._readings
     right = energy_per_inference(readings, host_window, baseline_window=(0.0, 8.0))
     assert right.joules_per_inference == pytest.approx(TRUE_J)
@@ -219,59 +212,3 @@ def test_charge_counter_estimate_is_reported_next_to_the_power_integration() -> 
     assert result.joules_per_inference == pytest.approx(TRUE_J)
     assert result.details["charge_counter_window_energy_j"] == pytest.approx(15.0)
     assert result.details["charge_counter_joules_per_inference"] == pytest.approx(TRUE_J)
-
-
-def test_measure_idle_and_window_with_a_scripted_meter() -> None:
-    clock = FakeClock()
-    # Idle 2 W for 4 s, then the run takes 3 s at 5 W; a counter read every 0.5 s to 10 s.
-    # (A counter, because instantaneous samples of a power step smear it over one interval.)
-    counter = ScriptedMeter([PowerReading(t=t, energy_j=_counter(t + 6.0)) for t in GRID[:21]])
-
-    def run() -> str:
-        clock.sleep(3.0)
-        return "done"
-
-    measured = measure_idle_and_window(counter, run, idle_s=4.0, clock=clock, sleep=clock.sleep)
-    assert measured.value == "done"
-    assert measured.idle == (0.0, 4.0) and measured.window == (4.0, 7.0)
-    assert measured.result(ITERS).joules_per_inference == pytest.approx(TRUE_J)
-
-
-class _Unavailable(ScriptedMeter):
-    def availability(self) -> Availability:
-        return Availability(ok=False, reason="no meter on this target")
-
-
-class _FailsOnStop(ScriptedMeter):
-    def stop(self) -> list[PowerReading]:
-        super().stop()
-        raise MeterError("charger plugged in")
-
-
-@pytest.mark.parametrize(
-    ("meter_cls", "reason"),
-    [(_Unavailable, "no meter on this target"), (_FailsOnStop, "charger plugged in")],
-)
-def test_measure_still_runs_when_the_meter_cannot_measure(meter_cls, reason) -> None:
-    clock = FakeClock()
-    meter = meter_cls(_power, times=GRID)
-    measured = measure_idle_and_window(
-        meter, lambda: 42, idle_s=1.0, clock=clock, sleep=clock.sleep
-    )
-    assert measured.value == 42
-    result = measured.result(10)
-    assert result.status == "unavailable" and result.reason == reason
-    assert result.joules_per_inference is None
-
-
-def test_measure_with_real_time_and_scripted_power() -> None:
-    # With the real clock the scripted readings must span it; a constant 3 W over wall time.
-    import time
-
-    now = time.monotonic()
-    meter = ScriptedMeter(lambda t: 3.0, times=[now - 1 + i * 0.01 for i in range(1000)])
-    measured = measure_idle_and_window(meter, lambda: time.sleep(0.05), idle_s=0.05)
-    result = measured.result(5)
-    assert result.ok
-    assert result.baseline_w == pytest.approx(3.0)
-    assert math.isclose(result.joules_per_inference, 0.0, abs_tol=1e-9)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from benchlab.energy.session import device_clock_offset
 from benchlab.errors import UsageError
 from benchlab_standin.board import LoopbackBoard
 from benchlab.targets.base import RunRequest, Target
@@ -128,3 +129,11 @@ def test_a_sweep_on_an_unreachable_board_stops_before_any_job(tmp_path: Path) ->
         benchlab.run(models=["mlp"], target="ssh:host=127.0.0.1,port=1,connect_timeout=3",
                      db=tmp_path / "r.db", cache_dir=tmp_path / "cache")
     assert not (tmp_path / "cache").exists()  # nothing was exported or fetched
+
+
+def test_a_real_ssh_device_on_this_host_has_no_offset_beyond_its_bound(ssh_target: SshTarget) -> None:
+    offset = device_clock_offset(ssh_target, rounds=3)
+    assert offset is not None
+    # Same machine, same clock: the true offset is 0, and the estimate's bound must hold.
+    assert abs(offset.offset_s) <= offset.uncertainty_s + 1e-6
+    assert offset.round_trip_s > 0

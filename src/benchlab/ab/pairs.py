@@ -20,14 +20,15 @@ from benchlab.artifacts import ArtifactCache
 from benchlab.ab.model import Comparison, MetricComparison, OpDelta, Outcome, PairedEstimate
 from benchlab.ab.stats import apply_bh, decide
 from benchlab.jobrun import Job, run_job, summarize_samples
-from benchlab.schema import JobIdentity, LATENCY_KEY, Result, Sample
+from benchlab.schema import LATENCY_KEY, JobIdentity, Metric, Result, Sample
 from benchlab.spec.types import FrameworkConfig
 from benchlab.targets.base import Target
 
 __all__ = ["CompareSettings", "Side", "compare_jobs", "side_job"]
 
 # Metrics decided on when present; for all of them a larger value is worse.
-DECIDED_METRICS = (LATENCY_KEY, "NET first_inference", "NET load_time", "NET memory_peak")
+DECIDED_METRICS = (LATENCY_KEY, Metric.FIRST_INFERENCE.key, Metric.LOAD_TIME.key,
+                   Metric.MEMORY_PEAK.key)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,13 +15,10 @@ from benchlab.energy.accounting import (
     ClockOffset,
     EnergyResult,
     EnergyWindow,
-    MeasuredRun,
     WindowNotCoveredError,
     energy_between,
     energy_per_inference,
     idle_baseline_w,
-    measure_idle_and_window,
-    to_meter_clock,
     unavailable,
 )
 from benchlab.energy.battery import BatteryMeter
@@ -42,7 +39,6 @@ __all__ = [
     "ClockOffset",
     "EnergyResult",
     "EnergyWindow",
-    "MeasuredRun",
     "MeterError",
     "MeterKind",
     "MonsoonEngine",
@@ -57,7 +53,5 @@ __all__ = [
     "energy_between",
     "energy_per_inference",
     "idle_baseline_w",
-    "measure_idle_and_window",
-    "to_meter_clock",
     "unavailable",
 ]

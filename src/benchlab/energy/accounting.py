@@ -13,31 +13,26 @@ clock with a :class:`ClockOffset` estimated from round trips to the phone.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Literal
 
 import numpy as np
 
-from benchlab.energy.meters import MeterError, PowerMeter, PowerReading
+from benchlab.energy.meters import PowerReading
 from benchlab.errors import WindowNotCoveredError
 
 __all__ = [
     "ClockOffset",
     "EnergyResult",
     "EnergyWindow",
-    "MeasuredRun",
     "WindowNotCoveredError",
     "energy_between",
     "energy_per_inference",
     "idle_baseline_w",
-    "measure_idle_and_window",
-    "to_meter_clock",
     "unavailable",
 ]
 
-T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,85 +316,3 @@ class ClockOffset:
         return EnergyWindow(
             self.to_meter_clock(window.start), self.to_meter_clock(window.end), window.iterations
         )
-
-
-def to_meter_clock(t_device: float, offset: ClockOffset | float) -> float:
-    """``t_device`` on the meter's clock, given the device's offset (object or seconds)."""
-    seconds = offset.offset_s if isinstance(offset, ClockOffset) else float(offset)
-    return t_device - seconds
-
-
-@dataclass(frozen=True, slots=True)
-class MeasuredRun(Generic[T]):
-    """What :func:`measure_idle_and_window` saw: readings, the idle and run spans, the value.
-
-    ``reason`` is set (and ``readings`` empty) when the meter could not measure; ``value``
-    is whatever ``run`` returned either way.
-    """
-
-    meter: str
-    readings: tuple[PowerReading, ...]
-    idle: tuple[float, float]
-    window: tuple[float, float]
-    value: T
-    reason: str = ""
-
-    def result(self, iterations: int) -> EnergyResult:
-        """Energy per inference for ``iterations`` inferences run in the window."""
-        if self.reason:
-            return unavailable(self.meter, self.reason)
-        return energy_per_inference(
-            self.readings,
-            EnergyWindow(*self.window, iterations),
-            baseline_window=self.idle,
-            meter=self.meter,
-        )
-
-
-def measure_idle_and_window(
-    meter: PowerMeter,
-    run: Callable[[], T],
-    idle_s: float,
-    *,
-    clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
-) -> MeasuredRun[T]:
-    """Start ``meter``, idle ``idle_s`` for the baseline, time ``run()``, stop the meter.
-
-    ``clock`` must be the meter's clock (host ``time.monotonic`` for meters read here). An
-    unavailable meter, or one that fails on stop, still lets ``run`` happen: the returned
-    :class:`MeasuredRun` then carries the reason instead of readings.
-    """
-    if idle_s <= 0:
-        raise ValueError(f"idle_s must be positive, got {idle_s}")
-    available = meter.availability()
-    if not available.ok:
-        now = clock()
-        value = run()
-        return MeasuredRun(meter.name, (), (now, now), (now, clock()), value, available.reason)
-    try:
-        meter.start()
-    except MeterError as exc:
-        now = clock()
-        value = run()
-        return MeasuredRun(meter.name, (), (now, now), (now, clock()), value, str(exc))
-    try:
-        idle_start = clock()
-        sleep(idle_s)
-        idle_end = clock()
-        value = run()
-        window_end = clock()
-    except BaseException:
-        # The run's own error matters more than anything the meter says while stopping.
-        try:
-            meter.stop()
-        except Exception:  # noqa: BLE001
-            pass
-        raise
-    try:
-        readings = tuple(meter.stop())
-    except MeterError as exc:
-        return MeasuredRun(
-            meter.name, (), (idle_start, idle_end), (idle_end, window_end), value, str(exc)
-        )
-    return MeasuredRun(meter.name, readings, (idle_start, idle_end), (idle_end, window_end), value)

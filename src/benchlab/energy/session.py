@@ -6,10 +6,15 @@ target, being attached to this host). :class:`EnergySession` starts it, idles fo
 records every process's measured window and turns the readings into energy per inference,
 per process. With no usable meter the job's ``details.energy`` says ``unavailable`` and why.
 
-Window alignment: benchlab's runner reports its timed loop on the system's monotonic clock
-(``details.measure_window``), which is the meters' clock when the runner ran on this host.
-Elsewhere the window is the whole command as seen from the host — load and warm-up included —
-and the result says so (``window: "command"``), rather than pretending to a precision it lacks.
+Window alignment: benchlab's runner reports its timed loop on its system's monotonic clock
+(``details.measure_window``). On this host that is the meters' clock (``window: "runner"``).
+On another device (ssh, adb) the session first estimates how far the device's monotonic clock
+is from this host's, from a few round trips (:func:`device_clock_offset`); the runner's window
+is moved onto the host's clock when the offset is known to within 5% of the window
+(``window: "runner, clock-aligned"``, with ``clock_offset_s`` and ``clock_uncertainty_s``).
+Otherwise — a command that reports no window, a device without Python, a round trip too long —
+the window is the whole command as seen from the host, load and warm-up included, and the
+result says so (``window: "command"``) rather than pretending to a precision it lacks.
 """
 
 from __future__ import annotations
@@ -20,16 +25,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchlab.energy.accounting import (
+    ClockOffset,
     EnergyResult,
     EnergyWindow,
     energy_per_inference,
     unavailable,
 )
 from benchlab.energy.meters import MeterError, PowerMeter, PowerReading
+from benchlab.errors import BenchlabError
+from benchlab.targets.base import RunRequest
 
-__all__ = ["EnergySession", "EnergySettings", "choose_meter"]
+__all__ = ["EnergySession", "EnergySettings", "choose_meter", "device_clock_offset"]
 
 _AUTO = "auto"
+#: A device's window is moved onto the host clock only when the offset's uncertainty is at most
+#: this share of the window; beyond it the edges could miss load or warm-up by that much.
+MAX_ALIGNMENT_ERROR = 0.05
+_READ_MONOTONIC = "import time; print(repr(time.monotonic()))"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,22 +95,56 @@ def choose_meter(target: Any, which: str = _AUTO) -> tuple[PowerMeter | None, st
     return None, "; ".join(reasons)
 
 
+def device_clock_offset(target: Any, rounds: int = 5) -> ClockOffset | None:
+    """How far ``target``'s monotonic clock is from this host's, or ``None`` if it cannot say.
+
+    Each round runs a one-line Python on the target that prints ``time.monotonic()`` (the
+    runner's clock), timed on this host; :meth:`ClockOffset.from_round_trips` keeps the
+    shortest round trip, whose half bounds the error.
+    """
+    request = RunRequest(argv=[target.python_executable(), "-c", _READ_MONOTONIC], timeout=30.0)
+
+    def round_trip() -> tuple[float, float, float]:
+        before = time.monotonic()
+        result = target.run(request)
+        after = time.monotonic()
+        if not result.ok:
+            raise ValueError(f"reading the device clock failed: {result.stderr.strip()[-200:]}")
+        return before, float(result.stdout.strip().splitlines()[-1]), after
+
+    try:
+        return ClockOffset.estimate(round_trip, rounds)
+    except (ValueError, IndexError, OSError, BenchlabError):
+        return None
+
+
 @dataclass
 class EnergySession:
-    """One job's energy measurement (see the module docstring)."""
+    """One job's energy measurement (see the module docstring).
+
+    ``same_clock``: the runner's clock is the meters' (a job on this host). Otherwise
+    ``clock_offset`` (when known) moves the runner's windows onto the host's clock.
+    """
 
     meter: PowerMeter | None
     reason: str = ""
     idle_s: float = 2.0
+    same_clock: bool = True
+    clock_offset: ClockOffset | None = None
     _baseline: tuple[float, float] | None = None
     _windows: list[tuple[EnergyWindow, str]] = field(default_factory=list)
     _running: bool = False
 
     @classmethod
     def open(cls, target: Any, settings: EnergySettings) -> EnergySession:
-        """Choose the meter for ``target``; an unusable one makes an ``unavailable`` session."""
+        """Choose the meter for ``target``; an unusable one makes an ``unavailable`` session.
+
+        Off this host, with a usable meter, the device's clock offset is estimated here.
+        """
         meter, reason = choose_meter(target, settings.meter)
-        return cls(meter, reason, settings.idle_s)
+        same_clock = getattr(target, "name", "") == "host"
+        offset = None if same_clock or meter is None else device_clock_offset(target)
+        return cls(meter, reason, settings.idle_s, same_clock, offset)
 
     def start(self) -> None:
         """Start the meter and idle for the baseline (nothing of the job's runs yet)."""
@@ -116,17 +162,24 @@ class EnergySession:
 
     def add_process(
         self, command_span: tuple[float, float], runner_window: Mapping[str, Any] | None,
-        iterations: int, *, same_clock: bool,
+        iterations: int,
     ) -> None:
         """Record one process: its command span on the host clock and the runner's window."""
         if not self._running or iterations <= 0:
             return
-        if same_clock and runner_window and runner_window.get("clock") == "monotonic":
+        if runner_window and runner_window.get("clock") == "monotonic":
             window = EnergyWindow(float(runner_window["start"]), float(runner_window["end"]),
                                   int(runner_window.get("iterations") or iterations))
-            self._windows.append((window, "runner"))
-        else:
-            self._windows.append((EnergyWindow(*command_span, iterations), "command"))
+            if self.same_clock:
+                self._windows.append((window, "runner"))
+                return
+            offset = self.clock_offset
+            if offset is not None and offset.uncertainty_s <= (
+                    MAX_ALIGNMENT_ERROR * window.duration_s):
+                self._windows.append((offset.window_to_meter_clock(window),
+                                      "runner, clock-aligned"))
+                return
+        self._windows.append((EnergyWindow(*command_span, iterations), "command"))
 
     def finish(self) -> tuple[dict[str, Any], list[float]]:
         """``details.energy`` and the joules per inference of each process measured."""
@@ -153,5 +206,8 @@ class EnergySession:
         summary["joules_per_inference"] = sum(per_process) / len(per_process)
         summary["per_process_joules_per_inference"] = per_process
         summary["window"] = self._windows[-1][1]
+        if self._windows[-1][1] == "runner, clock-aligned" and self.clock_offset is not None:
+            summary["clock_offset_s"] = self.clock_offset.offset_s
+            summary["clock_uncertainty_s"] = self.clock_offset.uncertainty_s
         summary["readings"] = len(readings)
         return summary, per_process

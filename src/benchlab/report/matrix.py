@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchlab.schema import LATENCY_KEY, Result, Status, Summary
+from benchlab.schema import LATENCY_KEY, DetailKey, Metric, Result, Status, Summary
 
 __all__ = [
     "TO_MS",
@@ -97,14 +97,14 @@ def _value(summary: Summary | None) -> float | None:
 def _precision(result: Result) -> str:
     """What the runtime reports it really used, else what the configuration asked for."""
     details, config = result.details, result.identity.framework_config
-    reported = details.get("precision")
+    reported = details.get(DetailKey.PRECISION)
     if reported:
         return str(reported)
     return str(config.get("precision", "fp32"))
 
 
 def _batch(details: Mapping[str, Any]) -> int | None:
-    inputs = details.get("inputs")
+    inputs = details.get(DetailKey.INPUTS)
     if not isinstance(inputs, Mapping) or not inputs:
         return None
     shape = next(iter(inputs.values()))[0]
@@ -114,7 +114,7 @@ def _batch(details: Mapping[str, Any]) -> int | None:
 def _ops(result: Result) -> dict[str, float]:
     per_op: dict[str, list[float]] = {}
     for sample in result.samples:
-        if sample.type != "NET" and sample.metric == "latency":
+        if sample.type != "NET" and sample.metric == Metric.LATENCY:
             factor = TO_MS.get(sample.unit, 1.0)
             per_op.setdefault(sample.type, []).append(sample.value * factor)
     medians = {}
@@ -127,10 +127,10 @@ def _ops(result: Result) -> dict[str, float]:
 def cell_of(result: Result) -> Cell:
     ident, details, s = result.identity, result.details, result.summaries
     latency = s.get(LATENCY_KEY)
-    info = details.get("model_info", {}) if isinstance(details.get("model_info"), Mapping) else {}
+    info = result.model_info
     p50 = summary_ms(latency)
     batch = _batch(details)
-    requests = details.get("requests_per_call") or 1
+    requests = details.get(DetailKey.REQUESTS_PER_CALL) or 1
     throughput = None
     if p50 and batch:
         throughput = batch * float(requests) * 1000.0 / p50
@@ -141,19 +141,23 @@ def cell_of(result: Result) -> Cell:
         label=config_label(ident.framework, ident.framework_config), status=result.status,
         error=result.error, precision=_precision(result), p50=p50, p90=summary_ms(latency, "p90"),
         ci_rel=latency.ci_rel_halfwidth if latency else None, latencies=samples,
-        load=summary_ms(s.get("NET load_time")), first=summary_ms(s.get("NET first_inference")),
-        compile=summary_ms(s.get("NET compile_time")),
-        memory_peak=s["NET memory_peak"].max if "NET memory_peak" in s else None,
-        memory_load=_value(s.get("NET memory_load")), size=_value(s.get("NET model_size")),
+        load=summary_ms(s.get(Metric.LOAD_TIME.key)),
+        first=summary_ms(s.get(Metric.FIRST_INFERENCE.key)),
+        compile=summary_ms(s.get(Metric.COMPILE_TIME.key)),
+        memory_peak=s[Metric.MEMORY_PEAK.key].max if Metric.MEMORY_PEAK.key in s else None,
+        memory_load=_value(s.get(Metric.MEMORY_LOAD.key)),
+        size=_value(s.get(Metric.MODEL_SIZE.key)),
         params=info.get("params"), flops=info.get("flops"), batch=batch, throughput=throughput,
-        error_max_abs=_value(s.get("NET error_max_abs")),
-        error_mean_abs=_value(s.get("NET error_mean_abs")),
-        error_max_rel=_value(s.get("NET error_max_rel")), sqnr=_value(s.get("NET sqnr")),
-        cosine=_value(s.get("NET cosine_similarity")), top1=_value(s.get("NET top1_agreement")),
-        top5=_value(s.get("NET top5_agreement")), ops=_ops(result),
-        ops_unavailable=details.get("op_profile_unavailable"),
+        error_max_abs=_value(s.get(Metric.ERROR_MAX_ABS.key)),
+        error_mean_abs=_value(s.get(Metric.ERROR_MEAN_ABS.key)),
+        error_max_rel=_value(s.get(Metric.ERROR_MAX_REL.key)),
+        sqnr=_value(s.get(Metric.SQNR.key)),
+        cosine=_value(s.get(Metric.COSINE_SIMILARITY.key)),
+        top1=_value(s.get(Metric.TOP1_AGREEMENT.key)),
+        top5=_value(s.get(Metric.TOP5_AGREEMENT.key)), ops=_ops(result),
+        ops_unavailable=details.get(DetailKey.OP_PROFILE_UNAVAILABLE),
         warnings=tuple(latency.warnings) if latency else (),
-        runtime_version=details.get("runtime_version"),
+        runtime_version=result.runtime_version,
     )
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.report.matrix import Cell, pareto_front
+from benchlab.schema import EnvKey
 from benchlab.report.svg import CSS, LEFT, RIGHT, WIDTH, esc, num, short, svg, write_page
 
 __all__ = ["matrix_html", "runtime_change_notes", "write_matrix_html"]
@@ -389,8 +390,8 @@ def write_matrix_html(
     facts: dict[str, Any] = {}
     for result in results:
         env = result.environment
-        facts = {"host": env.get("hostname", "?"), "CPU": env.get("cpu_model", "?"),
-                 "CPUs allowed": len(env.get("cpus_allowed", []) or []) or "?",
+        facts = {"host": env.get(EnvKey.HOSTNAME, "?"), "CPU": env.get(EnvKey.CPU_MODEL, "?"),
+                 "CPUs allowed": len(env.get(EnvKey.CPUS_ALLOWED, []) or []) or "?",
                  "started": (result.started_at or "")[:19]}
         break
     changes = runtime_change_notes(results, previous) if previous else {}

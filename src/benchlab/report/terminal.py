@@ -22,7 +22,7 @@ from rich.table import Table
 
 from benchlab.report.matrix import TO_MS
 from benchlab.report.matrix import cell_of as _cell_of
-from benchlab.schema import LATENCY_KEY, Result, Status, StopReason, Summary
+from benchlab.schema import LATENCY_KEY, Metric, Result, Status, StopReason, Summary
 
 __all__ = [
     "SweepProgress",
@@ -84,19 +84,19 @@ def result_notes(results: Sequence[Result]) -> list[str]:
         latency = result.summaries.get(LATENCY_KEY)
         for warning in latency.warnings if latency else ():
             notes.append(f"{label}: {warning}")
-        stop = result.details.get("job_stop_reason")
+        stop = result.stop_reason
         if latency is not None and stop in (StopReason.TARGET_CI_REACHED,
                                             StopReason.TIME_BUDGET_EXHAUSTED):
             width = latency.ci_rel_halfwidth * 100
-            processes = result.details.get("repetitions")
+            processes = result.repetitions
             what = "target CI reached" if stop == StopReason.TARGET_CI_REACHED else (
                 "time budget exhausted before the target CI")
             notes.append(f"{label}: {what}: median ±{width:.2f}% after {processes} processes, "
                          f"{latency.count} samples")
         for flag in _device_flags(result):
             notes.append(f"{label}: device {flag['flag'].replace('_', ' ')}: {flag['detail']}")
-        energy = result.details.get("energy")
-        if isinstance(energy, dict):
+        energy = result.energy
+        if energy is not None:
             if energy.get("status") == "ok":
                 joules = energy.get("joules_per_inference") or 0.0
                 notes.append(f"{label}: energy {joules * 1e3:.3g} mJ/inference "
@@ -113,8 +113,7 @@ _FLAG_TAGS = {"temperature_above_gate": "hot", "not_cooled": "not-cooled",
 
 
 def _device_flags(result: Result) -> list[dict[str, str]]:
-    flags = result.details.get("device_flags") or []
-    return [f for f in flags if isinstance(f, dict) and f.get("flag") in _FLAG_TAGS]
+    return [f for f in result.device_flags if isinstance(f, dict) and f.get("flag") in _FLAG_TAGS]
 
 
 def _summary(result: Result, key: str) -> Summary | None:
@@ -167,7 +166,7 @@ def results_table(results: Sequence[Result], title: str = "benchlab results") ->
         notes: list[str] = ["error"] if result.error else []
         if latency is not None:
             notes += [warning_tag(w) for w in latency.warnings]
-        if result.details.get("job_stop_reason") == StopReason.TIME_BUDGET_EXHAUSTED:
+        if result.stop_reason is StopReason.TIME_BUDGET_EXHAUSTED:
             notes.append("budget")
         notes += [_FLAG_TAGS[f["flag"]] for f in _device_flags(result)]
         ci = f"{latency.ci_rel_halfwidth * 100:.1f}%" if latency is not None else "-"
@@ -177,8 +176,8 @@ def results_table(results: Sequence[Result], title: str = "benchlab results") ->
             "prec": escape(cell.precision), "status": f"[{style}]{result.status.value}[/]",
             "p50": _cell(latency, "p50"), "p90": _cell(latency, "p90"), "±CI": ci,
             "n": str(latency.count) if latency else "-",
-            "load": _cell(_summary(result, "NET load_time"), "p50"),
-            "first": _cell(_summary(result, "NET first_inference"), "p50"),
+            "load": _cell(_summary(result, Metric.LOAD_TIME.key), "p50"),
+            "first": _cell(_summary(result, Metric.FIRST_INFERENCE.key), "p50"),
             "MiB": f"{cell.memory_peak:.0f}" if cell.memory_peak is not None else "-",
             "size": f"{cell.size:.2f}" if cell.size is not None else "-",
             "err": _sci(cell.error_max_abs),

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from benchlab.schema import Metric
+
 __all__ = [
     "ERROR_METRICS",
     "Reference",
@@ -30,14 +32,14 @@ __all__ = [
 ]
 
 #: Metric name → unit of every statistic :func:`error_stats` can report.
-ERROR_METRICS = {
-    "error_max_abs": "abs",
-    "error_mean_abs": "abs",
-    "error_max_rel": "rel",
-    "sqnr": "dB",
-    "cosine_similarity": "cos",
-    "top1_agreement": "ratio",
-    "top5_agreement": "ratio",
+ERROR_METRICS: dict[str, str] = {
+    Metric.ERROR_MAX_ABS: "abs",
+    Metric.ERROR_MEAN_ABS: "abs",
+    Metric.ERROR_MAX_REL: "rel",
+    Metric.SQNR: "dB",
+    Metric.COSINE_SIMILARITY: "cos",
+    Metric.TOP1_AGREEMENT: "ratio",
+    Metric.TOP5_AGREEMENT: "ratio",
 }
 # SQNR of bit-identical outputs is infinite; the metric protocol carries finite numbers only,
 # so identical outputs read as this ceiling (documented in docs/accuracy.md).
@@ -183,18 +185,18 @@ def error_stats(
     else:
         sqnr = min(SQNR_CEILING_DB, 10.0 * float(np.log10(signal / noise)))
     norms = float(np.linalg.norm(got) * np.linalg.norm(want))
-    stats = {
-        "error_max_abs": float(diff.max()) if diff.size else 0.0,
-        "error_mean_abs": float(diff.mean()) if diff.size else 0.0,
-        "error_max_rel": float(np.max(diff / (np.abs(want) + 1e-3 * scale + 1e-30)))
+    stats: dict[str, float] = {
+        Metric.ERROR_MAX_ABS: float(diff.max()) if diff.size else 0.0,
+        Metric.ERROR_MEAN_ABS: float(diff.mean()) if diff.size else 0.0,
+        Metric.ERROR_MAX_REL: float(np.max(diff / (np.abs(want) + 1e-3 * scale + 1e-30)))
         if diff.size else 0.0,
-        "sqnr": sqnr,
-        "cosine_similarity": float(np.dot(got, want) / norms) if norms > 0 else float(
+        Metric.SQNR: sqnr,
+        Metric.COSINE_SIMILARITY: float(np.dot(got, want) / norms) if norms > 0 else float(
             np.array_equal(got, want)),
     }
     if task == "classification":
         actual, expected = pairs[0]
         if expected.ndim >= 2:
-            stats["top1_agreement"] = _topk_agreement(actual, expected, 1)
-            stats["top5_agreement"] = _topk_agreement(actual, expected, 5)
+            stats[Metric.TOP1_AGREEMENT] = _topk_agreement(actual, expected, 1)
+            stats[Metric.TOP5_AGREEMENT] = _topk_agreement(actual, expected, 5)
     return stats

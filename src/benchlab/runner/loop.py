@@ -16,6 +16,7 @@ from typing import Any, Protocol, TextIO
 import numpy as np
 
 from benchlab.protocol import format_detail, format_metric
+from benchlab.schema import DetailKey, Metric
 from benchlab.runner.accuracy import ERROR_METRICS, error_stats, load_reference
 from benchlab.runner.config import InputConfig, RunnerConfig
 from benchlab.stats import AdaptiveStop
@@ -209,18 +210,18 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
         np.savez(config.dump_outputs, **{f"output.{i}": a for i, a in enumerate(outputs)})
 
     lines = [
-        format_metric("NET", "import_time", import_ms, "ms"),
-        format_metric("NET", "load_time", load_ms, "ms"),
-        format_metric("NET", "first_inference", first_ms, "ms"),
+        format_metric("NET", Metric.IMPORT_TIME, import_ms, "ms"),
+        format_metric("NET", Metric.LOAD_TIME, load_ms, "ms"),
+        format_metric("NET", Metric.FIRST_INFERENCE, first_ms, "ms"),
     ]
-    lines += [format_metric("NET", "latency", value, "ms") for value in latencies]
+    lines += [format_metric("NET", Metric.LATENCY, value, "ms") for value in latencies]
     if rss_before is not None and rss_loaded is not None:
-        lines.append(format_metric("NET", "memory_load", rss_loaded - rss_before, "MiB"))
+        lines.append(format_metric("NET", Metric.MEMORY_LOAD, rss_loaded - rss_before, "MiB"))
     if peak is not None:
-        lines.append(format_metric("NET", "memory_peak", peak, "MiB"))
+        lines.append(format_metric("NET", Metric.MEMORY_PEAK, peak, "MiB"))
     size = _files_mib([config.model_path, *config.extra_files.values()])
     if size is not None:
-        lines.append(format_metric("NET", "model_size", size, "MiB"))
+        lines.append(format_metric("NET", Metric.MODEL_SIZE, size, "MiB"))
     for name, (value, unit) in backend.extra_metrics().items():
         lines.append(format_metric("NET", name, value, unit))
     details: dict[str, Any] = {}
@@ -242,11 +243,11 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
             for per_op in backend.profile_ops(config.profile_iterations):
                 lines += [format_metric(op, "latency", ms, "ms") for op, ms in per_op.items()]
         except ProfilingUnavailable as why:
-            details["op_profile_unavailable"] = str(why)
+            details[DetailKey.OP_PROFILE_UNAVAILABLE] = str(why)
     details.update(backend.info())
     details.update(decision.to_detail())
-    details["inputs"] = {s.name: [s.shape, s.dtype] for s in specs}
-    details["measure_window"] = window
+    details[DetailKey.INPUTS] = {s.name: [s.shape, s.dtype] for s in specs}
+    details[DetailKey.MEASURE_WINDOW] = window
     lines.append(format_detail(**details))
     out.write("\n".join(lines) + "\n")
     out.flush()

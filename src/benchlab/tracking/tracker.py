@@ -23,7 +23,7 @@ from benchlab.ab.pairs import CompareSettings, Side, compare_jobs
 from benchlab.artifacts import ArtifactCache
 from benchlab.errors import CommitFailedError
 from benchlab.jobrun import Job
-from benchlab.schema import LATENCY_KEY, Result
+from benchlab.schema import LATENCY_KEY, DetailKey, Result
 from benchlab.store import ResultStore
 from benchlab.targets.base import Target
 from benchlab.tracking.changepoint import find_change_points
@@ -119,7 +119,7 @@ def stored_points(store: ResultStore, run_id: int, order: Sequence[str]) -> dict
         ratios = tuple(math.log(t[k] / c[k]) for k in sorted(t) if k in c)
         if not ratios:
             continue
-        estimate = treatment.details.get("track_estimate", {})
+        estimate = treatment.details.get(DetailKey.TRACK_ESTIMATE, {})
         points[commit] = CommitPoint(
             commit, index, estimate.get("change", math.exp(statistics.fmean(ratios)) - 1),
             estimate.get("ci_low", math.nan), estimate.get("ci_high", math.nan), ratios,
@@ -203,8 +203,8 @@ def track_commits(
 
 
 def _with_detail(result: Result, commit: str, facts: dict[str, float]) -> Result:
-    return replace(result, details={**result.details, "commit": commit,
-                                    "track_estimate": facts})
+    return replace(result, details={**result.details, DetailKey.COMMIT: commit,
+                                    DetailKey.TRACK_ESTIMATE: facts})
 
 
 def wait_interval(seconds: float, status: Path | None) -> bool:

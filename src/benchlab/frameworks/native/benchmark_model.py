@@ -27,6 +27,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from benchlab.schema import Metric
 from benchlab.protocol import ParsedOutput, ReportedSummary
 from benchlab.frameworks.native.common import SampleList as _Samples
 from benchlab.frameworks.native.common import finite_float as _float
@@ -250,16 +251,16 @@ def parse_benchmark_model(text: str) -> ParsedOutput:
             warm, init, inference = (_float(g) for g in match.groups())
             timings.append((init, None, warm, inference))
         elif match := _MEMORY.search(content):
-            samples.add("NET", "memory_load", _float(match.group(1)), "MiB")
+            samples.add("NET", Metric.MEMORY_LOAD, _float(match.group(1)), "MiB")
             overall = _float(match.group(2))
             if overall is not None:
                 details["memory_overall_mib"] = overall
         elif match := _PEAK.search(content):
             peak = _float(match.group(1))
-            samples.add("NET", "memory_peak", peak if peak and peak > 0 else None, "MiB")
+            samples.add("NET", Metric.MEMORY_PEAK, peak if peak and peak > 0 else None, "MiB")
         elif match := _MODEL_SIZE.search(content):
             size = _float(match.group(1))
-            samples.add("NET", "model_size", None if size is None else size * _MB, "MiB")
+            samples.add("NET", Metric.MODEL_SIZE, None if size is None else size * _MB, "MiB")
         elif match := _RSS.match(content):
             details["vm_rss_mib"] = int(match.group(1))
         elif match := _CREATED.search(content):
@@ -291,25 +292,25 @@ def _emit_timings(
     regular: list[dict[str, float]],
 ) -> None:
     for value in inits:
-        samples.add("NET", "load_time", value, "ms")
+        samples.add("NET", Metric.LOAD_TIME, value, "ms")
     if not inits:
         for init, *_ in timings:
-            samples.add("NET", "load_time", None if init is None else init / 1000.0, "ms")
+            samples.add("NET", Metric.LOAD_TIME, None if init is None else init / 1000.0, "ms")
     for _, first, warm, _ in timings:
-        samples.add("NET", "first_inference", None if first is None else first / 1000.0, "ms")
+        samples.add("NET", Metric.FIRST_INFERENCE, None if first is None else first / 1000.0, "ms")
         if warm is not None:
             details.setdefault("warmup", {}).setdefault("mean_ms", warm / 1000.0)
     if not timings and "first_ms" in details.get("warmup", {}):
-        samples.add("NET", "first_inference", details["warmup"]["first_ms"], "ms")
+        samples.add("NET", Metric.FIRST_INFERENCE, details["warmup"]["first_ms"], "ms")
     means = [s["avg"] / 1000.0 for s in regular if "avg" in s and s["count"] > 0]
     if not means:
         means = [t[3] / 1000.0 for t in timings if t[3] is not None]
     for mean in means:
-        samples.add("NET", "latency", mean, "ms")
+        samples.add("NET", Metric.LATENCY, mean, "ms")
     for stats in regular:
         values = {_STATISTICS[k]: stats[k] / 1000.0 for k in _STATISTICS if k in stats}
         if values and stats["count"] >= 1:
-            summaries.append(ReportedSummary("NET", "latency", "ms", int(stats["count"]), values))
+            summaries.append(ReportedSummary("NET", Metric.LATENCY, "ms", int(stats["count"]), values))
     if regular:
         details["num_runs"] = int(regular[-1]["count"])
 

@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from benchlab.schema import Metric
 from benchlab.protocol import ParsedOutput, ReportedSummary
 from benchlab.frameworks.native.common import SampleList as _Samples
 from benchlab.frameworks.native.common import finite_float as _float
@@ -102,7 +103,7 @@ def parse_executor_runner(text: str, *, warmup_iterations: int = 0) -> ParsedOut
         elif _DONE.search(message):
             details["executed"] = True
         elif match := _LOADED_IN.search(message):
-            samples.add("NET", "load_time", _float(match.group(1)), "ms")
+            samples.add("NET", Metric.LOAD_TIME, _float(match.group(1)), "ms")
         elif match := _MODEL_FILE.search(message):
             details["model_path"] = match.group(1)
         elif match := _METHOD.search(message):
@@ -155,16 +156,16 @@ def _emit_latency(
     if iterations:
         details["latency_samples"] = "per_iteration"
         first = [ms for i, ms in iterations if i == 1]
-        samples.add("NET", "first_inference", first[0] if first else None, "ms")
+        samples.add("NET", Metric.FIRST_INFERENCE, first[0] if first else None, "ms")
         for number, ms in iterations:
             if number > warmup:
-                samples.add("NET", "latency", ms, "ms")
+                samples.add("NET", Metric.LATENCY, ms, "ms")
     elif totals:
         details["latency_samples"] = "process_mean"
         for count, total in totals:
             if count > 0:
-                samples.add("NET", "latency", total / count, "ms")
-                summaries.append(ReportedSummary("NET", "latency", "ms", count,
+                samples.add("NET", Metric.LATENCY, total / count, "ms")
+                summaries.append(ReportedSummary("NET", Metric.LATENCY, "ms", count,
                                                  {"mean": total / count}))
     if totals:
         details["num_executions"], details["total_execution_ms"] = totals[-1]

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from benchlab.protocol import ParsedOutput, ReportedSummary
-from benchlab.schema import Sample
+from benchlab.schema import Metric, Sample
 from benchlab.frameworks.native.common import SampleList as _Samples
 from benchlab.frameworks.native.common import finite_float as _float
 
@@ -103,23 +103,23 @@ def parse_perf_test(text: str) -> ParsedOutput:
 
     samples = _Samples()
     if "session_s" in found:
-        samples.add("NET", "load_time", found["session_s"] * 1000.0, "ms")
-    samples.add("NET", "first_inference", found.get("first_ms"), "ms")
+        samples.add("NET", Metric.LOAD_TIME, found["session_s"] * 1000.0, "ms")
+    samples.add("NET", Metric.FIRST_INFERENCE, found.get("first_ms"), "ms")
     count = int(found.get("requests", found.get("runs", 0)))
     mean = found.get("average_ms")
     if mean is None and count and "total_s" in found:
         mean = found["total_s"] / count * 1000.0
     if mean is not None:
         details["latency_samples"] = "process_mean"
-        samples.add("NET", "latency", mean, "ms")
+        samples.add("NET", Metric.LATENCY, mean, "ms")
     if "peak_bytes" in found and found["peak_bytes"] > 0:
-        samples.add("NET", "memory_peak", found["peak_bytes"] / 2**20, "MiB")
+        samples.add("NET", Metric.MEMORY_PEAK, found["peak_bytes"] / 2**20, "MiB")
 
     summaries: list[ReportedSummary] = []
     values = {"mean": mean} if mean is not None else {}
     values.update(stats)
     if values and count:
-        summaries.append(ReportedSummary("NET", "latency", "ms", count, values))
+        summaries.append(ReportedSummary("NET", Metric.LATENCY, "ms", count, values))
     for key, name in (("total_s", "total_inference_s"), ("run_time_s", "inference_run_time_s"),
                       ("per_second", "inferences_per_second"),
                       ("cpu_percent", "cpu_usage_percent")):
@@ -212,7 +212,7 @@ def parse_ort_profile(json_text: str, *, warmup_runs: int = 0, by: str = "op_nam
     :func:`ort_profile_op_means`. Ordered by first appearance; empty for unreadable input.
     """
     means = ort_profile_op_means(json_text, warmup_runs=warmup_runs, by=by)
-    return [Sample("latency", ms, "ms", op, 0, 0) for op, ms in means.items()]
+    return [Sample(Metric.LATENCY, ms, "ms", op, 0, 0) for op, ms in means.items()]
 
 
 def perf_test_argv(
