@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from statistics import median
 from dataclasses import asdict
 from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
 
+from benchlab.report.svg import median
 from benchlab.ab.model import Comparison, MetricComparison, Outcome
 
 __all__ = ["comparison_json", "comparison_markdown", "comparison_table"]

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchlab.report.svg import median
 from benchlab.schema import LATENCY_KEY, DetailKey, Metric, Result, Status, Summary
 
 __all__ = [
@@ -117,11 +118,7 @@ def _ops(result: Result) -> dict[str, float]:
         if sample.type != "NET" and sample.metric == Metric.LATENCY:
             factor = TO_MS.get(sample.unit, 1.0)
             per_op.setdefault(sample.type, []).append(sample.value * factor)
-    medians = {}
-    for op, values in per_op.items():
-        ordered = sorted(values)
-        medians[op] = ordered[len(ordered) // 2]
-    return medians
+    return {op: median(values) for op, values in per_op.items()}
 
 
 def cell_of(result: Result) -> Cell:
