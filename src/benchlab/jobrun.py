@@ -36,6 +36,7 @@ from benchlab.schema import (
 from benchlab.spec.placeholders import placeholder_map
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
 from benchlab.stats import ci_rel_halfwidth, summarize
+from benchlab.units import convert
 from benchlab.targets.base import CommandResult, RunRequest, Target
 
 __all__ = ["DEFAULT_TIME_BUDGET_S", "Job", "fetch_files", "run_job", "summarize_samples"]
@@ -96,16 +97,32 @@ def _failure(result: CommandResult, timeout: float) -> tuple[Status, str] | None
 def summarize_samples(
     samples: tuple[Sample, ...] | list[Sample], statistics: tuple[str, ...] = ()
 ) -> dict[str, Summary]:
-    """Summary statistics for every metric key; trends are sought within each process."""
+    """Summary statistics for every metric key; trends are sought within each process.
+
+    Samples of one key are summarised in the unit of its first sample, the others converted
+    into it; a sample whose unit does not convert is left out and the summary warns of it.
+    """
     summaries: dict[str, Summary] = {}
     for key, group in group_samples(samples).items():
+        unit = group[0].unit
+        values: list[float] = []
         by_process: dict[int, list[float]] = {}
+        left_out: dict[str, int] = {}
         for sample in group:
-            by_process.setdefault(sample.repetition, []).append(sample.value)
-        summaries[key] = summarize(
-            [s.value for s in group], group[0].unit, extra_percentiles=statistics,
-            segments=list(by_process.values()),
-        )
+            value = convert(sample.value, sample.unit, unit)
+            if value is None:
+                left_out[sample.unit] = left_out.get(sample.unit, 0) + 1
+                continue
+            values.append(value)
+            by_process.setdefault(sample.repetition, []).append(value)
+        summary = summarize(values, unit, extra_percentiles=statistics,
+                            segments=list(by_process.values()))
+        if left_out:
+            notes = tuple(f"{n} sample(s) in {other!r} do not convert to {unit!r} and are left "
+                          "out of this summary (they are stored as reported)"
+                          for other, n in left_out.items())
+            summary = replace(summary, warnings=summary.warnings + notes)
+        summaries[key] = summary
     return summaries
 
 

@@ -102,6 +102,7 @@ class Metric(StrEnum):
     MEMORY_PEAK = "memory_peak"  #: MiB, the process's peak resident memory
     MODEL_SIZE = "model_size"  #: MiB, the model file(s)
     ENERGY_PER_INFERENCE = "energy_per_inference"  #: mJ per inference, from a power meter
+    POWER = "power"  #: W, average power while the model ran (as a tool reports it)
     ERROR_MAX_ABS = "error_max_abs"  #: largest absolute error against the reference outputs
     ERROR_MEAN_ABS = "error_mean_abs"  #: mean absolute error against the reference outputs
     ERROR_MAX_REL = "error_max_rel"  #: largest relative error against the reference outputs

@@ -23,6 +23,7 @@ from benchlab.jobrun import Job, run_job, summarize_samples
 from benchlab.schema import LATENCY_KEY, JobIdentity, Metric, Result, Sample
 from benchlab.spec.types import FrameworkConfig
 from benchlab.targets.base import Target
+from benchlab.units import convert
 
 __all__ = ["CompareSettings", "Side", "compare_jobs", "side_job"]
 
@@ -84,11 +85,14 @@ def side_job(job: Job, side: Side, variant: str) -> Job:
                                                                        target_ci=None))
 
 
-def _observe(result: Result) -> dict[str, float]:
-    """One value per metric key: the median of this process's samples."""
+def _observe(result: Result, units: dict[str, str]) -> dict[str, float]:
+    """One value per metric key: the median of this process's samples, in the unit the key
+    was first seen in (``units`` records it); samples that do not convert are left out."""
     groups: dict[str, list[float]] = {}
     for sample in result.samples:
-        groups.setdefault(sample.key, []).append(sample.value)
+        value = convert(sample.value, sample.unit, units.setdefault(sample.key, sample.unit))
+        if value is not None:
+            groups.setdefault(sample.key, []).append(value)
     return {key: statistics.median(values) for key, values in groups.items()}
 
 
@@ -129,9 +133,8 @@ def _run_pairs(
             observed[which] = result
         for which, bucket, tag in ((0, data.control, "c"), (1, data.treatment, "t")):
             result = observed[which]
-            bucket.append(_observe(result))
+            bucket.append(_observe(result, data.units))
             data.samples[tag] += [replace(s, repetition=index) for s in result.samples]
-            data.units.update({s.key: s.unit for s in result.samples})
             data.last[tag] = result
         if progress:
             progress(f"{jobs[0].identity.model_name}: pair {index + 1}/{until}")

@@ -12,20 +12,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchlab.report.svg import median
+from benchlab.units import convert, dimension_of
 from benchlab.schema import LATENCY_KEY, DetailKey, Metric, Result, Status, Summary
 
 __all__ = [
-    "TO_MS",
+    "COLUMN_UNITS",
     "Cell",
     "cell_of",
     "config_label",
     "matrix_cells",
     "pareto_front",
+    "summary_in",
     "summary_ms",
+    "unit_note",
 ]
 
-#: Factors from a time unit to milliseconds (the terminal table uses them too).
-TO_MS = {"ns": 1e-6, "us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1e3}
+#: The unit each of a cell's measured columns is shown in (every reporter states these).
+COLUMN_UNITS: dict[Metric, str] = {
+    Metric.LATENCY: "ms", Metric.FIRST_INFERENCE: "ms", Metric.LOAD_TIME: "ms",
+    Metric.COMPILE_TIME: "ms", Metric.MEMORY_PEAK: "MiB", Metric.MEMORY_LOAD: "MiB",
+    Metric.MODEL_SIZE: "MiB", Metric.ENERGY_PER_INFERENCE: "mJ", Metric.POWER: "W",
+}
 
 
 def config_label(framework: str, config: Mapping[str, Any]) -> str:
@@ -38,7 +45,10 @@ def config_label(framework: str, config: Mapping[str, Any]) -> str:
 class Cell:
     """One model × framework configuration: the numbers the matrix shows, or why it failed.
 
-    Times are milliseconds, memory and sizes MiB. Accuracy fields are ``None`` when the job
+    Times are milliseconds, memory and sizes MiB, energy per inference mJ and power W
+    (:data:`COLUMN_UNITS`), converted from each
+    sample's own unit. A metric whose unit does not convert is ``None`` here and explained in
+    ``unit_notes``, never shown under the wrong unit. Accuracy fields are ``None`` when the job
     had no reference to compare against. ``ops`` holds per-operator median milliseconds when
     operators were timed; ``ops_unavailable`` says why they could not be.
     """
@@ -60,6 +70,8 @@ class Cell:
     memory_peak: float | None = None
     memory_load: float | None = None
     size: float | None = None
+    energy: float | None = None
+    power: float | None = None
     params: int | None = None
     flops: int | None = None
     batch: int | None = None
@@ -75,6 +87,7 @@ class Cell:
     ops_unavailable: str | None = None
     warnings: tuple[str, ...] = ()
     runtime_version: str | None = None
+    unit_notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -82,13 +95,24 @@ class Cell:
         return self.status is Status.OK
 
 
-def summary_ms(summary: Summary | None, attr: str = "p50") -> float | None:
-    """A time statistic of ``summary`` in milliseconds (as it is when the unit is unknown)."""
+def summary_in(summary: Summary | None, unit: str, attr: str = "p50") -> float | None:
+    """A statistic of ``summary`` in ``unit``; ``None`` when its own unit does not convert."""
     if summary is None:
         return None
-    factor = TO_MS.get(summary.unit)
-    value = getattr(summary, attr)
-    return value * factor if factor is not None else value
+    return convert(getattr(summary, attr), summary.unit, unit)
+
+
+def summary_ms(summary: Summary | None, attr: str = "p50") -> float | None:
+    """A time statistic of ``summary`` in milliseconds; ``None`` when it is not a time."""
+    return summary_in(summary, "ms", attr)
+
+
+def unit_note(key: str, unit: str, column_unit: str) -> str:
+    """Why a metric is missing from a column: its unit is not one the column converts from."""
+    known = dimension_of(unit)
+    what = f"a {known} unit" if known else "a unit benchlab does not know"
+    return (f"{key} is in {unit!r} ({what}), not convertible to {column_unit}: not shown; "
+            "its samples are stored as reported")
 
 
 def _value(summary: Summary | None) -> float | None:
@@ -112,38 +136,62 @@ def _batch(details: Mapping[str, Any]) -> int | None:
     return int(shape[0]) if isinstance(shape, list) and shape else None
 
 
-def _ops(result: Result) -> dict[str, float]:
+def _ops(result: Result, notes: dict[str, str]) -> dict[str, float]:
     per_op: dict[str, list[float]] = {}
     for sample in result.samples:
         if sample.type != "NET" and sample.metric == Metric.LATENCY:
-            factor = TO_MS.get(sample.unit, 1.0)
-            per_op.setdefault(sample.type, []).append(sample.value * factor)
+            ms = convert(sample.value, sample.unit, "ms")
+            if ms is None:
+                notes.setdefault(sample.key, unit_note(sample.key, sample.unit, "ms"))
+                continue
+            per_op.setdefault(sample.type, []).append(ms)
     return {op: median(values) for op, values in per_op.items()}
+
+
+class _Columns:
+    """Reads a result's summaries in the cell's column units, noting what does not convert."""
+
+    def __init__(self, summaries: Mapping[str, Summary]) -> None:
+        self.summaries = summaries
+        self.notes: dict[str, str] = {}
+
+    def get(self, metric: Metric, attr: str = "p50") -> float | None:
+        summary = self.summaries.get(metric.key)
+        unit = COLUMN_UNITS[metric]
+        value = summary_in(summary, unit, attr)
+        if summary is not None and value is None:
+            self.notes.setdefault(metric.key, unit_note(metric.key, summary.unit, unit))
+        return value
 
 
 def cell_of(result: Result) -> Cell:
     ident, details, s = result.identity, result.details, result.summaries
+    columns = _Columns(s)
     latency = s.get(LATENCY_KEY)
     info = result.model_info
-    p50 = summary_ms(latency)
+    p50 = columns.get(Metric.LATENCY)
     batch = _batch(details)
     requests = details.get(DetailKey.REQUESTS_PER_CALL) or 1
     throughput = None
     if p50 and batch:
         throughput = batch * float(requests) * 1000.0 / p50
-    factor = TO_MS.get(latency.unit, 1.0) if latency else 1.0
-    samples = tuple(v * factor for v in result.samples_of(LATENCY_KEY))
+    samples: tuple[float, ...] = ()
+    if p50 is not None:
+        converted = (convert(x.value, x.unit, "ms") for x in result.samples
+                     if x.key == LATENCY_KEY)
+        samples = tuple(v for v in converted if v is not None)
+    ops = _ops(result, columns.notes)
     return Cell(
         model=ident.model_name, test=ident.test_identifier, framework=ident.framework,
         label=config_label(ident.framework, ident.framework_config), status=result.status,
-        error=result.error, precision=_precision(result), p50=p50, p90=summary_ms(latency, "p90"),
+        error=result.error, precision=_precision(result), p50=p50,
+        p90=columns.get(Metric.LATENCY, "p90"),
         ci_rel=latency.ci_rel_halfwidth if latency else None, latencies=samples,
-        load=summary_ms(s.get(Metric.LOAD_TIME.key)),
-        first=summary_ms(s.get(Metric.FIRST_INFERENCE.key)),
-        compile=summary_ms(s.get(Metric.COMPILE_TIME.key)),
-        memory_peak=s[Metric.MEMORY_PEAK.key].max if Metric.MEMORY_PEAK.key in s else None,
-        memory_load=_value(s.get(Metric.MEMORY_LOAD.key)),
-        size=_value(s.get(Metric.MODEL_SIZE.key)),
+        load=columns.get(Metric.LOAD_TIME), first=columns.get(Metric.FIRST_INFERENCE),
+        compile=columns.get(Metric.COMPILE_TIME),
+        memory_peak=columns.get(Metric.MEMORY_PEAK, "max"),
+        memory_load=columns.get(Metric.MEMORY_LOAD), size=columns.get(Metric.MODEL_SIZE),
+        energy=columns.get(Metric.ENERGY_PER_INFERENCE), power=columns.get(Metric.POWER),
         params=info.get("params"), flops=info.get("flops"), batch=batch, throughput=throughput,
         error_max_abs=_value(s.get(Metric.ERROR_MAX_ABS.key)),
         error_mean_abs=_value(s.get(Metric.ERROR_MEAN_ABS.key)),
@@ -151,10 +199,11 @@ def cell_of(result: Result) -> Cell:
         sqnr=_value(s.get(Metric.SQNR.key)),
         cosine=_value(s.get(Metric.COSINE_SIMILARITY.key)),
         top1=_value(s.get(Metric.TOP1_AGREEMENT.key)),
-        top5=_value(s.get(Metric.TOP5_AGREEMENT.key)), ops=_ops(result),
+        top5=_value(s.get(Metric.TOP5_AGREEMENT.key)), ops=ops,
         ops_unavailable=details.get(DetailKey.OP_PROFILE_UNAVAILABLE),
         warnings=tuple(latency.warnings) if latency else (),
         runtime_version=result.runtime_version,
+        unit_notes=tuple(columns.notes.values()),
     )
 
 

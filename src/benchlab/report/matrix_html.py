@@ -216,8 +216,8 @@ def _runtime(cell: Cell, changes: Mapping[tuple[str, str], str]) -> str:
 
 def _table(cells: Sequence[Cell], changes: Mapping[tuple[str, str], str]) -> list[str]:
     head = ("model", "backend", "runtime", "precision", "status", "p50 ms", "p90 ms", "±CI",
-            "items/s", "load ms", "first ms", "peak MiB", "+load MiB", "size MiB", "max |err|",
-            "SQNR dB", "cosine", "top-1", "top-5")
+            "items/s", "load ms", "first ms", "peak MiB", "+load MiB", "size MiB",
+            "energy mJ", "power W", "max |err|", "SQNR dB", "cosine", "top-1", "top-5")
     rows = ["<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in head)
             + "</tr></thead><tbody>"]
     for c in cells:
@@ -225,13 +225,14 @@ def _table(cells: Sequence[Cell], changes: Mapping[tuple[str, str], str]) -> lis
             rows.append(f"<tr><td>{esc(c.model)}</td><td>{esc(c.label)}</td>"
                         f"{_runtime(c, changes)}<td>{esc(c.precision)}</td>"
                         f"<td class=\"failed\">{esc(c.status.value)}"
-                        f'</td><td colspan="14" class="failed">{esc(c.error or "")}</td></tr>')
+                        f'</td><td colspan="{len(head) - 5}" class="failed">{esc(c.error or "")}</td></tr>')
             continue
         values = (
             _fmt(c.p50), _fmt(c.p90), _fmt(c.ci_rel * 100 if c.ci_rel is not None else None,
                                             ".1f", "%"),
             _fmt(c.throughput, ".4g"), _fmt(c.load), _fmt(c.first), _fmt(c.memory_peak, ".0f"),
-            _fmt(c.memory_load, ".1f"), _fmt(c.size, ".2f"), _fmt(c.error_max_abs, ".2e"),
+            _fmt(c.memory_load, ".1f"), _fmt(c.size, ".2f"), _fmt(c.energy, ".4g"),
+            _fmt(c.power, ".3g"), _fmt(c.error_max_abs, ".2e"),
             _fmt(c.sqnr, ".1f"), _fmt(c.cosine, ".6f"),
             _fmt(c.top1 * 100 if c.top1 is not None else None, ".0f", "%"),
             _fmt(c.top5 * 100 if c.top5 is not None else None, ".0f", "%"),
@@ -312,6 +313,13 @@ def matrix_html(
                                             for (model, label), note in changes.items()),
                       "</ul>"]
         parts += ['<div class="wide">', *_table(cells, changes), "</div>"]
+        unit_notes = [(c, note) for c in cells for note in c.unit_notes]
+        if unit_notes:
+            parts += ['<p class="changed-note">Some numbers are not in the table because their '
+                      "unit is not one its column converts from (the column headers give the "
+                      'units):</p><ul class="unit-notes">',
+                      *(f"<li><b>{esc(c.model)} @ {esc(c.label)}</b>: {esc(note)}</li>"
+                        for c, note in unit_notes), "</ul>"]
     if skipped:
         parts += ["<h2>Not run</h2><ul>",
                   *(f'<li class="skip"><b>{esc(label)}</b>: {esc(reason)}</li>'

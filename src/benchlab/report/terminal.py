@@ -20,9 +20,9 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from benchlab.report.matrix import TO_MS
 from benchlab.report.matrix import cell_of as _cell_of
 from benchlab.schema import LATENCY_KEY, Metric, Result, Status, StopReason, Summary
+from benchlab.units import convert
 
 __all__ = [
     "SweepProgress",
@@ -50,13 +50,15 @@ _STATUS_STYLE = {
 
 
 def format_ms(value: float | None, unit: str = "ms") -> str:
-    """A time value converted to milliseconds with sensible precision, or ``-``."""
+    """A time value converted to milliseconds with sensible precision, or ``-``.
+
+    A value that is not a time keeps its own unit (``12 MB``) rather than pose as ms.
+    """
     if value is None:
         return "-"
-    factor = TO_MS.get(unit)
-    if factor is None:
+    ms = convert(value, unit, "ms")
+    if ms is None:
         return f"{value:.4g} {unit}"
-    ms = value * factor
     return f"{ms:.3f}" if ms < 10 else f"{ms:.2f}" if ms < 100 else f"{ms:.1f}"
 
 
@@ -75,7 +77,8 @@ def warning_tag(warning: str) -> str:
 
 
 def result_notes(results: Sequence[Result]) -> list[str]:
-    """Full-text footnotes: each failed job's error and each latency warning, one per line."""
+    """Full-text footnotes, one per line: each failed job's error, each latency warning, each
+    metric whose unit its column cannot show."""
     notes: list[str] = []
     for result in results:
         label = result.identity.label
@@ -84,6 +87,7 @@ def result_notes(results: Sequence[Result]) -> list[str]:
         latency = result.summaries.get(LATENCY_KEY)
         for warning in latency.warnings if latency else ():
             notes.append(f"{label}: {warning}")
+        notes += [f"{label}: {note}" for note in _cell_of(result).unit_notes]
         stop = result.stop_reason
         if latency is not None and stop in (StopReason.TARGET_CI_REACHED,
                                             StopReason.TIME_BUDGET_EXHAUSTED):
@@ -120,10 +124,12 @@ def _summary(result: Result, key: str) -> Summary | None:
     return result.summaries.get(key)
 
 
-def _cell(summary: Summary | None, attr: str) -> str:
-    if summary is None:
-        return "-"
-    return format_ms(getattr(summary, attr), summary.unit)
+def _shown(summary: Summary | None, value: float | None, spec: str = "") -> str:
+    """A cell value already in its column's unit; ``?`` when the metric exists in a unit the
+    column cannot show (the notes say which), ``-`` when it does not exist."""
+    if value is None:
+        return "?" if summary is not None else "-"
+    return format(value, spec) if spec else format_ms(value)
 
 
 def _sci(value: float | None) -> str:
@@ -138,13 +144,16 @@ def results_table(results: Sequence[Result], title: str = "benchlab results") ->
     any job reports them, the matrix columns appear too: precision, model size, max absolute
     error and SQNR against the reference, top-1 agreement.
     """
-    table = Table(title=title, caption="times in ms, memory and size in MiB; ±CI: 95% interval "
-                  "of the median; err: max |output − reference|", header_style="bold",
+    table = Table(title=title, caption="times in ms, memory and size in MiB, energy per "
+                  "inference in mJ, power in W; ±CI: 95% interval of the median; err: max "
+                  "|output − reference|", header_style="bold",
                   expand=False)
     cells = {id(r): _cell_of(r) for r in results}
     extra = [
         ("prec", any(c.precision != "fp32" or c.size is not None for c in cells.values())),
         ("size", any(c.size is not None for c in cells.values())),
+        ("mJ", any(c.energy is not None for c in cells.values())),
+        ("W", any(c.power is not None for c in cells.values())),
         ("err", any(c.error_max_abs is not None for c in cells.values())),
         ("SQNR", any(c.sqnr is not None for c in cells.values())),
         ("top1", any(c.top1 is not None for c in cells.values())),
@@ -169,17 +178,21 @@ def results_table(results: Sequence[Result], title: str = "benchlab results") ->
         if result.stop_reason is StopReason.TIME_BUDGET_EXHAUSTED:
             notes.append("budget")
         notes += [_FLAG_TAGS[f["flag"]] for f in _device_flags(result)]
+        if cell.unit_notes:
+            notes.append("unit")
         ci = f"{latency.ci_rel_halfwidth * 100:.1f}%" if latency is not None else "-"
         style = _STATUS_STYLE.get(result.status, "")
         values = {
             "model/test": escape(name), "framework": escape(cell.label),
             "prec": escape(cell.precision), "status": f"[{style}]{result.status.value}[/]",
-            "p50": _cell(latency, "p50"), "p90": _cell(latency, "p90"), "±CI": ci,
+            "p50": _shown(latency, cell.p50), "p90": _shown(latency, cell.p90), "±CI": ci,
             "n": str(latency.count) if latency else "-",
-            "load": _cell(_summary(result, Metric.LOAD_TIME.key), "p50"),
-            "first": _cell(_summary(result, Metric.FIRST_INFERENCE.key), "p50"),
-            "MiB": f"{cell.memory_peak:.0f}" if cell.memory_peak is not None else "-",
-            "size": f"{cell.size:.2f}" if cell.size is not None else "-",
+            "load": _shown(_summary(result, Metric.LOAD_TIME.key), cell.load),
+            "first": _shown(_summary(result, Metric.FIRST_INFERENCE.key), cell.first),
+            "MiB": _shown(_summary(result, Metric.MEMORY_PEAK.key), cell.memory_peak, ".0f"),
+            "size": _shown(_summary(result, Metric.MODEL_SIZE.key), cell.size, ".2f"),
+            "mJ": _shown(_summary(result, Metric.ENERGY_PER_INFERENCE.key), cell.energy, ".4g"),
+            "W": _shown(_summary(result, Metric.POWER.key), cell.power, ".3g"),
             "err": _sci(cell.error_max_abs),
             "SQNR": f"{cell.sqnr:.1f}" if cell.sqnr is not None else "-",
             "top1": f"{cell.top1:.0%}" if cell.top1 is not None else "-",
