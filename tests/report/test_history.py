@@ -77,6 +77,17 @@ def test_page_draws_a_line_at_each_change_and_loads_nothing() -> None:
     assert "No ok measurement" in history_html([], title="t")
 
 
+def test_points_not_in_a_unit_of_time_are_left_out_of_the_page_and_counted() -> None:
+    bytes_point = dataclasses.replace(
+        POINTS[0], run_id=99, summary=dataclasses.replace(POINTS[0].summary, unit="bytes"))
+    page = history_html([*POINTS, bytes_point], title="t")
+    assert "5 measurements" in page
+    assert "1 measurement(s) in &#x27;bytes&#x27;, not a unit of time" in page
+    only = history_html([bytes_point], title="t")
+    assert "No ok measurement of this metric in the store in a unit of time (1 in other " \
+           "units)" in only
+
+
 def test_page_renders_in_headless_chromium_offline(tmp_path: Path) -> None:
     page = write_history_html(POINTS, tmp_path / "history.html", title="history test")
     shot = screenshot(page, tmp_path / "shot.png", (1100, 900))

@@ -82,19 +82,29 @@ def _table(points: Sequence[Any]) -> list[str]:
 
 
 def history_html(points: Sequence[Any], *, title: str) -> str:
-    """The page for ``points`` (store history points, oldest first) as one HTML string."""
+    """The page for ``points`` (store history points, oldest first) as one HTML string.
+
+    The plot is in ms; a point whose unit is not a time is left out of it and counted.
+    """
+    not_time = [p for p in points if summary_ms(p.summary) is None]
+    points = [p for p in points if summary_ms(p.summary) is not None]
     changes = runtime_changes(points)
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              f"<title>{esc(title)}</title><style>{CSS}{_EXTRA_CSS}</style></head><body><main>",
              f"<h1>{esc(title)}</h1>"]
     if not points:
-        parts.append('<p class="sub">No ok measurement of this metric in the store.</p>')
+        why = f" in a unit of time ({len(not_time)} in other units)" if not_time else ""
+        parts.append(f'<p class="sub">No ok measurement of this metric in the store{why}.</p>')
     else:
         summary = f"{len(points)} measurements, {points[0].started_at[:10]} to " \
                   f"{points[-1].started_at[:10]}."
         if changes:
             summary += (f" The runtime's version changed {len(changes)} time(s) (dashed "
                         "lines, ◆ rows): a step there may come from the release.")
+        if not_time:
+            units = ", ".join(sorted({repr(p.summary.unit) for p in not_time}))
+            summary += (f" {len(not_time)} measurement(s) in {units}, not a unit of time, are "
+                        "left out of this page.")
         parts += [f'<p class="sub">{esc(summary)}</p>', _plot(points, title), *_table(points)]
     parts.append("</main></body></html>")
     return "\n".join(parts) + "\n"
