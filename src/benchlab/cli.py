@@ -430,11 +430,15 @@ def main() -> None:
     except KeyboardInterrupt:
         err_console.print("interrupted; finished jobs are saved: resume with 'benchlab run --resume'")
         sys.exit(130)
-    except Exception as exc:  # click usage errors arrive as ClickException subclasses
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(2)
-        raise
+    except typer.Abort:
+        err_console.print("aborted")
+        sys.exit(130)
+    except typer.TyperException as exc:
+        # Bad options and arguments: typer raises its own click's exceptions (typer 0.29
+        # vendors click), which know how to show themselves as one usage message.
+        show = getattr(exc, "show", None)
+        if not callable(show):
+            raise
+        show()
+        sys.exit(2)
     sys.exit(code if isinstance(code, int) else 0)

@@ -295,7 +295,9 @@ def _build_spec(raw: dict[str, Any], path: Path, defaults: m.DefaultsModel) -> B
         inputs = settings.pop("inputs", {})
         files = {k: _ref(k, f, base_dir) for k, f in settings.pop("input_files", {}).items()}
         for key in ("commands", "statistics"):
-            if key in settings:
+            if settings.get(key) is None:  # ``commands: null`` means none
+                settings.pop(key, None)
+            else:
                 settings[key] = tuple(settings[key])
         placeholders = {**default_placeholders, **(test.model_extra or {})}
         identifier = test.identifier.replace("{ID}", str(index))
@@ -320,13 +322,17 @@ def _build_spec(raw: dict[str, Any], path: Path, defaults: m.DefaultsModel) -> B
 
 def _suite_entries(entry: str, suite: Path, root_dir: Path | None, field: str) -> list[Path]:
     resolved = _resolve(entry, root_dir, suite, field)
-    if _GLOB_CHARS & set(entry):
-        matches = sorted(Path(p) for p in glob.glob(str(resolved), recursive=True))
-        if not matches:
-            raise SpecError(suite, f"{entry!r} matches no file", field)
-        return matches
-    if not resolved.is_file():
-        raise SpecError(suite, f"no such spec file: {resolved}", field)
+    try:
+        if _GLOB_CHARS & set(entry):
+            matches = sorted(Path(p) for p in glob.glob(str(resolved), recursive=True))
+            if not matches:
+                raise SpecError(suite, f"{entry!r} matches no file", field)
+            return matches
+        if not resolved.is_file():
+            raise SpecError(suite, f"no such spec file: {resolved}", field)
+    except OSError as exc:  # a name too long for the file system, say
+        raise SpecError(suite, f"cannot look up {entry[:80]!r}: {exc.strerror or exc}",
+                        field) from None
     return [resolved]
 
 

@@ -111,13 +111,21 @@ def _configure_sqlite(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
+#: How SQLite and PostgreSQL say the disk is full.
+_DISK_FULL = ("database or disk is full", "no space left on device", "could not extend file")
+
+
 @contextmanager
 def store_errors(action: str) -> Iterator[None]:
     """Turn SQLAlchemy's exceptions into a :class:`StoreError` naming what was being done."""
     try:
         yield
     except SQLAlchemyError as exc:
-        raise StoreError(f"could not {action}: {_describe(exc)}") from exc
+        what = _describe(exc)
+        if any(full in what.lower() for full in _DISK_FULL):
+            what += ("; the results stored before this one are kept: free some space, then "
+                     "finish the sweep with 'benchlab run --resume'")
+        raise StoreError(f"could not {action}: {what}") from exc
 
 
 def _describe(exc: SQLAlchemyError) -> str:
