@@ -421,3 +421,101 @@ def test_the_runner_process_loads_only_the_runner_and_this_backend(
                    workdir=str(tmp_path), iter=2, threads=1)
     [invocation] = fw.invocations(ctx)
     assert assert_runner_loads_only_its_backend(invocation, "tflite") > 0
+
+
+# -- litert-benchmark, the CompiledModel benchmark ai-edge-litert installs ----------------------
+
+# Captured from the real tool (ai-edge-litert, this machine) on a zoo-sized model.
+LITERT_TEXT = """
+========================================
+ BENCHMARK RESULTS
+========================================
+Model initialization:  4.76 ms
+Warmup (first):        0.97 ms
+Warmup (avg):          0.53 ms (3 runs)
+Inference (avg):       0.41 ms (20 runs)
+Inference (min):       0.38 ms
+Inference (max):       0.52 ms
+Inference (median):    0.40 ms
+Inference (std):       0.03 ms
+Inference (p5):        0.38 ms
+Inference (p95):       0.49 ms
+Throughput:            17.18 MB/s
+Fully accelerated:     True
+========================================
+"""
+LITERT_JSON = json.dumps({
+    "model": "/tmp/m.tflite", "model_size_mb": 2.5, "accelerators": ["CPU"],
+    "signature": "serving_default", "fully_accelerated": True, "num_threads": 1,
+    "latency": {"init_ms": 4.76, "warmup_first_ms": 0.97, "warmup_avg_ms": 0.53,
+                "num_warmup_runs": 3, "avg_ms": 0.41, "min_ms": 0.38, "max_ms": 0.52,
+                "median_ms": 0.40, "std_ms": 0.03, "p5_ms": 0.38, "p95_ms": 0.49,
+                "num_runs": 20},
+    "throughput_mb_s": 17.18}, indent=2)
+
+
+@pytest.mark.parametrize("text", [LITERT_TEXT, LITERT_TEXT + LITERT_JSON], ids=["text", "json"])
+def test_litert_benchmark_reports_are_read(fw: TfliteFramework, text: str) -> None:
+    parsed = fw.parse([CommandResult(0, text, "INFO: noise", 0.1)])
+    values = {s.key: (s.value, s.unit) for s in parsed.samples}
+    assert values["NET latency"] == (0.41, "ms")
+    assert values["NET load_time"] == (4.76, "ms") and values["NET first_inference"] == (0.97, "ms")
+    [summary] = parsed.summaries
+    assert (summary.key, summary.num_runs) == ("NET latency", 20)
+    assert summary.values == {"mean": 0.41, "min": 0.38, "max": 0.52, "p50": 0.40,
+                              "stdev": 0.03, "p5": 0.38, "p95": 0.49}
+    assert parsed.details["tool"] == "litert-benchmark"
+    assert parsed.details["latency_samples"] == "process_mean"
+    assert parsed.details["fully_accelerated"] is True
+    if "model_size_mb" in text:
+        assert values["NET model_size"] == (2.5, "MB")
+        assert parsed.details["accelerators"] == ["CPU"]
+
+
+def _litert_tool() -> str:
+    tool = Path(sys.executable).parent / "litert-benchmark"
+    if not tool.exists():
+        pytest.skip("litert-benchmark is not installed (ai-edge-litert)")
+    return str(tool)
+
+
+@pytest.mark.slow
+def test_litert_benchmark_runs_in_place_of_the_runner(
+    fw: TfliteFramework, make_model: Callable[..., ModelDef],
+    make_ctx: Callable[..., JobContext], tiny_tflite: Tiny, tmp_path: Path,
+) -> None:
+    tool = _litert_tool()
+    model = make_model({"tflite": "tiny.tflite"}, format="tflite")
+    config = FrameworkConfig("tflite", {"binary": tool})
+    ctx = make_ctx(model, config, files={"files.tflite": str(tiny_tflite.model)},
+                   workdir=str(tmp_path), iter=25, warmup=2, threads=1)
+    [invocation] = fw.invocations(ctx)
+    assert "--num_runs 25" in invocation.argv and "--result_json /dev/stdout" in invocation.argv
+    results = _run(ctx, fw)
+    assert all(r.ok for r in results), results[0].stderr[-2000:]
+    parsed = fw.parse(results)
+    assert [s.key for s in parsed.samples if s.key == "NET latency"] == ["NET latency"]
+    [summary] = parsed.summaries
+    assert summary.num_runs == 25 and set(summary.values) >= {"mean", "p50", "p95"}
+    assert parsed.details["tool"] == "litert-benchmark"
+    assert parsed.details["threads"] == 1 and parsed.details["warmup_runs"] == 2
+
+
+@pytest.mark.slow
+def test_litert_benchmark_results_appear_in_the_run_table(tiny_tflite: Tiny,
+                                                          tmp_path: Path) -> None:
+    import benchlab
+    from benchlab.report.matrix import matrix_cells
+
+    tool = _litert_tool()
+    spec = {"model": {"name": "tiny", "format": "tflite",
+                      "files": {"tflite": {"location": str(tiny_tflite.model), "md5": None}}},
+            "tests": [{"identifier": "default", "iter": 20, "repeat": 2}]}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    results = list(benchlab.run([tmp_path / "spec.json"], frameworks=[f"tflite:binary={tool}"],
+                                db=tmp_path / "r.db", cache_dir=tmp_path / "cache"))
+    assert [r.status for r in results] == [benchlab.Status.OK], results[0].error
+    [cell] = matrix_cells(results)
+    assert cell.label.startswith("tflite[") and cell.p50 is not None and cell.p50 > 0
+    assert cell.load is not None
+    assert len(results[0].samples_of("NET latency")) == 2  # one mean per process

@@ -13,9 +13,11 @@ Options:
 ``file``
     An explicit model file key; wins over the precision's zoo key.
 ``binary``
-    Run LiteRT's own ``benchmark_model`` (a host path, pushed to the target, or a path on the
-    target) instead of benchlab's runner — the way to measure on a phone. ``flags`` adds
-    ``benchmark_model`` flags, space-separated (``flags=--use_gpu=true``).
+    Run a native LiteRT tool instead of benchlab's runner (the way to measure on a phone):
+    ``benchmark_model``, or ``litert-benchmark`` (the CompiledModel benchmark ai-edge-litert
+    installs; told apart by its name). A host path is pushed to the target; a path on the
+    target is used as is. ``flags`` adds the tool's own flags, space-separated
+    (``flags=--use_gpu=true``).
 
 The adapter never imports LiteRT; :mod:`benchlab.frameworks.tflite.backend` does, in the runner.
 """
@@ -38,6 +40,12 @@ from benchlab.frameworks.common import (
     select_file_key,
 )
 from benchlab.frameworks.native import benchmark_model_argv, parse_benchmark_model
+from benchlab.frameworks.native.litert_benchmark import (
+    is_litert_benchmark,
+    litert_benchmark_argv,
+    parse_litert_benchmark,
+)
+from benchlab.protocol import ParsedOutput
 from benchlab.spec.types import FrameworkConfig, ModelDef
 
 __all__ = [
@@ -92,6 +100,14 @@ def select_tflite_file(
     return select_file_key(model, options, preferred=preferred, suffixes=SUFFIXES, strict=True)
 
 
+def parse_native(text: str) -> ParsedOutput:
+    """A native LiteRT tool's report: ``litert-benchmark``'s results block, else
+    ``benchmark_model``'s."""
+    if "BENCHMARK RESULTS" in text:
+        return parse_litert_benchmark(text)
+    return parse_benchmark_model(text)
+
+
 class TfliteFramework(RunnerFramework):
     """LiteRT (ex TensorFlow Lite) interpreter; see the module docstring for its options."""
 
@@ -99,7 +115,7 @@ class TfliteFramework(RunnerFramework):
     backend = "benchlab.frameworks.tflite.backend:TfliteBackend"
     requires = ("ai_edge_litert", "ai-edge-litert", "tflite")
     native_tool = "benchmark_model"
-    native_parser = staticmethod(parse_benchmark_model)
+    native_parser = staticmethod(parse_native)
 
     def configurations(
         self, model: ModelDef, requested: Sequence[FrameworkConfig]
@@ -126,6 +142,11 @@ class TfliteFramework(RunnerFramework):
         binary = self.native_binary(ctx)
         if binary is not None:
             test = ctx.test
+            if is_litert_benchmark(binary):
+                return [self.native_invocation(ctx, litert_benchmark_argv(
+                    binary, path, threads=options.get("threads", test.threads),
+                    warmup=test.warmup, iterations=test.iter, extra=_extra_flags(options),
+                ))]
             return [self.native_invocation(ctx, benchmark_model_argv(
                 binary, path, threads=options.get("threads", test.threads), warmup=test.warmup,
                 iterations=test.iter, min_secs=test.min_time, profile_ops=test.profile_ops,
