@@ -10,9 +10,14 @@ content-addressed in the artifact cache and indexed by model definition (see
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
+import threading
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,7 +27,7 @@ from benchlab.artifacts import ArtifactCache
 from benchlab.errors import InfrastructureError, UsageError
 from benchlab.spec.types import BenchmarkSpec, FileRef, InputDef, ModelDef, TestCase
 from benchlab.zoo.cache import ExportIndex, FormatEntry, format_key, model_fingerprint
-from benchlab.zoo.catalog import ALL_FORMATS, ZooModel, format_of
+from benchlab.zoo.catalog import ALL_FORMATS, EXPORT_PROGRESS_PREFIX, ZooModel, format_of
 from benchlab.zoo.registry import DEFAULT_MODELS, SMALL_MODELS, ZOO, resolve_onnx_resource
 
 __all__ = [
@@ -99,7 +104,10 @@ def _wanted_formats(model: ZooModel, formats: Sequence[str] | None) -> list[str]
     return wanted
 
 
-def _run_exporter(model: ZooModel, formats: list[str], out_dir: Path) -> dict[str, Any]:
+def _run_exporter(model: ZooModel, formats: list[str], out_dir: Path,
+                  on_event: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Export ``formats`` of ``model`` in a fresh process; its progress lines go to
+    ``on_event`` as they come, its report (the last stdout line) is returned."""
     job = {
         "name": model.name, "entry": model.entry, "task": model.task,
         "onnx_resource_path": str(resolve_onnx_resource(model.onnx_resource))
@@ -108,21 +116,88 @@ def _run_exporter(model: ZooModel, formats: list[str], out_dir: Path) -> dict[st
         "input_dtypes": list(model.dtypes), "formats": [f for f in formats if f != "reference"],
         "out_dir": str(out_dir), "seed": 0,
     }
+    proc = subprocess.Popen([sys.executable, "-m", "benchlab.zoo.export", json.dumps(job)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    tail: deque[str] = deque(maxlen=6)
+
+    def read_stderr() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if line.startswith(EXPORT_PROGRESS_PREFIX):
+                try:
+                    event = json.loads(line[len(EXPORT_PROGRESS_PREFIX):])
+                except ValueError:
+                    continue
+                if on_event is not None:
+                    on_event(event)
+            elif line.strip():
+                tail.append(line.rstrip())
+
+    killed: list[bool] = []
+
+    def kill() -> None:
+        killed.append(True)
+        proc.kill()
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    timer = threading.Timer(_EXPORT_TIMEOUT_S, kill)
+    reader.start()
+    timer.start()
     try:
-        proc = subprocess.run([sys.executable, "-m", "benchlab.zoo.export", json.dumps(job)],
-                              capture_output=True, text=True, timeout=_EXPORT_TIMEOUT_S)
-    except subprocess.TimeoutExpired as exc:
-        raise InfrastructureError(f"exporting {model.name} took over {exc.timeout:.0f} s") from exc
-    lines = proc.stdout.strip().splitlines()
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+        proc.wait()
+    finally:
+        timer.cancel()
+        reader.join(timeout=10)
+    if killed:
+        raise InfrastructureError(f"exporting {model.name} took over {_EXPORT_TIMEOUT_S:.0f} s")
+    lines = out.strip().splitlines()
     try:
         report = json.loads(lines[-1]) if lines else None
     except ValueError:
         report = None
     if proc.returncode != 0 or not isinstance(report, dict):
-        tail = "\n".join(proc.stderr.strip().splitlines()[-6:])
-        why = f"exporter exited {proc.returncode}: {tail}"
+        why = f"exporter exited {proc.returncode}: " + "\n".join(tail)
         return {"files": {}, "failed": {f: why for f in formats}, "metadata": {}, "seconds": {}}
     return report
+
+
+def default_export_workers() -> int:
+    """How many export processes run at once: two where the machine has two cores or more.
+
+    Exports run before any measurement, so they may share the machine; more than two
+    mostly trade memory (a torch export process takes 1-2 GiB) for little time.
+    """
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+class _ExportProgress:
+    """Lines saying which model and format is exporting, and how long each took."""
+
+    def __init__(self, progress: Callable[[str], None] | None, total: int) -> None:
+        self.progress, self.total, self.done = progress, total, 0
+        self.started = time.monotonic()
+        self.lock = threading.Lock()
+
+    def say(self, text: str) -> None:
+        if self.progress is not None:
+            with self.lock:
+                self.progress(f"[{time.monotonic() - self.started:4.0f} s] {text}")
+
+    def event(self, model: str) -> Callable[[dict[str, Any]], None]:
+        def on_event(event: dict[str, Any]) -> None:
+            fmt, what = event.get("format", "?"), event.get("event")
+            if what == "start":
+                self.say(f"exporting {model}: {fmt} …")
+                return
+            with self.lock:
+                self.done += 1
+                done = self.done
+            verb = "failed after" if what == "failed" else "done in"
+            self.say(f"exported {model}: {fmt} {verb} {float(event.get('seconds') or 0):.1f} s "
+                     f"({done}/{self.total} formats)")
+        return on_event
 
 
 def export_models(
@@ -132,24 +207,26 @@ def export_models(
     formats: Sequence[str] | None = None,
     force: bool = False,
     progress: Callable[[str], None] | None = None,
+    workers: int | None = None,
 ) -> list[ModelExport]:
     """Export zoo models into the cache (once); returns every model's files and failures.
 
     ``formats`` replaces each model's own list (``["aoti"]`` adds AOTInductor packages);
     ``force`` re-exports even when the cache holds the files or a remembered failure.
+    Up to ``workers`` models export at once, each in its own process (default:
+    :func:`default_export_workers`); ``progress`` gets a line as each format starts and ends.
     """
     if not names:
         return []
     index = ExportIndex(cache)
-    exports = []
+    planned: list[tuple[ZooModel, str, list[str], dict[str, str]]] = []
     for name in resolve_model_names(names):
         model = ZOO[name]
         onnx_bytes = (resolve_onnx_resource(model.onnx_resource).read_bytes()
                       if model.onnx_resource else None)
         fingerprint = model_fingerprint(model, onnx_bytes)
-        wanted = _wanted_formats(model, formats)
         todo, absent = [], {}
-        for fmt in wanted:
+        for fmt in _wanted_formats(model, formats):
             entry = index.get(format_key(fingerprint, fmt))
             if entry is not None and entry.usable() and not force:
                 continue
@@ -158,15 +235,29 @@ def export_models(
                 absent[fmt] = why
             else:
                 todo.append(fmt)
-        if todo:
-            if progress:
-                progress(f"exporting {name}: {', '.join(todo)}")
-            with tempfile.TemporaryDirectory(prefix="benchlab-zoo-") as tmp:
-                report = _run_exporter(model, todo, Path(tmp))
-                _index_report(index, cache, fingerprint, todo, report)
-            index.save()
-        exports.append(_collect(index, model, fingerprint, formats, absent, tuple(todo)))
-    return exports
+        planned.append((model, fingerprint, todo, absent))
+    fingerprints = {model.name: fingerprint for model, fingerprint, _, _ in planned}
+    busy = [(model, todo) for model, _, todo, _ in planned if todo]
+    at_once = min(workers or default_export_workers(), max(len(busy), 1))
+    shown = _ExportProgress(progress, sum(len([f for f in todo if f != "reference"])
+                                          for _, todo in busy))
+    if busy:
+        shown.say(f"exporting {len(busy)} model(s), {shown.total} format(s), {at_once} at a "
+                  "time (once: later runs reuse the files)")
+    index_lock = threading.Lock()
+
+    def export_one(model: ZooModel, todo: list[str]) -> None:
+        with tempfile.TemporaryDirectory(prefix="benchlab-zoo-") as tmp:
+            report = _run_exporter(model, todo, Path(tmp), shown.event(model.name))
+            with index_lock:  # one writer of the cache and its index at a time
+                _index_report(index, cache, fingerprints[model.name], todo, report)
+                index.save()
+
+    with ThreadPoolExecutor(max_workers=at_once) as pool:
+        for future in [pool.submit(export_one, model, todo) for model, todo in busy]:
+            future.result()
+    return [_collect(index, model, fingerprint, formats, absent, tuple(todo))
+            for model, fingerprint, todo, absent in planned]
 
 
 def _index_report(index: ExportIndex, cache: ArtifactCache, fingerprint: str,

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 __all__ = [
     "ALL_FORMATS",
     "DEFAULT_FORMATS",
+    "EXPORT_PROGRESS_PREFIX",
     "FORMATS",
     "FORMAT_FILES",
     "REFERENCE",
@@ -19,6 +20,11 @@ __all__ = [
     "ZooModel",
     "format_of",
 ]
+
+
+#: Prefix of the progress lines an export process writes to stderr, one JSON object each
+#: (``{"format", "event": "start" | "done" | "failed", "seconds"}``); the parent reads them.
+EXPORT_PROGRESS_PREFIX = "BENCHLAB_EXPORT_PROGRESS "
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,7 @@ import numpy as np
 
 from benchlab.errors import ModelBuildError
 from benchlab.zoo import exporters
-from benchlab.zoo.catalog import FORMATS
+from benchlab.zoo.catalog import EXPORT_PROGRESS_PREFIX, FORMATS
 from benchlab.zoo.exporters import ExportContext
 
 __all__ = ["CALIBRATION_SAMPLES", "ModelBuildError", "failure_reason", "run_job"]
@@ -230,6 +230,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             continue
         before = set(out_dir.iterdir())
         start = time.perf_counter()
+        _event({"format": fmt, "event": "start"})
         try:
             written = getattr(exporters, spec.exporter)(context)
             files.update({key: str(path) for key, path in written.items()})
@@ -241,8 +242,14 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
                 if path.is_file():
                     path.unlink()
         seconds[fmt] = round(time.perf_counter() - start, 3)
+        _event({"format": fmt, "event": "failed" if fmt in failed else "done",
+                "seconds": seconds[fmt]})
     context.remove_byproducts(keep=set(files.values()))
     return {"files": files, "failed": failed, "metadata": metadata, "seconds": seconds}
+
+
+def _event(event: dict[str, Any]) -> None:
+    print(EXPORT_PROGRESS_PREFIX + json.dumps(event), file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager

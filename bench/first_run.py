@@ -1,0 +1,90 @@
+"""Time to first result: README command 1's run, from a fresh cache and again from a warm one.
+
+Runs ``benchlab run`` (the zoo's default models on every installed framework) as a user would,
+with an empty artifact cache and store, and timestamps its stderr lines: the first measured
+cell (a ``✓``/``✗`` line), the end of the exports and the end of the run. It then runs again
+on the now warm cache. Separately it times the export phase alone with one export process
+and with two, each on its own fresh cache, to show what running exports side by side buys.
+
+    .venv/bin/python bench/first_run.py              # about 35 minutes on 2 cores
+    .venv/bin/python bench/first_run.py --smoke      # one small model, one framework
+
+Goals (issue 13, this 2-core machine): fresh cache, first cell within 3 minutes and the whole
+run within 7; warm cache, the whole run within 4.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import parse_args, write_result  # noqa: E402
+
+
+def timed_run(cache: Path, db: Path, extra: list[str]) -> dict[str, Any]:
+    """One ``benchlab run``: seconds to the first cell, to the last export line, to the end."""
+    start = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "benchlab", "run", "--cache-dir", str(cache),
+                             "--db", str(db), *extra], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    first_cell = last_export = None
+    cells = 0
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        now = time.monotonic() - start
+        text = line.strip()
+        if text.startswith(("✓", "✗")):
+            cells += 1
+            first_cell = first_cell if first_cell is not None else now
+        elif "exported " in text or "exporting " in text:
+            last_export = now
+    proc.wait()
+    total = time.monotonic() - start
+    return {"rc": proc.returncode, "first_cell_s": first_cell, "exports_end_s": last_export,
+            "total_s": total, "cells": cells}
+
+
+def export_phase(workers: int, models: list[str]) -> float:
+    """Seconds to export ``models`` into a fresh cache with ``workers`` processes at once."""
+    code = ("import sys, time; from pathlib import Path; from benchlab import zoo; "
+            "from benchlab.artifacts import ArtifactCache; t = time.monotonic(); "
+            f"zoo.export_models({models!r}, ArtifactCache(Path(sys.argv[1])), "
+            f"workers={workers}); print(time.monotonic() - t)")
+    with tempfile.TemporaryDirectory(prefix="benchlab-first-run-") as tmp:
+        out = subprocess.run([sys.executable, "-c", code, tmp], capture_output=True, text=True,
+                             check=True).stdout
+    return float(out.strip().splitlines()[-1])
+
+
+def main() -> None:
+    args = parse_args(__doc__.splitlines()[0])
+    from benchlab.zoo import DEFAULT_MODELS
+
+    extra = ["--models", "mlp", "-f", "onnxruntime", "--iter", "3"] if args.smoke else []
+    models = ["mlp"] if args.smoke else list(DEFAULT_MODELS)
+    figures: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="benchlab-first-run-") as tmp:
+        cache, db = Path(tmp) / "cache", Path(tmp) / "results.db"
+        figures["fresh"] = timed_run(cache, db, extra)
+        figures["warm"] = timed_run(cache, db, extra)
+    figures["exports_1_worker_s"] = export_phase(1, models)
+    figures["exports_2_workers_s"] = export_phase(2, models)
+    for name in ("fresh", "warm"):
+        run = figures[name]
+        first = run["first_cell_s"]
+        print(f"{name:5s} cache: first cell {first if first is None else round(first)} s, "
+              f"exports end {run['exports_end_s'] and round(run['exports_end_s'])} s, "
+              f"total {run['total_s']:.0f} s, {run['cells']} cells, rc {run['rc']}")
+    print(f"export phase: {figures['exports_1_worker_s']:.0f} s with one process, "
+          f"{figures['exports_2_workers_s']:.0f} s with two")
+    write_result("first_run", args, figures)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+"""Smoke run of bench/first_run.py: export progress and per-cell lines reach a non-terminal
+stderr, before the run ends (no timing is asserted)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+@pytest.mark.slow
+def test_first_run_bench_smoke(tmp_path: Path) -> None:
+    out = tmp_path / "first_run.json"
+    proc = subprocess.run([sys.executable, str(BENCH / "first_run.py"), "--smoke", "--out",
+                           str(out)], capture_output=True, text=True, timeout=900, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    figures = json.loads(out.read_text())["figures"]
+    fresh, warm = figures["fresh"], figures["warm"]
+    assert fresh["rc"] == 0 and warm["rc"] == 0
+    # Export lines came first, then a line per cell, each before the process ended.
+    assert fresh["exports_end_s"] is not None and fresh["cells"] >= 1
+    assert fresh["exports_end_s"] <= fresh["first_cell_s"] <= fresh["total_s"]
+    assert warm["exports_end_s"] is None and warm["cells"] == fresh["cells"]
+    assert figures["exports_1_worker_s"] > 0 and figures["exports_2_workers_s"] > 0
