@@ -107,3 +107,30 @@ def test_a_failed_format_is_remembered_with_its_reason(
     assert again.exported == () and again.failures["pt2"] == first.failures["pt2"]
     spec = zoo.zoo_specs([broken.name], cache)[0]
     assert "pt2" in spec.model.metadata["export_failures"]
+
+
+@pytest.mark.slow
+def test_a_damaged_index_or_cached_file_means_export_again_not_a_traceback(
+    user_model: tuple[ZooModel, Path], tmp_path: Path
+) -> None:
+    import json
+
+    model, _ = user_model
+    cache = ArtifactCache(tmp_path / "cache")
+    first = zoo.export_models([model.name], cache, formats=["onnx"])[0]
+    onnx_path = Path(first.files["onnx"][0])
+    # A cached file whose bytes changed is exported again, not handed to a runtime.
+    onnx_path.write_bytes(b"not an onnx file")
+    again = zoo.export_models([model.name], cache, formats=["onnx"])[0]
+    assert "onnx" in again.exported
+    assert Path(again.files["onnx"][0]).read_bytes() != b"not an onnx file"
+    # An index of the wrong shape, entry by entry and as a whole, counts as empty.
+    index = cache.root / "zoo-index.json"
+    data = json.loads(index.read_text())
+    data["formats"] = {key: {"files": "garbage", "error": 3} for key in data["formats"]}
+    data["metadata"] = {key: ["not", "a", "mapping"] for key in data["metadata"]}
+    index.write_text(json.dumps(data))
+    assert "onnx" in zoo.export_models([model.name], cache, formats=["onnx"])[0].exported
+    for garbage in ("[1, 2]", "{\"formats\": 7}", "\x00\x01 not json"):
+        index.write_text(garbage)
+        assert "onnx" in zoo.export_models([model.name], cache, formats=["onnx"])[0].exported

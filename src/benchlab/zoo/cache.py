@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchlab.artifacts import ArtifactCache
+from benchlab.artifacts import ArtifactCache, sha256_of
 from benchlab.zoo.catalog import ZooModel, format_of
 
 __all__ = ["ExportIndex", "FormatEntry", "format_key", "model_fingerprint"]
@@ -85,10 +85,19 @@ class FormatEntry:
     seconds: float | None = None
 
     def usable(self) -> bool:
-        """Every file is still in the cache (a pruned cache means re-export)."""
-        return self.error is not None or (
-            bool(self.files) and all(Path(f["path"]).is_file() for f in self.files.values())
-        )
+        """A remembered failure, or every file still in the cache with the bytes it was
+        exported with (a pruned or damaged cache means export again)."""
+        if self.error is not None:
+            return True
+        return bool(self.files) and all(_intact(f) for f in self.files.values())
+
+
+def _intact(entry: Mapping[str, str]) -> bool:
+    path = Path(entry["path"])
+    try:
+        return path.is_file() and sha256_of(path) == entry["sha256"]
+    except OSError:
+        return False
 
 
 class ExportIndex:
@@ -100,17 +109,26 @@ class ExportIndex:
             data = json.loads(self._path.read_text())
         except (OSError, ValueError):
             data = {}
-        self._formats: dict[str, Any] = data.get("formats", {}) if isinstance(data, dict) else {}
-        self._metadata: dict[str, Any] = data.get("metadata", {}) if isinstance(data,
-                                                                                dict) else {}
+        data = data if isinstance(data, dict) else {}
+        formats, metadata = data.get("formats"), data.get("metadata")
+        self._formats: dict[str, Any] = formats if isinstance(formats, dict) else {}
+        self._metadata: dict[str, Any] = metadata if isinstance(metadata, dict) else {}
 
     def get(self, key: str) -> FormatEntry | None:
         """The entry stored under a :func:`format_key`, if any."""
         raw = self._formats.get(key)
         if not isinstance(raw, dict):
             return None
-        return FormatEntry(files=raw.get("files", {}), error=raw.get("error"),
-                           seconds=raw.get("seconds"))
+        files, error, seconds = raw.get("files", {}), raw.get("error"), raw.get("seconds")
+        # An entry of the wrong shape (a damaged or hand-edited index) counts as absent.
+        if not isinstance(files, dict) or not all(
+                isinstance(f, dict) and isinstance(f.get("path"), str)
+                and isinstance(f.get("sha256"), str) for f in files.values()):
+            return None
+        if error is not None and not isinstance(error, str):
+            return None
+        return FormatEntry(files=files, error=error,
+                           seconds=seconds if isinstance(seconds, (int, float)) else None)
 
     def put(self, key: str, entry: FormatEntry) -> None:
         """Record one format's export (in memory until :meth:`save`)."""
@@ -119,7 +137,8 @@ class ExportIndex:
 
     def metadata(self, fingerprint: str) -> dict[str, Any]:
         """Facts about a model definition recorded at export (params, FLOPs, task)."""
-        return dict(self._metadata.get(fingerprint, {}))
+        found = self._metadata.get(fingerprint)
+        return dict(found) if isinstance(found, dict) else {}
 
     def put_metadata(self, fingerprint: str, metadata: Mapping[str, Any]) -> None:
         """Record a model definition's metadata."""
