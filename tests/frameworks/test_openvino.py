@@ -307,3 +307,99 @@ def test_the_runner_process_loads_only_the_runner_and_this_backend(
         "files.openvino": str(tiny_ir.xml), "files.openvino_bin": str(tiny_ir.weights)})
     [invocation] = fw.invocations(ctx)
     assert assert_runner_loads_only_its_backend(invocation, "openvino") > 0
+
+
+# -- benchmark_app, OpenVINO's own tool, in place of the runner ----------------------------------
+
+# Captured from the real tool (OpenVINO 2026.4, this machine), with -report_type
+# detailed_counters printed after benchlab's marker.
+BENCHMARK_APP_OUT = """\
+[ INFO ] Read model took 12.27 ms
+[ INFO ] Compile model took 29.54 ms
+[ INFO ] First inference took 23.13 ms
+[Step 11/11] Dumping statistics report
+[ INFO ] Count:            30 iterations
+[ INFO ] Duration:         20.76 ms
+[ INFO ] Latency:
+[ INFO ]    Median:        617.56 us
+[ INFO ]    Average:       649.81 us
+[ INFO ]    Min:           569.29 us
+[ INFO ]    Max:           1.11 ms
+[ INFO ] Throughput:   1444.95 FPS
+BENCHLAB_BENCHMARK_APP_COUNTERS
+layerName;execStatus;layerType;execType;realTime (ms);cpuTime (ms)
+x;Status.NOT_RUN;Parameter;unknown_f32;0.000;0.000
+__module.layers.0/aten::linear/Add;Status.EXECUTED;FullyConnected;brgemm_avx2_f32;0.223;0.223
+__module.layers.1/aten::relu/Relu;Status.NOT_RUN;Relu;undef;0.000;0.000
+__module.layers.2/aten::linear/Add;Status.EXECUTED;FullyConnected;brgemm_avx2_f32;0.425;0.425
+__module.layers.4/aten::softmax;Status.EXECUTED;Softmax;jit_avx2_f32;0.011;0.011
+Total;;;;0.659;0.659
+"""
+
+
+def test_benchmark_app_reports_are_read(fw: OpenVinoFramework) -> None:
+    from benchlab.targets.base import CommandResult
+
+    parsed = fw.parse([CommandResult(0, BENCHMARK_APP_OUT, "", 0.1)])
+    net = {s.key: s.value for s in parsed.samples if s.type == "NET"}
+    assert net == {"NET load_time": 12.27, "NET compile_time": 29.54,
+                   "NET first_inference": 23.13, "NET latency": pytest.approx(0.64981)}
+    ops = {s.type: s.value for s in parsed.samples if s.type != "NET"}
+    assert ops == {"FullyConnected": pytest.approx(0.648), "Softmax": pytest.approx(0.011)}
+    [summary] = parsed.summaries
+    assert summary.num_runs == 30
+    assert summary.values == pytest.approx({"p50": 0.61756, "mean": 0.64981, "min": 0.56929,
+                                            "max": 1.11})
+    assert parsed.details["tool"] == "benchmark_app"
+    assert parsed.details["throughput_fps"] == 1444.95
+
+
+@pytest.mark.slow
+def test_benchmark_app_runs_in_place_of_the_runner(fw: OpenVinoFramework, tiny_ir: TinyIR,
+                                                   tmp_path: Path) -> None:
+    from benchlab.spec.types import InputDef
+
+    tool = Path(sys.executable).parent / "benchmark_app"
+    if not tool.exists():
+        pytest.skip("benchmark_app is not installed (openvino)")
+    model = model_def(IR_FILES, format="openvino")
+    [config] = fw.configurations(model, [FrameworkConfig(  # type: ignore[misc]
+        "openvino", {"precision": "f32", "binary": str(tool)})])
+    # The xml and its bin sit in different directories, as the artifact cache keeps them.
+    ctx = job_context(model, config, files={"files.openvino": str(tiny_ir.xml),
+                                            "files.openvino_bin": str(tiny_ir.weights)},
+                      workdir=str(tmp_path), iter=20, threads=1, profile_ops=True,
+                      inputs=(InputDef("x", (16, 8)),))
+    [invocation] = fw.invocations(ctx)
+    result = HostTarget().run(RunRequest(invocation.argv, env=invocation.env,
+                                         cwd=str(tmp_path), timeout=300))
+    assert result.ok, (result.stdout[-2000:], result.stderr[-2000:])
+    parsed = fw.parse([result])
+    keys = {s.key for s in parsed.samples}
+    assert {"NET latency", "NET load_time", "NET compile_time", "NET first_inference"} <= keys
+    [summary] = parsed.summaries
+    assert summary.num_runs == 20 and summary.values["p50"] > 0
+    assert any(s.type != "NET" for s in parsed.samples)  # per-layer-type times
+
+
+@pytest.mark.slow
+def test_benchmark_app_results_appear_in_the_run_table(tiny_ir: TinyIR, tmp_path: Path) -> None:
+    import benchlab
+    from benchlab.report.matrix import matrix_cells
+
+    tool = Path(sys.executable).parent / "benchmark_app"
+    if not tool.exists():
+        pytest.skip("benchmark_app is not installed (openvino)")
+    spec = {"model": {"name": "tiny", "format": "openvino", "files": {
+                "openvino": {"location": str(tiny_ir.xml), "md5": None},
+                "openvino_bin": {"location": str(tiny_ir.weights), "md5": None}}},
+            "tests": [{"identifier": "default", "iter": 20, "repeat": 2,
+                       "inputs": {"x": {"shapes": [[16, 8]]}}}]}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    results = list(benchlab.run([tmp_path / "spec.json"],
+                                frameworks=[f"openvino:binary={tool},precision=f32"],
+                                db=tmp_path / "r.db", cache_dir=tmp_path / "cache"))
+    assert [r.status for r in results] == [benchlab.Status.OK], results[0].error
+    [cell] = matrix_cells(results)
+    assert cell.p50 is not None and cell.p50 > 0 and cell.compile is not None
+    assert len(results[0].samples_of("NET latency")) == 2  # one mean per process

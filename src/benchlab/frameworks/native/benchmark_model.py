@@ -30,6 +30,7 @@ from typing import Any
 from benchlab.schema import Metric
 from benchlab.protocol import ParsedOutput, ReportedSummary
 from benchlab.frameworks.native.common import SampleList as _Samples
+from benchlab.frameworks.native.common import count_flag
 from benchlab.frameworks.native.common import finite_float as _float
 
 __all__ = ["TOOL", "benchmark_model_argv", "parse_benchmark_model"]
@@ -367,9 +368,7 @@ def benchmark_model_argv(
                                 ("num_runs", iterations, 0)):
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
-            raise ValueError(f"{flag} must be an integer >= {lowest}, got {value!r}")
-        argv.append(f"--{flag}={value}")
+        argv.append(f"--{flag}={count_flag(flag, value, lowest)}")
     if min_secs is not None:
         if not math.isfinite(min_secs) or min_secs < 0:
             raise ValueError(f"min_secs must be a non-negative number, got {min_secs!r}")

@@ -6,7 +6,7 @@ import math
 
 from benchlab.schema import Sample
 
-__all__ = ["SampleList", "finite_float"]
+__all__ = ["SampleList", "count_flag", "finite_float"]
 
 
 def finite_float(text: str) -> float | None:
@@ -16,6 +16,16 @@ def finite_float(text: str) -> float | None:
     except ValueError:
         return None
     return value if math.isfinite(value) else None
+
+
+def count_flag(name: str, value: object, lowest: int) -> int:
+    """``value`` as a tool's count flag (runs, threads...): an int of at least ``lowest``.
+
+    Raises ``ValueError`` naming the flag otherwise (``True`` is not a count).
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
+        raise ValueError(f"{name} must be an integer >= {lowest}, got {value!r}")
+    return value
 
 
 class SampleList:

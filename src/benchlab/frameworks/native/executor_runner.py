@@ -27,6 +27,7 @@ from typing import Any
 from benchlab.schema import Metric
 from benchlab.protocol import ParsedOutput, ReportedSummary
 from benchlab.frameworks.native.common import SampleList as _Samples
+from benchlab.frameworks.native.common import count_flag
 from benchlab.frameworks.native.common import finite_float as _float
 
 __all__ = ["TOOL", "executor_runner_argv", "parse_executor_runner"]
@@ -193,8 +194,6 @@ def executor_runner_argv(
     for flag, value in (("num_executions", iterations), ("cpu_threads", threads)):
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{flag} must be an integer >= 1, got {value!r}")
-        argv.append(f"--{flag}={value}")
+        argv.append(f"--{flag}={count_flag(flag, value, 1)}")
     argv.extend(str(arg) for arg in extra)
     return argv

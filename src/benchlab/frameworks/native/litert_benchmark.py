@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from benchlab.frameworks.native.common import SampleList as _Samples
+from benchlab.frameworks.native.common import count_flag
 from benchlab.frameworks.native.common import finite_float as _float
 from benchlab.protocol import ParsedOutput, ReportedSummary
 from benchlab.schema import Metric
@@ -70,9 +71,7 @@ def litert_benchmark_argv(binary: str, model_path: str, *, threads: int | None =
                                 ("num_runs", iterations, 1)):
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
-            raise ValueError(f"{flag} must be an integer >= {lowest}, got {value!r}")
-        argv += [f"--{flag}", str(value)]
+        argv += [f"--{flag}", str(count_flag(flag, value, lowest))]
     return [*argv, "--result_json", "/dev/stdout", *extra]
 
 

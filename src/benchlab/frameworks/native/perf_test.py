@@ -35,6 +35,7 @@ from typing import Any
 from benchlab.protocol import ParsedOutput, ReportedSummary
 from benchlab.schema import Metric, Sample
 from benchlab.frameworks.native.common import SampleList as _Samples
+from benchlab.frameworks.native.common import count_flag
 from benchlab.frameworks.native.common import finite_float as _float
 
 __all__ = [
@@ -241,11 +242,11 @@ def perf_test_argv(
         raise ValueError("give iterations or duration_s, not both")
     argv = [str(binary)]
     if iterations is not None:
-        argv += ["-m", "times", "-r", str(_count("iterations", iterations, 1))]
+        argv += ["-m", "times", "-r", str(count_flag("iterations", iterations, 1))]
     if duration_s is not None:
-        argv += ["-m", "duration", "-t", str(_count("duration_s", duration_s, 1))]
+        argv += ["-m", "duration", "-t", str(count_flag("duration_s", duration_s, 1))]
     if threads is not None:
-        argv += ["-x", str(_count("threads", threads, 0))]
+        argv += ["-x", str(count_flag("threads", threads, 0))]
     if execution_provider:
         argv += ["-e", str(execution_provider)]
     if profile_path:
@@ -257,7 +258,3 @@ def perf_test_argv(
     return argv
 
 
-def _count(name: str, value: Any, lowest: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
-        raise ValueError(f"{name} must be an integer >= {lowest}, got {value!r}")
-    return value

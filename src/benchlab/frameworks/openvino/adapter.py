@@ -17,6 +17,11 @@ Options (all optional):
 ``file``
     Which model file to run (a ``model.files`` key); by default the IR keyed ``openvino``, then
     any ``.xml``, then the ``.onnx`` keyed ``onnx``, then any ``.onnx``.
+``binary``
+    Run OpenVINO's ``benchmark_app`` (a host path, pushed to the target, or a path on the
+    target) instead of benchlab's runner: one stream, one synchronous request, ``-niter`` the
+    test's ``iter``, the precision above. With ``profile_ops`` its per-layer counters become
+    per-layer-type times. ``flags`` adds the tool's own flags, space-separated.
 
 This module never imports openvino; :mod:`benchlab.frameworks.openvino.backend` does, in the
 runner process.
@@ -34,7 +39,9 @@ from benchlab.frameworks.base import (
     RunnerFramework,
     Unsupported,
     runner_invocation,
+    thread_env,
 )
+from benchlab.frameworks.native.benchmark_app import benchmark_app_command, parse_benchmark_app
 from benchlab.frameworks.common import (
     file_key_with_suffix,
     file_keys_with_suffix,
@@ -131,7 +138,8 @@ class OpenVinoFramework(RunnerFramework):
     name = "openvino"
     backend = "benchlab.frameworks.openvino.backend:OpenVinoBackend"
     requires = ("openvino", "openvino", "openvino")
-
+    native_tool = "benchmark_app"
+    native_parser = staticmethod(parse_benchmark_app)
 
     def configurations(
         self, model: ModelDef, requested: Sequence[FrameworkConfig]
@@ -146,12 +154,24 @@ class OpenVinoFramework(RunnerFramework):
         return self.check_configs(configs, why_not)
 
     def invocations(self, ctx: JobContext) -> list[Invocation]:
-        """One runner process per repetition; IR weights travel as the ``weights`` extra file."""
+        """One runner process per repetition; IR weights travel as the ``weights`` extra file.
+
+        With ``binary=`` OpenVINO's ``benchmark_app`` runs instead, latency-style."""
         files = model_files(ctx.spec.model, ctx.config.options)
         if isinstance(files, Unsupported):
             raise ValueError(files.reason)
         key, weights, _ = files
         weights_path = ctx.files.get(f"files.{weights}") if weights else None
+        binary = self.native_binary(ctx)
+        if binary is not None:
+            options, test = ctx.config.options, ctx.test
+            command = benchmark_app_command(
+                binary, str(ctx.files.get(f"files.{key}")), weights_path, ctx.workdir,
+                threads=options.get("threads", test.threads), iterations=test.iter,
+                precision=canonical_precision(options.get("precision", "f32")) or "f32",
+                shapes=[(d.name, d.shape) for d in test.inputs], profile_ops=test.profile_ops,
+                extra=str(options.get("flags", "")).split())
+            return [Invocation(argv=command, env={**thread_env(test.threads), **test.env})]
         extra = {"weights": weights_path} if weights_path else {}
         return [
             runner_invocation(
