@@ -21,7 +21,14 @@ from benchlab.spec import load
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig
 from benchlab.store import open_store
 from benchlab.targets.base import Target
-from benchlab.tracking.tracker import TrackReport, TrackSettings, track_commits, wait_interval
+from benchlab.tracking.gitrepo import fetch
+from benchlab.tracking.tracker import (
+    TrackReport,
+    TrackSettings,
+    set_fetch_status,
+    track_commits,
+    wait_interval,
+)
 from benchlab.tracking.tracker import fingerprint as track_fingerprint
 from benchlab.zoo import DEFAULT_MODELS, resolve_model_names, zoo_specs
 
@@ -180,6 +187,27 @@ def run(
     )
 
 
+def _fetch_for_pass(settings: TrackSettings, follow: bool,
+                    progress: Callable[[str], None] | None) -> None:
+    """Fetch the followed branch before a pass. Without ``follow`` a failed fetch is an error;
+    while following, it is reported (progress and the status file's second line) and the pass
+    goes on with what was fetched before; the next poll fetches again."""
+    assert settings.remote is not None and settings.branch is not None
+    where = f"{settings.remote}/{settings.branch}"
+    try:
+        head = fetch(settings.repo, settings.remote, settings.branch)
+    except InfrastructureError as exc:
+        if not follow:
+            raise
+        set_fetch_status(settings.status_file, f"fetch failed, retrying at the next poll: {exc}")
+        if progress:
+            progress(f"{exc}; retrying at the next poll")
+        return
+    set_fetch_status(settings.status_file, f"fetched {where} at {head}")
+    if progress:
+        progress(f"fetched {where} at {head[:12]}")
+
+
 def _describe(
     specs: Sequence[str | Path] | str | Path | None,
     models: Sequence[str] | None,
@@ -269,6 +297,8 @@ def track(
             fingerprint=key, description=f"track {settings.revisions} in {settings.repo}"
         )
         while True:
+            if settings.fetches:
+                _fetch_for_pass(settings, follow, progress)
             report = track_commits(sweep.jobs, settings, the_target, cache, store, record.id,
                                    progress=progress)
             if report.stopped or not follow or not wait_interval(interval, settings.status_file):

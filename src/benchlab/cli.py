@@ -271,6 +271,8 @@ def track(
     status_file: Annotated[Optional[Path], typer.Option(help="Write 'stop' here to stop.")] = None,  # noqa: UP007,E501
     follow: Annotated[bool, typer.Option("--follow", help="Keep following the branch.")] = False,
     interval: Annotated[float, typer.Option(help="Seconds between passes with --follow.")] = 600.0,  # noqa: E501
+    remote: Annotated[Optional[str], typer.Option(help="Fetch --branch from this remote before each pass.")] = None,  # noqa: UP007,E501
+    branch: Annotated[Optional[str], typer.Option(help="The branch to fetch (with --remote).")] = None,  # noqa: UP007,E501
     db: DbOption = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
 ) -> None:
@@ -282,11 +284,15 @@ def track(
 
     if step < 1 or pairs < 2:
         raise UsageError("--step must be at least 1 and --pairs at least 2")
+    if (remote is None) != (branch is None):
+        raise UsageError("give --remote and --branch together")
+    if remote is not None and revisions == "HEAD":
+        revisions = f"{remote}/{branch}"
     settings = TrackSettings(
         repo=repo, revisions=revisions, program=program, build_command=build,
         builds_dir=builds_dir or default_cache_dir().parent / "builds", reference=reference,
         step=step, pairs=pairs, min_effect=_percent(min_effect, "--min-effect") or 0.01,
-        status_file=status_file,
+        status_file=status_file, remote=remote, branch=branch,
     )
     report = run_track(
         list(specs), settings=settings, follow=follow, interval=interval, db=db,

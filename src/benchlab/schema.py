@@ -106,6 +106,10 @@ class Metric(StrEnum):
     ERROR_MAX_ABS = "error_max_abs"  #: largest absolute error against the reference outputs
     ERROR_MEAN_ABS = "error_mean_abs"  #: mean absolute error against the reference outputs
     ERROR_MAX_REL = "error_max_rel"  #: largest relative error against the reference outputs
+    ERROR_L2 = "error_l2"  #: L2 norm of (outputs - reference)
+    ERROR_L2_REL = "error_l2_rel"  #: that norm over the reference's L2 norm
+    CROSS_ENTROPY = "cross_entropy"  #: nats, of the outputs' classes against the reference's
+    KL_DIVERGENCE = "kl_divergence"  #: nats, KL(reference classes || output classes)
     SQNR = "sqnr"  #: dB, signal-to-quantization-noise ratio against the reference outputs
     COSINE_SIMILARITY = "cosine_similarity"  #: of the outputs and the reference outputs
     TOP1_AGREEMENT = "top1_agreement"  #: share of inputs whose top class matches the reference

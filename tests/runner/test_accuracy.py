@@ -43,6 +43,36 @@ def test_topk_agreement_for_classifiers() -> None:
     assert stats["top5_agreement"] == 1.0  # ...but is still among the top five
 
 
+def test_l2_errors_follow_the_rfc() -> None:
+    ref = np.full((4, 25), 10.0)
+    got = ref + np.where(np.arange(100).reshape(4, 25) % 2 == 0, 0.1, -0.1)
+    stats = error_stats([got], [ref])
+    # ‖noise‖ = sqrt(100 · 0.01) = 1; ‖ref‖ = sqrt(100 · 100) = 100.
+    assert stats["error_l2"] == pytest.approx(1.0)
+    assert stats["error_l2_rel"] == pytest.approx(0.01)
+    zeros = np.zeros((2, 3))
+    assert "error_l2_rel" not in error_stats([zeros + 1], [zeros])  # nothing to be relative to
+    assert error_stats([zeros], [zeros])["error_l2_rel"] == 0.0
+
+
+def test_cross_entropy_and_kl_divergence_for_classifier_logits() -> None:
+    ref = np.log(np.array([[0.5, 0.25, 0.25], [0.9, 0.05, 0.05]]))  # logits of p
+    same = error_stats([ref.copy()], [ref], task="classification")
+    entropy = -np.mean([0.5 * np.log(0.5) + 2 * 0.25 * np.log(0.25),
+                        0.9 * np.log(0.9) + 2 * 0.05 * np.log(0.05)])
+    assert same["kl_divergence"] == pytest.approx(0.0, abs=1e-9)
+    assert same["cross_entropy"] == pytest.approx(entropy)
+    # Outputs that are uniform over three classes: H(p, q) = log 3 for every row.
+    flat = error_stats([np.zeros((2, 3))], [ref], task="classification")
+    assert flat["cross_entropy"] == pytest.approx(np.log(3))
+    assert flat["kl_divergence"] == pytest.approx(np.log(3) - entropy)
+    # Rows that already are probabilities are taken as they are, not put through a softmax.
+    probs = np.array([[0.5, 0.25, 0.25]])
+    assert error_stats([probs], [probs], task="classification")["cross_entropy"] == \
+        pytest.approx(-(0.5 * np.log(0.5) + 0.5 * np.log(0.25)))
+    assert "kl_divergence" not in error_stats([ref], [ref])  # not a classifier
+
+
 def test_outputs_are_paired_by_size_when_reordered_and_squeezed() -> None:
     boxes, scores = np.ones((1, 10, 4)), np.arange(30.0).reshape(1, 10, 3)
     stats = error_stats([scores.reshape(10, 3), boxes], [boxes, scores])

@@ -9,6 +9,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,7 +20,7 @@ import yaml
 
 import benchlab
 from benchlab.store import open_store
-from benchlab.tracking import TrackSettings, find_change_points
+from benchlab.tracking import TrackReport, TrackSettings, find_change_points
 
 PROGRAM = '''
 import argparse, json, math, random
@@ -191,3 +195,77 @@ def test_cli_track_a_commit_whose_benchmark_fails_is_one_line_and_exit_1(
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     assert "error: commit " in proc.stderr and "its benchmark failed" in proc.stderr
+
+
+def _wait_for(check: Callable[[], bool], what: str, timeout: float = 300.0) -> None:
+    """Poll ``check`` until it holds (a generous bound only against hangs, not a timing)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.2)
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+@pytest.mark.slow
+def test_follow_fetches_the_remote_branch_before_each_pass(tmp_path: Path) -> None:
+    upstream = tmp_path / "upstream"
+    make_repo(upstream, commits=2, slow_from=99)
+    origin = tmp_path / "origin.git"  # a real remote: a bare repository on disk
+    subprocess.run(["git", "clone", "-q", "--bare", str(upstream), str(origin)], check=True)
+    local = tmp_path / "local"
+    subprocess.run(["git", "clone", "-q", str(origin), str(local)], check=True)
+    status = tmp_path / "status"
+    status.write_text("")
+    chosen = replace(settings(tmp_path, local, status_file=status, remote="origin",
+                              branch="main"), revisions="origin/main")
+    reports: list[TrackReport] = []
+    follower = threading.Thread(target=lambda: reports.append(benchlab.track(
+        [spec(tmp_path)], settings=chosen, follow=True, interval=0.2, db=tmp_path / "r.db",
+        cache_dir=tmp_path / "cache")))
+    follower.start()
+    try:
+        def status_lines() -> list[str]:
+            return status.read_text().splitlines() if status.exists() else []
+
+        def measured(commit: str) -> bool:
+            with open_store(tmp_path / "r.db") as store:
+                return any(r.identity.variant == f"commit:{commit}" for r in store.results())
+
+        first_head = _git(upstream, "rev-parse", "HEAD")
+        _wait_for(lambda: measured(first_head), "the first pass")
+        assert status_lines()[1] == f"fetched origin/main at {first_head}"
+        # A new commit reaches the remote; nothing moves the local branch but the fetch.
+        (upstream / "version.txt").write_text("new\n")
+        _git(upstream, "commit", "-q", "-am", "new commit")
+        new_head = _git(upstream, "rev-parse", "HEAD")
+        _git(upstream, "push", "-q", str(origin), "main")
+        _wait_for(lambda: measured(new_head), "the new commit to be measured")
+        # An unreachable remote: the poll says so and the next one retries.
+        origin.rename(tmp_path / "away.git")
+        _wait_for(lambda: "fetch failed, retrying at the next poll" in status.read_text(),
+                  "the failed fetch to be recorded")
+        (tmp_path / "away.git").rename(origin)
+        _wait_for(lambda: status_lines()[1:] == [f"fetched origin/main at {new_head}"],
+                  "a fetch after the remote came back")
+    finally:
+        status.write_text("stop\n")
+        follower.join(timeout=300)
+    [report] = reports
+    assert report.stopped
+    assert new_head in [p.commit for p in report.points]
+
+
+def test_cli_track_with_an_unreachable_remote_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    make_repo(tmp_path / "repo", commits=2, slow_from=99)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchlab", "track", str(spec(tmp_path)), "--repo",
+         str(tmp_path / "repo"), "--program", "true", "--remote", "nosuch", "--branch", "main",
+         "--db", str(tmp_path / "r.db"), "--builds-dir", str(tmp_path / "b")],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 3, proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("error: git fetch nosuch main in ") and "failed:" in line

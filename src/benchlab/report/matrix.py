@@ -79,6 +79,9 @@ class Cell:
     error_max_abs: float | None = None
     error_mean_abs: float | None = None
     error_max_rel: float | None = None
+    error_l2_rel: float | None = None
+    cross_entropy: float | None = None
+    kl_divergence: float | None = None
     sqnr: float | None = None
     cosine: float | None = None
     top1: float | None = None
@@ -196,6 +199,9 @@ def cell_of(result: Result) -> Cell:
         error_max_abs=_value(s.get(Metric.ERROR_MAX_ABS.key)),
         error_mean_abs=_value(s.get(Metric.ERROR_MEAN_ABS.key)),
         error_max_rel=_value(s.get(Metric.ERROR_MAX_REL.key)),
+        error_l2_rel=_value(s.get(Metric.ERROR_L2_REL.key)),
+        cross_entropy=_value(s.get(Metric.CROSS_ENTROPY.key)),
+        kl_divergence=_value(s.get(Metric.KL_DIVERGENCE.key)),
         sqnr=_value(s.get(Metric.SQNR.key)),
         cosine=_value(s.get(Metric.COSINE_SIMILARITY.key)),
         top1=_value(s.get(Metric.TOP1_AGREEMENT.key)),

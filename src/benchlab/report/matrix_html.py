@@ -217,7 +217,8 @@ def _runtime(cell: Cell, changes: Mapping[tuple[str, str], str]) -> str:
 def _table(cells: Sequence[Cell], changes: Mapping[tuple[str, str], str]) -> list[str]:
     head = ("model", "backend", "runtime", "precision", "status", "p50 ms", "p90 ms", "±CI",
             "items/s", "load ms", "first ms", "peak MiB", "+load MiB", "size MiB",
-            "energy mJ", "power W", "max |err|", "SQNR dB", "cosine", "top-1", "top-5")
+            "energy mJ", "power W", "max |err|", "L2 rel", "SQNR dB", "cosine", "top-1",
+            "top-5", "KL nats")
     rows = ["<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in head)
             + "</tr></thead><tbody>"]
     for c in cells:
@@ -232,10 +233,11 @@ def _table(cells: Sequence[Cell], changes: Mapping[tuple[str, str], str]) -> lis
                                             ".1f", "%"),
             _fmt(c.throughput, ".4g"), _fmt(c.load), _fmt(c.first), _fmt(c.memory_peak, ".0f"),
             _fmt(c.memory_load, ".1f"), _fmt(c.size, ".2f"), _fmt(c.energy, ".4g"),
-            _fmt(c.power, ".3g"), _fmt(c.error_max_abs, ".2e"),
+            _fmt(c.power, ".3g"), _fmt(c.error_max_abs, ".2e"), _fmt(c.error_l2_rel, ".2e"),
             _fmt(c.sqnr, ".1f"), _fmt(c.cosine, ".6f"),
             _fmt(c.top1 * 100 if c.top1 is not None else None, ".0f", "%"),
             _fmt(c.top5 * 100 if c.top5 is not None else None, ".0f", "%"),
+            _fmt(c.kl_divergence, ".2e"),
         )
         rows.append(f"<tr><td>{esc(c.model)}</td><td>{esc(c.label)}</td>"
                     f"{_runtime(c, changes)}<td>{esc(c.precision)}</td><td>ok</td>"

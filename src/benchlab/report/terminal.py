@@ -147,7 +147,8 @@ def results_table(results: Sequence[Result], title: str = "benchlab results") ->
     """
     table = Table(title=title, caption="times in ms, memory and size in MiB, energy per "
                   "inference in mJ, power in W; ±CI: 95% interval of the median; err: max "
-                  "|output − reference|", header_style="bold",
+                  "|output − reference|; L2rel: ‖output − reference‖ / ‖reference‖; KL: "
+                  "KL divergence of the classes, nats", header_style="bold",
                   expand=False)
     cells = {id(r): _cell_of(r) for r in results}
     extra = [
@@ -156,8 +157,10 @@ def results_table(results: Sequence[Result], title: str = "benchlab results") ->
         ("mJ", any(c.energy is not None for c in cells.values())),
         ("W", any(c.power is not None for c in cells.values())),
         ("err", any(c.error_max_abs is not None for c in cells.values())),
+        ("L2rel", any(c.error_l2_rel is not None for c in cells.values())),
         ("SQNR", any(c.sqnr is not None for c in cells.values())),
         ("top1", any(c.top1 is not None for c in cells.values())),
+        ("KL", any(c.kl_divergence is not None for c in cells.values())),
     ]
     shown = [name for name, present in extra if present]
     precision = ["prec"] if "prec" in shown else []
@@ -195,7 +198,9 @@ def results_table(results: Sequence[Result], title: str = "benchlab results") ->
             "mJ": _shown(_summary(result, Metric.ENERGY_PER_INFERENCE.key), cell.energy, ".4g"),
             "W": _shown(_summary(result, Metric.POWER.key), cell.power, ".3g"),
             "err": _sci(cell.error_max_abs),
+            "L2rel": _sci(cell.error_l2_rel),
             "SQNR": f"{cell.sqnr:.1f}" if cell.sqnr is not None else "-",
+            "KL": _sci(cell.kl_divergence),
             "top1": f"{cell.top1:.0%}" if cell.top1 is not None else "-",
             "notes": ",".join(dict.fromkeys(notes)),
         }

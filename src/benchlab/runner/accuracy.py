@@ -36,6 +36,10 @@ ERROR_METRICS: dict[str, str] = {
     Metric.ERROR_MAX_ABS: "abs",
     Metric.ERROR_MEAN_ABS: "abs",
     Metric.ERROR_MAX_REL: "rel",
+    Metric.ERROR_L2: "abs",
+    Metric.ERROR_L2_REL: "rel",
+    Metric.CROSS_ENTROPY: "nats",
+    Metric.KL_DIVERGENCE: "nats",
     Metric.SQNR: "dB",
     Metric.COSINE_SIMILARITY: "cos",
     Metric.TOP1_AGREEMENT: "ratio",
@@ -161,6 +165,27 @@ def _topk_agreement(actual: np.ndarray, expected: np.ndarray, k: int) -> float:
     return float(np.mean([expected_top1[i] in actual_topk[i] for i in range(a.shape[0])]))
 
 
+def _class_distributions(scores: np.ndarray) -> np.ndarray:
+    """Rows of class probabilities: ``scores`` as they are when each row already is a
+    distribution (non-negative, summing to 1), else their softmax (logits)."""
+    rows = scores.reshape(scores.shape[0], -1).astype(np.float64)
+    if np.all(rows >= 0) and np.allclose(rows.sum(axis=1), 1.0, atol=1e-3):
+        return rows
+    shifted = rows - rows.max(axis=1, keepdims=True)
+    exp = np.exp(shifted)
+    return exp / exp.sum(axis=1, keepdims=True)
+
+
+def _entropies(actual: np.ndarray, expected: np.ndarray) -> tuple[float, float]:
+    """Mean cross entropy H(p, q) and KL(p || q) over rows, in nats, where p are the
+    reference's class probabilities and q the output's."""
+    p = _class_distributions(expected)
+    q = np.clip(_class_distributions(actual), 1e-12, None)
+    cross = -np.sum(p * np.log(q), axis=1)
+    entropy = -np.sum(np.where(p > 0, p * np.log(np.clip(p, 1e-300, None)), 0.0), axis=1)
+    return float(np.mean(cross)), float(np.mean(np.maximum(cross - entropy, 0.0)))
+
+
 def error_stats(
     outputs: Sequence[np.ndarray], reference: Sequence[np.ndarray], task: str = ""
 ) -> dict[str, float]:
@@ -168,8 +193,10 @@ def error_stats(
 
     ``error_max_rel`` divides each element's error by ``|reference| + 1e-3 · max|reference|``
     so elements near zero do not blow it up; SQNR is ``10·log10(Σref² / Σ(out−ref)²)``.
-    Top-1/top-5 agreement is added for ``task == "classification"`` (first output, rows are
-    batch items).
+    ``error_l2`` is ‖out − ref‖₂ and ``error_l2_rel`` that over ‖ref‖₂ (ExecuTorch's RFC on
+    accuracy evaluation names both). For ``task == "classification"`` (first output, rows are
+    batch items) top-1/top-5 agreement, cross entropy and KL divergence (nats, of the output's
+    class probabilities against the reference's; logits go through a softmax) are added.
     """
     pairs = _pair_outputs(outputs, reference)
     got = np.concatenate([o.astype(np.float64).reshape(-1) for o, _ in pairs])
@@ -185,18 +212,25 @@ def error_stats(
     else:
         sqnr = min(SQNR_CEILING_DB, 10.0 * float(np.log10(signal / noise)))
     norms = float(np.linalg.norm(got) * np.linalg.norm(want))
+    l2 = float(np.sqrt(noise))
+    ref_norm = float(np.sqrt(signal))
     stats: dict[str, float] = {
         Metric.ERROR_MAX_ABS: float(diff.max()) if diff.size else 0.0,
         Metric.ERROR_MEAN_ABS: float(diff.mean()) if diff.size else 0.0,
         Metric.ERROR_MAX_REL: float(np.max(diff / (np.abs(want) + 1e-3 * scale + 1e-30)))
         if diff.size else 0.0,
+        Metric.ERROR_L2: l2,
         Metric.SQNR: sqnr,
         Metric.COSINE_SIMILARITY: float(np.dot(got, want) / norms) if norms > 0 else float(
             np.array_equal(got, want)),
     }
+    if ref_norm > 0 or l2 == 0:  # an all-zero reference has no relative error to speak of
+        stats[Metric.ERROR_L2_REL] = l2 / ref_norm if ref_norm > 0 else 0.0
     if task == "classification":
         actual, expected = pairs[0]
         if expected.ndim >= 2:
             stats[Metric.TOP1_AGREEMENT] = _topk_agreement(actual, expected, 1)
             stats[Metric.TOP5_AGREEMENT] = _topk_agreement(actual, expected, 5)
+            stats[Metric.CROSS_ENTROPY], stats[Metric.KL_DIVERGENCE] = _entropies(
+                actual, expected)
     return stats

@@ -11,9 +11,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchlab.errors import CommitFailedError, UsageError
+from benchlab.errors import CommitFailedError, InfrastructureError, UsageError
 
-__all__ = ["Build", "BuildCache", "commit_program", "every_nth", "git", "list_commits"]
+__all__ = ["Build", "BuildCache", "commit_program", "every_nth", "fetch", "git", "list_commits"]
 
 _MARKER = ".benchlab-built"
 
@@ -24,6 +24,23 @@ def git(repo: Path, *args: str) -> str:
     if proc.returncode != 0:
         raise UsageError(f"git {' '.join(args)} in {repo}: {proc.stderr.strip()}")
     return proc.stdout
+
+
+def fetch(repo: Path, remote: str, branch: str) -> str:
+    """Fetch ``branch`` from ``remote`` into ``refs/remotes/<remote>/<branch>``; its new head.
+
+    A failure (the remote unreachable, the branch gone) is an :class:`InfrastructureError`
+    naming the remote and what git said.
+    """
+    proc = subprocess.run(
+        ["git", "-C", str(repo), "fetch", "--quiet", remote,
+         f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}"],
+        capture_output=True, text=True)
+    if proc.returncode != 0:
+        said = proc.stderr.strip().splitlines()
+        raise InfrastructureError(f"git fetch {remote} {branch} in {repo} failed: "
+                                  f"{said[-1] if said else f'exit {proc.returncode}'}")
+    return git(repo, "rev-parse", f"refs/remotes/{remote}/{branch}").strip()
 
 
 def list_commits(repo: Path, revisions: str, step: int = 1) -> list[str]:

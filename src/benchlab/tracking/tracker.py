@@ -29,14 +29,18 @@ from benchlab.targets.base import Target
 from benchlab.tracking.changepoint import find_change_points
 from benchlab.tracking.gitrepo import BuildCache, every_nth, git, list_commits
 
-__all__ = ["CommitPoint", "TrackReport", "TrackSettings", "track_commits"]
+__all__ = ["CommitPoint", "TrackReport", "TrackSettings", "set_fetch_status", "track_commits"]
 
 
 
 @dataclass(frozen=True, slots=True)
 class TrackSettings:
     """What to walk and how. ``program`` is the command standing for a build, with
-    ``{WORKTREE}`` replaced by the commit's worktree (``python {WORKTREE}/prog.py``)."""
+    ``{WORKTREE}`` replaced by the commit's worktree (``python {WORKTREE}/prog.py``).
+
+    With ``remote`` and ``branch``, every pass first fetches the branch, and ``revisions``
+    (``<remote>/<branch>`` unless given) names the fetched commits.
+    """
 
     repo: Path
     revisions: str
@@ -49,6 +53,13 @@ class TrackSettings:
     alpha: float = 0.05
     pairs: int = 20
     status_file: Path | None = None
+    remote: str | None = None
+    branch: str | None = None
+
+    @property
+    def fetches(self) -> bool:
+        """Whether each pass first fetches ``branch`` from ``remote`` (``--follow --remote``)."""
+        return self.remote is not None and self.branch is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +99,18 @@ def _stop_requested(status: Path | None) -> bool:
 
 def _set_status(status: Path | None, text: str) -> None:
     if status is not None and not _stop_requested(status):
-        status.write_text(text + "\n")
+        # The second line, when there is one, says what the last fetch brought.
+        lines = status.read_text().splitlines()[1:2] if status.exists() else []
+        status.write_text("\n".join([text, *lines]) + "\n")
+
+
+def set_fetch_status(status: Path | None, text: str) -> None:
+    """Record the last fetch (``fetched origin/main at 1a2b3c``, or why it failed) as the
+    status file's second line, keeping its first (the track's state)."""
+    if status is None or _stop_requested(status):
+        return
+    first = status.read_text().splitlines()[:1] if status.exists() else []
+    status.write_text("\n".join([*(first or ["waiting"]), text]) + "\n")
 
 
 def fingerprint(settings: TrackSettings, reference: str, jobs: Sequence[Job]) -> str:
