@@ -362,3 +362,10 @@ def test_entry_file_is_resolved_against_the_spec_directory(tmp_path: Path) -> No
     assert spec.model.entry == f"{(tmp_path / 'nets' / 'build.py').resolve()}:make"
     data["model"]["entry"] = "benchlab.zoo.models:mlp"  # a module path stays as written
     assert load_spec(write(tmp_path, data)).model.entry == "benchlab.zoo.models:mlp"
+
+
+def test_a_single_command_string_is_one_command(tmp_path: Path) -> None:
+    spec = minimal()
+    spec["tests"][0]["commands"] = "echo {warmup}"
+    (test,) = load_spec(write(tmp_path, spec)).tests
+    assert test.commands == ("echo {warmup}",)

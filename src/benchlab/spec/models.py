@@ -81,6 +81,11 @@ def _parse_fraction(value: Any) -> Any:
     return value
 
 
+def _one_command_to_list(value: Any) -> Any:
+    # Some FAI-PEP specs write one command as a plain string.
+    return [value] if isinstance(value, str) else value
+
+
 def _check_cpu_list(text: str) -> str:
     if not _CPU_LIST.fullmatch(text):
         raise ValueError(f"{text!r} is not a CPU list like '0-3,6'")
@@ -250,7 +255,8 @@ class TestDefaultsModel(_TestSettingsModel):  # type: ignore[misc,valid-type]
     metric: str = Field("delay", description="delay, accuracy, power, generic, or free text.")
     inputs: dict[str, InputModel] = Field(default_factory=dict, description="Model inputs.")
     input_files: dict[str, FileEntry] = Field(default_factory=dict, description="Input data.")
-    commands: list[str] | None = Field(None, description="Shell commands (generic framework).")
+    commands: Annotated[list[str], BeforeValidator(_one_command_to_list)] | None = Field(
+        None, description="Shell commands (generic framework); one string is one command.")
     command: str | None = Field(None, description="FAI-PEP legacy single command.")
     arguments: str | None = Field(None, description="FAI-PEP legacy: '{program} <arguments>'.")
     env: Env = Field(default_factory=dict, description="Environment variables for the run.")
