@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -301,7 +302,11 @@ def track(
                 _fetch_for_pass(settings, follow, progress)
             report = track_commits(sweep.jobs, settings, the_target, cache, store, record.id,
                                    progress=progress)
-            if report.stopped or not follow or not wait_interval(interval, settings.status_file):
+            if report.stopped or not follow:
+                break
+            if not wait_interval(interval, settings.status_file):
+                # Stopped between two passes: the track stops as it would inside one.
+                report = replace(report, stopped=True)
                 break
         if report.stopped or follow:
             store.mark_interrupted(record.id)

@@ -237,7 +237,8 @@ def test_follow_fetches_the_remote_branch_before_each_pass(tmp_path: Path) -> No
 
         first_head = _git(upstream, "rev-parse", "HEAD")
         _wait_for(lambda: measured(first_head), "the first pass")
-        assert status_lines()[1] == f"fetched origin/main at {first_head}"
+        _wait_for(lambda: status_lines()[1:] == [f"fetched origin/main at {first_head}"],
+                  "the fetch to be recorded")
         # A new commit reaches the remote; nothing moves the local branch but the fetch.
         (upstream / "version.txt").write_text("new\n")
         _git(upstream, "commit", "-q", "-am", "new commit")
@@ -252,8 +253,10 @@ def test_follow_fetches_the_remote_branch_before_each_pass(tmp_path: Path) -> No
         _wait_for(lambda: status_lines()[1:] == [f"fetched origin/main at {new_head}"],
                   "a fetch after the remote came back")
     finally:
-        status.write_text("stop\n")
-        follower.join(timeout=300)
+        deadline = time.monotonic() + 300
+        while follower.is_alive() and time.monotonic() < deadline:
+            status.write_text("stop\n")  # again, in case a status update raced the first one
+            follower.join(timeout=1)
     [report] = reports
     assert report.stopped
     assert new_head in [p.commit for p in report.points]

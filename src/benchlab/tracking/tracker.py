@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -97,11 +98,18 @@ def _stop_requested(status: Path | None) -> bool:
         return False
 
 
+def _write_status(status: Path, lines: list[str]) -> None:
+    # Whole or not at all: someone may be reading it (or writing "stop") meanwhile.
+    tmp = status.with_name(f".{status.name}.{os.getpid()}.tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    os.replace(tmp, status)
+
+
 def _set_status(status: Path | None, text: str) -> None:
     if status is not None and not _stop_requested(status):
         # The second line, when there is one, says what the last fetch brought.
         lines = status.read_text().splitlines()[1:2] if status.exists() else []
-        status.write_text("\n".join([text, *lines]) + "\n")
+        _write_status(status, [text, *lines])
 
 
 def set_fetch_status(status: Path | None, text: str) -> None:
@@ -110,7 +118,7 @@ def set_fetch_status(status: Path | None, text: str) -> None:
     if status is None or _stop_requested(status):
         return
     first = status.read_text().splitlines()[:1] if status.exists() else []
-    status.write_text("\n".join([*(first or ["waiting"]), text]) + "\n")
+    _write_status(status, [*(first or ["waiting"]), text])
 
 
 def fingerprint(settings: TrackSettings, reference: str, jobs: Sequence[Job]) -> str:
