@@ -41,6 +41,8 @@ __all__ = [
 #: The framework option naming a native benchmark binary (a host path, pushed, or a path on
 #: the target): ``tflite:binary=./benchmark_model`` runs LiteRT's own tool instead of the runner.
 NATIVE_BINARY = "binary"
+#: The option giving a native tool extra flags of its own (``flags=--use_gpu=true``).
+NATIVE_FLAGS = "flags"
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,11 +216,20 @@ class RunnerFramework:
             return None
         return ctx.files.get(f"native.{NATIVE_BINARY}") or str(given)
 
-    def native_invocation(self, ctx: JobContext, argv: Sequence[str]) -> Invocation:
+    @staticmethod
+    def native_flags(ctx: JobContext) -> list[str]:
+        """The native tool's own extra flags, from the ``flags`` option (space-separated)."""
+        return str(ctx.config.options.get(NATIVE_FLAGS, "")).split()
+
+    def native_invocation(self, ctx: JobContext, argv: Sequence[str], *,
+                          before: Sequence[str] = (), after: str = "") -> Invocation:
         """The native tool's command: made executable first (``adb push``/``cat`` may drop the
-        mode bits), with the test's thread and environment settings."""
+        mode bits), with the test's thread and environment settings. ``before`` are shell
+        commands run first (linking files into place); ``after`` runs once the tool succeeded
+        (printing a report file it wrote)."""
         binary = shlex.quote(argv[0])
-        command = f"[ -x {binary} ] || chmod +x {binary} 2>/dev/null; {quote_command(argv)}"
+        run = quote_command(argv) + (f" && {after}" if after else "")
+        command = "; ".join([*before, f"[ -x {binary} ] || chmod +x {binary} 2>/dev/null", run])
         return Invocation(argv=command, env={**thread_env(ctx.test.threads), **ctx.test.env})
 
     def parse(self, results: Sequence[CommandResult]) -> ParsedOutput:

@@ -98,7 +98,14 @@ def _stop_requested(status: Path | None) -> bool:
         return False
 
 
-def _write_status(status: Path, lines: list[str]) -> None:
+def _set_status_line(status: Path | None, index: int, text: str) -> None:
+    """Replace line ``index`` of the status file (0: the track's state, 1: the last fetch),
+    keeping the other, unless a stop was asked for."""
+    if status is None or _stop_requested(status):
+        return
+    lines = (status.read_text().splitlines() if status.exists() else [])[:2]
+    lines += ["waiting"] * (index + 1 - len(lines))
+    lines[index] = text
     # Whole or not at all: someone may be reading it (or writing "stop") meanwhile.
     tmp = status.with_name(f".{status.name}.{os.getpid()}.tmp")
     tmp.write_text("\n".join(lines) + "\n")
@@ -106,19 +113,13 @@ def _write_status(status: Path, lines: list[str]) -> None:
 
 
 def _set_status(status: Path | None, text: str) -> None:
-    if status is not None and not _stop_requested(status):
-        # The second line, when there is one, says what the last fetch brought.
-        lines = status.read_text().splitlines()[1:2] if status.exists() else []
-        _write_status(status, [text, *lines])
+    _set_status_line(status, 0, text)
 
 
 def set_fetch_status(status: Path | None, text: str) -> None:
     """Record the last fetch (``fetched origin/main at 1a2b3c``, or why it failed) as the
     status file's second line, keeping its first (the track's state)."""
-    if status is None or _stop_requested(status):
-        return
-    first = status.read_text().splitlines()[:1] if status.exists() else []
-    _write_status(status, [*(first or ["waiting"]), text])
+    _set_status_line(status, 1, text)
 
 
 def fingerprint(settings: TrackSettings, reference: str, jobs: Sequence[Job]) -> str:

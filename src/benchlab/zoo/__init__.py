@@ -26,7 +26,13 @@ from typing import Any
 from benchlab.artifacts import ArtifactCache
 from benchlab.errors import InfrastructureError, UsageError
 from benchlab.spec.types import BenchmarkSpec, FileRef, InputDef, ModelDef, TestCase
-from benchlab.zoo.cache import ExportIndex, FormatEntry, format_key, model_fingerprint
+from benchlab.zoo.cache import (
+    ExportIndex,
+    FormatEntry,
+    file_record,
+    format_key,
+    model_fingerprint,
+)
 from benchlab.zoo.catalog import ALL_FORMATS, EXPORT_PROGRESS_PREFIX, ZooModel, format_of
 from benchlab.zoo.registry import DEFAULT_MODELS, SMALL_MODELS, ZOO, resolve_onnx_resource
 
@@ -236,25 +242,24 @@ def export_models(
             else:
                 todo.append(fmt)
         planned.append((model, fingerprint, todo, absent))
-    fingerprints = {model.name: fingerprint for model, fingerprint, _, _ in planned}
-    busy = [(model, todo) for model, _, todo, _ in planned if todo]
+    busy = [(model, fingerprint, todo) for model, fingerprint, todo, _ in planned if todo]
     at_once = min(workers or default_export_workers(), max(len(busy), 1))
     shown = _ExportProgress(progress, sum(len([f for f in todo if f != "reference"])
-                                          for _, todo in busy))
+                                          for _, _, todo in busy))
     if busy:
         shown.say(f"exporting {len(busy)} model(s), {shown.total} format(s), {at_once} at a "
                   "time (once: later runs reuse the files)")
     index_lock = threading.Lock()
 
-    def export_one(model: ZooModel, todo: list[str]) -> None:
+    def export_one(model: ZooModel, fingerprint: str, todo: list[str]) -> None:
         with tempfile.TemporaryDirectory(prefix="benchlab-zoo-") as tmp:
             report = _run_exporter(model, todo, Path(tmp), shown.event(model.name))
             with index_lock:  # one writer of the cache and its index at a time
-                _index_report(index, cache, fingerprints[model.name], todo, report)
+                _index_report(index, cache, fingerprint, todo, report)
                 index.save()
 
     with ThreadPoolExecutor(max_workers=at_once) as pool:
-        for future in [pool.submit(export_one, model, todo) for model, todo in busy]:
+        for future in [pool.submit(export_one, *job) for job in busy]:
             future.result()
     return [_collect(index, model, fingerprint, formats, absent, tuple(todo))
             for model, fingerprint, todo, absent in planned]
@@ -273,8 +278,7 @@ def _index_report(index: ExportIndex, cache: ArtifactCache, fingerprint: str,
             continue
         stored = {}
         for key in keys:
-            path, sha = cache.put(Path(files[key]))
-            stored[key] = {"path": str(path), "sha256": sha}
+            stored[key] = file_record(*cache.put(Path(files[key])))
         index.put(format_key(fingerprint, fmt), FormatEntry(files=stored,
                                                             seconds=seconds.get(fmt)))
     if report.get("metadata"):

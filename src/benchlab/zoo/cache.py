@@ -24,7 +24,7 @@ from typing import Any
 from benchlab.artifacts import ArtifactCache, sha256_of
 from benchlab.zoo.catalog import ZooModel, format_of
 
-__all__ = ["ExportIndex", "FormatEntry", "format_key", "model_fingerprint"]
+__all__ = ["ExportIndex", "FormatEntry", "file_record", "format_key", "model_fingerprint"]
 
 # Bump when the export pipeline changes in a way the package versions do not capture.
 ZOO_VERSION = "3"
@@ -80,7 +80,7 @@ def format_key(fingerprint: str, fmt: str) -> str:
 class FormatEntry:
     """One format's export: its files (key → cached path and sha256) or why it failed."""
 
-    files: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    files: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     error: str | None = None
     seconds: float | None = None
 
@@ -92,9 +92,21 @@ class FormatEntry:
         return bool(self.files) and all(_intact(f) for f in self.files.values())
 
 
-def _intact(entry: Mapping[str, str]) -> bool:
+def file_record(path: Path, sha256: str) -> dict[str, Any]:
+    """How the index remembers one exported file: where, its hash, and its size and mtime at
+    export, so that checking it later costs a ``stat``, not a read (fetching it hashes it
+    again anyway)."""
+    stat = path.stat()
+    return {"path": str(path), "sha256": sha256, "size": stat.st_size,
+            "mtime_ns": stat.st_mtime_ns}
+
+
+def _intact(entry: Mapping[str, Any]) -> bool:
     path = Path(entry["path"])
     try:
+        if "size" in entry and "mtime_ns" in entry:  # recorded since the index kept them
+            stat = path.stat()
+            return (stat.st_size, stat.st_mtime_ns) == (entry["size"], entry["mtime_ns"])
         return path.is_file() and sha256_of(path) == entry["sha256"]
     except OSError:
         return False

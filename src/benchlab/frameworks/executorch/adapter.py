@@ -149,7 +149,7 @@ class ExecuTorchFramework(RunnerFramework):
             return [self.native_invocation(ctx, executor_runner_argv(
                 binary, path, iterations=ctx.test.iter,
                 threads=options.get("threads", ctx.test.threads),
-                extra=str(options.get("flags", "")).split(),
+                extra=self.native_flags(ctx),
             ))]
         runner_options = {**options, **resolved_variant(key, options)}
         return [runner_invocation(ctx, backend=self.backend, model_path=path,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from benchlab.frameworks.native.common import SampleList as _Samples
 from benchlab.frameworks.native.common import count_flag
@@ -31,7 +31,13 @@ from benchlab.protocol import ParsedOutput, ReportedSummary
 from benchlab.schema import Metric
 from benchlab.units import convert
 
-__all__ = ["COUNTERS_MARKER", "TOOL", "benchmark_app_command", "parse_benchmark_app"]
+__all__ = [
+    "COUNTERS_MARKER",
+    "TOOL",
+    "BenchmarkAppCommand",
+    "benchmark_app_command",
+    "parse_benchmark_app",
+]
 
 TOOL = "benchmark_app"
 """The name recorded in ``details["tool"]``."""
@@ -52,11 +58,21 @@ _STAT = re.compile(rf"^\s*(?:\[ INFO \])?\s*(Median|Average|Min|Max):\s*({_NUM})
 _STAT_NAMES = {"median": "p50", "average": "mean", "min": "min", "max": "max"}
 
 
+class BenchmarkAppCommand(NamedTuple):
+    """``benchmark_app``'s command line and the shell steps around it (see
+    :meth:`benchlab.frameworks.base.RunnerFramework.native_invocation`)."""
+
+    before: tuple[str, ...]
+    argv: list[str]
+    after: str
+
+
 def benchmark_app_command(binary: str, xml: str, weights: str | None, workdir: str, *,
                           threads: int | None = None, iterations: int | None = None,
                           precision: str = "f32", shapes: Sequence[tuple[str, Sequence[int]]] = (),
-                          profile_ops: bool = False, extra: Iterable[str] = ()) -> str:
-    """The shell command running ``benchmark_app`` on an IR model, latency-style.
+                          profile_ops: bool = False,
+                          extra: Iterable[str] = ()) -> BenchmarkAppCommand:
+    """How to run ``benchmark_app`` on an IR model, latency-style.
 
     One stream, one synchronous request (``-hint none -nstreams 1 -api sync``), ``-niter``
     iterations, ``-infer_precision`` set explicitly (OpenVINO's CPU default is bf16 where the
@@ -70,9 +86,10 @@ def benchmark_app_command(binary: str, xml: str, weights: str | None, workdir: s
             count_flag(name, value, 1)
     suffix = "." + xml.rsplit(".", 1)[-1] if "." in xml.rsplit("/", 1)[-1] else ".xml"
     model = f"{workdir}/benchlab-model{suffix}"
-    setup = [f"ln -sf {shlex.quote(xml)} {shlex.quote(model)}"]
+    before = [f"ln -sf {shlex.quote(xml)} {shlex.quote(model)}"]
     if weights:
-        setup.append(f"ln -sf {shlex.quote(weights)} {shlex.quote(workdir + '/benchlab-model.bin')}")
+        before.append(f"ln -sf {shlex.quote(weights)} "
+                      f"{shlex.quote(workdir + '/benchlab-model.bin')}")
     argv = [binary, "-m", model, "-d", "CPU", "-hint", "none", "-nstreams", "1", "-api", "sync",
             "-infer_precision", precision]
     if threads is not None:
@@ -83,13 +100,11 @@ def benchmark_app_command(binary: str, xml: str, weights: str | None, workdir: s
         dims = ["[" + ",".join(str(d) for d in shape) + "]" for _, shape in shapes]
         argv += ["-data_shape", dims[0] if len(dims) == 1 else
                  ",".join(f"{name}{dim}" for (name, _), dim in zip(shapes, dims, strict=True))]
+    after = ""
     if profile_ops:
         argv += ["-report_type", "detailed_counters", "-report_folder", workdir]
-    command = " ".join(shlex.quote(a) for a in [*argv, *extra])
-    if profile_ops:
-        csv = shlex.quote(f"{workdir}/{_COUNTERS_CSV}")
-        command += f" && echo {COUNTERS_MARKER} && cat {csv}"
-    return " && ".join([*setup, command])
+        after = f"echo {COUNTERS_MARKER} && cat {shlex.quote(f'{workdir}/{_COUNTERS_CSV}')}"
+    return BenchmarkAppCommand(tuple(before), [*argv, *extra], after)
 
 
 def _counters(text: str) -> dict[str, float]:

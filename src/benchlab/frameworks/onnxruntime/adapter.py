@@ -61,7 +61,7 @@ class OnnxRuntimeFramework(RunnerFramework):
                 binary, ctx.files[f"files.{key}"], iterations=ctx.test.iter,
                 threads=options.get("threads", ctx.test.threads),
                 execution_provider=options.get("execution_provider"),
-                extra=str(options.get("flags", "")).split(),
+                extra=self.native_flags(ctx),
             ))]
         precision = "int8" if key == INT8_KEY else str(ctx.config.options.get("precision", "fp32"))
         return [runner_invocation(ctx, backend=self.backend, model_path=ctx.files[f"files.{key}"],

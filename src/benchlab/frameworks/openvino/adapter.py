@@ -39,7 +39,6 @@ from benchlab.frameworks.base import (
     RunnerFramework,
     Unsupported,
     runner_invocation,
-    thread_env,
 )
 from benchlab.frameworks.native.benchmark_app import benchmark_app_command, parse_benchmark_app
 from benchlab.frameworks.common import (
@@ -170,8 +169,9 @@ class OpenVinoFramework(RunnerFramework):
                 threads=options.get("threads", test.threads), iterations=test.iter,
                 precision=canonical_precision(options.get("precision", "f32")) or "f32",
                 shapes=[(d.name, d.shape) for d in test.inputs], profile_ops=test.profile_ops,
-                extra=str(options.get("flags", "")).split())
-            return [Invocation(argv=command, env={**thread_env(test.threads), **test.env})]
+                extra=self.native_flags(ctx))
+            return [self.native_invocation(ctx, command.argv, before=command.before,
+                                           after=command.after)]
         extra = {"weights": weights_path} if weights_path else {}
         return [
             runner_invocation(

@@ -145,18 +145,13 @@ class TfliteFramework(RunnerFramework):
             if is_litert_benchmark(binary):
                 return [self.native_invocation(ctx, litert_benchmark_argv(
                     binary, path, threads=options.get("threads", test.threads),
-                    warmup=test.warmup, iterations=test.iter, extra=_extra_flags(options),
+                    warmup=test.warmup, iterations=test.iter, extra=self.native_flags(ctx),
                 ))]
             return [self.native_invocation(ctx, benchmark_model_argv(
                 binary, path, threads=options.get("threads", test.threads), warmup=test.warmup,
                 iterations=test.iter, min_secs=test.min_time, profile_ops=test.profile_ops,
-                extra=_extra_flags(options),
+                extra=self.native_flags(ctx),
             ))]
         runner_options = {**options, "precision": _precision_of(key, options)}
         return [runner_invocation(ctx, backend=self.backend, model_path=path,
                                   options=runner_options)]
-
-
-def _extra_flags(options: Mapping[str, Any]) -> list[str]:
-    """A native tool's own extra flags from the ``flags`` option (space-separated)."""
-    return str(options.get("flags", "")).split()
