@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,7 +13,7 @@ from benchlab.ab.pairs import CompareSettings, Side, compare_jobs
 from benchlab.ab.model import Comparison
 from benchlab.energy.session import EnergySettings
 from benchlab.errors import InfrastructureError, UsageError
-from benchlab.harness import Plan, TestOverrides, execute, plan
+from benchlab.harness import Plan, StagedPlan, TestOverrides, execute, plan
 from benchlab.plugins import FRAMEWORK_GROUP, available_names, open_target, parse_plugin_text
 from benchlab.report.jsondir import write_result_json
 from benchlab.report.terminal import SweepProgress, download_bar, make_console
@@ -31,7 +32,7 @@ from benchlab.tracking.tracker import (
     wait_interval,
 )
 from benchlab.tracking.tracker import fingerprint as track_fingerprint
-from benchlab.zoo import DEFAULT_MODELS, resolve_model_names, zoo_specs
+from benchlab.zoo import DEFAULT_MODELS, ExportSession, resolve_model_names, spec_of
 
 if TYPE_CHECKING:  # rich is the reporters' business; the API only passes a console through
     from rich.console import Console
@@ -56,23 +57,76 @@ def parse_framework(text: str) -> FrameworkConfig:
     return FrameworkConfig(name, options)
 
 
-def _collect_specs(
+def _framework_configs(frameworks: Sequence[str | FrameworkConfig] | None
+                       ) -> list[FrameworkConfig]:
+    configs = [parse_framework(f) if isinstance(f, str) else f for f in frameworks or ()]
+    if any(c.name == "all" for c in configs):
+        # "all" = every installed framework's defaults, except those configured explicitly.
+        # Alone, it leaves each spec to its own defaults (what no -f at all does).
+        explicit = [c for c in configs if c.name != "all"]
+        named = {c.name for c in explicit}
+        configs = [FrameworkConfig(n) for n in available_names(FRAMEWORK_GROUP)
+                   if n != "generic" and n not in named] + explicit if explicit else []
+    return configs
+
+
+@dataclass(frozen=True, slots=True)
+class _Staged:
+    """A staged sweep, the plans of the stages taken so far, the framework configurations."""
+
+    sweep: StagedPlan
+    taken: list[Plan]
+    configs: list[FrameworkConfig]
+    zoo_models: int
+
+
+@contextmanager
+def _staged(
     specs: Sequence[str | Path] | str | Path | None,
     models: Sequence[str] | None,
+    frameworks: Sequence[str | FrameworkConfig] | None,
+    target: Target,
+    overrides: TestOverrides | None,
     cache: ArtifactCache,
     root_model_dir: Path | None,
     progress: Callable[[str], None] | None = None,
-) -> list[BenchmarkSpec]:
-    if isinstance(specs, (str, Path)):
-        specs = [specs]
-    loaded: list[BenchmarkSpec] = []
-    for path in specs or ():
-        loaded.extend(load(Path(path), root_dir=root_model_dir))
-    if models:
-        loaded.extend(zoo_specs(resolve_model_names(models), cache, progress=progress))
-    if not specs and not models:
-        loaded.extend(zoo_specs(DEFAULT_MODELS, cache, progress=progress))
-    return loaded
+    pause: bool = True,
+) -> Iterator[_Staged]:
+    """Plan spec files at once and zoo models stage by stage, as their exports end.
+
+    With ``pause``, the exports still running stop while a stage is measured (see
+    :class:`benchlab.zoo.ExportSession`). The sweep's fingerprint is known before any
+    export: it digests the spec files' job keys and each zoo model's definition.
+    """
+    configs = _framework_configs(frameworks)
+    paths = [specs] if isinstance(specs, (str, Path)) else list(specs or ())
+    loaded = [spec for path in paths for spec in load(Path(path), root_dir=root_model_dir)]
+    names = (resolve_model_names(models) if models
+             else [] if paths else list(DEFAULT_MODELS))
+    if not loaded and not names:
+        raise UsageError("nothing to run: the given specs contain no tests")
+
+    def plan_of(batch: list[BenchmarkSpec]) -> Plan:
+        return plan(batch, target, frameworks=configs or None, overrides=overrides)
+
+    with ExportSession(names, cache, progress=progress) as session:
+        first = plan_of(loaded)
+        requested = [job.identity.key for job in first.jobs]
+        if names:
+            settings = (f"frameworks={configs!r} overrides={overrides!r} "
+                        f"target={target.name}@{target.describe().get('hostname', '')}")
+            requested += [f"zoo:{name}@{fp} {settings}"
+                          for name, fp in session.fingerprints.items()]
+        taken: list[Plan] = []
+
+        def stages() -> Iterator[Plan]:
+            taken.append(first)
+            yield first
+            for batch in session.batches(pause=pause):
+                taken.append(plan_of([spec_of(export, cache) for export in batch]))
+                yield taken[-1]
+
+        yield _Staged(StagedPlan(tuple(requested), stages()), taken, configs, len(names))
 
 
 def _plan(
@@ -83,20 +137,15 @@ def _plan(
     overrides: TestOverrides | None,
     cache: ArtifactCache,
     root_model_dir: Path | None,
-    progress: Callable[[str], None] | None = None,
 ) -> tuple[Plan, list[FrameworkConfig]]:
-    configs = [parse_framework(f) if isinstance(f, str) else f for f in frameworks or ()]
-    if any(c.name == "all" for c in configs):
-        # "all" = every installed framework's defaults, except those configured explicitly.
-        # Alone, it leaves each spec to its own defaults (what no -f at all does).
-        explicit = [c for c in configs if c.name != "all"]
-        named = {c.name for c in explicit}
-        configs = [FrameworkConfig(n) for n in available_names(FRAMEWORK_GROUP)
-                   if n != "generic" and n not in named] + explicit if explicit else []
-    loaded = _collect_specs(specs, models, cache, root_model_dir, progress)
-    if not loaded:
-        raise UsageError("nothing to run: the given specs contain no tests")
-    return plan(loaded, target, frameworks=configs or None, overrides=overrides), configs
+    """The whole sweep as one plan, every export done first; same fingerprint as a run."""
+    with _staged(specs, models, frameworks, target, overrides, cache, root_model_dir,
+                 pause=False) as staged:
+        stages = list(staged.sweep.stages)
+    whole = Plan(jobs=tuple(job for stage in stages for job in stage.jobs),
+                 skipped=tuple(skip for stage in stages for skip in stage.skipped),
+                 requested=staged.sweep.requested)
+    return whole, staged.configs
 
 
 def plan_sweep(
@@ -152,10 +201,8 @@ def run(
     )
     the_target = _usable_target(target)
     announce = (console or make_console(stderr=True)).print if progress else None
-    sweep, configs = _plan(specs, models, frameworks, the_target, overrides, cache,
-                           root_model_dir, announce)
-    store = open_store(db)
-    try:
+    with _staged(specs, models, frameworks, the_target, overrides, cache, root_model_dir,
+                 announce) as staged, closing(open_store(db)) as store:
         run_label: list[str] = []
 
         def on_result(result: Result) -> None:
@@ -165,27 +212,42 @@ def run(
         def start(record_uuid: str) -> None:
             run_label.append(record_uuid)
 
-        bar = SweepProgress(len(sweep.jobs), console=console) if progress else None
+        bar = SweepProgress(0, console=console) if progress else None
+        sweep = staged.sweep
         if bar is not None:
+            sweep = replace(sweep, stages=_counted(sweep.stages, staged.zoo_models, bar))
             bar.__enter__()
         try:
             record, results = execute(
                 sweep, the_target, cache, store, resume=resume, string_map=string_map,
                 time_budget=time_budget, energy=energy,
-                description=_describe(specs, models, configs),
+                description=_describe(specs, models, staged.configs),
                 on_result=on_result, progress=bar, on_run=start,
             )
         finally:
             if bar is not None:
                 bar.__exit__(None, None, None)
-    finally:
-        store.close()
     return Results(
         items=tuple(results),
         run_id=record.id,
         run_uuid=record.uuid,
-        skipped=tuple((s.label, s.reason) for s in sweep.skipped),
+        skipped=tuple((s.label, s.reason) for stage in staged.taken for s in stage.skipped),
     )
+
+
+def _counted(stages: Iterator[Plan], zoo_models: int, bar: SweepProgress) -> Iterator[Plan]:
+    """The stages, setting the bar's total as each comes: the jobs planned so far plus, for
+    zoo models still exporting, as many per model as the zoo models planned so far had."""
+    planned, zoo_jobs, zoo_seen = 0, 0, set()
+    for stage in stages:
+        planned += len(stage.jobs)
+        for job in stage.jobs:
+            if job.spec.model.metadata.get("zoo"):
+                zoo_jobs += 1
+                zoo_seen.add(job.identity.model_name)
+        waiting = max(zoo_models - len(zoo_seen), 0)
+        bar.expect(planned + (round(zoo_jobs / len(zoo_seen) * waiting) if zoo_seen else 0))
+        yield stage
 
 
 def _fetch_for_pass(settings: TrackSettings, follow: bool,

@@ -12,7 +12,7 @@ import hashlib
 import json
 import socket
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
@@ -29,7 +29,16 @@ from benchlab.store import ResultStore, RunRecord
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
 from benchlab.targets.base import Target
 
-__all__ = ["Plan", "Skipped", "TestOverrides", "execute", "model_hash", "plan"]
+__all__ = [
+    "Plan",
+    "Skipped",
+    "StagedPlan",
+    "TestOverrides",
+    "execute",
+    "model_hash",
+    "plan",
+    "sweep_fingerprint",
+]
 
 
 class TestOverrides:
@@ -81,18 +90,48 @@ class Skipped:
     reason: str
 
 
+def sweep_fingerprint(lines: Iterable[str]) -> str:
+    """The digest that names a sweep: the same lines, in any order, give the same one."""
+    return hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()[:16]
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """The jobs of a sweep, the combinations skipped, and a fingerprint identifying the sweep."""
+    """The jobs of a sweep, the combinations skipped, and a fingerprint identifying the sweep.
+
+    The fingerprint digests the job keys, or ``requested`` where the sweep was asked for in
+    terms known before its jobs were (zoo models not yet exported: see :class:`StagedPlan`).
+    """
 
     jobs: tuple[Job, ...]
     skipped: tuple[Skipped, ...]
+    requested: tuple[str, ...] | None = None
 
     @property
     def fingerprint(self) -> str:
-        """A digest of the planned job keys: the same sweep gets the same fingerprint."""
-        keys = sorted(job.identity.key for job in self.jobs)
-        return hashlib.sha256("\n".join(keys).encode()).hexdigest()[:16]
+        """The same sweep gets the same fingerprint (what ``resume`` finds it by)."""
+        if self.requested is not None:
+            return sweep_fingerprint(self.requested)
+        return sweep_fingerprint(job.identity.key for job in self.jobs)
+
+
+@dataclass(frozen=True)
+class StagedPlan:
+    """A sweep planned stage by stage, each stage as its models become ready to measure.
+
+    A fresh run exports zoo models before it can plan their jobs; stages let the first ones
+    be measured while later exports wait. ``requested`` names the whole sweep up front (job
+    keys of what is planned already, a line per model still to come), so its fingerprint is
+    known before the first stage and a resumed run finds it.
+    """
+
+    requested: tuple[str, ...]
+    stages: Iterator[Plan]
+
+    @property
+    def fingerprint(self) -> str:
+        """The digest of ``requested``: a resume of the same request finds this run."""
+        return sweep_fingerprint(self.requested)
 
 
 def model_hash(spec: BenchmarkSpec) -> str:
@@ -179,7 +218,7 @@ ProgressCallback = Callable[[Job, Result | None], None]
 
 
 def execute(
-    sweep: Plan,
+    sweep: Plan | StagedPlan,
     target: Target,
     cache: ArtifactCache,
     store: ResultStore,
@@ -195,7 +234,8 @@ def execute(
 ) -> tuple[RunRecord, list[Result]]:
     """Run the planned jobs; returns the store's run record and the run's results.
 
-    With ``resume`` (``True`` for the latest interrupted run of the same sweep, or a run id),
+    A :class:`StagedPlan`'s stages are taken one at a time, each when the one before is
+    measured. With ``resume`` (``True`` for the latest interrupted run of the same sweep, or a run id),
     jobs already recorded in that run are not run again.
     """
     run = None
@@ -218,25 +258,31 @@ def execute(
     if on_run:
         on_run(run.uuid)
     done = store.finished_job_keys(run.id)
-    pending = [job for job in sweep.jobs if job.identity.key not in done]
+    stages = iter((sweep,)) if isinstance(sweep, Plan) else sweep.stages
+    keys: set[str] = set()
+    cooldown = 0.0
     try:
-        for position, job in enumerate(pending):
-            if progress:
-                progress(job, None)
-            result = run_job(job, target, cache, string_map=string_map, time_budget=time_budget,
-                             energy=energy)
-            store.add_result(run.id, result)
-            if on_result:
-                on_result(result)
-            if progress:
-                progress(job, result)
-            if job.test.cooldown and position + 1 < len(pending):
-                time.sleep(job.test.cooldown)
+        for stage in stages:
+            keys.update(job.identity.key for job in stage.jobs)
+            for job in stage.jobs:
+                if job.identity.key in done:
+                    continue
+                if cooldown:  # the previous job's, so no pause after the last one
+                    time.sleep(cooldown)
+                if progress:
+                    progress(job, None)
+                result = run_job(job, target, cache, string_map=string_map,
+                                 time_budget=time_budget, energy=energy)
+                store.add_result(run.id, result)
+                if on_result:
+                    on_result(result)
+                if progress:
+                    progress(job, result)
+                cooldown = job.test.cooldown or 0.0
     except BaseException:
         store.mark_interrupted(run.id)
         raise
     store.finish_run(run.id)
-    keys = {job.identity.key for job in sweep.jobs}
     results = [r for r in store.results(run.id) if r.identity.key in keys]
     return run, results
 

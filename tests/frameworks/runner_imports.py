@@ -30,7 +30,7 @@ import atexit, json, os, sys
 
 def _dump():
     with open(os.environ["BENCHLAB_TEST_MODULES_OUT"], "w") as out:
-        json.dump(sorted(m for m in sys.modules if m.split(".")[0] == "benchlab"), out)
+        json.dump(sorted(sys.modules), out)
 
 atexit.register(_dump)
 """
@@ -45,9 +45,11 @@ def runner_modules() -> set[str]:
     return set(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
-def assert_runner_loads_only_its_backend(invocation: Invocation, framework: str) -> float:
+def assert_runner_loads_only_its_backend(invocation: Invocation, framework: str,
+                                         forbidden: tuple[str, ...] = ()) -> float:
     """Run the adapter's runner command as it is and check which benchlab modules it loaded.
 
+    ``forbidden`` names other packages the process must not load (a runtime's compiler stack).
     Returns the ``import_time`` (ms) the process reported.
     """
     argv = list(invocation.argv)
@@ -60,7 +62,10 @@ def assert_runner_loads_only_its_backend(invocation: Invocation, framework: str)
                               env={**os.environ, **invocation.env, "PYTHONPATH": path,
                                    "BENCHLAB_TEST_MODULES_OUT": str(out)})
         assert proc.returncode == 0, proc.stderr[-3000:]
-        loaded = set(json.loads(out.read_text()))
+        everything = set(json.loads(out.read_text()))
+    loaded = {m for m in everything if m.split(".")[0] == "benchlab"}
+    unwanted = sorted(m for m in everything for f in forbidden if m == f or m.startswith(f + "."))
+    assert not unwanted, f"the runner process loaded {unwanted[:10]}"
     package = f"benchlab.frameworks.{framework}"
     allowed = runner_modules() | {"benchlab.runner.__main__", "benchlab.frameworks",
                                   "benchlab.frameworks.lazy", package,

@@ -263,6 +263,10 @@ class SweepProgress:
     def __exit__(self, *exc: object) -> None:
         self._progress.stop()
 
+    def expect(self, total: int) -> None:
+        """Set how many jobs the sweep has, as far as is known (stages add jobs as they come)."""
+        self._progress.update(self._task, total=total)
+
     def __call__(self, job: Any, result: Result | None) -> None:
         """Show the job starting, or advance when its result arrives."""
         if result is None:

@@ -9,22 +9,16 @@ content-addressed in the artifact cache and indexed by model definition (see
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import tempfile
 import threading
-import time
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from benchlab.artifacts import ArtifactCache
-from benchlab.errors import InfrastructureError, UsageError
+from benchlab.errors import UsageError
 from benchlab.spec.types import BenchmarkSpec, FileRef, InputDef, ModelDef, TestCase
 from benchlab.zoo.cache import (
     ExportIndex,
@@ -33,12 +27,19 @@ from benchlab.zoo.cache import (
     format_key,
     model_fingerprint,
 )
-from benchlab.zoo.catalog import ALL_FORMATS, EXPORT_PROGRESS_PREFIX, ZooModel, format_of
+from benchlab.zoo.catalog import ALL_FORMATS, ZooModel, format_of
+from benchlab.zoo.pipeline import (
+    ExportProgress,
+    PausableProcesses,
+    default_export_workers,
+    run_exporter,
+)
 from benchlab.zoo.registry import DEFAULT_MODELS, SMALL_MODELS, ZOO, resolve_onnx_resource
 
 __all__ = [
     "DEFAULT_MODELS",
     "DEFAULT_TEST",
+    "ExportSession",
     "SMALL_MODELS",
     "ZOO",
     "ModelExport",
@@ -46,13 +47,12 @@ __all__ = [
     "export_models",
     "resolve_model_names",
     "spec_document",
+    "spec_of",
     "zoo_specs",
 ]
 
 # Defaults of the zoo's test: three fresh processes of at least 30 iterations and 0.3 s each.
 DEFAULT_TEST = TestCase(identifier="default", warmup=5, iter=30, min_time=0.3, repeat=3)
-# One model's exports may include AOTInductor's C++ build; a hung converter still ends.
-_EXPORT_TIMEOUT_S = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,100 +110,106 @@ def _wanted_formats(model: ZooModel, formats: Sequence[str] | None) -> list[str]
     return wanted
 
 
-def _run_exporter(model: ZooModel, formats: list[str], out_dir: Path,
-                  on_event: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """Export ``formats`` of ``model`` in a fresh process; its progress lines go to
-    ``on_event`` as they come, its report (the last stdout line) is returned."""
-    job = {
-        "name": model.name, "entry": model.entry, "task": model.task,
-        "onnx_resource_path": str(resolve_onnx_resource(model.onnx_resource))
-        if model.onnx_resource else None,
-        "input_shapes": [list(s) for s in model.input_shapes],
-        "input_dtypes": list(model.dtypes), "formats": [f for f in formats if f != "reference"],
-        "out_dir": str(out_dir), "seed": 0,
-    }
-    proc = subprocess.Popen([sys.executable, "-m", "benchlab.zoo.export", json.dumps(job)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    tail: deque[str] = deque(maxlen=6)
-
-    def read_stderr() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            if line.startswith(EXPORT_PROGRESS_PREFIX):
-                try:
-                    event = json.loads(line[len(EXPORT_PROGRESS_PREFIX):])
-                except ValueError:
-                    continue
-                if on_event is not None:
-                    on_event(event)
-            elif line.strip():
-                tail.append(line.rstrip())
-
-    killed: list[bool] = []
-
-    def kill() -> None:
-        killed.append(True)
-        proc.kill()
-
-    reader = threading.Thread(target=read_stderr, daemon=True)
-    timer = threading.Timer(_EXPORT_TIMEOUT_S, kill)
-    reader.start()
-    timer.start()
-    try:
-        assert proc.stdout is not None
-        out = proc.stdout.read()
-        proc.wait()
-    finally:
-        timer.cancel()
-        reader.join(timeout=10)
-    if killed:
-        raise InfrastructureError(f"exporting {model.name} took over {_EXPORT_TIMEOUT_S:.0f} s")
-    lines = out.strip().splitlines()
-    try:
-        report = json.loads(lines[-1]) if lines else None
-    except ValueError:
-        report = None
-    if proc.returncode != 0 or not isinstance(report, dict):
-        why = f"exporter exited {proc.returncode}: " + "\n".join(tail)
-        return {"files": {}, "failed": {f: why for f in formats}, "metadata": {}, "seconds": {}}
-    return report
+@dataclass(frozen=True, slots=True)
+class _Planned:
+    model: ZooModel
+    fingerprint: str
+    todo: tuple[str, ...]  # formats to export now ("reference" included)
+    absent: dict[str, str]  # format → why it cannot be exported here
 
 
-def default_export_workers() -> int:
-    """How many export processes run at once: two where the machine has two cores or more.
+class ExportSession:
+    """The exports of some zoo models, handed out model by model as each one ends.
 
-    Exports run before any measurement, so they may share the machine; more than two
-    mostly trade memory (a torch export process takes 1-2 GiB) for little time.
+    Planning (on construction) only reads the index: :attr:`fingerprints` is known before
+    anything runs. :meth:`batches` yields first the models that need no export, then each
+    model (or models) whose export has just ended. With ``pause=True`` every other export is
+    stopped while the caller holds a batch (it measures it), and continues when the caller
+    asks for the next; exports never run during a measurement. Use as a context manager:
+    leaving it kills exports still running.
     """
-    return max(1, min(2, os.cpu_count() or 1))
 
+    def __init__(self, names: Sequence[str], cache: ArtifactCache, *,
+                 formats: Sequence[str] | None = None, force: bool = False,
+                 progress: Callable[[str], None] | None = None,
+                 workers: int | None = None) -> None:
+        self._cache, self._formats = cache, formats
+        self._index = ExportIndex(cache)
+        self._planned = [self._plan(ZOO[name], force) for name in resolve_model_names(names)]
+        busy = [p for p in self._planned if p.todo]
+        self._workers = min(workers or default_export_workers(), max(len(busy), 1))
+        self._shown = ExportProgress(progress, sum(
+            len([f for f in p.todo if f != "reference"]) for p in busy))
+        self._processes = PausableProcesses()
+        self._index_lock = threading.Lock()
 
-class _ExportProgress:
-    """Lines saying which model and format is exporting, and how long each took."""
+    def _plan(self, model: ZooModel, force: bool) -> _Planned:
+        onnx_bytes = (resolve_onnx_resource(model.onnx_resource).read_bytes()
+                      if model.onnx_resource else None)
+        fingerprint = model_fingerprint(model, onnx_bytes)
+        todo, absent = [], {}
+        for fmt in _wanted_formats(model, self._formats):
+            entry = self._index.get(format_key(fingerprint, fmt))
+            if entry is not None and entry.usable() and not force:
+                continue
+            why = _missing_exporter(fmt)
+            if why:
+                absent[fmt] = why
+            else:
+                todo.append(fmt)
+        return _Planned(model, fingerprint, tuple(todo), absent)
 
-    def __init__(self, progress: Callable[[str], None] | None, total: int) -> None:
-        self.progress, self.total, self.done = progress, total, 0
-        self.started = time.monotonic()
-        self.lock = threading.Lock()
+    @property
+    def fingerprints(self) -> dict[str, str]:
+        """Model name → the fingerprint of its definition (what its export cache key is)."""
+        return {p.model.name: p.fingerprint for p in self._planned}
 
-    def say(self, text: str) -> None:
-        if self.progress is not None:
-            with self.lock:
-                self.progress(f"[{time.monotonic() - self.started:4.0f} s] {text}")
+    def __enter__(self) -> ExportSession:
+        return self
 
-    def event(self, model: str) -> Callable[[dict[str, Any]], None]:
-        def on_event(event: dict[str, Any]) -> None:
-            fmt, what = event.get("format", "?"), event.get("event")
-            if what == "start":
-                self.say(f"exporting {model}: {fmt} …")
-                return
-            with self.lock:
-                self.done += 1
-                done = self.done
-            verb = "failed after" if what == "failed" else "done in"
-            self.say(f"exported {model}: {fmt} {verb} {float(event.get('seconds') or 0):.1f} s "
-                     f"({done}/{self.total} formats)")
-        return on_event
+    def __exit__(self, *exc: object) -> None:
+        self._processes.close()
+
+    def _export(self, planned: _Planned) -> ModelExport:
+        todo = list(planned.todo)
+        with tempfile.TemporaryDirectory(prefix="benchlab-zoo-") as tmp:
+            report = run_exporter(planned.model, todo, Path(tmp), self._processes,
+                                  self._shown.event(planned.model.name))
+            # Copying into the cache is disk work: never while a measurement runs.
+            with self._processes.running(), self._index_lock:
+                _index_report(self._index, self._cache, planned.fingerprint, todo, report)
+                self._index.save()
+        return self._collect(planned)
+
+    def _collect(self, planned: _Planned) -> ModelExport:
+        return _collect(self._index, planned.model, planned.fingerprint, self._formats,
+                        planned.absent, planned.todo)
+
+    def batches(self, *, pause: bool = False) -> Iterator[list[ModelExport]]:
+        """Lists of finished models: the cached ones first, then each export as it ends."""
+        ready = [self._collect(p) for p in self._planned if not p.todo]
+        busy = [p for p in self._planned if p.todo]
+        if ready:
+            yield ready
+        if not busy:
+            return
+        self._shown.say(f"exporting {len(busy)} model(s), {self._shown.total} format(s), "
+                        f"{self._workers} at a time (once: later runs reuse the files)")
+        with ThreadPoolExecutor(max_workers=self._workers) as pool:
+            pending = {pool.submit(self._export, p) for p in busy}
+            try:
+                while pending:
+                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    batch = [future.result() for future in finished]
+                    if pause and pending:
+                        self._processes.pause()
+                        self._shown.say(f"{len(pending)} export(s) paused while "
+                                        f"{', '.join(e.model.name for e in batch)} is measured")
+                    yield batch
+                    if self._processes.paused:
+                        self._processes.resume()
+            finally:
+                self._processes.close()
 
 
 def export_models(
@@ -224,45 +230,10 @@ def export_models(
     """
     if not names:
         return []
-    index = ExportIndex(cache)
-    planned: list[tuple[ZooModel, str, list[str], dict[str, str]]] = []
-    for name in resolve_model_names(names):
-        model = ZOO[name]
-        onnx_bytes = (resolve_onnx_resource(model.onnx_resource).read_bytes()
-                      if model.onnx_resource else None)
-        fingerprint = model_fingerprint(model, onnx_bytes)
-        todo, absent = [], {}
-        for fmt in _wanted_formats(model, formats):
-            entry = index.get(format_key(fingerprint, fmt))
-            if entry is not None and entry.usable() and not force:
-                continue
-            why = _missing_exporter(fmt)
-            if why:
-                absent[fmt] = why
-            else:
-                todo.append(fmt)
-        planned.append((model, fingerprint, todo, absent))
-    busy = [(model, fingerprint, todo) for model, fingerprint, todo, _ in planned if todo]
-    at_once = min(workers or default_export_workers(), max(len(busy), 1))
-    shown = _ExportProgress(progress, sum(len([f for f in todo if f != "reference"])
-                                          for _, _, todo in busy))
-    if busy:
-        shown.say(f"exporting {len(busy)} model(s), {shown.total} format(s), {at_once} at a "
-                  "time (once: later runs reuse the files)")
-    index_lock = threading.Lock()
-
-    def export_one(model: ZooModel, fingerprint: str, todo: list[str]) -> None:
-        with tempfile.TemporaryDirectory(prefix="benchlab-zoo-") as tmp:
-            report = _run_exporter(model, todo, Path(tmp), shown.event(model.name))
-            with index_lock:  # one writer of the cache and its index at a time
-                _index_report(index, cache, fingerprint, todo, report)
-                index.save()
-
-    with ThreadPoolExecutor(max_workers=at_once) as pool:
-        for future in [pool.submit(export_one, *job) for job in busy]:
-            future.result()
-    return [_collect(index, model, fingerprint, formats, absent, tuple(todo))
-            for model, fingerprint, todo, absent in planned]
+    with ExportSession(names, cache, formats=formats, force=force, progress=progress,
+                       workers=workers) as session:
+        done = {e.model.name: e for batch in session.batches() for e in batch}
+    return [done[name] for name in session.fingerprints]
 
 
 def _index_report(index: ExportIndex, cache: ArtifactCache, fingerprint: str,
@@ -306,8 +277,11 @@ def _collect(index: ExportIndex, model: ZooModel, fingerprint: str,
                        metadata=index.metadata(fingerprint), exported=exported)
 
 
-def _spec_of(export: ModelExport, cache: ArtifactCache, test: TestCase) -> BenchmarkSpec:
-    model = export.model
+def spec_of(export: ModelExport, cache: ArtifactCache,
+            test: TestCase | None = None) -> BenchmarkSpec:
+    """The spec of an exported zoo model: its files in the cache, ``test`` (default
+    :data:`DEFAULT_TEST`) with the model's inputs."""
+    model, test = export.model, test or DEFAULT_TEST
     files = {
         key: FileRef(key=key, location=str(path), base_dir=cache.root, sha256=sha,
                      filename=path.name)
@@ -337,7 +311,7 @@ def zoo_specs(
 ) -> list[BenchmarkSpec]:
     """Specs for zoo models, exporting (once) the files their frameworks need."""
     exports = export_models(names, cache, progress=progress)
-    return [_spec_of(e, cache, test or DEFAULT_TEST) for e in exports]
+    return [spec_of(e, cache, test) for e in exports]
 
 
 def spec_document(export: ModelExport) -> dict[str, Any]:

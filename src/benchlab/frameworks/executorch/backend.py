@@ -1,6 +1,6 @@
 """Runner-side ExecuTorch backend: the only module of the adapter that imports ExecuTorch.
 
-One timed iteration is ``method.execute(inputs)`` on torch tensors made once in
+One timed iteration is a call of the runtime's method object on torch tensors made once in
 :meth:`ExecuTorchBackend.prepare`; the returned output tensors are part of the call (the
 runtime allocates them), converting them to numpy is not.
 """
@@ -12,10 +12,15 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-import executorch.extension.pybindings.portable_lib as portable_lib
 import numpy as np
 import torch
-from executorch.runtime import Runtime
+
+# The compiled runtime itself, not its public wrapper: ``portable_lib`` and
+# ``executorch.runtime`` import ``executorch.exir`` (the whole export stack, torchao
+# included) for one warning class, about 6 s of every runner process on this machine against
+# 0.01 s for the extension (docs/performance.md §9). torch is imported first because the
+# extension links against libtorch, as the wrapper's own comment says.
+from executorch.extension.pybindings import _portable_lib as portable_lib
 
 from benchlab.runner.accuracy import to_arrays
 from benchlab.runner.config import InputConfig, RunnerConfig
@@ -41,6 +46,7 @@ class ExecuTorchBackend:
         self._options = config.options
         self._method_name = str(self._options.get("method", "forward"))
         self._method: Any = None
+        self._program: Any = None
         self._args: list[torch.Tensor] = []
         self._threads_note: str | None = None
         self._size_threadpool(config.threads)
@@ -62,15 +68,19 @@ class ExecuTorchBackend:
 
     def load(self) -> None:
         """Load the program and its method (delegate initialisation happens here)."""
-        program = Runtime.get().load_program(self._config.model_path)
-        if self._method_name not in program.method_names:
+        program = portable_lib._load_program(
+            str(self._config.model_path), enable_etdump=False, debug_buffer_size=0,
+            program_verification=portable_lib.Verification.InternalConsistency)
+        names = [program.get_method_name(i) for i in range(program.num_methods())]
+        if self._method_name not in names:
             raise ValueError(f"the program has no method {self._method_name!r} "
-                             f"(methods: {', '.join(sorted(program.method_names))})")
+                             f"(methods: {', '.join(sorted(names))})")
         self._method = program.load_method(self._method_name)
+        self._program = program  # the method borrows from it
 
     def _input_dtypes(self) -> list[str | None]:
         """The dtype of each tensor input the method declares (``None`` where unknown)."""
-        meta = self._method.metadata
+        meta = self._method.method_meta()
         dtypes: list[str | None] = []
         for index in range(meta.num_inputs()):
             try:
@@ -85,7 +95,7 @@ class ExecuTorchBackend:
         A ``.pte`` does not record input names; the zoo's reference files use the same
         ``input<i>`` naming, and inputs are bound by position anyway.
         """
-        meta = self._method.metadata
+        meta = self._method.method_meta()
         specs = []
         for index in range(meta.num_inputs()):
             try:
@@ -110,12 +120,12 @@ class ExecuTorchBackend:
             torch.from_numpy(np.ascontiguousarray(array, dtype=dtype or array.dtype))
             for array, dtype in zip(inputs.values(), dtypes, strict=True)
         ]
-        execute, args = self._method.execute, self._args
-        return lambda: execute(args)
+        method, args = self._method, self._args
+        return lambda: method(args)
 
     def outputs(self) -> list[np.ndarray]:
         """One more execution; outputs as numpy arrays in the method's output order."""
-        return to_arrays(list(self._method.execute(self._args)))
+        return to_arrays(list(self._method(self._args)))
 
     def extra_metrics(self) -> dict[str, tuple[float, str]]:
         """Nothing beyond the loop's own measurements."""

@@ -1,0 +1,188 @@
+"""Exports that take turns with measurements: paused process groups, models handed out as each
+export ends, a staged run that measures the first model before the next one is exported, and
+a staged run's fingerprint that a resume finds."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import benchlab
+import benchlab.zoo as zoo
+from benchlab.artifacts import ArtifactCache
+from benchlab.errors import InfrastructureError
+from benchlab.store import open_store
+from benchlab.zoo.catalog import ZooModel
+from benchlab.zoo.pipeline import PausableProcesses
+
+_MODELS = textwrap.dedent('''
+    import os, time
+    import torch
+    from torch import nn
+
+
+    def _tiny():
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3)).eval()
+        model.example_shapes = [[2, 8]]
+        return model
+
+
+    def quick():
+        return _tiny()
+
+
+    def slow():
+        # Says who it is, then takes long enough to still be exporting when quick is done.
+        with open(os.environ["PIPELINE_SLOW_PID"], "w") as out:
+            out.write(str(os.getpid()))
+        time.sleep(float(os.environ.get("PIPELINE_SLOW_S", "15")))
+        return _tiny()
+''')
+
+
+def _state(pid: int) -> str:
+    """The process's state letter from /proc (``T`` when stopped), ``gone`` once reaped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return "gone"
+    return stat.rsplit(")", 1)[1].split()[0]
+
+
+def _wait_for_state(pid: int, wanted: set[str], timeout: float = 30.0) -> str:
+    deadline = time.monotonic() + timeout
+    while (state := _state(pid)) not in wanted and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return state
+
+
+@pytest.fixture()
+def two_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ZooModel, ZooModel]:
+    """``quick`` exports in seconds; ``slow`` sleeps first and writes its pid to a file."""
+    (tmp_path / "pipeline_models.py").write_text(_MODELS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path) + ":" + ":".join(sys.path))
+    monkeypatch.setenv("PIPELINE_SLOW_PID", str(tmp_path / "slow.pid"))
+    made = []
+    for name in ("quick", "slow"):
+        model = ZooModel(name=f"pipeline_{name}", description="test model", task="regression",
+                         input_shapes=((2, 8),), entry=f"pipeline_models:{name}",
+                         sources=("pipeline_models",), formats=("onnx",))
+        monkeypatch.setitem(zoo.ZOO, model.name, model)
+        made.append(model)
+    return made[0], made[1]
+
+
+def test_pause_stops_the_whole_group_and_resume_continues_it(tmp_path: Path) -> None:
+    processes = PausableProcesses()
+    # A shell whose child does the work: the group, not only the parent, must stop.
+    proc = processes.popen(["sh", "-c", "sleep 60 & wait"], stdout=subprocess.PIPE, text=True)
+    child = None
+    for _ in range(200):
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        if children:
+            child = int(children[0])
+            break
+        time.sleep(0.02)
+    assert child is not None
+    try:
+        processes.pause()
+        assert _wait_for_state(proc.pid, {"T"}) == "T"
+        assert _wait_for_state(child, {"T"}) == "T"
+        processes.resume()
+        assert _wait_for_state(child, {"S", "R"}) in {"S", "R"}
+        processes.close()
+        proc.wait(timeout=30)
+        assert proc.returncode == -9
+    finally:
+        processes.close()
+    # After close, nothing new starts.
+    with pytest.raises(InfrastructureError, match="cancelled"):
+        processes.popen(["true"])
+
+
+@pytest.mark.slow
+def test_models_come_as_their_exports_end_and_the_rest_wait(
+    two_models: tuple[ZooModel, ZooModel], tmp_path: Path
+) -> None:
+    quick, slow = two_models
+    cache = ArtifactCache(tmp_path / "cache")
+    with zoo.ExportSession([quick.name, slow.name], cache, workers=2) as session:
+        batches = session.batches(pause=True)
+        first = next(batches)
+        assert [e.model.name for e in first] == [quick.name]
+        assert "onnx" in {k for k in first[0].files}
+        # While the caller holds quick (it would be measuring it), slow's export is stopped.
+        pid = int((tmp_path / "slow.pid").read_text())
+        assert _wait_for_state(pid, {"T"}) == "T"
+        second = next(batches)
+        assert [e.model.name for e in second] == [slow.name]
+        assert _wait_for_state(pid, {"gone", "Z"}) in {"gone", "Z"}
+        assert next(batches, None) is None
+    # Both are cached now: a new session hands both out at once, before exporting anything.
+    with zoo.ExportSession([quick.name, slow.name], cache) as session:
+        assert [[e.model.name for e in b] for b in session.batches(pause=True)] == [
+            [quick.name, slow.name]]
+
+
+@pytest.mark.slow
+def test_leaving_early_kills_the_exports_and_remembers_no_failure(
+    two_models: tuple[ZooModel, ZooModel], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    quick, slow = two_models
+    cache = ArtifactCache(tmp_path / "cache")
+    with zoo.ExportSession([quick.name, slow.name], cache, workers=2) as session:
+        for _ in session.batches(pause=True):
+            break  # a measurement that failed, Ctrl-C: the session goes away mid-export
+    pid = int((tmp_path / "slow.pid").read_text())
+    assert _wait_for_state(pid, {"gone", "Z"}) in {"gone", "Z"}
+    # The cancelled export is not a remembered failure: the next session exports it again.
+    monkeypatch.setenv("PIPELINE_SLOW_S", "0")
+    again = zoo.export_models([slow.name], cache, workers=1)[0]
+    assert again.exported and not again.failures
+
+
+@pytest.mark.slow
+def test_a_run_measures_the_first_model_while_the_next_export_waits(
+    two_models: tuple[ZooModel, ZooModel], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rich.console import Console
+
+    quick, slow = two_models
+    monkeypatch.setenv("PIPELINE_SLOW_S", "8")
+    out = tmp_path / "out.txt"
+    overrides = benchlab.TestOverrides(iter=3, min_time=0.0, repeat=1, warmup=1)
+    with out.open("w") as stream:
+        results = benchlab.run(models=[quick.name, slow.name], frameworks=["onnxruntime"],
+                               db=tmp_path / "r.db", cache_dir=tmp_path / "cache",
+                               overrides=overrides, progress=True,
+                               console=Console(file=stream, width=200))
+    assert {r.identity.model_name for r in results if r.ok} == {quick.name, slow.name}
+    lines = out.read_text().splitlines()
+    measured_quick = next(i for i, line in enumerate(lines)
+                          if line.startswith("✓") and quick.name in line)
+    slow_exported = next(i for i, line in enumerate(lines)
+                         if f"exported {slow.name}: onnx done" in line)
+    assert measured_quick < slow_exported, "\n".join(lines)
+    assert any("paused while pipeline_quick is measured" in line for line in lines)
+    # The sweep was named before any export, so a dry run and a resume find the same one.
+    plan = benchlab.plan_sweep(models=[quick.name, slow.name], frameworks=["onnxruntime"],
+                               cache_dir=tmp_path / "cache", overrides=overrides)
+    store = open_store(tmp_path / "r.db")
+    try:
+        record = store.latest_run(plan.fingerprint)
+        assert record is not None and record.id == results.run_id
+        store.finish_run(record.id, "interrupted")  # as a killed run is left
+    finally:
+        store.close()
+    again = benchlab.run(models=[quick.name, slow.name], frameworks=["onnxruntime"],
+                         db=tmp_path / "r.db", cache_dir=tmp_path / "cache",
+                         overrides=overrides, resume=True)
+    assert again.run_id == results.run_id
+    assert sorted(r.identity.key for r in again) == sorted(r.identity.key for r in results)
