@@ -1,5 +1,6 @@
-"""Fixtures shared across the test suite: a loopback HTTP file server, tiny model files, and
-the record of which machine-dependent case each test took (see machine_facts.py)."""
+"""Fixtures shared across the test suite: a loopback HTTP file server, tiny model files, the
+remote devices (an ssh board on loopback, the stand-in phone), and the record of which
+machine-dependent case each test took (see machine_facts.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ from pathlib import Path
 import machine_facts
 import pytest
 import tiny_models
+from benchlab_standin import StandinPhone
+from benchlab_standin.adbserver import AdbServer, isolated_adb_server
+from benchlab_standin.board import LoopbackBoard, find_sshd
 
 _CASES = pytest.StashKey[list[tuple[str, str]]]()
 
@@ -119,6 +123,26 @@ def torchscript_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def entry_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A Python file with a factory that builds a tiny eager model."""
     return tiny_models.write_entry(tmp_path_factory.mktemp("entry") / "tiny_entry.py")
+
+
+@pytest.fixture(scope="session")
+def board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackBoard]:
+    """An OpenSSH server on 127.0.0.1 with its own keys, and a client config naming it."""
+    if find_sshd() is None:
+        pytest.skip("sshd is not installed (apt-get install openssh-server)")
+    with LoopbackBoard(Path(tmp_path_factory.mktemp("board"))) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def phone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[StandinPhone, AdbServer]]:
+    """The stand-in phone, connected to an adb server of its own (one per test module)."""
+    if shutil.which("adb") is None:
+        pytest.skip("the adb client is not installed (apt-get install adb)")
+    with StandinPhone(tmp_path_factory.mktemp("phone") / "device") as standin, \
+            isolated_adb_server() as server:
+        server.connect(standin.serial)
+        yield standin, server
 
 
 def _default_adb_server_up() -> bool:

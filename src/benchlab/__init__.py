@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from benchlab.targets.ssh import SshTarget
     from benchlab.errors import BenchlabError, InfrastructureError, SpecError, UserError
     from benchlab.harness import TestOverrides
+    from benchlab.targets.reboot import RebootPolicy
     from benchlab.outputs import ModelOutputs, outputs
     from benchlab.zoo import export_models
     from benchlab.results import Results
@@ -43,6 +44,7 @@ __all__ = [
     "InfrastructureError",
     "JobIdentity",
     "ModelOutputs",
+    "RebootPolicy",
     "Result",
     "Results",
     "SCHEMA_VERSION",
@@ -81,6 +83,7 @@ _HOMES = {
     "Status": "benchlab.schema",
     "Summary": "benchlab.schema",
     "TestOverrides": "benchlab.harness",
+    "RebootPolicy": "benchlab.targets.reboot",
     "compare": "benchlab.api",
     "ModelOutputs": "benchlab.outputs",
     "outputs": "benchlab.outputs",

@@ -23,6 +23,7 @@ from benchlab.spec import load
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig
 from benchlab.store import open_store
 from benchlab.targets.base import Target
+from benchlab.targets.reboot import RebootPolicy
 from benchlab.tracking.gitrepo import fetch
 from benchlab.tracking.tracker import (
     TrackReport,
@@ -182,6 +183,7 @@ def run(
     root_model_dir: Path | None = None,
     progress: bool = False,
     console: Console | None = None,
+    reboot: RebootPolicy | None = None,
 ) -> Results:
     """Run a sweep and return its :class:`Results`; every result is also in the store.
 
@@ -192,6 +194,8 @@ def run(
     ``target`` is ``"host"``, ``"ssh:host=pi"``, ``"adb:serial=X"`` or a target object.
     ``energy`` (``"auto"`` or a meter name) measures energy per inference where a meter can;
     elsewhere each result's ``details.energy`` says why it is unavailable.
+    ``reboot`` reboots the device before the run, after failures in a row or after an uptime
+    (adb targets); each reboot is recorded in the next result's ``details.reboot``.
     """
     if isinstance(energy, str):
         energy = EnergySettings(meter=energy)
@@ -222,7 +226,7 @@ def run(
                 sweep, the_target, cache, store, resume=resume, string_map=string_map,
                 time_budget=time_budget, energy=energy,
                 description=_describe(specs, models, staged.configs),
-                on_result=on_result, progress=bar, on_run=start,
+                on_result=on_result, progress=bar, on_run=start, reboot=reboot,
             )
         finally:
             if bar is not None:

@@ -104,17 +104,25 @@ def run(
     cache_dir: Annotated[Optional[Path], typer.Option(help="Artifact cache directory.")] = None,  # noqa: UP007,E501
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the planned jobs and exit.")] = False,  # noqa: E501
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    reboot: Annotated[bool, typer.Option("--reboot", help="Reboot the device before the run (adb).")] = False,  # noqa: E501
+    reboot_after_failures: Annotated[Optional[int], typer.Option(help="Reboot the device after this many failed jobs in a row (adb).")] = None,  # noqa: UP007,E501
+    reboot_after_uptime: Annotated[Optional[float], typer.Option(help="Reboot the device before a job once it has been up this many hours (FAI-PEP: 8) (adb).")] = None,  # noqa: UP007,E501
 ) -> None:
     """Run benchmarks: the zoo's default models on every installed framework, or the specs given."""
     from benchlab.api import plan_sweep, run as run_sweep
     from benchlab.harness import TestOverrides, describe_plan
     from benchlab.spec import parse_string_map
+    from benchlab.targets.reboot import RebootPolicy
 
     overrides = TestOverrides(
         warmup=warmup, iter=iterations, repeat=repeat, min_time=min_time,
         target_ci=_percent(target_ci), threads=threads, cpu_list=cpu_list,
         profile_ops=True if profile_ops else None, timeout=timeout, cooldown=cooldown,
         temperature_gate=temperature_gate,
+    )
+    policy = RebootPolicy(
+        before_run=reboot, after_failures=reboot_after_failures,
+        max_uptime_s=None if reboot_after_uptime is None else reboot_after_uptime * 3600.0,
     )
     model_names = [m.strip() for m in models.split(",") if m.strip()] if models else None
     common = dict(
@@ -127,7 +135,8 @@ def run(
     results = run_sweep(
         list(specs), db=db, resume=resume_run or resume, time_budget=time_budget, energy=energy,
         string_map=parse_string_map(string_map) if string_map else None, json_dir=json_dir,
-        progress=not quiet, console=err_console, **common,  # type: ignore[arg-type]
+        progress=not quiet, console=err_console, reboot=policy if policy.active else None,
+        **common,  # type: ignore[arg-type]
     )
     _print_results(list(results), f"benchlab run {results.run_id}")
     for label, reason in results.skipped:

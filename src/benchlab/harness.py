@@ -28,6 +28,7 @@ from benchlab.settings import check_settings
 from benchlab.store import ResultStore, RunRecord
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
 from benchlab.targets.base import Target
+from benchlab.targets.reboot import RebootPolicy, Rebooter
 
 __all__ = [
     "Plan",
@@ -231,13 +232,17 @@ def execute(
     on_result: Callable[[Result], None] | None = None,
     progress: ProgressCallback | None = None,
     on_run: Callable[[str], None] | None = None,
+    reboot: RebootPolicy | None = None,
 ) -> tuple[RunRecord, list[Result]]:
     """Run the planned jobs; returns the store's run record and the run's results.
 
     A :class:`StagedPlan`'s stages are taken one at a time, each when the one before is
-    measured. With ``resume`` (``True`` for the latest interrupted run of the same sweep, or a run id),
+    measured. ``reboot`` says when to reboot the device between jobs (each reboot is in the
+    next result's ``details.reboot``). With ``resume`` (``True`` for the latest interrupted
+    run of the same sweep, or a run id),
     jobs already recorded in that run are not run again.
     """
+    rebooter = Rebooter(reboot or RebootPolicy(), target)
     run = None
     if resume:
         ref = None if resume is True else resume
@@ -269,16 +274,18 @@ def execute(
                     continue
                 if cooldown:  # the previous job's, so no pause after the last one
                     time.sleep(cooldown)
+                rebooter.before_job()
                 if progress:
                     progress(job, None)
-                result = run_job(job, target, cache, string_map=string_map,
-                                 time_budget=time_budget, energy=energy)
+                result = rebooter.record(run_job(job, target, cache, string_map=string_map,
+                                                 time_budget=time_budget, energy=energy))
                 store.add_result(run.id, result)
                 if on_result:
                     on_result(result)
                 if progress:
                     progress(job, result)
                 cooldown = job.test.cooldown or 0.0
+                rebooter.after_job(result)
     except BaseException:
         store.mark_interrupted(run.id)
         raise

@@ -8,8 +8,7 @@ arrays next to the reference and the error statistics benchlab computes from the
 from __future__ import annotations
 
 import json
-import os
-import subprocess
+import posixpath
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -20,12 +19,13 @@ import numpy as np
 
 from benchlab.artifacts import ArtifactCache, default_cache_dir
 from benchlab.errors import InfrastructureError, UsageError
-from benchlab.frameworks.base import JobContext, Unsupported
-from benchlab.jobrun import fetch_files
+from benchlab.frameworks.base import Framework, JobContext, Unsupported
 from benchlab.frameworks.common import REFERENCE_KEY
-from benchlab.plugins import load_framework
+from benchlab.jobrun import fetch_files
+from benchlab.plugins import load_framework, open_target
 from benchlab.runner.accuracy import error_stats, load_reference, save_reference
-from benchlab.spec.types import BenchmarkSpec, FrameworkConfig
+from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
+from benchlab.targets.base import RunRequest, Target
 from benchlab.zoo import ZOO, zoo_specs
 
 __all__ = ["ModelOutputs", "outputs"]
@@ -71,6 +71,7 @@ def outputs(
     framework: str | FrameworkConfig,
     *,
     inputs: Mapping[str, np.ndarray] | None = None,
+    target: str | Target = "host",
     cache_dir: Path | None = None,
     timeout: float = 600.0,
 ) -> ModelOutputs:
@@ -79,7 +80,9 @@ def outputs(
     ``framework`` is a name with options (``"onnxruntime:precision=int8"``) or a
     :class:`FrameworkConfig`. Without ``inputs`` the model's reference inputs are used (zoo
     models have them) or seeded random ones; with ``inputs`` nothing is compared unless the
-    reference was made from the same inputs.
+    reference was made from the same inputs. ``target`` (``"ssh:host=pi,python=..."``,
+    ``"adb:serial=X,python=..."`` or a target object) runs it on that device: the model and
+    inputs are pushed, the outputs pulled back, and the errors computed here, as on the host.
     """
     from benchlab.api import parse_framework
 
@@ -91,36 +94,26 @@ def outputs(
     if isinstance(configs, Unsupported):
         raise UsageError(f"{spec.model.name} cannot run on {config.name}: {configs.reason}")
     chosen = configs[0]
+    device = open_target(target)
+    if not device.python_executable():
+        raise UsageError(f"outputs() runs benchlab's runner on the device, and target "
+                         f"{device.name!r} has no Python; give it one (python=...)")
     test = replace(spec.tests[0], warmup=0, iter=1, min_time=0.0, repeat=1, profile_ops=False,
                    target_ci=None, max_time=None)
     with tempfile.TemporaryDirectory(prefix="benchlab-outputs-") as tmp:
-        files = {k: str(path) for k, path in fetch_files(spec, test, cache).items()}
+        local = fetch_files(spec, test, cache)
         reference = None
         if REFERENCE_KEY in spec.model.files:
-            reference = load_reference(files[f"files.{REFERENCE_KEY}"])
+            reference = load_reference(local[f"files.{REFERENCE_KEY}"])
         if inputs is not None:
-            given = os.path.join(tmp, "inputs.npz")
+            given = Path(tmp) / "inputs.npz"
             same = reference is not None and list(inputs) == list(reference.inputs) and all(
                 np.array_equal(np.asarray(inputs[k]), reference.inputs[k]) for k in inputs)
-            save_reference(Path(given), inputs, reference.outputs if same and reference else [],
+            save_reference(given, inputs, reference.outputs if same and reference else [],
                            reference.task if reference else "")
-            files[f"files.{REFERENCE_KEY}"] = given
+            local[f"files.{REFERENCE_KEY}"] = given
             reference = load_reference(given)
-        ctx = JobContext(spec=spec, test=test, config=chosen, workdir=tmp, python=_python(),
-                         files=files, placeholders={})
-        invocation = adapter.invocations(ctx)[-1]
-        argv = list(invocation.argv)
-        runner_config = json.loads(argv[-1])
-        dump = os.path.join(tmp, "outputs.npz")
-        runner_config["dump_outputs"] = dump
-        argv[-1] = json.dumps(runner_config)
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=tmp,
-                              env={**os.environ, **invocation.env})
-        if proc.returncode != 0 or not os.path.exists(dump):
-            tail = "\n".join(proc.stderr.strip().splitlines()[-8:])
-            raise InfrastructureError(f"{config.name} failed on {spec.model.name}:\n{tail}")
-        with np.load(dump) as archive:
-            got = [archive[k] for k in sorted(archive.keys(), key=lambda k: int(k.split(".")[1]))]
+        got = _run_on(device, adapter, spec, test, chosen, local, Path(tmp), timeout)
         if reference is not None and reference.inputs:
             used = dict(reference.inputs)
         else:  # the runner's seeded inputs for repetition 0, made the same way here
@@ -137,7 +130,38 @@ def outputs(
                         reference=expected, errors=errors)
 
 
-def _python() -> str:
-    import sys
-
-    return sys.executable
+def _run_on(device: Target, adapter: Framework, spec: BenchmarkSpec, test: TestCase,
+            config: FrameworkConfig, local: dict[str, Path], tmp: Path,
+            timeout: float) -> list[np.ndarray]:
+    """Push the files, run the runner once with ``dump_outputs``, pull the dump and read it."""
+    workdir = device.make_workdir(f"outputs-{spec.model.name}")
+    try:
+        # Files keep their names on the device: the runner finds the reference by its path.
+        files = {key: device.push(path, workdir, None) for key, path in local.items()}
+        ctx = JobContext(spec=spec, test=test, config=config, workdir=workdir,
+                         python=device.python_executable(), files=files, placeholders={})
+        invocation = adapter.invocations(ctx)[-1]
+        argv = list(invocation.argv)
+        if argv[1:3] != ["-m", "benchlab.runner"]:
+            raise UsageError(f"outputs() needs benchlab's runner; {config} runs a native "
+                             "tool, which does not hand its outputs back")
+        runner_config = json.loads(argv[-1])
+        dump = posixpath.join(workdir, "outputs.npz")
+        runner_config["dump_outputs"] = dump
+        argv[-1] = json.dumps(runner_config)
+        done = device.run(RunRequest(argv=argv, env=invocation.env, cwd=workdir,
+                                     timeout=timeout))
+        if not done.ok:
+            why = "timed out" if done.timed_out else f"exited {done.returncode}"
+            tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-8:])
+            raise InfrastructureError(f"{config.name} on {device.name} {why} running "
+                                      f"{spec.model.name}:\n{tail}")
+        try:
+            pulled = device.pull(dump, tmp / "outputs.npz")
+        except (OSError, InfrastructureError) as exc:
+            raise InfrastructureError(f"{config.name} on {device.name} wrote no outputs "
+                                      f"({exc})") from exc
+    finally:
+        device.remove_workdir(workdir)
+    with np.load(pulled) as archive:
+        return [archive[k] for k in sorted(archive.keys(), key=lambda k: int(k.split(".")[1]))]

@@ -147,6 +147,7 @@ class DetailKey(StrEnum):
     TEMPERATURE_GATE = "temperature_gate"  #: list of the gate waits before each process
     TRACK_ESTIMATE = "track_estimate"  #: mapping, the tracker's change estimate
     COMMIT = "commit"  #: str, the commit a tracked result measured
+    REBOOT = "reboot"  #: mapping, the device reboot just before this job (targets/reboot.py)
 
 
 class EnvKey(StrEnum):

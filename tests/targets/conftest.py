@@ -1,24 +1,14 @@
-"""Fixtures for the remote targets: a real sshd on loopback (the "board")."""
+"""Fixtures for the remote targets: the ssh target aimed at the loopback board (tests/conftest.py)."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from benchlab_standin.board import LoopbackBoard, find_sshd
+from benchlab_standin.board import LoopbackBoard
 from benchlab.targets.ssh import SshTarget
-
-
-@pytest.fixture(scope="session")
-def board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackBoard]:
-    """An OpenSSH server on 127.0.0.1 with its own keys, and a client config naming it."""
-    if find_sshd() is None:
-        pytest.skip("sshd is not installed (apt-get install openssh-server)")
-    with LoopbackBoard(Path(tmp_path_factory.mktemp("board"))) as running:
-        yield running
 
 
 @pytest.fixture

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,7 +23,7 @@ from benchlab.doctor import device_summary, diagnose
 from benchlab.harness import TestOverrides as Overrides
 from benchlab.schema import Status
 from benchlab_standin import StandinPhone
-from benchlab_standin.adbserver import AdbServer, isolated_adb_server
+from benchlab_standin.adbserver import AdbServer
 from benchlab_standin.board import LoopbackBoard
 
 pytestmark = pytest.mark.slow
@@ -47,17 +45,6 @@ if command -v log >/dev/null 2>&1; then
   log -t benchlab 'BENCHLAB_METRIC {"detail": {"via_logcat": true}}'
 fi
 """
-
-
-@pytest.fixture(scope="module")
-def phone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[StandinPhone, AdbServer]]:
-    """The stand-in phone, connected to an adb server of its own."""
-    if shutil.which("adb") is None:
-        pytest.skip("the adb client is not installed (apt-get install adb)")
-    with StandinPhone(tmp_path_factory.mktemp("phone") / "device") as standin, \
-            isolated_adb_server() as server:
-        server.connect(standin.serial)
-        yield standin, server
 
 
 def _spec(tmp_path: Path, commands: list[str], timeout: float = 120.0) -> Path:

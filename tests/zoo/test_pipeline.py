@@ -63,20 +63,23 @@ def _wait_for_state(pid: int, wanted: set[str], timeout: float = 30.0) -> str:
 
 
 @pytest.fixture()
-def two_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ZooModel, ZooModel]:
-    """``quick`` exports in seconds; ``slow`` sleeps first and writes its pid to a file."""
+def models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ZooModel, ZooModel, ZooModel]:
+    """``quick`` and ``quick2`` export in seconds; ``slow`` sleeps first and writes its pid.
+
+    Measured as they come, the first model exports alone; the next two side by side.
+    """
     (tmp_path / "pipeline_models.py").write_text(_MODELS)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("PYTHONPATH", str(tmp_path) + ":" + ":".join(sys.path))
     monkeypatch.setenv("PIPELINE_SLOW_PID", str(tmp_path / "slow.pid"))
     made = []
-    for name in ("quick", "slow"):
+    for name, entry in (("quick", "quick"), ("quick2", "quick"), ("slow", "slow")):
         model = ZooModel(name=f"pipeline_{name}", description="test model", task="regression",
-                         input_shapes=((2, 8),), entry=f"pipeline_models:{name}",
+                         input_shapes=((2, 8),), entry=f"pipeline_models:{entry}",
                          sources=("pipeline_models",), formats=("onnx",))
         monkeypatch.setitem(zoo.ZOO, model.name, model)
         made.append(model)
-    return made[0], made[1]
+    return made[0], made[1], made[2]
 
 
 def test_pause_stops_the_whole_group_and_resume_continues_it(tmp_path: Path) -> None:
@@ -109,37 +112,43 @@ def test_pause_stops_the_whole_group_and_resume_continues_it(tmp_path: Path) -> 
 
 @pytest.mark.slow
 def test_models_come_as_their_exports_end_and_the_rest_wait(
-    two_models: tuple[ZooModel, ZooModel], tmp_path: Path
+    models: tuple[ZooModel, ZooModel, ZooModel], tmp_path: Path
 ) -> None:
-    quick, slow = two_models
+    quick, quick2, slow = models
+    names = [quick.name, slow.name, quick2.name]
     cache = ArtifactCache(tmp_path / "cache")
-    with zoo.ExportSession([quick.name, slow.name], cache, workers=2) as session:
+    with zoo.ExportSession(names, cache, workers=2) as session:
         batches = session.batches(pause=True)
         first = next(batches)
         assert [e.model.name for e in first] == [quick.name]
         assert "onnx" in {k for k in first[0].files}
-        # While the caller holds quick (it would be measuring it), slow's export is stopped.
+        # The first model exported alone: the others have not started.
+        assert not (tmp_path / "slow.pid").exists()
+        second = next(batches)
+        assert [e.model.name for e in second] == [quick2.name]
+        # While the caller holds quick2 (it would be measuring it), slow's export is stopped.
         pid = int((tmp_path / "slow.pid").read_text())
         assert _wait_for_state(pid, {"T"}) == "T"
-        second = next(batches)
-        assert [e.model.name for e in second] == [slow.name]
+        third = next(batches)
+        assert [e.model.name for e in third] == [slow.name]
         assert _wait_for_state(pid, {"gone", "Z"}) in {"gone", "Z"}
         assert next(batches, None) is None
-    # Both are cached now: a new session hands both out at once, before exporting anything.
-    with zoo.ExportSession([quick.name, slow.name], cache) as session:
-        assert [[e.model.name for e in b] for b in session.batches(pause=True)] == [
-            [quick.name, slow.name]]
+    # All are cached now: a new session hands them out at once, before exporting anything.
+    with zoo.ExportSession(names, cache) as session:
+        assert [[e.model.name for e in b] for b in session.batches(pause=True)] == [names]
 
 
 @pytest.mark.slow
 def test_leaving_early_kills_the_exports_and_remembers_no_failure(
-    two_models: tuple[ZooModel, ZooModel], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    models: tuple[ZooModel, ZooModel, ZooModel], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    quick, slow = two_models
+    quick, quick2, slow = models
     cache = ArtifactCache(tmp_path / "cache")
-    with zoo.ExportSession([quick.name, slow.name], cache, workers=2) as session:
-        for _ in session.batches(pause=True):
-            break  # a measurement that failed, Ctrl-C: the session goes away mid-export
+    with zoo.ExportSession([quick.name, slow.name, quick2.name], cache, workers=2) as session:
+        for number, _ in enumerate(session.batches(pause=True)):
+            if number == 1:  # quick2 is measured, slow paused; then Ctrl-C, or a crash
+                break
     pid = int((tmp_path / "slow.pid").read_text())
     assert _wait_for_state(pid, {"gone", "Z"}) in {"gone", "Z"}
     # The cancelled export is not a remembered failure: the next session exports it again.
@@ -150,29 +159,34 @@ def test_leaving_early_kills_the_exports_and_remembers_no_failure(
 
 @pytest.mark.slow
 def test_a_run_measures_the_first_model_while_the_next_export_waits(
-    two_models: tuple[ZooModel, ZooModel], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    models: tuple[ZooModel, ZooModel, ZooModel], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from rich.console import Console
 
-    quick, slow = two_models
+    quick, quick2, slow = models
+    names = [quick.name, quick2.name, slow.name]
     monkeypatch.setenv("PIPELINE_SLOW_S", "8")
     out = tmp_path / "out.txt"
     overrides = benchlab.TestOverrides(iter=3, min_time=0.0, repeat=1, warmup=1)
     with out.open("w") as stream:
-        results = benchlab.run(models=[quick.name, slow.name], frameworks=["onnxruntime"],
+        results = benchlab.run(models=names, frameworks=["onnxruntime"],
                                db=tmp_path / "r.db", cache_dir=tmp_path / "cache",
                                overrides=overrides, progress=True,
                                console=Console(file=stream, width=200))
-    assert {r.identity.model_name for r in results if r.ok} == {quick.name, slow.name}
+    assert {r.identity.model_name for r in results if r.ok} == set(names)
     lines = out.read_text().splitlines()
-    measured_quick = next(i for i, line in enumerate(lines)
-                          if line.startswith("✓") and quick.name in line)
-    slow_exported = next(i for i, line in enumerate(lines)
-                         if f"exported {slow.name}: onnx done" in line)
-    assert measured_quick < slow_exported, "\n".join(lines)
-    assert any("paused while pipeline_quick is measured" in line for line in lines)
+
+    def first(text: str) -> int:
+        return next(i for i, line in enumerate(lines) if text in line)
+
+    # quick alone, measured before the others start; quick2 measured while slow waits.
+    assert first(f"✓ {quick.name}/") < first(f"exporting {quick2.name}"), "\n".join(lines)
+    assert first(f"✓ {quick2.name}/") < first(f"exported {slow.name}: onnx done")
+    assert first("1 export(s) paused while pipeline_quick2 is measured") < first(
+        f"✓ {quick2.name}")
     # The sweep was named before any export, so a dry run and a resume find the same one.
-    plan = benchlab.plan_sweep(models=[quick.name, slow.name], frameworks=["onnxruntime"],
+    plan = benchlab.plan_sweep(models=names, frameworks=["onnxruntime"],
                                cache_dir=tmp_path / "cache", overrides=overrides)
     store = open_store(tmp_path / "r.db")
     try:
@@ -181,7 +195,7 @@ def test_a_run_measures_the_first_model_while_the_next_export_waits(
         store.finish_run(record.id, "interrupted")  # as a killed run is left
     finally:
         store.close()
-    again = benchlab.run(models=[quick.name, slow.name], frameworks=["onnxruntime"],
+    again = benchlab.run(models=names, frameworks=["onnxruntime"],
                          db=tmp_path / "r.db", cache_dir=tmp_path / "cache",
                          overrides=overrides, resume=True)
     assert again.run_id == results.run_id

@@ -13,7 +13,7 @@ What it reads:
 * thermal zones (``/sys/class/thermal``), in °C;
 * power supplies (``/sys/class/power_supply``): battery status, level, temperature, voltage,
   current and charge counter, and whether USB/AC power is online;
-* load average and total memory (``/proc``).
+* load average, total memory and the time since boot (``/proc``).
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ for p in /sys/class/power_supply/*; do
   done
 done
 [ -r /proc/loadavg ] && echo "load - - $(cat /proc/loadavg)"
+[ -r /proc/uptime ] && echo "uptime - - $(cat /proc/uptime)"
 [ -r /proc/meminfo ] && while read -r k v u; do
   [ "$k" = "MemTotal:" ] && echo "mem - total_kb $v"
   [ "$k" = "MemAvailable:" ] && echo "mem - available_kb $v"
@@ -104,14 +105,15 @@ def parse_probe(text: str) -> dict[str, Any]:
 
     Keys: ``cpus`` (``cpuN`` → governor, ``cur_khz``, ``min_khz``, ``max_khz``, ``hw_max_khz``,
     ...), ``clusters``, ``temperatures_c`` (``type:zone`` → °C), ``battery`` (or None),
-    ``load_average``, ``memory_total_mib``, ``memory_available_mib`` and ``complete`` (whether
-    the script ran to its end).
+    ``load_average``, ``memory_total_mib``, ``memory_available_mib``, ``uptime_s`` (seconds
+    since boot) and ``complete`` (whether the script ran to its end).
     """
     cpus: dict[str, dict[str, Any]] = {}
     temps: dict[str, float] = {}
     supplies: dict[str, dict[str, str]] = {}
     load: list[float] | None = None
     memory: dict[str, int] = {}
+    uptime: float | None = None
     complete = False
     for line in text.splitlines():
         parts = line.split(None, 3)
@@ -142,6 +144,11 @@ def parse_probe(text: str) -> dict[str, Any]:
                 load = [float(x) for x in value.split()[:3]]
             except ValueError:
                 load = None
+        elif kind == "uptime":
+            try:
+                uptime = float(value.split()[0])
+            except (ValueError, IndexError):
+                uptime = None
         elif kind == "mem":
             number = _number(value)
             if number is not None:
@@ -159,6 +166,7 @@ def parse_probe(text: str) -> dict[str, Any]:
         "memory_available_mib": (
             memory["available_kb"] // 1024 if "available_kb" in memory else None
         ),
+        "uptime_s": uptime,
         "complete": complete,
     }
 

@@ -271,6 +271,7 @@ class DeviceProfile:
         text = "\n".join(blocks) + f"\nHardware\t: Qualcomm Technologies, Inc {self.soc_model}\n"
         _write(base / "cpuinfo", text)
         _write(base / "loadavg", "0.00 0.00 0.00 1/900 1000\n")
+        _write(base / "uptime", "0.00 0.00\n")
         total = self.mem_total_kb
         _write(base / "meminfo", (
             f"MemTotal:       {total:8d} kB\nMemFree:        {total // 4:8d} kB\n"

@@ -38,12 +38,12 @@ __all__ = [
 #: Device directories whose whole subtree lives in the sandbox.
 MAPPED_DIRS = ("/data", "/sdcard", "/sys", "/system")
 #: Single device files that live in the sandbox (the rest of /proc is the host's).
-MAPPED_FILES = ("/proc/cpuinfo", "/proc/loadavg", "/proc/meminfo")
+MAPPED_FILES = ("/proc/cpuinfo", "/proc/loadavg", "/proc/meminfo", "/proc/uptime")
 
 # A mapped prefix where a path starts: not after a path or name character (so /foo/data and
 # $VAR/data stay as they are), and ending where the path component ends.
 _DEVICE_PATH = re.compile(
-    r"(?<![\w./~}\)-])(?:/(?:data|sdcard|system|sys)(?![\w.-])|/proc/(?:cpuinfo|loadavg|meminfo)"
+    r"(?<![\w./~}\)-])(?:/(?:data|sdcard|system|sys)(?![\w.-])|/proc/(?:cpuinfo|loadavg|meminfo|uptime)"
     r"(?![\w.-]))")
 # The sandbox path is pasted unquoted into commands, so it must not need quoting.
 _SAFE_ROOT = re.compile(r"^/[\w./+@%,:-]*$")

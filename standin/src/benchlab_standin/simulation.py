@@ -83,6 +83,7 @@ class PhoneSimulation:
             self.throttled = False
             self.user_max = {c.policy: c.max_khz for c in p.clusters}
             self.load = [0.0, 0.0, 0.0]
+            self.booted_at = time.monotonic()  # a reboot resets it, as /proc/uptime does
             self._write_outputs()
 
     def busy(self, delta: int) -> None:
@@ -281,6 +282,8 @@ class PhoneSimulation:
             self._put(policy / "scaling_cur_freq", cur, adopt=False)
             self._put(policy / "cpuinfo_cur_freq", cur, adopt=False)
         l1, l5, l15 = self.load
+        up = time.monotonic() - self.booted_at
+        self._put(self.root / "proc/uptime", f"{up:.2f} {up * 0.9:.2f}", adopt=False)
         self._put(self.root / "proc/loadavg",
                   f"{l1:.2f} {l5:.2f} {l15:.2f} {self._jobs + 1}/900 {os.getpid()}", adopt=False)
 
