@@ -106,6 +106,9 @@ def _staged(
              else [] if paths else list(DEFAULT_MODELS))
     if not loaded and not names:
         raise UsageError("nothing to run: the given specs contain no tests")
+    for spec in loaded if progress else ():
+        for field, why in spec.ignored:
+            progress(f"{spec.path.name}: {field} is not used: {why}")
 
     def plan_of(batch: list[BenchmarkSpec]) -> Plan:
         return plan(batch, target, frameworks=configs or None, overrides=overrides)

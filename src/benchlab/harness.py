@@ -36,6 +36,7 @@ __all__ = [
     "StagedPlan",
     "TestOverrides",
     "execute",
+    "ignored_fields",
     "model_hash",
     "plan",
     "sweep_fingerprint",
@@ -145,6 +146,15 @@ def model_hash(spec: BenchmarkSpec) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
+def _command_framework(model_format: str) -> str:
+    """The framework for a spec with its own commands: the one named by the model's format
+    when it reads its native tool's output (FAI-PEP's ``tflite`` specs), else ``generic``."""
+    if model_format != "generic" and model_format in available_names(FRAMEWORK_GROUP):
+        if getattr(load_framework(model_format), "runs_spec_commands", False):
+            return model_format
+    return "generic"
+
+
 def _requested_configs(
     spec: BenchmarkSpec, frameworks: Sequence[FrameworkConfig] | None
 ) -> dict[str, list[FrameworkConfig]]:
@@ -160,7 +170,7 @@ def _requested_configs(
     if spec.model.framework:
         return {spec.model.framework: []}
     if any(test.commands for test in spec.tests):
-        return {"generic": []}
+        return {_command_framework(spec.model.format): []}
     return {name: [] for name in available_names(FRAMEWORK_GROUP) if name != "generic"}
 
 
@@ -188,7 +198,10 @@ def plan(
             adapter = adapters[name]
             available = adapter.availability()
             # A native tool (benchmark_model on a phone) needs no runtime on this machine.
-            native_only = bool(requested) and all(c.options.get(NATIVE_BINARY) for c in requested)
+            native_only = (bool(requested) and all(c.options.get(NATIVE_BINARY)
+                                                   for c in requested)) or (
+                getattr(adapter, "runs_spec_commands", False)
+                and all(test.commands for test in spec.tests))
             if not available.ok and not native_only:
                 skipped.append(Skipped(label, available.reason))
                 continue
@@ -294,6 +307,15 @@ def execute(
     return run, results
 
 
+def ignored_fields(sweep: Plan) -> list[dict[str, str]]:
+    """The FAI-PEP fields the sweep's specs use that benchlab does not act on, once per spec."""
+    seen: dict[str, BenchmarkSpec] = {}
+    for job in sweep.jobs:
+        seen.setdefault(str(job.spec.path), job.spec)
+    return [{"spec": path, "field": field, "why": why}
+            for path, spec in seen.items() for field, why in spec.ignored]
+
+
 def describe_plan(sweep: Plan) -> str:
     """A JSON description of a plan's jobs, for ``run --dry-run``."""
     return json.dumps(
@@ -303,6 +325,7 @@ def describe_plan(sweep: Plan) -> str:
                 {"key": j.identity.key, "label": j.identity.label} for j in sweep.jobs
             ],
             "skipped": [{"label": s.label, "reason": s.reason} for s in sweep.skipped],
+            "ignored": ignored_fields(sweep),
         },
         indent=2,
     )

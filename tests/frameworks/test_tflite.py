@@ -519,3 +519,33 @@ def test_litert_benchmark_results_appear_in_the_run_table(tiny_tflite: Tiny,
     assert cell.label.startswith("tflite[") and cell.p50 is not None and cell.p50 > 0
     assert cell.load is not None
     assert len(results[0].samples_of("NET latency")) == 2  # one mean per process
+
+
+def test_a_faipep_tflite_spec_runs_its_commands_and_is_read_as_benchmark_model(
+    tmp_path: Path
+) -> None:
+    """FAI-PEP's tflite specs call ``{program}`` (benchmark_model) themselves: the job is a
+    tflite job, the command runs as written, and benchmark_model's report is parsed."""
+    import benchlab
+    from benchlab.schema import Status
+
+    sample = Path(__file__).parent / "data/native/benchmark_model_plain.txt"
+    program = tmp_path / "benchmark_model"
+    program.write_text(f"#!/bin/sh\necho \"args: $*\" >&2\ncat {sample}\n")
+    program.chmod(0o755)
+    (tmp_path / "m.tflite").write_bytes(b"TFL3 not a real model")
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({
+        "model": {"name": "mobilenet", "format": "tflite", "files": {
+            "graph": {"filename": "m.tflite", "location": "m.tflite", "md5": None}}},
+        "tests": [{"identifier": "t", "iter": 50, "warmup": 1, "metric": "delay",
+                   "commands": ["{program} --graph={files.graph} --warmup_runs={warmup} "
+                                "--num_runs={iter} --num_threads=4"]}],
+    }))
+    plan = benchlab.plan_sweep(spec, cache_dir=tmp_path / "cache")
+    assert [job.identity.framework for job in plan.jobs] == ["tflite"]
+    [result] = benchlab.run(spec, db=tmp_path / "r.db", cache_dir=tmp_path / "cache",
+                            string_map={"program": str(program)})
+    assert result.status is Status.OK, (result.error, result.stderr_tail)
+    assert result.identity.framework == "tflite"
+    assert "NET latency" in result.summaries or result.details.get("reported_summaries")

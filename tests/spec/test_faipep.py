@@ -83,3 +83,74 @@ def test_ignored_model_and_test_keys_are_accepted(tmp_path: Path) -> None:
         profiler={"enabled": True}, degrade={}, method="x", monsoon={},
     )  # fmt: skip
     assert test.identifier == "t"
+
+
+def _load(tmp_path: Path, data: dict[str, Any], text: str | None = None) -> Any:
+    path = tmp_path / "spec.json"
+    path.write_text(text if text is not None else json.dumps(data))
+    return load_spec(path)
+
+
+def test_power_fields_load_and_are_listed_with_the_reason(tmp_path: Path) -> None:
+    # The form of FAI-PEP's *_power.json specs: a Monsoon collection time and voltage.
+    spec = _load(tmp_path, {
+        "model": {"name": "squeezenet_power", "format": "caffe2", "kind": "deployment"},
+        "tests": [{"identifier": "p", "commands": ["{program} --iter {iter}"], "iter": 1000,
+                   "metric": "power", "collection_time": 180, "voltage": 4.2}],
+    })
+    assert spec.tests[0].metric == "power"
+    ignored = dict(spec.ignored)
+    assert set(ignored) == {"tests[0].collection_time", "tests[0].voltage"}
+    assert "--energy" in ignored["tests[0].voltage"]
+
+
+def test_accuracy_fields_load_numbers_as_placeholders_and_files_made_at_run_time(
+    tmp_path: Path
+) -> None:
+    # The form of FAI-PEP's *_accuracy_imagenet.json specs.
+    spec = _load(tmp_path, {
+        "model": {"name": "shufflenet", "format": "caffe2", "total_images": 50000,
+                  "repeat": 1000, "images_per_iter": "{total_images}/{repeat}",
+                  "files": {"predict": {"location": "{MODEL_DIR}/model.pb", "md5": ""}},
+                  "preprocess": {"commands": ["mkdir -p {HOSTDIR}/inputs"]},
+                  "postprocess": {"commands": ["aggregate --limit {repeat}"]}},
+        "tests": [{"identifier": "{ID}", "metric": "accuracy", "commands": ["{program}"],
+                   "input_files": {"images_tensor": {"location": "{HOSTDIR}/images.pb"}},
+                   "output_files": {"softmax": {"location": "{TGTDIR}/softmax.txt"}},
+                   "preprocess": {"commands": ["convert {INDEX}"]},
+                   "postprocess": {"commands": ["compare {INDEX}"]}}],
+    })
+    assert spec.model.placeholders["total_images"] == "50000"
+    assert spec.model.files["predict"].md5 is None
+    assert spec.tests[0].input_files["images_tensor"].location == "{HOSTDIR}/images.pb"
+    assert {field for field, _ in spec.ignored} == {
+        "model.preprocess", "model.postprocess", "tests[0].preprocess", "tests[0].postprocess",
+        "tests[0].output_files"}
+
+
+def test_a_downloaded_file_still_needs_its_hash(tmp_path: Path) -> None:
+    from benchlab.errors import SpecError
+
+    with pytest.raises(SpecError, match="downloaded file needs a sha256 or md5"):
+        _load(tmp_path, {"model": {"name": "m", "format": "tflite", "files": {
+            "graph": {"location": "https://example.org/m.tflite", "md5": ""}}},
+            "tests": [{"identifier": "t"}]})
+
+
+def test_commands_written_twice_keep_the_last_and_it_is_listed(tmp_path: Path) -> None:
+    # FAI-PEP's tflite mobilenet_v2_1.4_224.json repeats "commands"; JSON keeps the mapping.
+    text = ('{"model": {"name": "m", "format": "tflite"}, "tests": [{"identifier": "t", '
+            '"commands": ["{program} --graph={files.graph}"], '
+            '"commands": {"tflite": {"num_threads": "4"}}}]}')
+    spec = _load(tmp_path, {}, text)
+    assert spec.tests[0].commands == ()
+    [(field, why)] = spec.ignored
+    assert field == "tests[0].commands" and "keeps the last" in why
+
+
+def test_a_typo_with_a_number_is_still_an_error(tmp_path: Path) -> None:
+    from benchlab.errors import SpecError
+
+    with pytest.raises(SpecError, match="did you mean 'warmup'"):
+        _load(tmp_path, {"model": {"name": "m", "format": "generic"},
+                         "tests": [{"identifier": "t", "warmpu": 3}]})

@@ -164,6 +164,16 @@ def runner_invocation(
     return Invocation(argv=argv, env={**thread_env(threads), **test.env})
 
 
+def spec_command_invocations(ctx: JobContext) -> list[Invocation]:
+    """The test's own commands, every placeholder substituted, with its thread and environment
+    settings: what the ``generic`` framework runs, and FAI-PEP specs for a native tool."""
+    from benchlab.spec.placeholders import substitute
+
+    env = {**thread_env(ctx.test.threads), **ctx.test.env}
+    return [Invocation(argv=substitute(command, ctx.placeholders), env=env)
+            for command in ctx.test.commands]
+
+
 class RunnerFramework:
     """Shared behaviour of frameworks measured by benchlab's own runner in a fresh process."""
 
@@ -200,6 +210,9 @@ class RunnerFramework:
     #: The native tool's name, and its output parser (``text -> ParsedOutput``), if any.
     native_tool = ""
     native_parser: Callable[[str], ParsedOutput] | None = None
+    #: Whether a spec's own commands run as written, their output read by ``native_parser``:
+    #: FAI-PEP's specs for this format call the native tool themselves (``{program} ...``).
+    runs_spec_commands = False
 
     def native_binary(self, ctx: JobContext) -> str | None:
         """The native tool to run instead of the runner, or None to use the runner.

@@ -9,9 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from benchlab.errors import SpecError
-from benchlab.frameworks.base import Invocation, JobContext, Unsupported, thread_env
+from benchlab.frameworks.base import (
+    Invocation,
+    JobContext,
+    Unsupported,
+    spec_command_invocations,
+)
 from benchlab.protocol import ParsedOutput, parse_output
-from benchlab.spec.placeholders import substitute
 from benchlab.spec.types import FrameworkConfig, ModelDef
 from benchlab.targets.base import Availability, CommandResult
 
@@ -41,11 +45,7 @@ class GenericFramework:
                 "the generic framework needs 'commands' (or FAI-PEP's 'command') in the test",
                 f"tests[{ctx.test.identifier}].commands",
             )
-        env = {**thread_env(ctx.test.threads), **ctx.test.env}
-        return [
-            Invocation(argv=substitute(command, ctx.placeholders), env=env)
-            for command in ctx.test.commands
-        ]
+        return spec_command_invocations(ctx)
 
     def parse(self, results: Sequence[CommandResult]) -> ParsedOutput:
         """Metric lines may come on stdout, stderr or the device log (Android's logcat)."""

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DTYPE_ALIASES",
+    "UNHONOURED_MODEL_KEYS",
+    "UNHONOURED_TEST_KEYS",
     "cpu_ranges",
     "effective_settings",
     "normalise_dtype",
@@ -46,6 +48,38 @@ DTYPE_ALIASES: dict[str, str] = {
     "uint8_t": "uint8",
 }
 """FAI-PEP (C-style) input type names and the numpy dtype names benchlab uses for them."""
+
+_ACCURACY_FLOW = ("FAI-PEP's accuracy flow (commands run on the host around each repetition, "
+                  "output files pulled and compared with golden files) is not run yet")
+_POWER = ("power is measured with --energy (monsoon, battery, rapl, nvml or auto) over the "
+          "job's processes, and reported as energy per inference and average power")
+
+#: FAI-PEP test keys that load but that benchlab does not act on, and why; a loaded spec
+#: lists the ones it uses (``BenchmarkSpec.ignored``) and ``run --dry-run`` shows them.
+UNHONOURED_TEST_KEYS: dict[str, str] = {
+    "preprocess": _ACCURACY_FLOW,
+    "postprocess": _ACCURACY_FLOW,
+    "output_files": _ACCURACY_FLOW,
+    "files": "per-test files are not fetched; list them in model.files or input_files",
+    "profiler": "per-operator profiles come from profile_ops (the runtimes' own profilers)",
+    "degrade": "network degradation is not simulated",
+    "method": "benchlab compare chooses how to pair the two sides itself",
+    "monsoon": "the Monsoon is configured as an energy meter (--energy monsoon); " + _POWER,
+    "collection_time": "no fixed collection time: " + _POWER,
+    "voltage": "the Monsoon's output voltage is set on the meter, not by the spec; " + _POWER,
+    "commands_mapping": "a mapping, not commands: this file repeats the key 'commands' and "
+                        "JSON keeps the last one; the test runs without commands",
+}
+#: FAI-PEP model keys that load but that benchlab does not act on, and why.
+UNHONOURED_MODEL_KEYS: dict[str, str] = {
+    "preprocess": _ACCURACY_FLOW,
+    "postprocess": _ACCURACY_FLOW,
+    "libraries": "libraries are not pushed to the device; give them as model files",
+    "converter": "models are not converted on the fly; the zoo exports its own formats",
+    "command_args": "FAI-PEP's extra benchmark arguments: write them into the test's commands",
+    "platform_args": "model-level platform_args: give them per test",
+    "app": "FAI-PEP's Android app runner is not supported; use a native tool or commands",
+}
 
 # The keys of TestCase that come straight from a validated test model.
 _SETTING_KEYS = frozenset(f.name for f in fields(TestCase)) - {"identifier", "placeholders"}

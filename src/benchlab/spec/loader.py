@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from benchlab.errors import SpecError, format_field_path
 from benchlab.spec import models as m
-from benchlab.spec.faipep import effective_settings
+from benchlab.spec.faipep import UNHONOURED_MODEL_KEYS, UNHONOURED_TEST_KEYS, effective_settings
 from benchlab.spec.types import (
     BenchmarkSpec,
     FileRef,
@@ -312,11 +312,18 @@ def _build_spec(raw: dict[str, Any], path: Path, defaults: m.DefaultsModel) -> B
     if issues:
         _raise(path, issues)
     frameworks = spec.frameworks or defaults.frameworks or []
+    ignored = [(f"model.{key}", why) for key, why in UNHONOURED_MODEL_KEYS.items()
+               if getattr(spec.model, key, None) is not None]
+    ignored += [(f"tests[{index}].{key}".replace(".commands_mapping", ".commands"), why)
+                for index, test in enumerate(spec.tests)
+                for key, why in UNHONOURED_TEST_KEYS.items()
+                if getattr(test, key, None) is not None]
     return BenchmarkSpec(
         path=Path(os.path.abspath(path)),
         model=_model_def(spec.model, base_dir),
         tests=tuple(tests),
         frameworks=tuple(FrameworkConfig(f.name, dict(f.model_extra or {})) for f in frameworks),
+        ignored=tuple(ignored),
     )
 
 

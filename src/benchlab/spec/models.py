@@ -86,6 +86,18 @@ def _one_command_to_list(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
 
+def _number_to_str(value: Any) -> Any:
+    # FAI-PEP writes numeric placeholders ("total_images": 50000); {total_images} is its text.
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+def _empty_hash_is_none(value: Any) -> Any:
+    # FAI-PEP writes "md5": "" for a file it cannot know the hash of.
+    return None if value == "" else value
+
+
 def _check_cpu_list(text: str) -> str:
     if not _CPU_LIST.fullmatch(text):
         raise ValueError(f"{text!r} is not a CPU list like '0-3,6'")
@@ -193,15 +205,18 @@ class FileModel(_Closed):
         description="https:// URL, file:// URL, //path relative to the root dir, or a path "
         "relative to the spec file.",
     )
-    sha256: str | None = Field(None, pattern=r"^[0-9a-fA-F]{64}$", description="SHA-256, hex.")
-    md5: str | None = Field(None, pattern=r"^[0-9a-fA-F]{32}$", description="MD5, hex (FAI-PEP).")
+    sha256: Annotated[str | None, BeforeValidator(_empty_hash_is_none)] = Field(
+        None, pattern=r"^[0-9a-fA-F]{64}$", description="SHA-256, hex.")
+    md5: Annotated[str | None, BeforeValidator(_empty_hash_is_none)] = Field(
+        None, pattern=r"^[0-9a-fA-F]{32}$", description="MD5, hex (FAI-PEP); \"\" is none.")
     filename: str | None = Field(None, description="Name to store the file under.")
 
     @model_validator(mode="after")
     def _needs_hash(self) -> FileModel:
         if self.sha256 or self.md5:
             return self
-        if not {"sha256", "md5"} & self.model_fields_set:
+        made_at_run_time = "{" in self.location  # {HOSTDIR}/x.pb: made by a preprocess step
+        if not {"sha256", "md5"} & self.model_fields_set and not made_at_run_time:
             raise ValueError('needs "sha256" or "md5" (write "md5": null to skip the check '
                              "of a local file)")
         if is_remote(self.location):
@@ -272,6 +287,18 @@ class TestDefaultsModel(_TestSettingsModel):  # type: ignore[misc,valid-type]
     degrade: Any = Field(None, description=_IGNORED)
     method: Any = Field(None, description=_IGNORED)
     monsoon: Any = Field(None, description=_IGNORED)
+    collection_time: Any = Field(None, description=_IGNORED)
+    voltage: Any = Field(None, description=_IGNORED)
+    commands_mapping: Any = Field(None, exclude=True, description=_IGNORED)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _commands_mapping(cls, data: Any) -> Any:
+        # A FAI-PEP file with two "commands" keys keeps the last, a mapping; set it aside.
+        if isinstance(data, dict) and isinstance(data.get("commands"), dict):
+            data = {**data, "commands_mapping": data["commands"]}
+            del data["commands"]
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> TestDefaultsModel:
@@ -296,7 +323,8 @@ class ModelModel(BaseModel):
     """
 
     model_config = ConfigDict(extra="allow")
-    __pydantic_extra__: dict[str, str] = Field(init=False)
+    __pydantic_extra__: dict[str, Annotated[str, BeforeValidator(_number_to_str)]] = Field(
+        init=False)
 
     name: str = Field(min_length=1, description="Model name.")
     format: str = Field(min_length=1, description="onnx, torchscript, pytorch, generic, ...")

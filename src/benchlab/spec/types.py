@@ -100,12 +100,17 @@ class TestCase(TestSettings):
 
 @dataclass(frozen=True, slots=True)
 class BenchmarkSpec:
-    """One loaded spec: a model, its tests, and the framework configs it names (may be empty)."""
+    """One loaded spec: a model, its tests, and the framework configs it names (may be empty).
+
+    ``ignored`` lists the FAI-PEP fields the file uses that benchlab does not act on, as
+    (field path, why) pairs.
+    """
 
     path: Path
     model: ModelDef
     tests: tuple[TestCase, ...]
     frameworks: tuple[FrameworkConfig, ...] = ()
+    ignored: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,7 @@ from benchlab.frameworks.base import (
     RunnerFramework,
     Unsupported,
     runner_invocation,
+    spec_command_invocations,
 )
 from benchlab.frameworks.common import (
     file_keys_with_suffix,
@@ -116,6 +117,7 @@ class TfliteFramework(RunnerFramework):
     requires = ("ai_edge_litert", "ai-edge-litert", "tflite")
     native_tool = "benchmark_model"
     native_parser = staticmethod(parse_native)
+    runs_spec_commands = True
 
     def configurations(
         self, model: ModelDef, requested: Sequence[FrameworkConfig]
@@ -133,7 +135,10 @@ class TfliteFramework(RunnerFramework):
         return self.check_configs(configs, lambda options: select_tflite_file(model, options)[1])
 
     def invocations(self, ctx: JobContext) -> list[Invocation]:
-        """One runner process per repetition, told the precision of the file it runs."""
+        """One runner process per repetition, told the precision of the file it runs; a
+        FAI-PEP spec's own ``benchmark_model`` commands, as written, when it has them."""
+        if ctx.test.commands:
+            return spec_command_invocations(ctx)
         options = ctx.config.options
         key, why = select_tflite_file(ctx.spec.model, options)
         if key is None:
