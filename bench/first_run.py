@@ -7,6 +7,7 @@ on the now warm cache. Separately it times the export phase alone with one expor
 and with two, each on its own fresh cache, to show what running exports side by side buys.
 
     .venv/bin/python bench/first_run.py              # about 35 minutes on 2 cores
+    .venv/bin/python bench/first_run.py --runs-only  # the fresh and warm runs, about 15
     .venv/bin/python bench/first_run.py --smoke      # one small model, one framework
 
 Goals (issue 13, this 2-core machine): fresh cache, first cell within 3 minutes and the whole
@@ -63,7 +64,8 @@ def export_phase(workers: int, models: list[str]) -> float:
 
 
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0])
+    runs_only = "--runs-only" in sys.argv
+    args = parse_args(__doc__.splitlines()[0], [a for a in sys.argv[1:] if a != "--runs-only"])
     from benchlab.zoo import DEFAULT_MODELS
 
     extra = ["--models", "mlp", "-f", "onnxruntime", "--iter", "3"] if args.smoke else []
@@ -73,16 +75,18 @@ def main() -> None:
         cache, db = Path(tmp) / "cache", Path(tmp) / "results.db"
         figures["fresh"] = timed_run(cache, db, extra)
         figures["warm"] = timed_run(cache, db, extra)
-    figures["exports_1_worker_s"] = export_phase(1, models)
-    figures["exports_2_workers_s"] = export_phase(2, models)
+    if not runs_only:
+        figures["exports_1_worker_s"] = export_phase(1, models)
+        figures["exports_2_workers_s"] = export_phase(2, models)
     for name in ("fresh", "warm"):
         run = figures[name]
         first = run["first_cell_s"]
         print(f"{name:5s} cache: first cell {first if first is None else round(first)} s, "
               f"exports end {run['exports_end_s'] and round(run['exports_end_s'])} s, "
               f"total {run['total_s']:.0f} s, {run['cells']} cells, rc {run['rc']}")
-    print(f"export phase: {figures['exports_1_worker_s']:.0f} s with one process, "
-          f"{figures['exports_2_workers_s']:.0f} s with two")
+    if not runs_only:
+        print(f"export phase: {figures['exports_1_worker_s']:.0f} s with one process, "
+              f"{figures['exports_2_workers_s']:.0f} s with two")
     write_result("first_run", args, figures)
 
 
