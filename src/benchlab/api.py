@@ -110,15 +110,18 @@ def _staged(
         for field, why in spec.ignored:
             progress(f"{spec.path.name}: {field} is not used: {why}")
 
+    device = str(target.describe().get("hostname", ""))  # once: a remote one is a round trip
+
     def plan_of(batch: list[BenchmarkSpec]) -> Plan:
-        return plan(batch, target, frameworks=configs or None, overrides=overrides)
+        return plan(batch, target, frameworks=configs or None, overrides=overrides,
+                    device=device)
 
     with ExportSession(names, cache, progress=progress) as session:
         first = plan_of(loaded)
         requested = [job.identity.key for job in first.jobs]
         if names:
             settings = (f"frameworks={configs!r} overrides={overrides!r} "
-                        f"target={target.name}@{target.describe().get('hostname', '')}")
+                        f"target={target.name}@{device}")
             requested += [f"zoo:{name}@{fp} {settings}"
                           for name, fp in session.fingerprints.items()]
         taken: list[Plan] = []

@@ -180,13 +180,18 @@ def plan(
     *,
     frameworks: Sequence[FrameworkConfig] | None = None,
     overrides: TestOverrides | None = None,
+    device: str | None = None,
 ) -> Plan:
-    """Expand specs into jobs for ``target``; explicit ``frameworks`` override the specs'."""
+    """Expand specs into jobs for ``target``; explicit ``frameworks`` override the specs'.
+
+    ``device`` is the target's hostname when the caller read it already (describing a remote
+    target is a round trip, and a staged sweep plans several times)."""
     overrides = overrides or TestOverrides()
     adapters: dict[str, Framework] = {}
     jobs: list[Job] = []
     skipped: list[Skipped] = []
-    device = str(target.describe().get("hostname", ""))
+    if device is None:
+        device = str(target.describe().get("hostname", ""))
     for spec in specs:
         # A zoo model a converter rejected: say so once per format, not by a silent gap.
         for fmt, reason in spec.model.metadata.get("export_failures", {}).items():
