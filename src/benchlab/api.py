@@ -13,8 +13,8 @@ from benchlab.ab.pairs import CompareSettings, Side, compare_jobs
 from benchlab.ab.model import Comparison
 from benchlab.energy.session import EnergySettings
 from benchlab.errors import InfrastructureError, UsageError
-from benchlab.harness import Plan, StagedPlan, TestOverrides, execute, plan
-from benchlab.plugins import FRAMEWORK_GROUP, available_names, open_target, parse_plugin_text
+from benchlab.harness import Plan, StagedPlan, TestOverrides, across_devices, execute, plan
+from benchlab.plugins import FRAMEWORK_GROUP, available_names, parse_plugin_text
 from benchlab.report.jsondir import write_result_json
 from benchlab.report.terminal import SweepProgress, download_bar, make_console
 from benchlab.results import Results
@@ -24,6 +24,7 @@ from benchlab.spec.types import BenchmarkSpec, FrameworkConfig
 from benchlab.store import open_store
 from benchlab.targets.base import Target
 from benchlab.targets.reboot import RebootPolicy
+from benchlab.targets.selection import select_targets, usable_target
 from benchlab.tracking.gitrepo import fetch
 from benchlab.tracking.tracker import (
     TrackReport,
@@ -39,16 +40,6 @@ if TYPE_CHECKING:  # rich is the reporters' business; the API only passes a cons
     from rich.console import Console
 
 __all__ = ["compare", "parse_framework", "plan_sweep", "run", "track"]
-
-
-def _usable_target(target: str | Target) -> Target:
-    """The target, checked once up front: an unreachable board or a missing phone is one clear
-    error before any job starts, not the same failure in every job."""
-    opened = open_target(target)
-    available = opened.availability()
-    if not available.ok:
-        raise InfrastructureError(f"target {opened.name!r} is not usable: {available.reason}")
-    return opened
 
 
 def parse_framework(text: str) -> FrameworkConfig:
@@ -86,7 +77,7 @@ def _staged(
     specs: Sequence[str | Path] | str | Path | None,
     models: Sequence[str] | None,
     frameworks: Sequence[str | FrameworkConfig] | None,
-    target: Target,
+    targets: Sequence[Target],
     overrides: TestOverrides | None,
     cache: ArtifactCache,
     root_model_dir: Path | None,
@@ -110,18 +101,21 @@ def _staged(
         for field, why in spec.ignored:
             progress(f"{spec.path.name}: {field} is not used: {why}")
 
-    device = str(target.describe().get("hostname", ""))  # once: a remote one is a round trip
+    # Once per target: describing a remote one is a round trip, and stages plan many times.
+    devices = [str(target.describe().get("hostname", "")) for target in targets]
 
     def plan_of(batch: list[BenchmarkSpec]) -> Plan:
-        return plan(batch, target, frameworks=configs or None, overrides=overrides,
-                    device=device)
+        return across_devices([plan(batch, target, frameworks=configs or None,
+                                    overrides=overrides, device=device)
+                               for target, device in zip(targets, devices, strict=True)])
 
     with ExportSession(names, cache, progress=progress) as session:
         first = plan_of(loaded)
         requested = [job.identity.key for job in first.jobs]
         if names:
-            settings = (f"frameworks={configs!r} overrides={overrides!r} "
-                        f"target={target.name}@{device}")
+            where = ",".join(f"{target.name}@{device}"
+                             for target, device in zip(targets, devices, strict=True))
+            settings = f"frameworks={configs!r} overrides={overrides!r} target={where}"
             requested += [f"zoo:{name}@{fp} {settings}"
                           for name, fp in session.fingerprints.items()]
         taken: list[Plan] = []
@@ -140,13 +134,13 @@ def _plan(
     specs: Sequence[str | Path] | str | Path | None,
     models: Sequence[str] | None,
     frameworks: Sequence[str | FrameworkConfig] | None,
-    target: Target,
+    targets: Sequence[Target],
     overrides: TestOverrides | None,
     cache: ArtifactCache,
     root_model_dir: Path | None,
 ) -> tuple[Plan, list[FrameworkConfig]]:
     """The whole sweep as one plan, every export done first; same fingerprint as a run."""
-    with _staged(specs, models, frameworks, target, overrides, cache, root_model_dir,
+    with _staged(specs, models, frameworks, targets, overrides, cache, root_model_dir,
                  pause=False) as staged:
         stages = list(staged.sweep.stages)
     whole = Plan(jobs=tuple(job for stage in stages for job in stage.jobs),
@@ -160,16 +154,16 @@ def plan_sweep(
     *,
     models: Sequence[str] | None = None,
     frameworks: Sequence[str | FrameworkConfig] | None = None,
-    target: str | Target = "host",
+    target: str | Target | Sequence[str | Target] = "host",
+    exclude_targets: Sequence[str] = (),
     overrides: TestOverrides | None = None,
     cache_dir: Path | None = None,
     root_model_dir: Path | None = None,
 ) -> Plan:
     """The jobs :func:`run` would run with the same arguments, without running them."""
     cache = ArtifactCache(cache_dir or default_cache_dir(), root_model_dir=root_model_dir)
-    return _plan(
-        specs, models, frameworks, _usable_target(target), overrides, cache, root_model_dir
-    )[0]
+    targets = select_targets(target, exclude_targets)
+    return _plan(specs, models, frameworks, targets, overrides, cache, root_model_dir)[0]
 
 
 def run(
@@ -177,7 +171,8 @@ def run(
     *,
     models: Sequence[str] | None = None,
     frameworks: Sequence[str | FrameworkConfig] | None = None,
-    target: str | Target = "host",
+    target: str | Target | Sequence[str | Target] = "host",
+    exclude_targets: Sequence[str] = (),
     db: str | Path | None = None,
     resume: bool | int | str = False,
     overrides: TestOverrides | None = None,
@@ -197,7 +192,10 @@ def run(
     ``small``). With neither, the zoo's default models run on every installed framework.
     ``frameworks`` limits and configures the frameworks (``"pytorch:mode=eager"``).
     Failed jobs do not raise: they are results with a failed status (see ``Results.failed``).
-    ``target`` is ``"host"``, ``"ssh:host=pi"``, ``"adb:serial=X"`` or a target object.
+    ``target`` is ``"host"``, ``"ssh:host=pi"``, ``"adb:serial=X"``, a target object, or a
+    list of them: every job then runs on every device, one device after the other, and the
+    reports set the devices side by side. ``adb`` without a serial means every attached phone;
+    ``exclude_targets`` drops the devices it names (``"adb:serial=X"``).
     ``energy`` (``"auto"`` or a meter name) measures energy per inference where a meter can;
     elsewhere each result's ``details.energy`` says why it is unavailable.
     ``reboot`` reboots the device before the run, after failures in a row or after an uptime
@@ -209,9 +207,9 @@ def run(
         cache_dir or default_cache_dir(), root_model_dir=root_model_dir,
         progress=download_bar(console) if progress else None,
     )
-    the_target = _usable_target(target)
+    targets = select_targets(target, exclude_targets)
     announce = (console or make_console(stderr=True)).print if progress else None
-    with _staged(specs, models, frameworks, the_target, overrides, cache, root_model_dir,
+    with _staged(specs, models, frameworks, targets, overrides, cache, root_model_dir,
                  announce) as staged, closing(open_store(db)) as store:
         run_label: list[str] = []
 
@@ -229,7 +227,7 @@ def run(
             bar.__enter__()
         try:
             record, results = execute(
-                sweep, the_target, cache, store, resume=resume, string_map=string_map,
+                sweep, targets, cache, store, resume=resume, string_map=string_map,
                 time_budget=time_budget, energy=energy,
                 description=_describe(specs, models, staged.configs),
                 on_result=on_result, progress=bar, on_run=start, reboot=reboot,
@@ -318,10 +316,10 @@ def compare(
     stored as a result with variant ``control`` or ``treatment``.
     """
     cache = ArtifactCache(cache_dir or default_cache_dir(), root_model_dir=root_model_dir)
-    the_target = _usable_target(target)
+    the_target = usable_target(target)
     if control.framework is not None and not frameworks:
         frameworks = [control.framework]
-    sweep, _ = _plan(specs, models, frameworks, the_target, overrides, cache, root_model_dir)
+    sweep, _ = _plan(specs, models, frameworks, [the_target], overrides, cache, root_model_dir)
     store = open_store(db)
     try:
         record = store.start_run(
@@ -359,8 +357,8 @@ def track(
     resumes where it stopped when run again with the same arguments.
     """
     cache = ArtifactCache(cache_dir or default_cache_dir())
-    the_target = _usable_target(target)
-    sweep, _ = _plan(specs, models, frameworks, the_target, overrides, cache, None)
+    the_target = usable_target(target)
+    sweep, _ = _plan(specs, models, frameworks, [the_target], overrides, cache, None)
     store = open_store(db)
     try:
         key = track_fingerprint(settings, settings.reference or "", sweep.jobs)

@@ -80,7 +80,8 @@ def run(
     specs: Annotated[list[Path], typer.Argument(help="Spec or suite files (JSON/YAML).")] = [],  # noqa: B006
     models: Annotated[Optional[str], typer.Option(help="Zoo models, comma-separated, or 'all'.")] = None,  # noqa: UP007,E501
     frameworks: Annotated[list[str], typer.Option("--frameworks", "-f", help="Frameworks, e.g. 'pytorch:mode=eager,onnxruntime' or 'all'.")] = [],  # noqa: B006,E501
-    target: Annotated[str, typer.Option(help="Where to run: host, ssh:host=NAME, adb[:serial=X].")] = "host",  # noqa: E501
+    target: Annotated[list[str], typer.Option("--target", help="Where to run: host, ssh:host=NAME, adb[:serial=X]. Repeat it to run on several devices; 'adb' alone is every attached phone.")] = ["host"],  # noqa: B006,E501
+    exclude_target: Annotated[list[str], typer.Option("--exclude-target", help="Leave out the devices this names, e.g. 'adb:serial=X' (repeatable).")] = [],  # noqa: B006,E501
     energy: Annotated[Optional[str], typer.Option(help="Measure energy per inference: auto, rapl, nvml, battery, monsoon.")] = None,  # noqa: UP007,E501
     temperature_gate: Annotated[Optional[float], typer.Option(help=_help("temperature_gate"))] = None,  # noqa: UP007,E501
     db: DbOption = None,
@@ -127,7 +128,7 @@ def run(
     model_names = [m.strip() for m in models.split(",") if m.strip()] if models else None
     common = dict(
         models=model_names, frameworks=split_frameworks(frameworks), target=target,
-        overrides=overrides, root_model_dir=root_model_dir, cache_dir=cache_dir,
+        exclude_targets=exclude_target, overrides=overrides, root_model_dir=root_model_dir, cache_dir=cache_dir,
     )
     if dry_run:
         console.print_json(describe_plan(plan_sweep(list(specs), **common)))  # type: ignore[arg-type]
@@ -156,9 +157,12 @@ def run(
 
 
 def _print_results(results: list[Any], title: str) -> None:
-    from benchlab.report.terminal import result_notes, results_table
+    from benchlab.report.terminal import device_spread_table, result_notes, results_table
 
     console.print(results_table(results, title=title))
+    spread = device_spread_table(results)
+    if spread is not None:
+        console.print(spread)
     for note in result_notes(results):
         console.print(f"[dim]· {escape(note)}[/]", highlight=False)
 

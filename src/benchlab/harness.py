@@ -14,6 +14,7 @@ import socket
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import zip_longest
 from types import MappingProxyType
 from typing import Any
 
@@ -28,13 +29,14 @@ from benchlab.settings import check_settings
 from benchlab.store import ResultStore, RunRecord
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
 from benchlab.targets.base import Target
-from benchlab.targets.reboot import RebootPolicy, Rebooter
+from benchlab.targets.reboot import Rebootable, RebootPolicy, Rebooter
 
 __all__ = [
     "Plan",
     "Skipped",
     "StagedPlan",
     "TestOverrides",
+    "across_devices",
     "execute",
     "ignored_fields",
     "model_hash",
@@ -226,11 +228,23 @@ def plan(
                         target=target.name,
                         device=device,
                     )
-                    jobs.append(Job(identity, spec, overrides.apply(test), config, adapter))
+                    jobs.append(Job(identity, spec, overrides.apply(test), config, adapter,
+                                    target))
     keys = [job.identity.key for job in jobs]
     if len(set(keys)) != len(keys):
         raise UsageError("the sweep lists the same job twice (duplicate spec or test identifier)")
     return Plan(tuple(jobs), tuple(skipped))
+
+
+def across_devices(plans: Sequence[Plan]) -> Plan:
+    """One plan from the same specs planned for several devices: each job runs on every
+    device one after the other, so a slow drift of the lab touches every device alike."""
+    if len(plans) == 1:
+        return plans[0]
+    jobs = [job for group in zip_longest(*(p.jobs for p in plans)) for job in group
+            if job is not None]
+    skipped = tuple(dict.fromkeys(s for p in plans for s in p.skipped))
+    return Plan(tuple(jobs), skipped)
 
 
 ProgressCallback = Callable[[Job, Result | None], None]
@@ -238,7 +252,7 @@ ProgressCallback = Callable[[Job, Result | None], None]
 
 def execute(
     sweep: Plan | StagedPlan,
-    target: Target,
+    target: Target | Sequence[Target],
     cache: ArtifactCache,
     store: ResultStore,
     *,
@@ -255,12 +269,15 @@ def execute(
     """Run the planned jobs; returns the store's run record and the run's results.
 
     A :class:`StagedPlan`'s stages are taken one at a time, each when the one before is
-    measured. ``reboot`` says when to reboot the device between jobs (each reboot is in the
-    next result's ``details.reboot``). With ``resume`` (``True`` for the latest interrupted
+    measured. A job runs on its own ``Job.target`` when it has one (a sweep over several
+    devices), else on ``target``. ``reboot`` says when to reboot a device between its jobs
+    (each reboot is in the next result's ``details.reboot``); over several devices, it applies
+    to those that can reboot. With ``resume`` (``True`` for the latest interrupted
     run of the same sweep, or a run id),
     jobs already recorded in that run are not run again.
     """
-    rebooter = Rebooter(reboot or RebootPolicy(), target)
+    targets = [target] if isinstance(target, Target) else list(target)
+    rebooters = _rebooters(reboot or RebootPolicy(), targets)
     run = None
     if resume:
         ref = None if resume is True else resume
@@ -292,10 +309,12 @@ def execute(
                     continue
                 if cooldown:  # the previous job's, so no pause after the last one
                     time.sleep(cooldown)
+                where = job.target or targets[0]
+                rebooter = rebooters[id(where)]
                 rebooter.before_job()
                 if progress:
                     progress(job, None)
-                result = rebooter.record(run_job(job, target, cache, string_map=string_map,
+                result = rebooter.record(run_job(job, where, cache, string_map=string_map,
                                                  time_budget=time_budget, energy=energy))
                 store.add_result(run.id, result)
                 if on_result:
@@ -310,6 +329,17 @@ def execute(
     store.finish_run(run.id)
     results = [r for r in store.results(run.id) if r.identity.key in keys]
     return run, results
+
+
+def _rebooters(policy: RebootPolicy, targets: Sequence[Target]) -> dict[int, Rebooter]:
+    """One :class:`Rebooter` per device; with several, the devices that cannot reboot (the
+    host, a board) run without the policy, and none that can is the usual error."""
+    if len(targets) > 1 and policy.active:
+        if not any(isinstance(t, Rebootable) for t in targets):
+            Rebooter(policy, targets[0])  # raises: no device here can reboot
+        return {id(t): Rebooter(policy if isinstance(t, Rebootable) else RebootPolicy(), t)
+                for t in targets}
+    return {id(t): Rebooter(policy, t) for t in targets}
 
 
 def ignored_fields(sweep: Plan) -> list[dict[str, str]]:
@@ -327,7 +357,8 @@ def describe_plan(sweep: Plan) -> str:
         {
             "fingerprint": sweep.fingerprint,
             "jobs": [
-                {"key": j.identity.key, "label": j.identity.label} for j in sweep.jobs
+                {"key": j.identity.key, "label": j.identity.label,
+                 "device": j.identity.device_label} for j in sweep.jobs
             ],
             "skipped": [{"label": s.label, "reason": s.reason} for s in sweep.skipped],
             "ignored": ignored_fields(sweep),

@@ -20,6 +20,7 @@ from benchlab.energy.session import EnergySession, EnergySettings
 from benchlab.devicestate import GateOutcome, capture_state, state_flags, wait_until_cool
 from benchlab.errors import DownloadError, InfrastructureError, UserError
 from benchlab.frameworks.base import NATIVE_BINARY, Framework, JobContext
+from benchlab.hoststeps import HostSteps, StepFailure, merge_parsed, renumbered
 from benchlab.schema import (
     LATENCY_KEY,
     DetailKey,
@@ -33,7 +34,6 @@ from benchlab.schema import (
     Summary,
     group_samples,
 )
-from benchlab.spec.placeholders import placeholder_map
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
 from benchlab.stats import ci_rel_halfwidth, summarize
 from benchlab.units import convert
@@ -56,6 +56,8 @@ class Job:
     test: TestCase
     config: FrameworkConfig
     framework: Framework = field(compare=False)
+    #: Where the job runs, when a sweep spans several devices (else the sweep's one target).
+    target: Target | None = field(default=None, compare=False)
 
 
 def _now() -> str:
@@ -145,8 +147,10 @@ def run_job(
 ) -> Result:
     """Measure one job: ``test.repeat`` fresh processes, more while ``target_ci`` is unmet.
 
-    With ``energy``, a power meter runs across the job (after an idle baseline) and
-    ``details.energy`` holds the energy per inference, or why it is unavailable.
+    With ``energy``, or when the test asks for it itself (``test.energy``, a FAI-PEP power
+    test; ``energy`` is laid over it), a power meter runs across the job (after an idle
+    baseline) and ``details.energy`` holds the energy per inference and mean power, or why
+    they are unavailable.
     """
     started_at = _now()
     test = job.test
@@ -159,7 +163,10 @@ def run_job(
     state_before = environment.pop("state", None) or capture_state(target)
     environment[EnvKey.STATE_BEFORE] = state_before
     gates: list[GateOutcome] = []
+    energy = energy.over(test.energy) if energy is not None else test.energy
     meter = EnergySession.open(target, energy) if energy is not None else None
+    if meter is not None:
+        test = meter.lengthen(test)  # each process measures at least the collection time
 
     def finish(status: Status, samples: list[Sample], details: dict[str, Any],
                error: str | None = None, stderr: str | None = None) -> Result:
@@ -169,6 +176,8 @@ def run_job(
             details[DetailKey.ENERGY], joules = meter.finish()
             samples += [Sample(Metric.ENERGY_PER_INFERENCE, j * 1e3, "mJ", "NET", rep, 0)
                         for rep, j in enumerate(joules)]
+            samples += [Sample(Metric.POWER, w, "W", "NET", rep, 0) for rep, w in
+                        enumerate(details[DetailKey.ENERGY].get("per_process_mean_power_w", ()))]
         summaries = summarize_samples(samples, test.statistics)
         latency = summaries.get(LATENCY_KEY)
         flags = state_flags(
@@ -192,8 +201,9 @@ def run_job(
             finished_at=_now(),
         )
 
+    steps = HostSteps(job.spec, test, cache, string_map)  # FAI-PEP's host commands, if any
     try:
-        local_files = fetch_files(job.spec, test, cache)
+        local_files = steps.fetch()
     except UserError as exc:
         return finish(Status.USER_ERROR, [], {}, str(exc))
     except (DownloadError, InfrastructureError) as exc:
@@ -209,25 +219,24 @@ def run_job(
             key: target.push(path, workdir, path.name if key.startswith("input_files.") else None)
             for key, path in local_files.items()
         }
-        placeholders = placeholder_map(
-            job.spec, test, files=files, target_dir=workdir,
-            extra={"PYTHON": target.python_executable(), **(string_map or {})},
-        )
         binary = job.config.options.get(NATIVE_BINARY)
         if isinstance(binary, str) and Path(binary).expanduser().is_file():
             # A native runner (benchmark_model, executor_runner...) given as a host path.
             local = Path(binary).expanduser()
             files[f"native.{NATIVE_BINARY}"] = target.push(local, workdir, local.name)
+        steps.start(target, workdir, files)
         began = time.monotonic()
         repetition = 0
         if meter is not None:
             meter.start()
         while True:
+            staged = steps.before(repetition)
             if test.temperature_gate is not None:
                 gates.append(wait_until_cool(target, test.temperature_gate, test.gate_timeout))
             ctx = JobContext(
                 spec=job.spec, test=test, config=job.config, workdir=workdir,
-                python=target.python_executable(), files=files, placeholders=placeholders,
+                python=target.python_executable(), files=staged.files,
+                placeholders=staged.placeholders,
                 repetition=repetition,
             )
             try:
@@ -247,8 +256,9 @@ def run_job(
                     details[DetailKey.REPETITIONS] = repetition
                     return finish(failure[0], samples, details, failure[1],
                                   _tail(outcome.stderr) or _tail(outcome.stdout))
-            parsed = job.framework.parse(outputs)
-            if not parsed.samples and not parsed.summaries:
+            span_end = time.monotonic()
+            parsed = merge_parsed(job.framework.parse(outputs), steps.after(repetition))
+            if not parsed.samples and not parsed.summaries and not steps.reports_at_end:
                 why = "printed no metric lines"
                 if parsed.malformed:
                     why = f"printed {len(parsed.malformed)} malformed metric line(s) and no valid one"
@@ -256,7 +266,7 @@ def run_job(
                 return finish(Status.FAILED, samples, details, why, _tail(stdout))
             if meter is not None:
                 meter.add_process(
-                    (span_start, time.monotonic()), parsed.details.get(DetailKey.MEASURE_WINDOW),
+                    (span_start, span_end), parsed.details.get(DetailKey.MEASURE_WINDOW),
                     sum(1 for s in parsed.samples if s.key == LATENCY_KEY),
                 )
             samples += [
@@ -267,12 +277,21 @@ def run_job(
             repetition += 1
             details[DetailKey.REPETITIONS] = repetition
             stop = _stop_reason(test, samples, repetition, time.monotonic() - began, budget)
-            if stop is not None:
+            if stop is not None and not (meter is not None and meter.wants_more()):
                 details[DetailKey.JOB_STOP_REASON] = stop.value
                 break
             if test.cooldown:
                 time.sleep(test.cooldown)
+        last = steps.finish(repetition - 1)
+        samples += renumbered(samples, last, repetition - 1)
+        _merge_details(details, replace(last, details={}), repetition - 1)
+        if not samples and not details.get("reported_summaries"):
+            return finish(Status.FAILED, samples, details, "neither the commands nor the host's "
+                          "pre/postprocess commands printed a metric line")
+    except StepFailure as exc:
+        return finish(exc.status, samples, details, exc.reason, exc.tail)
     finally:
+        steps.close()
         target.remove_workdir(workdir)
     return finish(Status.OK, samples, details)
 

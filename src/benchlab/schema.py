@@ -29,6 +29,7 @@ __all__ = [
     "Status",
     "StopReason",
     "Summary",
+    "device_label",
     "group_samples",
     "metric_key",
 ]
@@ -102,7 +103,7 @@ class Metric(StrEnum):
     MEMORY_PEAK = "memory_peak"  #: MiB, the process's peak resident memory
     MODEL_SIZE = "model_size"  #: MiB, the model file(s)
     ENERGY_PER_INFERENCE = "energy_per_inference"  #: mJ per inference, from a power meter
-    POWER = "power"  #: W, average power while the model ran (as a tool reports it)
+    POWER = "power"  #: W, average power while the model ran (a tool's, or a power meter's)
     ERROR_MAX_ABS = "error_max_abs"  #: largest absolute error against the reference outputs
     ERROR_MEAN_ABS = "error_mean_abs"  #: mean absolute error against the reference outputs
     ERROR_MAX_REL = "error_max_rel"  #: largest relative error against the reference outputs
@@ -210,6 +211,11 @@ class Summary:
         return cls(**values)
 
 
+def device_label(target: str, device: str) -> str:
+    """A device as reports name it: the target kind and the device's hostname."""
+    return f"{target}:{device}" if device else target
+
+
 @dataclass(frozen=True, slots=True)
 class JobIdentity:
     """What was measured, where and how: everything that makes two jobs the same job.
@@ -232,6 +238,12 @@ class JobIdentity:
         """A 16-hex-digit digest of the identity, stable across processes and machines."""
         payload = json.dumps(self.to_dict(), sort_keys=True, default=str)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    @property
+    def device_label(self) -> str:
+        """Which device: ``adb:Pixel_8-SERIAL``, ``ssh:pi``, ``host:build-01`` (the kind of
+        target and the device's hostname), how reports name a device."""
+        return device_label(self.target, self.device)
 
     @property
     def label(self) -> str:

@@ -9,17 +9,28 @@ Every layer reads the settings from :class:`TestSettings`:
 * the runner's wire format (:class:`benchlab.runner.config.RunnerConfig`) takes its defaults and
   bounds from it.
 
+:class:`EnergySettings` says how a job's energy is measured (``--energy``, or a test of
+``metric: power``); it lives here, beside the test settings, so that a loaded test can carry one
+without the spec layer importing the meters.
+
 Standard library only, because runner processes import it and their start-up is measured.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from types import NoneType
 from typing import Any, get_args, get_type_hints
 
-__all__ = ["SettingInfo", "TestSettings", "check_settings", "setting_info", "settings_info"]
+__all__ = [
+    "EnergySettings",
+    "SettingInfo",
+    "TestSettings",
+    "check_settings",
+    "setting_info",
+    "settings_info",
+]
 
 _KEY = "benchlab.setting"
 
@@ -138,3 +149,35 @@ def check_settings(values: Mapping[str, Any]) -> list[str]:
         elif (problem := info.problem(value)) is not None:
             problems.append(problem)
     return problems
+
+
+@dataclass(frozen=True, slots=True)
+class EnergySettings:
+    """How a job's energy is measured: the meter, the idle baseline, a Monsoon's voltage, and
+    how long the measured window must be.
+
+    ``meter`` is ``auto``, ``rapl``, ``nvml``, ``battery`` or ``monsoon``; ``idle_s`` the idle
+    time before the job that gives the baseline (s). ``voltage`` is the output voltage a Monsoon
+    is set to (V; ``None``: the meter's own default); other meters ignore it.
+    ``collection_time`` (FAI-PEP's name, s; 0: none) is the least the job's measured windows add
+    up to: each process is asked to measure at least that long (its ``min_time``), and when a
+    process's length is fixed by its own commands, fresh processes follow until the windows add
+    up (:class:`benchlab.energy.session.EnergySession`).
+
+    A test of ``metric: power`` carries its own (``TestCase.energy``, from the spec); settings
+    the user gives (``--energy``, ``run(energy=...)``) are laid over it with :meth:`over`.
+    """
+
+    meter: str = "auto"
+    idle_s: float = 2.0
+    voltage: float | None = None
+    collection_time: float = 0.0
+
+    def over(self, test: EnergySettings | None) -> EnergySettings:
+        """These settings (the user's) over a test's own: the meter and the idle time are these;
+        the voltage is this one when given, else the test's; the collection time the longer."""
+        if test is None:
+            return self
+        voltage = self.voltage if self.voltage is not None else test.voltage
+        return replace(self, voltage=voltage,
+                       collection_time=max(self.collection_time, test.collection_time))

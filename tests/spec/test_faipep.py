@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from benchlab.settings import EnergySettings
 from benchlab.spec import load_spec
 from benchlab.spec.faipep import cpu_ranges, normalise_dtype, taskset_to_cpu_list
 
@@ -91,17 +93,17 @@ def _load(tmp_path: Path, data: dict[str, Any], text: str | None = None) -> Any:
     return load_spec(path)
 
 
-def test_power_fields_load_and_are_listed_with_the_reason(tmp_path: Path) -> None:
-    # The form of FAI-PEP's *_power.json specs: a Monsoon collection time and voltage.
+def test_power_fields_become_the_tests_energy_request(tmp_path: Path) -> None:
+    # The form of FAI-PEP's *_power.json specs: a Monsoon collection time and voltage
+    # (every form: tests/spec/test_faipep_power.py).
     spec = _load(tmp_path, {
         "model": {"name": "squeezenet_power", "format": "caffe2", "kind": "deployment"},
         "tests": [{"identifier": "p", "commands": ["{program} --iter {iter}"], "iter": 1000,
                    "metric": "power", "collection_time": 180, "voltage": 4.2}],
     })
     assert spec.tests[0].metric == "power"
-    ignored = dict(spec.ignored)
-    assert set(ignored) == {"tests[0].collection_time", "tests[0].voltage"}
-    assert "--energy" in ignored["tests[0].voltage"]
+    assert spec.tests[0].energy == EnergySettings("monsoon", voltage=4.2, collection_time=180)
+    assert spec.ignored == ()
 
 
 def test_accuracy_fields_load_numbers_as_placeholders_and_files_made_at_run_time(
@@ -123,9 +125,60 @@ def test_accuracy_fields_load_numbers_as_placeholders_and_files_made_at_run_time
     assert spec.model.placeholders["total_images"] == "50000"
     assert spec.model.files["predict"].md5 is None
     assert spec.tests[0].input_files["images_tensor"].location == "{HOSTDIR}/images.pb"
-    assert {field for field, _ in spec.ignored} == {
-        "model.preprocess", "model.postprocess", "tests[0].preprocess", "tests[0].postprocess",
-        "tests[0].output_files"}
+    # The accuracy flow is acted on now (benchlab.hoststeps): nothing of it is listed.
+    assert spec.ignored == ()
+    assert spec.model.preprocess == ("mkdir -p {HOSTDIR}/inputs",)
+    assert spec.model.postprocess == ("aggregate --limit {repeat}",)
+    test = spec.tests[0]
+    assert (test.preprocess, test.postprocess) == (("convert {INDEX}",), ("compare {INDEX}",))
+    assert test.output_files["softmax"].location == "{TGTDIR}/softmax.txt"
+    assert test.output_files["softmax"].filename == "softmax.txt"
+
+
+def test_accuracy_flow_keys_benchlab_does_not_act_on_are_listed(tmp_path: Path) -> None:
+    spec = _load(tmp_path, {
+        "model": {"name": "m", "format": "caffe2",
+                  "postprocess": {"commands": ["x"], "platform_args": {"timeout": 5}}},
+        "tests": [{"identifier": "t", "commands": ["{program}"],
+                   "preprocess": {"command": "prep {INDEX}", "files": {}},
+                   "output_files": {"out": [{"filename": "o.txt", "location": "x/o.txt",
+                                             "md5": "a0340f00ea3e012e8aad8b96caee6c9f"}],
+                                    "log": {"location": "{TGTDIR}/log.txt",
+                                            "converter": {"name": "json"}}}}],
+    })
+    ignored = dict(spec.ignored)
+    assert set(ignored) == {"model.postprocess.platform_args", "tests[0].preprocess.files",
+                            "tests[0].output_files.out.md5", "tests[0].output_files.log.converter"}
+    assert "metric lines" in ignored["tests[0].output_files.log.converter"]
+    test = spec.tests[0]
+    assert test.preprocess == ("prep {INDEX}",)
+    assert {k: o.filename for k, o in test.output_files.items()} == {"out": "o.txt",
+                                                                     "log": "log.txt"}
+
+
+@pytest.mark.parametrize(("output_files", "problem"), [
+    ({"a": {"location": "{TGTDIR}/x.txt"}, "b": {"location": "sub/x.txt"}},
+     "would overwrite output_files.a's"),
+    ({"a": {"location": "{TGTDIR}/x.txt", "filename": "../x.txt"}}, "plain file name"),
+    ({"a": {"location": "{TGTDIR}/"}}, "plain file name, not ''"),
+])
+def test_bad_output_files_are_spec_errors(
+    tmp_path: Path, output_files: dict[str, Any], problem: str
+) -> None:
+    from benchlab.errors import SpecError
+
+    with pytest.raises(SpecError, match=re.escape(problem)):
+        _load(tmp_path, {"model": {"name": "m", "format": "generic"},
+                         "tests": [{"identifier": "t", "output_files": output_files}]})
+
+
+def test_a_step_gives_commands_or_command_not_both(tmp_path: Path) -> None:
+    from benchlab.errors import SpecError
+
+    with pytest.raises(SpecError, match=r"model\.preprocess: .*only one of commands, command"):
+        _load(tmp_path, {"model": {"name": "m", "format": "generic",
+                                   "preprocess": {"commands": ["a"], "command": "b"}},
+                         "tests": [{"identifier": "t"}]})
 
 
 def test_a_downloaded_file_still_needs_its_hash(tmp_path: Path) -> None:

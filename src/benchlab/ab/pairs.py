@@ -75,14 +75,19 @@ class _PythonTarget:
 
 
 def side_job(job: Job, side: Side, variant: str) -> Job:
-    """The job as ``side`` runs it: one fresh process per call, identity marked with the side."""
+    """The job as ``side`` runs it: one fresh process per call, identity marked with the side.
+
+    A power test's own energy request is dropped: a comparison measures no energy, and its
+    collection time would ask for more than one process per call.
+    """
     config = side.framework or job.config
     identity = replace(
         job.identity, framework=config.name, framework_config=dict(config.options),
         variant=side.variant or variant,
     )
     return replace(job, identity=identity, config=config, test=replace(job.test, repeat=1,
-                                                                       target_ci=None))
+                                                                       target_ci=None,
+                                                                       energy=None))
 
 
 def _observe(result: Result, units: dict[str, str]) -> dict[str, float]:

@@ -60,8 +60,9 @@ class EnergyResult:
     """Energy per inference, or why there is none.
 
     ``status`` is ``"ok"`` with the numbers filled in, or ``"unavailable"`` with ``reason``
-    and no numbers. ``warning`` flags an ok figure to read with care (negative net energy,
-    no idle baseline, too few readings in the window).
+    and no numbers. ``mean_power_w`` is the mean power over the window (``window_energy_j /
+    window_s``, idle power included). ``warning`` flags an ok figure to read with care
+    (negative net energy, no idle baseline, too few readings in the window).
     """
 
     status: Literal["ok", "unavailable"]
@@ -71,6 +72,7 @@ class EnergyResult:
     baseline_w: float | None = None
     window_s: float | None = None
     iterations: int | None = None
+    mean_power_w: float | None = None
     meter: str = ""
     warning: str = ""
     details: Mapping[str, Any] = field(default_factory=dict)
@@ -257,6 +259,7 @@ def energy_per_inference(
         baseline_w=baseline,
         window_s=window.duration_s,
         iterations=window.iterations,
+        mean_power_w=window_j / window.duration_s,
         meter=meter,
         warning="; ".join(warnings),
         details=details,

@@ -15,14 +15,20 @@ is moved onto the host's clock when the offset is known to within 5% of the wind
 Otherwise — a command that reports no window, a device without Python, a round trip too long —
 the window is the whole command as seen from the host, load and warm-up included, and the
 result says so (``window: "command"``) rather than pretending to a precision it lacks.
+
+Collection time (:attr:`EnergySettings.collection_time`, FAI-PEP's ``collection_time``): while a
+meter measures, :meth:`EnergySession.lengthen` raises each process's ``min_time`` to it, and
+:meth:`EnergySession.wants_more` keeps the job starting fresh processes until the measured
+windows add up to it (for commands whose iteration count is fixed). The account then gives
+``collection_time_s`` and ``measured_s``, the windows' total.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
 
 from benchlab.energy.accounting import (
     ClockOffset,
@@ -33,6 +39,7 @@ from benchlab.energy.accounting import (
 )
 from benchlab.energy.meters import MeterError, PowerMeter, PowerReading
 from benchlab.errors import BenchlabError
+from benchlab.settings import EnergySettings, TestSettings
 from benchlab.targets.base import RunRequest
 
 __all__ = ["EnergySession", "EnergySettings", "choose_meter", "device_clock_offset"]
@@ -42,24 +49,17 @@ _AUTO = "auto"
 #: this share of the window; beyond it the edges could miss load or warm-up by that much.
 MAX_ALIGNMENT_ERROR = 0.05
 _READ_MONOTONIC = "import time; print(repr(time.monotonic()))"
+_T = TypeVar("_T", bound=TestSettings)
 
 
-@dataclass(frozen=True, slots=True)
-class EnergySettings:
-    """Which meter (``auto``, ``rapl``, ``nvml``, ``battery``, ``monsoon``) and how long to idle."""
-
-    meter: str = _AUTO
-    idle_s: float = 2.0
-
-
-def _named_meter(name: str, target: Any) -> PowerMeter | None:
+def _named_meter(name: str, target: Any, voltage: float | None = None) -> PowerMeter | None:
     for meter in _target_meters(target):
         if meter.name == name or meter.name.endswith(f"-{name}"):
             return meter
     if name == "monsoon":
         from benchlab.energy.monsoon import MonsoonMeter
 
-        return MonsoonMeter()
+        return MonsoonMeter() if voltage is None else MonsoonMeter(voltage=voltage)
     if name == "rapl":
         from benchlab.energy.rapl import RaplMeter
 
@@ -76,10 +76,15 @@ def _target_meters(target: Any) -> list[PowerMeter]:
     return list(provider()) if provider is not None else []
 
 
-def choose_meter(target: Any, which: str = _AUTO) -> tuple[PowerMeter | None, str]:
-    """The meter to use and ``""``, or ``None`` and why no meter can measure this target."""
+def choose_meter(
+    target: Any, which: str = _AUTO, *, voltage: float | None = None
+) -> tuple[PowerMeter | None, str]:
+    """The meter to use and ``""``, or ``None`` and why no meter can measure this target.
+
+    ``voltage`` is the output voltage a Monsoon built here is set to (its default otherwise).
+    """
     if which != _AUTO:
-        meter = _named_meter(which, target)
+        meter = _named_meter(which, target, voltage)
         if meter is None:
             return None, f"no power meter called {which!r} (auto, rapl, nvml, battery, monsoon)"
         available = meter.availability()
@@ -124,6 +129,7 @@ class EnergySession:
 
     ``same_clock``: the runner's clock is the meters' (a job on this host). Otherwise
     ``clock_offset`` (when known) moves the runner's windows onto the host's clock.
+    ``collection_time``: the least the job's measured windows add up to (s; 0: none).
     """
 
     meter: PowerMeter | None
@@ -131,9 +137,11 @@ class EnergySession:
     idle_s: float = 2.0
     same_clock: bool = True
     clock_offset: ClockOffset | None = None
+    collection_time: float = 0.0
     _baseline: tuple[float, float] | None = None
     _windows: list[tuple[EnergyWindow, str]] = field(default_factory=list)
     _running: bool = False
+    _stalled: bool = False
 
     @classmethod
     def open(cls, target: Any, settings: EnergySettings) -> EnergySession:
@@ -141,10 +149,31 @@ class EnergySession:
 
         Off this host, with a usable meter, the device's clock offset is estimated here.
         """
-        meter, reason = choose_meter(target, settings.meter)
+        meter, reason = choose_meter(target, settings.meter, voltage=settings.voltage)
         same_clock = getattr(target, "name", "") == "host"
         offset = None if same_clock or meter is None else device_clock_offset(target)
-        return cls(meter, reason, settings.idle_s, same_clock, offset)
+        return cls(meter, reason, settings.idle_s, same_clock, offset,
+                   collection_time=settings.collection_time)
+
+    def lengthen(self, test: _T) -> _T:
+        """``test`` with each process measuring at least the collection time (its ``min_time``,
+        and ``max_time`` no shorter), when a meter measures; else ``test`` as it is."""
+        floor = self.collection_time
+        if self.meter is None or floor <= test.min_time:
+            return test
+        longest = test.max_time if test.max_time is None or test.max_time >= floor else floor
+        return replace(test, min_time=floor, max_time=longest)
+
+    @property
+    def measured_s(self) -> float:
+        """The measured windows recorded so far, added up (s)."""
+        return sum(window.duration_s for window, _ in self._windows)
+
+    def wants_more(self) -> bool:
+        """Whether the job should run another process to reach the collection time: the meter
+        runs, the windows add up to less, and every process so far gave a window."""
+        return (self._running and not self._stalled
+                and self.measured_s < self.collection_time)
 
     def start(self) -> None:
         """Start the meter and idle for the baseline (nothing of the job's runs yet)."""
@@ -165,7 +194,10 @@ class EnergySession:
         iterations: int,
     ) -> None:
         """Record one process: its command span on the host clock and the runner's window."""
-        if not self._running or iterations <= 0:
+        if not self._running:
+            return
+        if iterations <= 0:
+            self._stalled = True  # more processes like it would not add to the windows
             return
         if runner_window and runner_window.get("clock") == "monotonic":
             window = EnergyWindow(float(runner_window["start"]), float(runner_window["end"]),
@@ -205,6 +237,18 @@ class EnergySession:
         summary = results[-1].to_dict()
         summary["joules_per_inference"] = sum(per_process) / len(per_process)
         summary["per_process_joules_per_inference"] = per_process
+        # Mean power over every window together: their energy over their length.
+        measured_s = sum(r.window_s or 0.0 for r in results)
+        summary["mean_power_w"] = sum(r.window_energy_j or 0.0 for r in results) / measured_s
+        summary["net_power_w"] = summary["mean_power_w"] - (results[-1].baseline_w or 0.0)
+        summary["per_process_mean_power_w"] = [r.mean_power_w for r in results]
+        summary["per_process_window_s"] = [r.window_s for r in results]
+        summary["measured_s"] = measured_s
+        if self.collection_time:
+            summary["collection_time_s"] = self.collection_time
+        voltage = getattr(self.meter, "voltage", None)
+        if isinstance(voltage, int | float):
+            summary["meter_voltage_v"] = float(voltage)
         summary["window"] = self._windows[-1][1]
         if self._windows[-1][1] == "runner, clock-aligned" and self.clock_offset is not None:
             summary["clock_offset_s"] = self.clock_offset.offset_s

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from benchlab.report.svg import median
@@ -18,10 +18,14 @@ from benchlab.schema import LATENCY_KEY, DetailKey, Metric, Result, Status, Summ
 __all__ = [
     "COLUMN_UNITS",
     "Cell",
+    "Spread",
     "cell_of",
     "config_label",
+    "device_spread",
+    "devices_of",
     "matrix_cells",
     "pareto_front",
+    "per_device",
     "summary_in",
     "summary_ms",
     "unit_note",
@@ -59,6 +63,7 @@ class Cell:
     label: str
     status: Status
     error: str | None = None
+    device: str = ""  #: :attr:`benchlab.schema.JobIdentity.device_label`
     precision: str = "fp32"
     p50: float | None = None
     p90: float | None = None
@@ -187,7 +192,7 @@ def cell_of(result: Result) -> Cell:
     return Cell(
         model=ident.model_name, test=ident.test_identifier, framework=ident.framework,
         label=config_label(ident.framework, ident.framework_config), status=result.status,
-        error=result.error, precision=_precision(result), p50=p50,
+        error=result.error, device=ident.device_label, precision=_precision(result), p50=p50,
         p90=columns.get(Metric.LATENCY, "p90"),
         ci_rel=latency.ci_rel_halfwidth if latency else None, latencies=samples,
         load=columns.get(Metric.LOAD_TIME), first=columns.get(Metric.FIRST_INFERENCE),
@@ -214,10 +219,65 @@ def cell_of(result: Result) -> Cell:
 
 
 def matrix_cells(results: Sequence[Result]) -> list[Cell]:
-    """One :class:`Cell` per result, ordered by model, then framework label."""
+    """One :class:`Cell` per result, ordered by model, then framework label, then device."""
     cells = [cell_of(r) for r in results]
     order = {m: i for i, m in enumerate(dict.fromkeys(c.model for c in cells))}
-    return sorted(cells, key=lambda c: (order[c.model], c.test, c.label))
+    devices = {d: i for i, d in enumerate(dict.fromkeys(c.device for c in cells))}
+    return sorted(cells, key=lambda c: (order[c.model], c.test, c.label, devices[c.device]))
+
+
+def devices_of(cells: Sequence[Cell]) -> list[str]:
+    """The devices the cells were measured on, in the order they first appear."""
+    return list(dict.fromkeys(c.device for c in cells))
+
+
+def per_device(cells: Sequence[Cell]) -> list[Cell]:
+    """The cells labelled ``backend @ device`` when they span several devices (so charts and
+    tables keyed by label keep one series per device), else unchanged."""
+    if len(devices_of(cells)) < 2:
+        return list(cells)
+    return [replace(c, label=f"{c.label} @ {c.device}") for c in cells]
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """One model/test × backend across devices: each device's p50 (ms, ``None`` where the job
+    failed or did not run there) and how many times slower the slowest device is than the
+    fastest (``None`` with fewer than two measured devices)."""
+
+    model: str
+    test: str
+    label: str
+    p50: Mapping[str, float | None]
+    ratio: float | None
+
+    @property
+    def fastest(self) -> str | None:
+        """The device with the lowest p50."""
+        measured = {d: v for d, v in self.p50.items() if v is not None}
+        return min(measured, key=measured.__getitem__) if measured else None
+
+    @property
+    def slowest(self) -> str | None:
+        """The device with the highest p50."""
+        measured = {d: v for d, v in self.p50.items() if v is not None}
+        return max(measured, key=measured.__getitem__) if measured else None
+
+
+def device_spread(cells: Sequence[Cell]) -> list[Spread]:
+    """The device axis of the matrix: for every model/test × backend, its p50 on each device
+    and the slowest/fastest ratio, the spread of one model across the lab's devices."""
+    devices = devices_of(cells)
+    rows: dict[tuple[str, str, str], dict[str, float | None]] = {}
+    for cell in cells:
+        row = rows.setdefault((cell.model, cell.test, cell.label), dict.fromkeys(devices))
+        row[cell.device] = cell.p50 if cell.ok else None
+    spread = []
+    for (model, test, label), p50 in rows.items():
+        measured = [v for v in p50.values() if v]
+        ratio = max(measured) / min(measured) if len(measured) > 1 else None
+        spread.append(Spread(model, test, label, p50, ratio))
+    return spread
 
 
 def pareto_front(cells: Sequence[Cell]) -> set[str]:

@@ -13,7 +13,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchlab.report.matrix import Cell, pareto_front
+from benchlab.report.matrix import (
+    Cell,
+    Spread,
+    device_spread,
+    devices_of,
+    pareto_front,
+    per_device,
+)
 from benchlab.schema import EnvKey
 from benchlab.report.svg import CSS, LEFT, RIGHT, WIDTH, esc, num, short, svg, write_page
 
@@ -275,6 +282,31 @@ def _heat(cells: Sequence[Cell]) -> list[str]:
     return rows
 
 
+def _spread(rows: Sequence[Spread], devices: Sequence[str]) -> list[str]:
+    """Model and backend down, devices across, with the slowest/fastest ratio per row."""
+    out = ['<table class="heat spread"><thead><tr><th>model</th><th>backend</th>'
+           + "".join(f"<th>{esc(d)}</th>" for d in devices)
+           + "<th>slowest/fastest</th></tr></thead><tbody>"]
+    for row in rows:
+        best = min((v for v in row.p50.values() if v), default=None)
+        tds = []
+        for device in devices:
+            value = row.p50.get(device)
+            if value is None or best is None:
+                tds.append('<td class="n skip">·</td>')
+                continue
+            shade = min(math.log2(value / best) / 4, 1.0)
+            fast = " fast" if device == row.fastest else ""
+            tds.append(f'<td class="n{fast}" style="background:hsl({120 - 120 * shade:.0f},'
+                       f'60%,88%)">{num(value)} ms</td>')
+        ratio = "–" if row.ratio is None else f"×{row.ratio:.2f}"
+        name = row.model if row.test == "default" else f"{row.model}/{row.test}"
+        out.append(f"<tr><td>{esc(name)}</td><td>{esc(row.label)}</td>{''.join(tds)}"
+                   f'<td class="n ratio">{esc(ratio)}</td></tr>')
+    out.append("</tbody></table>")
+    return out
+
+
 def matrix_html(
     cells: Sequence[Cell],
     *,
@@ -289,6 +321,9 @@ def matrix_html(
     changed since that job's previous run (see :func:`runtime_change_notes`).
     """
     changes = changes or {}
+    spread = device_spread(cells)
+    devices = devices_of(cells)
+    cells = per_device(cells)
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -305,8 +340,13 @@ def matrix_html(
                  "the reference (PyTorch fp32 for zoo models).</p>")
     if cells:
         parts += ["<h2>Latency at a glance</h2>", *_heat(cells),
-                  '<p class="sub">p50 per cell; ×: times the model\'s fastest backend.</p>',
-                  "<h2>All cells</h2>"]
+                  '<p class="sub">p50 per cell; ×: times the model\'s fastest backend.</p>']
+        if len(devices) > 1:
+            parts += ["<h2>Across devices</h2>", *_spread(spread, devices),
+                      f'<p class="sub">{len(devices)} devices; p50 per device, shaded by how '
+                      "far it is from the fastest device of its row; ×: the slowest device's "
+                      "p50 ÷ the fastest's.</p>"]
+        parts.append("<h2>All cells</h2>")
         if changes:
             parts += ['<p class="changed-note">◆ The runtime changed since the previous run of '
                       "these cells, so a number that moved there may have moved with the "
@@ -366,12 +406,12 @@ def runtime_change_notes(
     ``previous_points``); the note names both versions and both medians.
     """
     from benchlab.report.history import RuntimeChange
-    from benchlab.report.matrix import cell_of, summary_ms
+    from benchlab.report.matrix import cell_of, per_device, summary_ms
 
     notes: dict[tuple[str, str], str] = {}
-    for result in results:
+    cells = per_device([cell_of(result) for result in results])
+    for result, cell in zip(results, cells, strict=True):
         before = previous.get(result.identity.key)
-        cell = cell_of(result)
         if before is None or before.runtime_version == cell.runtime_version:
             continue
         change = RuntimeChange(0, before.runtime_version, cell.runtime_version)

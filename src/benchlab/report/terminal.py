@@ -21,12 +21,14 @@ from rich.progress import (
 from rich.table import Table
 
 from benchlab.report.matrix import cell_of as _cell_of
+from benchlab.report.matrix import device_spread, devices_of
 from benchlab.schema import LATENCY_KEY, Metric, Result, Status, StopReason, Summary
 from benchlab.units import convert
 
 __all__ = [
     "SweepProgress",
     "cell_line",
+    "device_spread_table",
     "download_bar",
     "format_ms",
     "make_console",
@@ -164,10 +166,12 @@ def results_table(results: Sequence[Result], title: str = "benchlab results") ->
     ]
     shown = [name for name, present in extra if present]
     precision = ["prec"] if "prec" in shown else []
-    columns = ["model/test", "framework", *precision, "status", "p50", "p90", "±CI", "n",
+    device = ["device"] if len(devices_of(list(cells.values()))) > 1 else []
+    columns = ["model/test", "framework", *device, *precision, "status", "p50", "p90", "±CI", "n",
                "load", "first", "MiB", *[c for c in shown if c != "prec"], "notes"]
     for name in columns:
-        justify = "left" if name in ("model/test", "framework", "status", "notes", "prec") \
+        justify = "left" if name in ("model/test", "framework", "device", "status", "notes",
+                                     "prec") \
             else "right"
         table.add_column(name, justify=justify, no_wrap=name != "notes")  # type: ignore[arg-type]
     for result in results:
@@ -188,6 +192,7 @@ def results_table(results: Sequence[Result], title: str = "benchlab results") ->
         style = _STATUS_STYLE.get(result.status, "")
         values = {
             "model/test": escape(name), "framework": escape(cell.label),
+            "device": escape(cell.device),
             "prec": escape(cell.precision), "status": f"[{style}]{result.status.value}[/]",
             "p50": _shown(latency, cell.p50), "p90": _shown(latency, cell.p90), "±CI": ci,
             "n": str(latency.count) if latency else "-",
@@ -205,6 +210,31 @@ def results_table(results: Sequence[Result], title: str = "benchlab results") ->
             "notes": ",".join(dict.fromkeys(notes)),
         }
         table.add_row(*(values[c] for c in columns))
+    return table
+
+
+def device_spread_table(results: Sequence[Result],
+                        title: str = "across devices") -> Table | None:
+    """Models and backends down, devices across: each device's p50 in ms and how many times
+    slower the slowest device is than the fastest; ``None`` for results of one device."""
+    cells = [_cell_of(r) for r in results]
+    devices = devices_of(cells)
+    if len(devices) < 2:
+        return None
+    table = Table(title=title, caption="p50 in ms per device; ×: slowest device's p50 ÷ "
+                  "fastest's; bold: the fastest device", header_style="bold", expand=False)
+    table.add_column("model/test")
+    table.add_column("framework")
+    for device in devices:
+        table.add_column(escape(device), justify="right")
+    table.add_column("slowest/fastest", justify="right")
+    for row in device_spread(cells):
+        name = row.model if row.test == "default" else f"{row.model}/{row.test}"
+        fastest = row.fastest if row.ratio is not None else None
+        values = [("-" if v is None else f"[bold]{format_ms(v)}[/]" if d == fastest
+                   else format_ms(v)) for d, v in row.p50.items()]
+        ratio = "-" if row.ratio is None else f"×{row.ratio:.2f}"
+        table.add_row(escape(name), escape(row.label), *values, ratio)
     return table
 
 

@@ -15,6 +15,7 @@ from benchlab.spec.types import (
     FrameworkConfig,
     InputDef,
     ModelDef,
+    OutputFile,
     Suite,
     TestCase,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "FrameworkConfig",
     "InputDef",
     "ModelDef",
+    "OutputFile",
     "Suite",
     "TestCase",
     "load",

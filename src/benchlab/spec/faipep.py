@@ -11,6 +11,11 @@ after validation and before the internal dataclasses are built:
 * model-level ``timeout``, ``cooldown`` and ``repeat`` are defaults for every test of the spec;
 * ``{blob: [file]}`` (a one-element list, the 2018 form of ``input_files``) means ``{blob: file}``;
 * input types ``float``, ``double``, ``int``... mean ``float32``, ``float64``, ``int32``...
+* ``preprocess``/``postprocess`` (model and test level) and ``output_files`` are FAI-PEP's
+  accuracy flow, run by :mod:`benchlab.hoststeps`; only their commands and file locations are
+  acted on (:data:`UNHONOURED_NESTED_KEYS` lists the rest).
+* a power test (``metric: power``) carries its own energy request (:func:`power_request`):
+  ``collection_time``, ``voltage`` and the ``monsoon`` block become ``TestCase.energy``.
 
 A test's setting is taken from the first place that has it: the test's own key, the test's
 ``platform_args``, the model-level default, the suite's test defaults, the suite defaults'
@@ -23,19 +28,32 @@ from collections.abc import Iterable
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
+from benchlab.settings import EnergySettings
 from benchlab.spec.types import TestCase
 
 if TYPE_CHECKING:
-    from benchlab.spec.models import ModelModel, PlatformArgsModel, TestDefaultsModel
+    from benchlab.spec.models import (
+        ModelModel,
+        MonsoonModel,
+        PlatformArgsModel,
+        TestDefaultsModel,
+    )
 
 __all__ = [
     "DTYPE_ALIASES",
+    "FAIPEP_MONSOON_VOLTAGE",
+    "POWER_KEYS",
     "UNHONOURED_MODEL_KEYS",
+    "UNHONOURED_MONSOON_KEYS",
+    "UNHONOURED_NESTED_KEYS",
     "UNHONOURED_TEST_KEYS",
+    "UNKNOWN_NESTED_KEY",
     "cpu_ranges",
     "effective_settings",
     "normalise_dtype",
+    "power_request",
     "taskset_to_cpu_list",
+    "unhonoured_power_fields",
     "unwrap_file_list",
 ]
 
@@ -49,31 +67,18 @@ DTYPE_ALIASES: dict[str, str] = {
 }
 """FAI-PEP (C-style) input type names and the numpy dtype names benchlab uses for them."""
 
-_ACCURACY_FLOW = ("FAI-PEP's accuracy flow (commands run on the host around each repetition, "
-                  "output files pulled and compared with golden files) is not run yet")
-_POWER = ("power is measured with --energy (monsoon, battery, rapl, nvml or auto) over the "
-          "job's processes, and reported as energy per inference and average power")
-
 #: FAI-PEP test keys that load but that benchlab does not act on, and why; a loaded spec
 #: lists the ones it uses (``BenchmarkSpec.ignored``) and ``run --dry-run`` shows them.
 UNHONOURED_TEST_KEYS: dict[str, str] = {
-    "preprocess": _ACCURACY_FLOW,
-    "postprocess": _ACCURACY_FLOW,
-    "output_files": _ACCURACY_FLOW,
     "files": "per-test files are not fetched; list them in model.files or input_files",
     "profiler": "per-operator profiles come from profile_ops (the runtimes' own profilers)",
     "degrade": "network degradation is not simulated",
     "method": "benchlab compare chooses how to pair the two sides itself",
-    "monsoon": "the Monsoon is configured as an energy meter (--energy monsoon); " + _POWER,
-    "collection_time": "no fixed collection time: " + _POWER,
-    "voltage": "the Monsoon's output voltage is set on the meter, not by the spec; " + _POWER,
     "commands_mapping": "a mapping, not commands: this file repeats the key 'commands' and "
                         "JSON keeps the last one; the test runs without commands",
 }
 #: FAI-PEP model keys that load but that benchlab does not act on, and why.
 UNHONOURED_MODEL_KEYS: dict[str, str] = {
-    "preprocess": _ACCURACY_FLOW,
-    "postprocess": _ACCURACY_FLOW,
     "libraries": "libraries are not pushed to the device; give them as model files",
     "converter": "models are not converted on the fly; the zoo exports its own formats",
     "command_args": "FAI-PEP's extra benchmark arguments: write them into the test's commands",
@@ -81,8 +86,37 @@ UNHONOURED_MODEL_KEYS: dict[str, str] = {
     "app": "FAI-PEP's Android app runner is not supported; use a native tool or commands",
 }
 
+#: Keys inside a ``preprocess``/``postprocess`` block or an ``output_files`` entry that load
+#: but are not acted on (a host step runs its commands; an output file is pulled, no more).
+UNHONOURED_NESTED_KEYS: dict[str, str] = {
+    "files": "files of a pre/postprocess step are not fetched; list them in model.files",
+    "platform_args": "host commands run as they are, with the test's timeout",
+    "converter": "output files are not converted into metrics; a postprocess command that "
+                 "reads the file and prints metric lines does that",
+    "upload": "output files are not uploaded; they lie in {HOSTDIR} until the job ends",
+    "md5": "an output file is made by the commands; no hash is checked",
+    "sha256": "an output file is made by the commands; no hash is checked",
+}
+#: Why another key of those blocks is not acted on.
+UNKNOWN_NESTED_KEY = "not a key benchlab knows here"
+
+#: A power test's keys (``metric: power``) that make its energy request (:func:`power_request`).
+POWER_KEYS = ("monsoon", "collection_time", "voltage")
+#: The output voltage FAI-PEP sets a Monsoon to when a ``monsoon`` block gives none (V).
+FAIPEP_MONSOON_VOLTAGE = 4.0
+#: Keys of a ``monsoon`` block that load but are not acted on, and why.
+UNHONOURED_MONSOON_KEYS: dict[str, str] = {
+    "disable_usb": "FAI-PEP roots the phone and writes 1 to this file to cut USB power while it "
+                   "measures; benchlab writes no device files: cut USB power yourself (adb over "
+                   "Wi-Fi, a switchable hub) so the Monsoon alone powers the phone",
+}
+_NOT_A_MONSOON_KEY = "not a key of FAI-PEP's monsoon block"
+_NOT_POWER = ("acted on only in a test of metric 'power' (as in FAI-PEP); this test's metric "
+              "is another")
+
 # The keys of TestCase that come straight from a validated test model.
-_SETTING_KEYS = frozenset(f.name for f in fields(TestCase)) - {"identifier", "placeholders"}
+_SETTING_KEYS = frozenset(f.name for f in fields(TestCase)) - {
+    "identifier", "placeholders", "energy"}
 
 
 def normalise_dtype(name: str) -> str:
@@ -133,6 +167,7 @@ def unwrap_file_list(value: Any) -> Any:
 
 def _own(test: TestDefaultsModel) -> dict[str, Any]:
     layer = {k: getattr(test, k) for k in test.model_fields_set if k in _SETTING_KEYS}
+    layer.update({k: getattr(test, k) for k in POWER_KEYS if getattr(test, k) is not None})
     if test.command is not None:
         layer["commands"] = [test.command]
     elif test.arguments is not None:
@@ -167,7 +202,8 @@ def effective_settings(
     """Resolve one validated test's settings through the layers described in the module doc.
 
     Returns only the keys some layer sets, so the dataclass defaults fill in the rest; ``env``
-    is the union of every layer's ``env``, the most specific layer winning per variable.
+    is the union of every layer's ``env``, the most specific layer winning per variable. The
+    power keys (:data:`POWER_KEYS`) come back as one ``energy`` request, in a power test only.
     """
     layers = [_own(test), _platform(test.platform_args), _model(model)]
     if defaults is not None:
@@ -178,4 +214,50 @@ def effective_settings(
         env.update(layer.get("env", {}))
         settings.update(layer)
     settings["env"] = env
+    power = {key: settings.pop(key) for key in POWER_KEYS if key in settings}
+    energy = power_request(settings.get("metric"), **power)
+    if energy is not None:
+        settings["energy"] = energy
     return settings
+
+
+def power_request(
+    metric: str | None,
+    monsoon: MonsoonModel | None = None,
+    collection_time: float | None = None,
+    voltage: float | None = None,
+) -> EnergySettings | None:
+    """The energy request of a FAI-PEP power test; ``None`` when ``metric`` is not ``power``.
+
+    The meter is a Monsoon when the test has a ``monsoon`` block or a ``voltage``, else the
+    target's own (``auto``: RAPL or NVML on the host, the battery gauge on a phone, which is
+    FAI-PEP's ``method: software``). The block's ``collection_time`` and ``voltage`` win over
+    the test's own; a block with no voltage anywhere sets FAI-PEP's 4.0 V
+    (:data:`FAIPEP_MONSOON_VOLTAGE`). No collection time means no floor on the window (FAI-PEP
+    samples a fixed 180 s or 300 s and looks for the benchmark in it afterwards; benchlab's
+    window is the measured loop itself).
+    """
+    if metric != "power":
+        return None
+    if monsoon is not None:
+        if monsoon.collection_time is not None:
+            collection_time = monsoon.collection_time
+        if monsoon.voltage is not None:
+            voltage = monsoon.voltage
+        elif voltage is None:
+            voltage = FAIPEP_MONSOON_VOLTAGE
+    meter = "monsoon" if voltage is not None else "auto"
+    return EnergySettings(meter=meter, voltage=voltage, collection_time=collection_time or 0.0)
+
+
+def unhonoured_power_fields(
+    test: TestDefaultsModel, energy: EnergySettings | None
+) -> list[tuple[str, str]]:
+    """The power keys of one test that are not acted on, as (key, why): every one the test
+    sets when it is no power test (``energy`` is ``None``), else its ``monsoon`` block's
+    other keys (``monsoon.disable_usb``)."""
+    if energy is None:
+        return [(key, _NOT_POWER) for key in POWER_KEYS if getattr(test, key) is not None]
+    extra = test.monsoon.model_extra if test.monsoon is not None else None
+    return [(f"monsoon.{key}", UNHONOURED_MONSOON_KEYS.get(key, _NOT_A_MONSOON_KEY))
+            for key in extra or {}]

@@ -25,13 +25,21 @@ from pydantic import BaseModel, ValidationError
 
 from benchlab.errors import SpecError, format_field_path
 from benchlab.spec import models as m
-from benchlab.spec.faipep import UNHONOURED_MODEL_KEYS, UNHONOURED_TEST_KEYS, effective_settings
+from benchlab.spec.faipep import (
+    UNHONOURED_MODEL_KEYS,
+    UNHONOURED_NESTED_KEYS,
+    UNHONOURED_TEST_KEYS,
+    UNKNOWN_NESTED_KEY,
+    effective_settings,
+    unhonoured_power_fields,
+)
 from benchlab.spec.types import (
     BenchmarkSpec,
     FileRef,
     FrameworkConfig,
     InputDef,
     ModelDef,
+    OutputFile,
     Suite,
     TestCase,
 )
@@ -256,7 +264,46 @@ def _model_def(model: m.ModelModel, base_dir: Path) -> ModelDef:
         entry=_entry(model.entry, base_dir),
         description=model.description,
         placeholders=placeholders,
+        preprocess=model.preprocess.command_list() if model.preprocess else (),
+        postprocess=model.postprocess.command_list() if model.postprocess else (),
     )
+
+
+def _accuracy_flow(settings: dict[str, Any], index: int, issues: list[Issue]) -> None:
+    """Turn a test's validated ``preprocess``/``postprocess``/``output_files`` into the
+    dataclass fields, in place: commands as tuples, output files as :class:`OutputFile`."""
+    for key in ("preprocess", "postprocess"):
+        steps = settings.pop(key, None)
+        settings[key] = steps.command_list() if steps is not None else ()
+    outputs: dict[str, OutputFile] = {}
+    named: dict[str, str] = {}
+    for key, entry in (settings.pop("output_files", None) or {}).items():
+        name = entry.host_name
+        if name in named:
+            issues.append((f"tests[{index}].output_files.{key}", f"its host copy {name!r} "
+                           f"would overwrite output_files.{named[name]}'s; give a filename"))
+        named.setdefault(name, key)
+        outputs[key] = OutputFile(key=key, location=entry.location, filename=name)
+    settings["output_files"] = outputs
+
+
+def _nested_ignored(prefix: str, block: BaseModel | None) -> list[tuple[str, str]]:
+    """The keys of a host-step block or output file entry that are not acted on."""
+    if block is None:
+        return []
+    return [(f"{prefix}.{key}", UNHONOURED_NESTED_KEYS.get(key, UNKNOWN_NESTED_KEY))
+            for key in (block.model_extra or {})]
+
+
+def _flow_ignored(spec: m.SpecModel) -> list[tuple[str, str]]:
+    found = [item for key in ("preprocess", "postprocess")
+             for item in _nested_ignored(f"model.{key}", getattr(spec.model, key))]
+    for index, test in enumerate(spec.tests):
+        for key in ("preprocess", "postprocess"):
+            found += _nested_ignored(f"tests[{index}].{key}", getattr(test, key))
+        for name, entry in (test.output_files or {}).items():
+            found += _nested_ignored(f"tests[{index}].output_files.{name}", entry)
+    return found
 
 
 def _expand(
@@ -290,10 +337,14 @@ def _build_spec(raw: dict[str, Any], path: Path, defaults: m.DefaultsModel) -> B
     issues: list[Issue] = []
     tests: list[TestCase] = []
     first_use: dict[str, int] = {}
+    power_ignored: list[tuple[str, str]] = []
     for index, test in enumerate(spec.tests):
         settings = effective_settings(test, spec.model, defaults.test)
+        power_ignored += [(f"tests[{index}].{key}", why)
+                          for key, why in unhonoured_power_fields(test, settings.get("energy"))]
         inputs = settings.pop("inputs", {})
         files = {k: _ref(k, f, base_dir) for k, f in settings.pop("input_files", {}).items()}
+        _accuracy_flow(settings, index, issues)
         for key in ("commands", "statistics"):
             if settings.get(key) is None:  # ``commands: null`` means none
                 settings.pop(key, None)
@@ -318,6 +369,8 @@ def _build_spec(raw: dict[str, Any], path: Path, defaults: m.DefaultsModel) -> B
                 for index, test in enumerate(spec.tests)
                 for key, why in UNHONOURED_TEST_KEYS.items()
                 if getattr(test, key, None) is not None]
+    ignored += _flow_ignored(spec)
+    ignored += power_ignored
     return BenchmarkSpec(
         path=Path(os.path.abspath(path)),
         model=_model_def(spec.model, base_dir),

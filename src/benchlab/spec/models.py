@@ -33,8 +33,11 @@ __all__ = [
     "DefaultsModel",
     "FileModel",
     "FrameworkModel",
+    "HostStepsModel",
     "InputModel",
     "ModelModel",
+    "MonsoonModel",
+    "OutputFileModel",
     "PlatformArgsModel",
     "SpecModel",
     "SuiteModel",
@@ -239,6 +242,76 @@ class InputModel(_Closed):
     )
 
 
+class HostStepsModel(BaseModel):
+    """FAI-PEP's ``preprocess``/``postprocess`` block: shell commands run on the host.
+
+    Only the commands run; FAI-PEP's other keys (``files``, ``platform_args``) load and are
+    listed as not acted on.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    commands: Annotated[list[str], BeforeValidator(_one_command_to_list)] | None = Field(
+        None, description="Shell commands run on the host, one after another.")
+    command: str | None = Field(None, description="FAI-PEP's single-command form.")
+
+    @model_validator(mode="after")
+    def _one_form(self) -> HostStepsModel:
+        if self.commands is not None and self.command is not None:
+            raise ValueError("give only one of commands, command")
+        return self
+
+    def command_list(self) -> tuple[str, ...]:
+        """The commands to run, in order (none when the block names none)."""
+        if self.command is not None:
+            return (self.command,)
+        return tuple(self.commands or ())
+
+
+class OutputFileModel(BaseModel):
+    """A file the test's commands write on the target (FAI-PEP's ``output_files`` entry)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    location: str = Field(min_length=1, description="Where the commands write it on the "
+                          "target, e.g. {TGTDIR}/softmax.txt; relative to {TGTDIR}.")
+    filename: str | None = Field(
+        None, description="Name of the copy pulled to the host (default: the location's).")
+
+    @property
+    def host_name(self) -> str:
+        """The name of the pulled copy on the host."""
+        return self.filename or self.location.rsplit("/", 1)[-1]
+
+    @model_validator(mode="after")
+    def _plain_name(self) -> OutputFileModel:
+        if "/" in self.host_name or self.host_name in ("", ".", ".."):
+            raise ValueError(f"the host copy needs a plain file name, not {self.host_name!r}")
+        return self
+
+
+OutputFileEntry = Annotated[OutputFileModel, BeforeValidator(unwrap_file_list),
+                            _OrOneElementList()]
+_STEPS_HELP = "FAI-PEP accuracy flow: commands run on the host {when}."
+
+
+_COLLECTION_HELP = ("FAI-PEP power (metric: power): the job's measured windows add up to at "
+                    "least this (s).")
+_VOLTAGE_HELP = "FAI-PEP power (metric: power): the Monsoon's output voltage (V)."
+
+
+class MonsoonModel(BaseModel):
+    """FAI-PEP's ``monsoon`` block of a power test; its keys win over the test's own.
+
+    Other keys (``disable_usb``) load and are listed as not acted on.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    collection_time: float | None = Field(None, ge=0, description=_COLLECTION_HELP)
+    voltage: float | None = Field(None, gt=0, description=_VOLTAGE_HELP)
+
+
 class PlatformArgsModel(BaseModel):
     """FAI-PEP's per-platform settings; benchlab maps the ones it understands."""
 
@@ -279,16 +352,21 @@ class TestDefaultsModel(_TestSettingsModel):  # type: ignore[misc,valid-type]
         default_factory=list, description="Extra statistics: mean, stdev, p95, ..."
     )
     platform_args: PlatformArgsModel | None = Field(None, description="FAI-PEP platform args.")
-    output_files: Any = Field(None, description=_IGNORED)
+    output_files: dict[str, OutputFileEntry] | None = Field(
+        None, description="Files the commands write on the target, pulled to the host after "
+        "each repetition for the postprocess commands ({output_files.KEY}).")
     files: Any = Field(None, description=_IGNORED)
-    preprocess: Any = Field(None, description=_IGNORED)
-    postprocess: Any = Field(None, description=_IGNORED)
+    preprocess: HostStepsModel | None = Field(
+        None, description=_STEPS_HELP.format(when="before each repetition"))
+    postprocess: HostStepsModel | None = Field(
+        None, description=_STEPS_HELP.format(when="after each repetition"))
     profiler: Any = Field(None, description=_IGNORED)
     degrade: Any = Field(None, description=_IGNORED)
     method: Any = Field(None, description=_IGNORED)
-    monsoon: Any = Field(None, description=_IGNORED)
-    collection_time: Any = Field(None, description=_IGNORED)
-    voltage: Any = Field(None, description=_IGNORED)
+    monsoon: MonsoonModel | None = Field(
+        None, description="FAI-PEP power: measure with a Monsoon (its collection_time, voltage).")
+    collection_time: float | None = Field(None, ge=0, description=_COLLECTION_HELP)
+    voltage: float | None = Field(None, gt=0, description=_VOLTAGE_HELP)
     commands_mapping: Any = Field(None, exclude=True, description=_IGNORED)
 
     @model_validator(mode="before")
@@ -344,8 +422,10 @@ class ModelModel(BaseModel):
     repeat: int | None = _layer_default("repeat", "Default repeat of the tests.")
     libraries: Any = Field(None, description=_IGNORED)
     converter: Any = Field(None, description=_IGNORED)
-    preprocess: Any = Field(None, description=_IGNORED)
-    postprocess: Any = Field(None, description=_IGNORED)
+    preprocess: HostStepsModel | None = Field(
+        None, description=_STEPS_HELP.format(when="once before a job's first repetition"))
+    postprocess: HostStepsModel | None = Field(
+        None, description=_STEPS_HELP.format(when="once after a job's last repetition"))
     command_args: Any = Field(None, description=_IGNORED)
     platform_args: Any = Field(None, description=_IGNORED)
     app: Any = Field(None, description=_IGNORED)

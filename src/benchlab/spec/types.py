@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchlab.settings import TestSettings
+from benchlab.settings import EnergySettings, TestSettings
 
 __all__ = [
     "BenchmarkSpec",
@@ -19,6 +19,7 @@ __all__ = [
     "FrameworkConfig",
     "InputDef",
     "ModelDef",
+    "OutputFile",
     "Suite",
     "TestCase",
 ]
@@ -39,6 +40,20 @@ class FileRef:
     sha256: str | None = None
     md5: str | None = None
     filename: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OutputFile:
+    """A file a test's commands write on the target, pulled to the host after each repetition.
+
+    ``location`` is as written in the spec (usually ``{TGTDIR}/name.txt``; a relative path is
+    relative to ``{TGTDIR}``) and still holds its placeholders; ``filename`` is the name of the
+    pulled copy on the host (FAI-PEP's ``filename``, else the location's last part).
+    """
+
+    key: str
+    location: str
+    filename: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +81,8 @@ class ModelDef:
     ``file.py:factory``); ``placeholders`` holds any extra string fields, usable as ``{name}``.
     ``metadata`` carries facts known before running (the zoo's task, parameters, FLOPs, failed
     exports); every result of the model repeats it under ``details["model_info"]``.
+    ``preprocess`` and ``postprocess`` are FAI-PEP's model-level host commands, run once
+    before a job's first repetition and once after its last (:mod:`benchlab.hoststeps`).
     """
 
     name: str
@@ -76,6 +93,8 @@ class ModelDef:
     description: str = ""
     placeholders: Mapping[str, str] = field(default_factory=dict)
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    preprocess: tuple[str, ...] = ()
+    postprocess: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +104,12 @@ class TestCase(TestSettings):
     The measuring settings (``warmup``, ``iter``, ``repeat``, ``timeout``...) are inherited from
     :class:`benchlab.settings.TestSettings`, their one definition. ``commands`` are for
     command-driven frameworks (``generic``) and still hold their ``{placeholders}``; the harness
-    substitutes them per job.
+    substitutes them per job. FAI-PEP's accuracy flow: ``preprocess`` and ``postprocess`` are
+    commands run on the host before and after each repetition, and ``output_files`` are pulled
+    from the target between the two (:mod:`benchlab.hoststeps`). ``energy`` is the test's own
+    energy request: a FAI-PEP power test (``metric: power``) measures energy even when the user
+    asked for none (:func:`benchlab.spec.faipep.power_request`); the user's ``--energy`` is laid
+    over it (:meth:`EnergySettings.over`).
     """
 
     identifier: str
@@ -96,6 +120,10 @@ class TestCase(TestSettings):
     env: Mapping[str, str] = field(default_factory=dict)
     statistics: tuple[str, ...] = ()
     placeholders: Mapping[str, str] = field(default_factory=dict)
+    preprocess: tuple[str, ...] = ()
+    postprocess: tuple[str, ...] = ()
+    output_files: Mapping[str, OutputFile] = field(default_factory=dict)
+    energy: EnergySettings | None = None
 
 
 @dataclass(frozen=True, slots=True)

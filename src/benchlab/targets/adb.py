@@ -172,6 +172,14 @@ class AdbTarget(ShellTarget):
         self._chosen = found[0].serial
         return self._chosen
 
+    def fan_out(self) -> list[AdbTarget]:
+        """One target per attached phone this target's selectors match, for a sweep over
+        several devices (``--target adb`` runs on every phone; ``adb:model=X`` on each
+        phone of that model). A target given a serial stands for that phone alone."""
+        if self.serial:
+            return [self]
+        return [self.for_device(found.serial) for found in self.devices()]
+
     def for_device(self, serial: str) -> AdbTarget:
         """The same settings, aimed at one phone (for listing every attached phone)."""
         return AdbTarget(serial, adb=self.adb, server_port=self.server_port,
