@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from benchlab.settings import EnergySettings
-from benchlab.spec import load_spec
+from benchlab.spec import load, load_spec
 from benchlab.spec.faipep import cpu_ranges, normalise_dtype, taskset_to_cpu_list
 
 
@@ -85,6 +85,21 @@ def test_ignored_model_and_test_keys_are_accepted(tmp_path: Path) -> None:
         profiler={"enabled": True}, degrade={}, method="x", monsoon={},
     )  # fmt: skip
     assert test.identifier == "t"
+
+
+def test_a_suites_command_args_reach_the_commands_that_run_the_program(tmp_path: Path) -> None:
+    # benchmarks/caffe2/cnn-mkl.json: meta.command_args "--backend mkl" for five models.
+    (tmp_path / "m.json").write_text(json.dumps({
+        "model": {"name": "m", "format": "caffe2"},
+        "tests": [{"identifier": "t", "commands": ["{program} --iter {iter}", "echo done"]}],
+    }))
+    (tmp_path / "suite.json").write_text(json.dumps(
+        {"meta": {"command_args": "--backend mkl"}, "benchmarks": ["m.json"]}))
+    (spec,) = load(tmp_path / "suite.json")
+    assert spec.tests[0].commands == ("{program} --iter {iter} --backend mkl", "echo done")
+    assert spec.ignored == ()
+    (alone,) = load(tmp_path / "m.json")
+    assert alone.tests[0].commands == ("{program} --iter {iter}", "echo done")
 
 
 def _load(tmp_path: Path, data: dict[str, Any], text: str | None = None) -> Any:

@@ -81,7 +81,8 @@ UNHONOURED_TEST_KEYS: dict[str, str] = {
 UNHONOURED_MODEL_KEYS: dict[str, str] = {
     "libraries": "libraries are not pushed to the device; give them as model files",
     "converter": "models are not converted on the fly; the zoo exports its own formats",
-    "command_args": "FAI-PEP's extra benchmark arguments: write them into the test's commands",
+    "command_args": "appended to the commands that run {program}, and this spec's tests "
+                    "have none",
     "platform_args": "model-level platform_args: give them per test",
     "app": "FAI-PEP's Android app runner is not supported; use a native tool or commands",
 }

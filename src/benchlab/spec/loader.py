@@ -350,6 +350,11 @@ def _build_spec(raw: dict[str, Any], path: Path, defaults: m.DefaultsModel) -> B
                 settings.pop(key, None)
             else:
                 settings[key] = tuple(settings[key])
+        if spec.model.command_args and settings.get("commands"):
+            # FAI-PEP appends the model's (or a suite meta's) extra arguments to each command
+            # that runs the benchmark program.
+            settings["commands"] = tuple(f"{c} {spec.model.command_args}" if "{program}" in c
+                                         else c for c in settings["commands"])
         placeholders = {**default_placeholders, **(test.model_extra or {})}
         identifier = test.identifier.replace("{ID}", str(index))
         for suffix, defs in _expand(inputs, index, issues):
@@ -364,11 +369,14 @@ def _build_spec(raw: dict[str, Any], path: Path, defaults: m.DefaultsModel) -> B
         _raise(path, issues)
     frameworks = spec.frameworks or defaults.frameworks or []
     ignored = [(f"model.{key}", why) for key, why in UNHONOURED_MODEL_KEYS.items()
-               if getattr(spec.model, key, None) is not None]
+               if getattr(spec.model, key, None) is not None
+               and not (key == "command_args" and any(t.commands for t in tests))]
     ignored += [(f"tests[{index}].{key}".replace(".commands_mapping", ".commands"), why)
                 for index, test in enumerate(spec.tests)
                 for key, why in UNHONOURED_TEST_KEYS.items()
-                if getattr(test, key, None) is not None]
+                if getattr(test, key, None) is not None
+                # In a power test, ``method`` picks the meter (software: the device's own).
+                and not (key == "method" and test.metric == "power")]
     ignored += _flow_ignored(spec)
     ignored += power_ignored
     return BenchmarkSpec(

@@ -426,7 +426,8 @@ class ModelModel(BaseModel):
         None, description=_STEPS_HELP.format(when="once before a job's first repetition"))
     postprocess: HostStepsModel | None = Field(
         None, description=_STEPS_HELP.format(when="once after a job's last repetition"))
-    command_args: Any = Field(None, description=_IGNORED)
+    command_args: str | None = Field(
+        None, description="FAI-PEP: appended to every test command that runs {program}.")
     platform_args: Any = Field(None, description=_IGNORED)
     app: Any = Field(None, description=_IGNORED)
 
