@@ -110,3 +110,22 @@ def test_report_renders_in_headless_chromium_offline(tmp_path: Path) -> None:
     drawn = [c for c in _PALETTE[1:5] if colour_pixels(shot, c) > 100]
     assert len(drawn) >= 3, drawn
     assert math.isfinite(shot.stat().st_size)
+
+
+def test_metrics_without_a_column_are_shown_by_name() -> None:
+    # A FAI-PEP postprocess prints top1_accuracy; the matrix has no column for it.
+    plain = _result("mobilenet_v2", "onnxruntime", {}, 5.0, None)
+    scored = _result("mobilenet_v2", "tflite", {}, 6.0, None)
+    extra = (Sample("top1_accuracy", 85.0, "percent"), Sample("top1_accuracy", 75.0, "percent"))
+    scored = Result(identity=scored.identity, status=scored.status,
+                    samples=scored.samples + extra,
+                    summaries=summarize_samples([*scored.samples, *extra]),
+                    details=scored.details)
+    console = Console(width=250, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(results_table([plain, scored]))
+    text = console.export_text()
+    assert "top1_accuracy" in text and "80 percent" in text
+    console.print(results_table([plain]))
+    assert "top1_accuracy" not in console.export_text()
+    page = matrix_html(matrix_cells([plain, scored]))
+    assert "top1_accuracy 80 percent" in page

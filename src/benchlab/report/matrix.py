@@ -24,6 +24,7 @@ __all__ = [
     "device_spread",
     "devices_of",
     "matrix_cells",
+    "other_metric_names",
     "pareto_front",
     "per_device",
     "summary_in",
@@ -93,6 +94,9 @@ class Cell:
     top5: float | None = None
     ops: Mapping[str, float] = field(default_factory=dict)
     ops_unavailable: str | None = None
+    #: Whole-model metrics benchlab has no column for (a FAI-PEP postprocess's
+    #: ``top1_accuracy``, a tool's own figures): metric → (median, unit as reported).
+    other: Mapping[str, tuple[float, str]] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     runtime_version: str | None = None
     unit_notes: tuple[str, ...] = ()
@@ -172,6 +176,20 @@ class _Columns:
         return value
 
 
+_KNOWN = {metric.key for metric in Metric}
+
+
+def _other_metrics(summaries: Mapping[str, Summary]) -> dict[str, tuple[float, str]]:
+    return {key.removeprefix("NET "): (summary.p50, summary.unit)
+            for key, summary in summaries.items()
+            if key.startswith("NET ") and key not in _KNOWN}
+
+
+def other_metric_names(cells: Sequence[Cell]) -> list[str]:
+    """The metrics without a column that any of ``cells`` has, in the order first seen."""
+    return list(dict.fromkeys(name for cell in cells for name in cell.other))
+
+
 def cell_of(result: Result) -> Cell:
     ident, details, s = result.identity, result.details, result.summaries
     columns = _Columns(s)
@@ -212,6 +230,7 @@ def cell_of(result: Result) -> Cell:
         top1=_value(s.get(Metric.TOP1_AGREEMENT.key)),
         top5=_value(s.get(Metric.TOP5_AGREEMENT.key)), ops=ops,
         ops_unavailable=details.get(DetailKey.OP_PROFILE_UNAVAILABLE),
+        other=_other_metrics(s),
         warnings=tuple(latency.warnings) if latency else (),
         runtime_version=result.runtime_version,
         unit_notes=tuple(columns.notes.values()),

@@ -225,7 +225,7 @@ def _table(cells: Sequence[Cell], changes: Mapping[tuple[str, str], str]) -> lis
     head = ("model", "backend", "runtime", "precision", "status", "p50 ms", "p90 ms", "±CI",
             "items/s", "load ms", "first ms", "peak MiB", "+load MiB", "size MiB",
             "energy mJ", "power W", "max |err|", "L2 rel", "SQNR dB", "cosine", "top-1",
-            "top-5", "KL nats")
+            "top-5", "KL nats", "other metrics")
     rows = ["<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in head)
             + "</tr></thead><tbody>"]
     for c in cells:
@@ -245,6 +245,8 @@ def _table(cells: Sequence[Cell], changes: Mapping[tuple[str, str], str]) -> lis
             _fmt(c.top1 * 100 if c.top1 is not None else None, ".0f", "%"),
             _fmt(c.top5 * 100 if c.top5 is not None else None, ".0f", "%"),
             _fmt(c.kl_divergence, ".2e"),
+            "; ".join(f"{name} {value:.4g} {unit}" for name, (value, unit) in c.other.items())
+            or "–",
         )
         rows.append(f"<tr><td>{esc(c.model)}</td><td>{esc(c.label)}</td>"
                     f"{_runtime(c, changes)}<td>{esc(c.precision)}</td><td>ok</td>"

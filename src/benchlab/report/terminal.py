@@ -21,7 +21,7 @@ from rich.progress import (
 from rich.table import Table
 
 from benchlab.report.matrix import cell_of as _cell_of
-from benchlab.report.matrix import device_spread, devices_of
+from benchlab.report.matrix import device_spread, devices_of, other_metric_names
 from benchlab.schema import LATENCY_KEY, Metric, Result, Status, StopReason, Summary
 from benchlab.units import convert
 
@@ -139,6 +139,9 @@ def _sci(value: float | None) -> str:
     return "-" if value is None else f"{value:.1e}" if value else "0"
 
 
+_MAX_OTHER_COLUMNS = 4
+
+
 def results_table(results: Sequence[Result], title: str = "benchlab results") -> Table:
     """One row per job: latency p50/p90 with the median's CI, load, first inference, memory.
 
@@ -167,8 +170,10 @@ def results_table(results: Sequence[Result], title: str = "benchlab results") ->
     shown = [name for name, present in extra if present]
     precision = ["prec"] if "prec" in shown else []
     device = ["device"] if len(devices_of(list(cells.values()))) > 1 else []
+    # Metrics with no column of their own (a FAI-PEP postprocess's accuracy): a few, by name.
+    other = other_metric_names(list(cells.values()))[:_MAX_OTHER_COLUMNS]
     columns = ["model/test", "framework", *device, *precision, "status", "p50", "p90", "±CI", "n",
-               "load", "first", "MiB", *[c for c in shown if c != "prec"], "notes"]
+               "load", "first", "MiB", *[c for c in shown if c != "prec"], *other, "notes"]
     for name in columns:
         justify = "left" if name in ("model/test", "framework", "device", "status", "notes",
                                      "prec") \
@@ -208,6 +213,8 @@ def results_table(results: Sequence[Result], title: str = "benchlab results") ->
             "KL": _sci(cell.kl_divergence),
             "top1": f"{cell.top1:.0%}" if cell.top1 is not None else "-",
             "notes": ",".join(dict.fromkeys(notes)),
+            **{name: f"{cell.other[name][0]:.4g} {cell.other[name][1]}" if name in cell.other
+               else "-" for name in other},
         }
         table.add_row(*(values[c] for c in columns))
     return table
