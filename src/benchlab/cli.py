@@ -220,6 +220,7 @@ def compare(
     alpha: Annotated[float, typer.Option(help="False-discovery rate across metrics.")] = 0.05,
     pairs: Annotated[str, typer.Option(help="Looks: pairs after which to decide, e.g. 20,40,80.")] = "20,40,80",  # noqa: E501
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Re-measure regressions before declaring them.")] = True,  # noqa: E501
+    mode: Annotated[str, typer.Option(help="How to pair the sides: auto (the strongest they allow), in-process, lockstep or process-pairs.")] = "auto",  # noqa: E501
     iterations: Annotated[Optional[int], typer.Option("--iter", help=_help("iter"))] = None,  # noqa: UP007,E501
     warmup: Annotated[Optional[int], typer.Option(help=_help("warmup"))] = None,  # noqa: UP007
     min_time: Annotated[Optional[float], typer.Option(help=_help("min_time"))] = None,  # noqa: UP007,E501
@@ -241,8 +242,12 @@ def compare(
         raise UsageError(f"--pairs {pairs!r}: expected numbers like 20,40,80") from None
     if not looks or looks != tuple(sorted(looks)) or looks[0] < 2:
         raise UsageError("--pairs must increase and start at 2 or more")
+    from benchlab.ab.interleave import parse_mode
+
+    parse_mode(mode)  # an unknown name is a usage error before anything runs
     settings = CompareSettings(
-        min_effect=_percent(min_effect, "--min-effect") or 0.01, alpha=alpha, looks=looks, verify=verify
+        min_effect=_percent(min_effect, "--min-effect") or 0.01, alpha=alpha, looks=looks,
+        verify=verify, mode=mode,
     )
     comparison = run_compare(
         list(specs),

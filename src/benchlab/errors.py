@@ -34,6 +34,7 @@ __all__ = [
     "CommitFailedError",
     "DownloadError",
     "InfrastructureError",
+    "ModeUnavailable",
     "ModelBuildError",
     "PluginLoadError",
     "SpecError",
@@ -126,6 +127,12 @@ class CommitFailedError(BenchlabError):
     Like a failed job of ``run`` (exit 1): the message names the commit and why, and where the
     build log is; the commits measured before it stay in the store.
     """
+
+
+class ModeUnavailable(BenchlabError):
+    """An A/B mode cannot measure these two sides (a program that does not speak the step
+    protocol, sides that cannot share one process); the message says why, and ``compare``
+    falls back to the next mode with that note, instead of failing the job."""
 
 
 def format_field_path(parts: Sequence[str | int]) -> str:

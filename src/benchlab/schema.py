@@ -96,6 +96,9 @@ class Metric(StrEnum):
 
     LATENCY = "latency"  #: ms per inference, the metric every report leads with
     FIRST_INFERENCE = "first_inference"  #: ms, the first call after loading
+    #: ms of CPU time (every thread of the process) per inference, beside its wall latency:
+    #: time the machine stole from the process (other tenants, steal time) does not count
+    CPU_TIME = "cpu_time"
     LOAD_TIME = "load_time"  #: ms to load the model
     IMPORT_TIME = "import_time"  #: ms to import the runtime (the runner's backend)
     COMPILE_TIME = "compile_time"  #: ms a compiling runtime spent before the first call

@@ -106,3 +106,51 @@ def test_abba_order_and_slowdown_follow_the_protocol() -> None:
     # Numbering continues across looks: starting at an odd index flips the first pair.
     control, _ = det._abba(pairs, 1, 0.0)
     assert control.tolist() == [20.0, 30.0]
+
+
+def _import_sources() -> Any:
+    """bench/detector/sources.py under a private name (bench/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("bench_detector_sources",
+                                                  DETECTOR / "sources.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_session_replay_keeps_the_alternation_and_injects_the_slowdown() -> None:
+    src = _import_sources()
+    # Four A/A sessions of two blocks: control loaded first in 0 and 2, treatment in 1 and 3.
+    control = np.array([[100.0, 100.0], [100.0, 100.0], [200.0, 200.0], [200.0, 200.0]])
+    treatment = control * np.array([[1.0], [1.1], [1.2], [1.3]])
+    recording = src.SessionRecording("in-process", control, treatment, ("ct",) * 4,
+                                     ("c", "t", "c", "t"))
+    # The library's estimate (median block log-ratio), and a slowdown adds log(1 + d) to it.
+    assert np.allclose(recording.estimates(), np.log([1.0, 1.1, 1.2, 1.3]))
+    assert np.allclose(recording.estimates(0.05), np.log([1.0, 1.1, 1.2, 1.3]) + np.log(1.05))
+    replay = src.SessionReplay(recording, (0.0,))
+    rng = np.random.default_rng(1)
+    drawn = replay.draw(rng, 0.0, 3, 200)  # sessions 3..202: odd ones have the treatment first
+    odd = np.isin(np.round(drawn, 9), np.round(np.log([1.1, 1.3]), 9))
+    assert odd.tolist() == [i % 2 == 1 for i in range(3, 203)]
+
+
+@pytest.mark.slow
+def test_evaluate_interleaved_smoke_writes_every_mode_budget_and_cell(tmp_path: Path) -> None:
+    out = tmp_path / "interleaved.json"
+    proc = subprocess.run(
+        [sys.executable, str(DETECTOR / "evaluate_interleaved.py"), "--smoke", "--replicates",
+         "3", "--out", str(out)],
+        check=False, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads(out.read_text())
+    assert record["smoke"] is True and record["machine"]["cpus"]
+    assert {"process-pairs", "in-process"} <= set(record["modes"])
+    for mode in record["modes"].values():
+        assert set(mode["budgets"]) == {"looks_20_40", "default", "looks_20_40_no_min_effect"}
+        for budget in mode["budgets"].values():
+            assert set(budget["cells"]) == {"0", "0.01", "0.02", "0.05"}
+            assert {t["measure"] for t in budget["targets"]} == set(record["targets"])
+    rates = _rates(record)
+    assert rates and all(math.isfinite(r) and 0.0 <= r <= 1.0 for r in rates)

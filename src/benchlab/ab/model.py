@@ -5,7 +5,42 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-__all__ = ["Comparison", "MetricComparison", "OpDelta", "Outcome", "PairedEstimate"]
+__all__ = ["Comparison", "MetricComparison", "Mode", "OpDelta", "Outcome", "PairedEstimate"]
+
+
+class Mode(StrEnum):
+    """How the two sides of a job were measured against each other (docs/ab.md).
+
+    ``IN_PROCESS``: one fresh process loads both sides and alternates single calls in
+    randomised AB/BA blocks (Python runtimes). ``LOCKSTEP``: two live processes, one per side,
+    each running one iteration per step, steps alternated the same way (programs that speak the
+    step protocol). ``PROCESS_PAIRS``: fresh processes in counterbalanced ABBA pairs, one
+    observation (the median) per process (anything else). In the first two, each fresh
+    process or process pair gives one paired estimate, the median of its blocks' log-ratios.
+    """
+
+    IN_PROCESS = "in-process"
+    LOCKSTEP = "lockstep"
+    PROCESS_PAIRS = "process-pairs"
+
+    @property
+    def description(self) -> str:
+        """What the mode measured, in one phrase for reports."""
+        return {
+            Mode.IN_PROCESS: "both sides in one fresh process per session, single calls "
+                             "alternated in random AB/BA blocks; verdict on each session's "
+                             "median block log-ratio",
+            Mode.LOCKSTEP: "one live process per side, stepped one iteration at a time in "
+                           "random AB/BA blocks; verdict on each session's median block "
+                           "log-ratio",
+            Mode.PROCESS_PAIRS: "counterbalanced ABBA pairs of fresh processes; verdict on "
+                                "each pair's log-ratio of process medians",
+        }[self]
+
+    @property
+    def interleaved(self) -> bool:
+        """Whether the sides alternate call by call (paired estimates per session)."""
+        return self is not Mode.PROCESS_PAIRS
 
 
 class Outcome(StrEnum):
@@ -63,7 +98,9 @@ class MetricComparison:
 
     ``control``/``treatment`` hold one value per fresh process (the median of that process's
     iterations), paired by index in the order they ran. ``verified`` is None when no verify
-    re-run was needed, else whether the re-run confirmed the regression.
+    re-run was needed, else whether the re-run confirmed the regression. ``mode`` says how the
+    sides were measured; in an interleaved mode ``paired`` holds each session's estimate (the
+    median of its within-block log-ratios), which the verdict was decided on.
     """
 
     job: str
@@ -76,6 +113,8 @@ class MetricComparison:
     estimate: PairedEstimate
     verified: bool | None = None
     op_deltas: tuple[OpDelta, ...] = ()
+    mode: Mode = Mode.PROCESS_PAIRS
+    paired: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +132,12 @@ class Comparison:
     looks: tuple[int, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
     failed: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def modes(self) -> list[Mode]:
+        """The modes the jobs were measured in, strongest first (reports name them)."""
+        used = {m.mode for m in self.metrics}
+        return [mode for mode in Mode if mode in used]
 
     @property
     def regressions(self) -> list[MetricComparison]:

@@ -17,10 +17,19 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from benchlab.artifacts import ArtifactCache
-from benchlab.ab.model import Comparison, MetricComparison, OpDelta, Outcome, PairedEstimate
+from benchlab.ab.interleave import AUTO, choose_mode, parse_mode, run_sessions, session_runner
+from benchlab.ab.model import (
+    Comparison,
+    MetricComparison,
+    Mode,
+    OpDelta,
+    Outcome,
+    PairedEstimate,
+)
 from benchlab.ab.stats import apply_bh, decide
+from benchlab.errors import BenchlabError, ModeUnavailable
 from benchlab.jobrun import Job, run_job, summarize_samples
-from benchlab.schema import LATENCY_KEY, JobIdentity, Metric, Result, Sample
+from benchlab.schema import LATENCY_KEY, JobIdentity, Metric, Result, Sample, Status
 from benchlab.spec.types import FrameworkConfig
 from benchlab.targets.base import Target
 from benchlab.units import convert
@@ -51,12 +60,19 @@ class Side:
 
 @dataclass(frozen=True, slots=True)
 class CompareSettings:
-    """How much evidence to gather and what counts as a change."""
+    """How much evidence to gather, what counts as a change, and how the sides are paired.
+
+    ``mode`` is ``auto`` (the strongest the sides allow: ``in-process`` for Python runtimes,
+    ``lockstep`` for programs on the host, else ``process-pairs``) or one of those names;
+    a mode the sides do not allow falls back with a note. ``looks`` count process pairs or
+    interleaved sessions.
+    """
 
     min_effect: float = 0.01
     alpha: float = 0.05
     looks: tuple[int, ...] = (20, 40, 80)
     verify: bool = True
+    mode: str = AUTO
 
 
 class _PythonTarget:
@@ -200,11 +216,34 @@ def compare_jobs(
     targets = tuple(
         _PythonTarget(target, s.python) if s.python else target for s in (control, treatment)
     )
+    wanted = parse_mode(settings.mode)
     metrics: list[MetricComparison] = []
     failed: list[str] = []
-    verify_later: list[tuple[int, tuple[Job, Job]]] = []
+    notes: list[str] = []
+    verify_later: list[tuple[int, Callable[[str], PairedEstimate | None]]] = []
     for base in jobs:
         pair = (side_job(base, control, "control"), side_job(base, treatment, "treatment"))
+        mode, why = choose_mode(*pair, (control.python, treatment.python), target, wanted)
+        if mode.interleaved:
+            runner = session_runner(mode, pair, (control.label, treatment.label),
+                                    (dict(control.string_map), dict(treatment.string_map)),
+                                    targets[0], cache)
+            try:
+                done = _interleaved(base, pair, mode, runner, settings, progress, on_result)
+            except ModeUnavailable as exc:
+                mode, why = Mode.PROCESS_PAIRS, f"{mode.value} not possible: {exc}"
+            except BenchlabError as exc:
+                failed.append(f"{base.identity.label}: not compared, a run failed: {exc}")
+                continue
+            else:
+                metrics.append(done)
+                verify_later.append((len(metrics) - 1, _again_sessions(mode, pair, control,
+                                                                       treatment, targets[0],
+                                                                       cache, settings,
+                                                                       progress)))
+                continue
+        if why:
+            notes.append(f"{base.identity.label}: measured in process pairs ({why})")
         try:
             data, estimates = _run_looks(pair, (control, treatment), targets, cache, settings,
                                          LATENCY_KEY, progress)
@@ -223,41 +262,92 @@ def compare_jobs(
                 estimate=estimate,
                 op_deltas=_op_deltas(data) if key == LATENCY_KEY else (),
             ))
-            verify_later.append((len(metrics) - 1, pair))
+            verify_later.append((len(metrics) - 1, _again_pairs(pair, (control, treatment),
+                                                                 targets, cache, settings,
+                                                                 progress)))
     adjusted = apply_bh([m.estimate for m in metrics], alpha=settings.alpha)
     metrics = [replace(m, estimate=e) for m, e in zip(metrics, adjusted, strict=True)]
     if settings.verify:
-        metrics = _verify(metrics, verify_later, (control, treatment), targets, cache, settings,
-                          progress)
+        metrics = _verify(metrics, verify_later)
     return Comparison(
         control=control.label, treatment=treatment.label, metrics=tuple(metrics),
         min_effect=settings.min_effect, alpha=settings.alpha, looks=settings.looks,
-        failed=tuple(failed),
+        notes=tuple(notes), failed=tuple(failed),
     )
 
 
-def _verify(
-    metrics: list[MetricComparison], jobs: list[tuple[int, tuple[Job, Job]]],
-    sides: tuple[Side, Side], targets: tuple[Target, Target], cache: ArtifactCache,
+def _interleaved(
+    base: Job, pair: tuple[Job, Job], mode: Mode, runner: Callable[[int], Any],
     settings: CompareSettings, progress: Callable[[str], None] | None,
+    on_result: Callable[[Result], None] | None,
+) -> MetricComparison:
+    """The latency verdict of one job from interleaved sessions, both sides stored."""
+    data, estimates = run_sessions(runner, mode, settings.looks, min_effect=settings.min_effect,
+                                   alpha=settings.alpha, progress=progress,
+                                   label=base.identity.model_name)
+    if on_result:
+        for letter, job in (("c", pair[0]), ("t", pair[1])):
+            samples = data.samples(letter)
+            on_result(Result(identity=job.identity, status=Status.OK, samples=tuple(samples),
+                             summaries=summarize_samples(samples),
+                             details={"ab_mode": mode.value, "ab_sessions": len(data.sessions)}))
+    control_ms, treatment_ms = data.medians()
+    return MetricComparison(
+        job=base.identity.label, model=base.identity.model_name,
+        test=base.identity.test_identifier, metric=LATENCY_KEY, unit="ms",
+        control=tuple(control_ms), treatment=tuple(treatment_ms),
+        estimate=estimates[LATENCY_KEY], mode=mode, paired=tuple(data.estimates),
+    )
+
+
+def _again_sessions(
+    mode: Mode, pair: tuple[Job, Job], control: Side, treatment: Side, target: Target,
+    cache: ArtifactCache, settings: CompareSettings, progress: Callable[[str], None] | None,
+) -> Callable[[str], PairedEstimate | None]:
+    """The verify re-run of an interleaved job: fresh sessions with other block orders."""
+    def again(key: str) -> PairedEstimate | None:
+        runner = session_runner(mode, pair, (control.label, treatment.label),
+                                (dict(control.string_map), dict(treatment.string_map)),
+                                target, cache, seed=1)
+        _, estimates = run_sessions(runner, mode, settings.looks,
+                                    min_effect=settings.min_effect, alpha=settings.alpha,
+                                    progress=progress, label=pair[0].identity.model_name)
+        return estimates.get(key)
+    return again
+
+
+def _again_pairs(
+    pair: tuple[Job, Job], sides: tuple[Side, Side], targets: tuple[Target, Target],
+    cache: ArtifactCache, settings: CompareSettings, progress: Callable[[str], None] | None,
+) -> Callable[[str], PairedEstimate | None]:
+    """The verify re-run of a process-pair job: fresh pairs through the same looks."""
+    def again(key: str) -> PairedEstimate | None:
+        try:
+            _, estimates = _run_looks(pair, sides, targets, cache, settings, key, progress)
+        except _JobFailed:
+            return None
+        return estimates.get(key)
+    return again
+
+
+def _verify(
+    metrics: list[MetricComparison],
+    jobs: list[tuple[int, Callable[[str], PairedEstimate | None]]],
 ) -> list[MetricComparison]:
-    """Re-measure every flagged regression with fresh pairs; keep it only if confirmed."""
+    """Re-measure every flagged regression afresh; keep it only if confirmed."""
     out = list(metrics)
-    for index, pair in jobs:
+    for index, again in jobs:
         metric = out[index]
         if metric.estimate.outcome is not Outcome.REGRESSION:
             continue
+        # The re-run goes through the same looks, extending while undecided: deciding once
+        # at the first session's stopping point threw away most true regressions
+        # (docs/detector.md).
         try:
-            # The re-run goes through the same looks, extending while undecided: deciding once
-            # at the first session's stopping point threw away most true regressions
-            # (docs/detector.md).
-            _, estimates = _run_looks(pair, sides, targets, cache, settings, metric.metric,
-                                      progress)
-            again = estimates.get(metric.metric)
-        except _JobFailed:
-            out[index] = replace(metric, verified=False)
-            continue
-        confirmed = again is not None and again.outcome is Outcome.REGRESSION
+            estimate = again(metric.metric)
+        except BenchlabError:
+            estimate = None
+        confirmed = estimate is not None and estimate.outcome is Outcome.REGRESSION
         out[index] = replace(metric, verified=confirmed)
     return out
 

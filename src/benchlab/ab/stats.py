@@ -29,6 +29,7 @@ __all__ = [
     "apply_bh",
     "benjamini_hochberg",
     "decide",
+    "decide_log_ratios",
     "hodges_lehmann",
     "log_ratios",
     "look_level",
@@ -260,10 +261,24 @@ def decide(
     For timings (``higher_is_worse``) an increase is a REGRESSION and a decrease an
     IMPROVEMENT; for metrics where higher is better (throughput) the two labels swap.
     """
+    return decide_log_ratios(log_ratios(control, treatment), min_effect=min_effect,
+                             alpha=alpha, n_looks=n_looks, higher_is_worse=higher_is_worse)
+
+
+def decide_log_ratios(
+    d: Sequence[float] | np.ndarray,
+    *,
+    min_effect: float = 0.01,
+    alpha: float = 0.05,
+    n_looks: int = 1,
+    higher_is_worse: bool = True,
+) -> PairedEstimate:
+    """:func:`decide` on paired log-ratios ``log(treatment/control)`` given directly: one per
+    process pair, or one per interleaved session (the median of its blocks' log-ratios)."""
     if min_effect < 0.0:
         raise ValueError(f"min_effect must not be negative, got {min_effect}")
     level_alpha = look_level(alpha, n_looks)
-    d = log_ratios(control, treatment)
+    d = _as_1d(d, "log-ratios")
     if d.size == 0:
         raise ValueError("decide needs at least one pair")
     ci_level = 1.0 - level_alpha

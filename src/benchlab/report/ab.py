@@ -12,7 +12,7 @@ from rich.table import Table
 from benchlab.report.svg import median
 from benchlab.ab.model import Comparison, MetricComparison, Outcome
 
-__all__ = ["comparison_json", "comparison_markdown", "comparison_table"]
+__all__ = ["comparison_json", "comparison_markdown", "comparison_table", "modes_text"]
 
 _MARK = {
     Outcome.REGRESSION: "🔴 regression",
@@ -46,23 +46,30 @@ def _level(comparison: Comparison) -> str:
     return f"{level:.1%}"
 
 
+def modes_text(comparison: Comparison) -> str:
+    """``mode in-process: both sides in one fresh process...; mode process-pairs: ...``."""
+    return "; ".join(f"mode {mode.value}: {mode.description}" for mode in comparison.modes)
+
+
 def comparison_table(comparison: Comparison) -> Table:
-    """One row per job × metric: both medians, the change with its interval, the verdict."""
+    """One row per job × metric: the mode, both medians, the change with its interval, the
+    verdict."""
     table = Table(
         title=f"{escape(comparison.treatment)} vs {escape(comparison.control)}",
-        caption=f"change: Hodges-Lehmann over per-process log-ratios; minimum effect "
-        f"{comparison.min_effect:.1%}; q: Benjamini-Hochberg",
+        caption=f"{escape(modes_text(comparison))}. change: Hodges-Lehmann over the paired "
+        f"log-ratios; minimum effect {comparison.min_effect:.1%}; q: Benjamini-Hochberg; "
+        "n: process pairs or sessions",
         header_style="bold",
     )
     level = comparison.metrics[0].estimate.ci_level if comparison.metrics else 0.95
-    for name in ("job", "metric", "pairs", "control", "treatment", "change",
+    for name in ("job", "metric", "mode", "n", "control", "treatment", "change",
                  f"{level:.1%} CI", "q", "verdict"):
         table.add_column(name, no_wrap=name not in ("job", "verdict"))
     for m in comparison.metrics:
         e = m.estimate
         style = _STYLE[e.outcome] if m.verified is not False else "yellow"
         table.add_row(
-            escape(m.job), m.metric.removeprefix("NET "), str(e.n_pairs),
+            escape(m.job), m.metric.removeprefix("NET "), m.mode.value, str(e.n_pairs),
             f"{median(m.control):.4g} {m.unit}", f"{median(m.treatment):.4g} {m.unit}",
             _pct(e.change), f"[{_pct(e.ci_low)}, {_pct(e.ci_high)}]",
             f"{e.q_value:.3g}" if e.q_value is not None else "-",
@@ -81,21 +88,22 @@ def comparison_markdown(comparison: Comparison, top_ops: int = 5) -> str:
     lines = [
         head, "",
         f"**{comparison.treatment}** (treatment) vs **{comparison.control}** (control). "
-        f"Counterbalanced pairs of fresh processes; change = Hodges-Lehmann estimate with a "
+        f"{modes_text(comparison).capitalize()}. Change = Hodges-Lehmann estimate with a "
         f"{_level(comparison)} interval (α split over {len(comparison.looks)} looks); "
         f"minimum effect {comparison.min_effect:.1%}; "
         f"Benjamini-Hochberg q across {len(comparison.metrics)} metrics.", "",
-        "| job | metric | pairs | control | treatment | change | CI | q | verdict |",
-        "|---|---|---:|---:|---:|---:|---|---:|---|",
+        "| job | metric | mode | n | control | treatment | change | CI | q | verdict |",
+        "|---|---|---|---:|---:|---:|---:|---|---:|---|",
     ]
     for m in comparison.metrics:
         e = m.estimate
         lines.append(
-            f"| {m.job} | {m.metric.removeprefix('NET ')} | {e.n_pairs} | "
+            f"| {m.job} | {m.metric.removeprefix('NET ')} | {m.mode.value} | {e.n_pairs} | "
             f"{median(m.control):.4g} {m.unit} | {median(m.treatment):.4g} {m.unit} | "
             f"{_pct(e.change)} | [{_pct(e.ci_low)}, {_pct(e.ci_high)}] | "
             f"{e.q_value:.3g} | {_verdict(m)} |" if e.q_value is not None else
-            f"| {m.job} | {m.metric} | {e.n_pairs} | - | - | {_pct(e.change)} | - | - | "
+            f"| {m.job} | {m.metric} | {m.mode.value} | {e.n_pairs} | - | - | "
+            f"{_pct(e.change)} | - | - | "
             f"{_verdict(m)} |"
         )
     with_ops = [m for m in comparison.metrics if m.op_deltas]
@@ -121,5 +129,6 @@ def comparison_json(comparison: Comparison) -> str:
     """The whole comparison as JSON: settings, raw per-process values, estimates, verdicts."""
     data: dict[str, Any] = asdict(comparison)
     data["exit_code"] = comparison.exit_code
+    data["modes"] = {mode.value: mode.description for mode in comparison.modes}
     data["regressions"] = [m.job + " " + m.metric for m in comparison.regressions]
     return json.dumps(data, indent=1, default=str)

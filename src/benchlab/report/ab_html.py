@@ -201,7 +201,7 @@ def _table(comparison: Comparison) -> list[str]:
     levels = {round(m.estimate.ci_level, 6) for m in comparison.metrics}
     # The interval's level follows the looks (1 − α/looks), so it is named, not assumed 95%.
     ci_head = f"{levels.pop() * 100:.3g}% CI" if len(levels) == 1 else "CI"
-    rows = [("<table><thead><tr><th>job</th><th>metric</th><th>pairs</th><th>control</th>"
+    rows = [("<table><thead><tr><th>job</th><th>metric</th><th>mode</th><th>n</th><th>control</th>"
              f"<th>treatment</th><th>change</th><th>{ci_head}</th><th>q</th><th>verdict</th>"
              "</tr></thead><tbody>")]
     for i, m in enumerate(comparison.metrics):
@@ -209,7 +209,8 @@ def _table(comparison: Comparison) -> list[str]:
         q = _num(e.q_value) if e.q_value is not None else "–"
         rows.append(
             f'<tr><td><a href="#m{i}">{_e(m.job)}</a></td>'
-            f"<td>{_e(m.metric.removeprefix('NET '))}</td><td class=\"n\">{e.n_pairs}</td>"
+            f"<td>{_e(m.metric.removeprefix('NET '))}</td><td>{_e(m.mode.value)}</td>"
+            f'<td class="n">{e.n_pairs}</td>'
             f'<td class="n">{_num(_median(m.control))} {_e(m.unit)}</td>'
             f'<td class="n">{_num(_median(m.treatment))} {_e(m.unit)}</td>'
             f'<td class="n">{_pct(e.change)}</td>'
@@ -217,6 +218,10 @@ def _table(comparison: Comparison) -> list[str]:
             f'<td class="n">{q}</td><td>{_badge(m)}</td></tr>')
     rows.append("</tbody></table>")
     return rows
+
+
+def _unit_of_n(metric: MetricComparison) -> str:
+    return "sessions" if metric.mode.interleaved else "pairs"
 
 
 def comparison_html(comparison: Comparison, top_ops: int = 12) -> str:
@@ -248,7 +253,8 @@ def comparison_html(comparison: Comparison, top_ops: int = 12) -> str:
         (f'<p class="facts"><span>{tally or "no metrics compared"}</span>'
          f"<span>minimum effect δ = {c.min_effect * 100:.3g}%</span>"
          f"<span>α (false discovery rate) = {c.alpha:g}</span>"
-         f"<span>looks: {_e(looks)} pairs</span><span>metrics: {len(c.metrics)}</span>"
+         f"<span>looks: {_e(looks)} pairs or sessions</span>"
+         f"<span>metrics: {len(c.metrics)}</span>"
          f"<span>exit code {c.exit_code}</span></p>"),
         f'<p class="legend"><span><i class="sw" style="background:{_CONTROL}"></i>control: '
         f'{_e(c.control)}</span><span><i class="sw" style="background:{_TREATMENT}"></i>'
@@ -261,8 +267,11 @@ def comparison_html(comparison: Comparison, top_ops: int = 12) -> str:
                   *(f'<li class="fail">{_e(f)}</li>' for f in c.failed), "</ul>"]
     if c.metrics:
         parts += ["<h2>Verdicts</h2>", *_table(c),
-                  ('<p class="sub">Change: Hodges-Lehmann estimate over per-pair log-ratios of '
-                   "per-process medians; q: Benjamini-Hochberg across all metrics.</p>"),
+                  '<ul class="sub">' + "".join(
+                      f"<li><b>{_e(mode.value)}</b>: {_e(mode.description)}</li>"
+                      for mode in c.modes) + "</ul>",
+                  ('<p class="sub">Change: Hodges-Lehmann estimate over the paired log-ratios; '
+                   "q: Benjamini-Hochberg across all metrics.</p>"),
                   "<h2>Change per metric</h2>", _forest_svg(c),
                   ('<p class="sub">Diamond: estimated change; line: its interval; grey band: '
                    "the no-change zone (−δ′, +δ). A regression needs the whole interval right "
@@ -271,11 +280,12 @@ def comparison_html(comparison: Comparison, top_ops: int = 12) -> str:
         e = m.estimate
         q = f", q = {_num(e.q_value)}" if e.q_value is not None else ""
         parts += [f'<h3 id="m{i}">{_e(_name(m))} {_badge(m)}</h3>',
-                  (f'<p class="sub">model {_e(m.model)}, test {_e(m.test)}; {e.n_pairs} pairs; '
+                  (f'<p class="sub">model {_e(m.model)}, test {_e(m.test)}; mode '
+                   f"{_e(m.mode.value)}; {e.n_pairs} {_unit_of_n(m)}; "
                    f"change {_pct(e.change)} [{_pct(e.ci_low)}, {_pct(e.ci_high)}] at "
-                   f"{e.ci_level:.1%}; p = {_num(e.p_value)}{q}. Dots: one process each; box: "
-                   "quartiles; thick line: median; grey links join the two processes of a "
-                   "pair.</p>"),
+                   f"{e.ci_level:.1%}; p = {_num(e.p_value)}{q}. Dots: one process (or one "
+                   "session's median) each; box: quartiles; thick line: median; grey links "
+                   "join the two sides of a pair or session.</p>"),
                   _strip_svg(m, (c.control, c.treatment))]
         if m.op_deltas:
             parts += ["<h4>Where the time went (per-operator medians)</h4>",

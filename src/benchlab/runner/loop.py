@@ -190,15 +190,20 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
         max_time=config.max_time or (_ADAPTIVE_MAX_TIME_S if config.target_ci else None),
     )
     latencies: list[float] = []
+    cpu_times: list[float] = []
+    cpu_clock = time.process_time_ns
     # The timed window on the system-wide monotonic clock, so an energy meter read by
     # another process on this machine can be lined up with it.
     window_start = time.monotonic()
     started = clock()
     while True:
+        c0 = cpu_clock()
         t0 = clock()
         call()
         t1 = clock()
+        c1 = cpu_clock()
         latencies.append((t1 - t0) / _NS_PER_MS)
+        cpu_times.append((c1 - c0) / _NS_PER_MS)
         decision = stopper.should_stop(latencies, (t1 - started) / 1e9)
         if decision is not None:
             break
@@ -215,6 +220,7 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
         format_metric("NET", Metric.FIRST_INFERENCE, first_ms, "ms"),
     ]
     lines += [format_metric("NET", Metric.LATENCY, value, "ms") for value in latencies]
+    lines += [format_metric("NET", Metric.CPU_TIME, value, "ms") for value in cpu_times]
     if rss_before is not None and rss_loaded is not None:
         lines.append(format_metric("NET", Metric.MEMORY_LOAD, rss_loaded - rss_before, "MiB"))
     if peak is not None:

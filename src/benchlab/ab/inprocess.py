@@ -1,0 +1,116 @@
+"""In-process interleaving: one fresh process loads both sides and alternates their calls.
+
+For sides that are Python runtimes measured by benchlab's runner (framework variants,
+configurations, two model files): :class:`PairFramework` turns the two sides' runner commands
+into one ``python -m benchlab.runner.pair`` command, and :func:`inprocess_session` runs it as
+an ordinary job (files fetched and pushed, work directory, timeout) and reads the
+:class:`~benchlab.ab.sessions.Session` back. Sides that cannot share a process (two
+interpreters, a native tool, other thread settings or environments) raise
+:class:`~benchlab.errors.ModeUnavailable` with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from benchlab.ab.model import Mode
+from benchlab.ab.sessions import Session, session_from_blocks
+from benchlab.artifacts import ArtifactCache
+from benchlab.errors import ModeUnavailable, TargetError
+from benchlab.frameworks.base import NATIVE_BINARY, Invocation, JobContext, RunnerFramework
+from benchlab.jobrun import Job, run_job
+from benchlab.protocol import ParsedOutput, parse_output
+from benchlab.runner.pair import SIDES
+from benchlab.schema import Metric, Result
+from benchlab.targets.base import CommandResult, Target
+
+__all__ = ["PairFramework", "inprocess_problem", "inprocess_session"]
+
+_RUNNER_MODULE = "benchlab.runner"
+
+
+def inprocess_problem(control: Job, treatment: Job, pythons: Sequence[str | None]) -> str | None:
+    """Why the two sides cannot share one process, or ``None`` when they can."""
+    if len(set(pythons)) > 1:
+        return "the sides run under different Python interpreters"
+    for job in (control, treatment):
+        if not isinstance(job.framework, RunnerFramework):
+            return f"{job.identity.framework} is not measured by benchlab's runner"
+        if job.config.options.get(NATIVE_BINARY):
+            return f"{job.identity.framework} runs a native tool"
+        if job.test.commands:
+            return "the test runs its own commands"
+    threads = {job.config.options.get("threads", job.test.threads) for job in (control, treatment)}
+    if len(threads) > 1:
+        return "the sides ask for different thread counts, which are settings of the process"
+    return None
+
+
+def _runner_wire(invocations: Sequence[Invocation], side: str) -> tuple[dict, Mapping[str, str]]:
+    """One side's runner configuration and environment, from its (single) runner command."""
+    if len(invocations) != 1:
+        raise ModeUnavailable(f"{side} runs {len(invocations)} commands per repetition")
+    argv = invocations[0].argv
+    if isinstance(argv, str) or list(argv[1:3]) != ["-m", _RUNNER_MODULE] or len(argv) != 4:
+        raise ModeUnavailable(f"{side} does not run benchlab's runner")
+    wire = json.loads(argv[3])
+    for unused in ("reference", "dump_outputs", "target_ci", "min_time", "max_time",
+                   "profile_ops"):
+        wire.pop(unused, None)  # the pair process times fixed blocks and checks nothing else
+    return wire, invocations[0].env
+
+
+@dataclass(frozen=True)
+class PairFramework:
+    """A framework-shaped adapter that runs both sides of a job in one runner process."""
+
+    control: Job
+    treatment: Job
+    order: str
+    loaded_first: str = "c"
+    warmup: int = 0
+    name: str = "pair"
+
+    def invocations(self, ctx: JobContext) -> list[Invocation]:
+        """The pair runner's command, built from each side's own runner command."""
+        wires: dict[str, dict] = {}
+        envs: list[Mapping[str, str]] = []
+        for side, job in (("control", self.control), ("treatment", self.treatment)):
+            side_ctx = replace(ctx, config=job.config, test=job.test)
+            wire, env = _runner_wire(job.framework.invocations(side_ctx), side)
+            wires[side] = wire
+            envs.append(env)
+        if dict(envs[0]) != dict(envs[1]):
+            raise ModeUnavailable("the sides need different environment variables")
+        payload = {**wires, "warmup": self.warmup, "order": self.order,
+                   "loaded_first": self.loaded_first}
+        argv = [ctx.python, "-m", "benchlab.runner.pair", json.dumps(payload, sort_keys=True)]
+        return [Invocation(argv=argv, env=dict(envs[0]))]
+
+    def parse(self, results: Sequence[CommandResult]) -> ParsedOutput:
+        """The pair runner's metric lines."""
+        return parse_output("\n".join(r.stdout for r in results))
+
+
+def _times(result: Result, side: str, metric: Metric = Metric.LATENCY) -> list[float]:
+    return [s.value for s in result.samples if s.type == side and s.metric == metric]
+
+
+def inprocess_session(
+    control: Job, treatment: Job, target: Target, cache: ArtifactCache, *,
+    order: str, loaded_first: str, warmup: int,
+) -> Session:
+    """One fresh process holding both sides; raises :class:`ModeUnavailable` when they
+    cannot share one and :class:`TargetError` when the process fails."""
+    framework = PairFramework(control, treatment, order, loaded_first, warmup)
+    job = replace(control, framework=framework)  # type: ignore[arg-type]
+    result = run_job(job, target, cache)
+    if not result.ok:
+        raise TargetError(f"the interleaved process failed: {result.status.value}: "
+                          f"{result.error}")
+    times = {letter: _times(result, side) for letter, side in SIDES.items()}
+    cpu = {letter: _times(result, side, Metric.CPU_TIME) for letter, side in SIDES.items()}
+    return session_from_blocks(Mode.IN_PROCESS, times["c"], times["t"], order, loaded_first,
+                               cpu=(cpu["c"], cpu["t"]))

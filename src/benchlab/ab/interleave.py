@@ -1,0 +1,143 @@
+"""Choosing an A/B mode for a job, and running interleaved sessions through the looks.
+
+:func:`choose_mode` picks the strongest mode the two sides allow (in-process for Python
+runtimes, lock-step for programs on the host, process pairs otherwise) or the one asked for.
+:func:`run_sessions` runs sessions up to each look, deciding on the sessions' paired estimates
+(the median of each session's block log-ratios), exactly as process pairs decide on their
+per-pair log-ratios.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from benchlab.ab.model import Mode, PairedEstimate
+from benchlab.ab.sessions import Session, balanced_orders
+from benchlab.ab.stats import decide_log_ratios
+from benchlab.artifacts import ArtifactCache
+from benchlab.errors import UsageError
+from benchlab.jobrun import Job
+from benchlab.schema import LATENCY_KEY, Metric, Sample
+from benchlab.targets.base import Target
+
+__all__ = ["AUTO", "SessionData", "choose_mode", "parse_mode", "run_sessions", "session_runner"]
+
+#: Let compare choose the strongest mode the sides allow.
+AUTO = "auto"
+
+
+def parse_mode(text: str) -> Mode | None:
+    """``auto`` → ``None``; otherwise the :class:`Mode` named (a clear error when unknown)."""
+    if text == AUTO:
+        return None
+    try:
+        return Mode(text)
+    except ValueError:
+        names = ", ".join([AUTO, *(m.value for m in Mode)])
+        raise UsageError(f"unknown A/B mode {text!r}: choose one of {names}") from None
+
+
+def choose_mode(control: Job, treatment: Job, pythons: tuple[str | None, str | None],
+                target: Target, wanted: Mode | None) -> tuple[Mode, str | None]:
+    """The mode to measure this job in, and why a stronger one was not possible (or ``None``).
+
+    Programs (tests with their own commands) get lock-step on the host; runner frameworks
+    get in-process when the sides can share a process. A mode asked for explicitly that the
+    sides do not allow falls back the same way, with the reason.
+    """
+    from benchlab.ab.inprocess import inprocess_problem
+
+    if wanted is Mode.PROCESS_PAIRS:
+        return Mode.PROCESS_PAIRS, None
+    if control.test.commands:
+        if wanted is Mode.IN_PROCESS:
+            return Mode.PROCESS_PAIRS, "in-process needs a Python runtime; this test runs commands"
+        if target.name != "host":
+            return Mode.PROCESS_PAIRS, f"lock-step runs on the host target only, not {target.name}"
+        return Mode.LOCKSTEP, None
+    problem = inprocess_problem(control, treatment, pythons)
+    if problem is None and wanted in (None, Mode.IN_PROCESS):
+        return Mode.IN_PROCESS, None
+    if wanted is Mode.LOCKSTEP:
+        problem = "lock-step is for programs that run their own commands"
+    return Mode.PROCESS_PAIRS, f"{(wanted or Mode.IN_PROCESS).value} not possible: {problem}"
+
+
+SessionRunner = Callable[[int], Session]
+
+
+def session_runner(mode: Mode, pair: tuple[Job, Job], labels: tuple[str, str],
+                   string_maps: tuple[dict, dict], target: Target,
+                   cache: ArtifactCache, seed: int = 0) -> SessionRunner:
+    """A function that runs session ``index`` of ``pair`` in ``mode``: blocks and warm-up
+    from the test (``iter``, ``warmup``), a balanced random order per session, and the side
+    that loads or starts first alternating from one session to the next."""
+    control, treatment = pair
+    blocks, warmup = control.test.iter, control.test.warmup
+
+    def run(index: int) -> Session:
+        order = balanced_orders(blocks, seed * 100_003 + index)
+        first = "c" if index % 2 == 0 else "t"
+        if mode is Mode.IN_PROCESS:
+            from benchlab.ab.inprocess import inprocess_session
+
+            return inprocess_session(control, treatment, target, cache, order=order,
+                                     loaded_first=first, warmup=warmup)
+        from benchlab.ab.lockstep import lockstep_session
+
+        return lockstep_session(pair, labels, string_maps, target, cache, order=order,
+                                started_first=first, warmup=warmup,
+                                timeout=control.test.timeout)
+
+    return run
+
+
+@dataclass
+class SessionData:
+    """The sessions of one job so far, in the order they ran."""
+
+    mode: Mode
+    sessions: list[Session] = field(default_factory=list)
+    clock: str = "wall"
+
+    @property
+    def estimates(self) -> list[float]:
+        """Each session's paired estimate (log-ratio) on the chosen clock."""
+        return [s.estimate_on(self.clock) for s in self.sessions]
+
+    def medians(self) -> tuple[list[float], list[float]]:
+        """Each side's per-session median call time (ms)."""
+        pairs = [s.medians for s in self.sessions]
+        return [c for c, _ in pairs], [t for _, t in pairs]
+
+    def samples(self, letter: str) -> list[Sample]:
+        """Every call of one side (``c`` or ``t``) as latency samples, repetition = session."""
+        return [Sample(Metric.LATENCY, value, "ms", "NET", index, k)
+                for index, session in enumerate(self.sessions)
+                for k, value in enumerate(session.control if letter == "c"
+                                          else session.treatment)]
+
+
+def run_sessions(
+    runner: SessionRunner, mode: Mode, looks: tuple[int, ...], *, min_effect: float,
+    alpha: float, progress: Callable[[str], None] | None = None, label: str = "",
+    clock: str = "wall",
+) -> tuple[SessionData, dict[str, PairedEstimate]]:
+    """Sessions up to each look in turn, stopping at the first look where latency is decided
+    (more sessions only while undecided); the verdict is on the sessions' estimates, on the
+    wall clock or (``clock="cpu"``, in-process only) on CPU time."""
+    if clock == "cpu" and mode is not Mode.IN_PROCESS:
+        clock = "wall"  # only the in-process runner reads CPU time per call
+    data = SessionData(mode, clock=clock)
+    estimate: PairedEstimate | None = None
+    for look in looks:
+        while len(data.sessions) < look:
+            data.sessions.append(runner(len(data.sessions)))
+            if progress:
+                progress(f"{label}: {mode.value} session {len(data.sessions)}/{look}")
+        estimate = decide_log_ratios(data.estimates, min_effect=min_effect, alpha=alpha,
+                                     n_looks=len(looks))
+        if estimate.outcome.value != "undecided":
+            break
+    return data, ({LATENCY_KEY: estimate} if estimate is not None else {})
