@@ -68,6 +68,9 @@ def test_one_process_alternates_both_sides_in_balanced_blocks(tmp_path: Path) ->
     assert len(session.control) == len(session.treatment) == 30
     # Twice the work: the blocks' median ratio is near 2 (a huge effect, not a timing bound).
     assert math.log(1.5) < session.estimate < math.log(3.0)
+    # Each call's CPU time is recorded beside its wall time, and tells the same story.
+    assert len(session.control_cpu) == len(session.treatment_cpu) == 30
+    assert math.log(1.5) < session.estimate_on("cpu") < math.log(3.0)
 
 
 def test_compare_picks_in_process_and_finds_a_known_slowdown(tmp_path: Path) -> None:

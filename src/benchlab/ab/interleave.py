@@ -99,12 +99,12 @@ class SessionData:
 
     mode: Mode
     sessions: list[Session] = field(default_factory=list)
-    clock: str = "wall"
 
     @property
     def estimates(self) -> list[float]:
-        """Each session's paired estimate (log-ratio) on the chosen clock."""
-        return [s.estimate_on(self.clock) for s in self.sessions]
+        """Each session's paired estimate (log-ratio), on the wall clock: CPU time was no
+        less noisy here (bench/detector/cpu_clock.py, docs/detector.md)."""
+        return [s.estimate for s in self.sessions]
 
     def medians(self) -> tuple[list[float], list[float]]:
         """Each side's per-session median call time (ms)."""
@@ -122,14 +122,10 @@ class SessionData:
 def run_sessions(
     runner: SessionRunner, mode: Mode, looks: tuple[int, ...], *, min_effect: float,
     alpha: float, progress: Callable[[str], None] | None = None, label: str = "",
-    clock: str = "wall",
 ) -> tuple[SessionData, dict[str, PairedEstimate]]:
     """Sessions up to each look in turn, stopping at the first look where latency is decided
-    (more sessions only while undecided); the verdict is on the sessions' estimates, on the
-    wall clock or (``clock="cpu"``, in-process only) on CPU time."""
-    if clock == "cpu" and mode is not Mode.IN_PROCESS:
-        clock = "wall"  # only the in-process runner reads CPU time per call
-    data = SessionData(mode, clock=clock)
+    (more sessions only while undecided); the verdict is on the sessions' estimates."""
+    data = SessionData(mode)
     estimate: PairedEstimate | None = None
     for look in looks:
         while len(data.sessions) < look:
