@@ -3,9 +3,10 @@
 ``run_benchlab`` replays benchlab's A/B protocol (``benchlab.ab.pairs.compare_jobs``) on one
 metric: ABBA pairs, one observation per process (the median of its iterations), a decision at
 each look while it stays undecided, Benjamini-Hochberg, and the verify re-run of a regression
-with as many fresh pairs. The statistics are the library's own ``decide`` and ``apply_bh``;
-only the loop that gathers pairs is re-implemented, so that thousands of comparisons take
-seconds instead of days.
+through the same looks. The statistics are the library's own ``decide_log_ratios`` and
+``apply_bh``; only the loop that gathers pairs is re-implemented, so that thousands of
+comparisons take seconds instead of days. ``run_protocol`` is that loop for any source of
+paired log-ratios: ``evaluate_interleaved.py`` feeds it interleaved sessions' estimates.
 
 ``faipep_checks`` re-implements FAI-PEP's ``DelayRegressionDetector`` as FAI-PEP runs it over
 a commit window; see its docstring and docs/detector.md for the mapping.
@@ -13,6 +14,7 @@ a commit window; see its docstring and docs/detector.md for the mapping.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -20,7 +22,13 @@ import numpy as np
 
 from benchlab.ab.model import Outcome, PairedEstimate
 from benchlab.ab.pairs import CompareSettings
-from benchlab.ab.stats import apply_bh, decide, hodges_lehmann, log_ratios, look_level
+from benchlab.ab.stats import (
+    apply_bh,
+    decide_log_ratios,
+    hodges_lehmann,
+    log_ratios,
+    look_level,
+)
 
 # Annotations only: the tests load this file without bench/detector on sys.path.
 if TYPE_CHECKING:
@@ -57,55 +65,70 @@ def _abba(pairs: np.ndarray, first_index: int, slowdown: float) -> tuple[np.ndar
     return control, treatment
 
 
-def _decide(control: np.ndarray, treatment: np.ndarray,
-            settings: CompareSettings) -> PairedEstimate:
-    # The same call as pairs._decide_all makes for each metric.
-    return decide(control, treatment, min_effect=settings.min_effect, alpha=settings.alpha,
-                  n_looks=len(settings.looks))
+def _decide(d: np.ndarray, settings: CompareSettings) -> PairedEstimate:
+    # The same call as pairs._decide_all (via decide) and interleave.run_sessions make for a
+    # metric: the decision on paired log-ratios, one per process pair or per session.
+    return decide_log_ratios(d, min_effect=settings.min_effect, alpha=settings.alpha,
+                             n_looks=len(settings.looks))
 
 
-def run_benchlab(source: Source, slowdown: float, rng: np.random.Generator,
+def run_protocol(draw: Callable[[int, int], np.ndarray],
                  settings: CompareSettings) -> BenchlabRun:
-    """One simulated comparison with the protocol of ``compare_jobs`` (one job, one metric)."""
-    control = np.empty(0)
-    treatment = np.empty(0)
+    """One simulated comparison of one metric with the flow of ``compare_jobs``.
+
+    ``draw(first_index, count)`` hands out the next ``count`` paired log-ratios
+    ``log(t / c)``, numbered from ``first_index``: one per ABBA process pair
+    (:func:`run_benchlab`) or one per interleaved session, its estimate (``evaluate_interleaved``).
+    At each look the library's decision is taken on everything drawn so far, extending while
+    undecided (``pairs._run_looks``, ``interleave.run_sessions``); then Benjamini-Hochberg;
+    then, on a regression, the verify re-run: a fresh draw numbered from 0 again, through the
+    same looks (``pairs._verify``).
+    """
+    d = np.empty(0)
     estimate = None
     for look in settings.looks:
-        c, t = _abba(source.pairs(rng, (look - control.size,)), control.size, slowdown)
-        control, treatment = np.concatenate([control, c]), np.concatenate([treatment, t])
-        estimate = _decide(control, treatment, settings)
+        d = np.concatenate([d, draw(d.size, look - d.size)])
+        estimate = _decide(d, settings)
         if estimate.outcome is not Outcome.UNDECIDED:
             break
-    # spin.py yields one decided metric (NET latency), so BH runs over one estimate here; it is
-    # called anyway so that the flow, and any future change to apply_bh, stays the library's.
+    # One decided metric here, so BH runs over one estimate; it is called anyway so that the
+    # flow, and any future change to apply_bh, stays the library's.
     (estimate,) = apply_bh([estimate], alpha=settings.alpha)
     verified = None
     variants: dict[str, bool] = {}
     if settings.verify and estimate.outcome is Outcome.REGRESSION:
-        # pairs._verify: fresh pairs, numbered from 0 again, through the same looks.
-        c, t = _abba(source.pairs(rng, (max(settings.looks),)), 0, slowdown)
-        variants = _verify_variants(c, t, control.size, settings)
+        variants = _verify_variants(draw(0, max(settings.looks)), d.size, settings)
         verified = variants["looks"]
-    _, low, high = hodges_lehmann(log_ratios(control, treatment), 0.95)
+    _, low, high = hodges_lehmann(d, 0.95)
     return BenchlabRun(estimate, verified, (float(np.expm1(low)), float(np.expm1(high))),
                        variants)
 
 
-def _verify_variants(control: np.ndarray, treatment: np.ndarray, n: int,
-                     settings: CompareSettings) -> dict[str, bool]:
+def run_benchlab(source: Source, slowdown: float, rng: np.random.Generator,
+                 settings: CompareSettings) -> BenchlabRun:
+    """One simulated process-pair comparison (``compare_jobs``, one job, one metric)."""
+
+    def draw(first: int, count: int) -> np.ndarray:
+        return log_ratios(*_abba(source.pairs(rng, (count,)), first, slowdown))
+
+    return run_protocol(draw, settings)
+
+
+def _verify_variants(d: np.ndarray, n: int, settings: CompareSettings) -> dict[str, bool]:
     """The library's verify rule and two alternatives, for the report's diagnosis.
 
-    ``looks`` (the library's rule): the re-run goes through the same looks as the first
-    session (20 -> 40 -> 80, extending while undecided) and must end in a regression.
-    ``once`` (the first version's rule): the re-run's first ``n`` pairs, ``n`` being where the
-    first session stopped, decided once. ``significant``: those ``n`` pairs need only a
-    significant increase (p below the look level, change > 0), the "significant again in the
-    same direction" of research/regression-detection.md §5.5.
+    ``d`` holds the re-run's fresh log-ratios, as many as the last look. ``looks`` (the
+    library's rule): the re-run goes through the same looks as the first session (20 -> 40 ->
+    80, extending while undecided) and must end in a regression. ``once`` (the first version's
+    rule): the re-run's first ``n`` pairs, ``n`` being where the first session stopped,
+    decided once. ``significant``: those ``n`` pairs need only a significant increase (p below
+    the look level, change > 0), the "significant again in the same direction" of
+    research/regression-detection.md §5.5.
     """
-    again = _decide(control[:n], treatment[:n], settings)
+    again = _decide(d[:n], settings)
     estimate = again
     for look in settings.looks:
-        estimate = _decide(control[:look], treatment[:look], settings)
+        estimate = _decide(d[:look], settings)
         if estimate.outcome is not Outcome.UNDECIDED:
             break
     level = look_level(settings.alpha, len(settings.looks))

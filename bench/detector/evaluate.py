@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # bench/_common.py: the machine description
 
 from _common import machine
-from detectors import faipep_checks, run_benchlab
+from detectors import BenchlabRun, faipep_checks, run_benchlab
 from sources import LognormalSource, Recording, ReplaySource, Source
 
 from benchlab.ab.model import Outcome
@@ -77,6 +77,13 @@ def benchlab_cell(source: Source, slowdown: float, replicates: int, rng: np.rand
                   settings: CompareSettings) -> dict[str, Any]:
     """Run ``replicates`` simulated comparisons and summarise their verdicts and intervals."""
     runs = [run_benchlab(source, slowdown, rng, settings) for _ in range(replicates)]
+    return summarise_runs(runs, slowdown, settings)
+
+
+def summarise_runs(runs: list[BenchlabRun], slowdown: float,
+                   settings: CompareSettings) -> dict[str, Any]:
+    """Verdict rates, interval coverage and bias of simulated comparisons of one cell."""
+    replicates = len(runs)
     outcomes = [r.estimate.outcome for r in runs]
     count = {o: sum(1 for x in outcomes if x is o) for o in Outcome}
     change = np.array([r.estimate.change for r in runs])
