@@ -15,6 +15,7 @@ import yaml
 
 import benchlab
 from benchlab.ab import CompareSettings, Outcome, Side
+from benchlab.ab.model import Mode
 from benchlab.store import open_store
 
 PROGRAM = Path(__file__).with_name("replay_program.py")
@@ -50,6 +51,9 @@ def test_five_percent_slower_build_is_a_verified_regression(tmp_path: Path) -> N
     assert estimate.outcome is Outcome.REGRESSION and latency.verified is True
     assert estimate.ci_low < 0.05 < estimate.ci_high and 0.03 < estimate.change < 0.07
     assert comparison.exit_code == 1 and comparison.regressions == [latency]
+    # The program does not speak the step protocol: compare fell back and says why.
+    assert latency.mode is Mode.PROCESS_PAIRS
+    assert any("does not speak the step protocol" in note for note in comparison.notes)
     # Per-operator deltas say where the time went: conv took 60% of it.
     (conv,) = [op for op in latency.op_deltas if op.op == "conv"]
     assert 0.03 < conv.change < 0.07
@@ -92,3 +96,19 @@ def test_cli_writes_markdown_and_json_and_sets_exit_code(tmp_path: Path) -> None
     assert data["exit_code"] == 1 and data["regressions"] == ["replay/default @ generic NET latency"]
     assert "regression" in proc.stdout
     assert "<svg" in page.read_text() and "https://" not in page.read_text()
+
+
+def test_a_program_that_steps_is_compared_in_lockstep(tmp_path: Path) -> None:
+    spin = Path(__file__).parents[2] / "examples" / "ab"
+    program = f"{sys.executable} {spin / 'spin.py'}"
+    comparison = benchlab.compare(
+        [spin / "spin.yaml"],
+        control=Side("A", string_map={"program": program}),
+        treatment=Side("B", string_map={"program": program + " --slowdown 0.5"}),
+        db=tmp_path / "r.db", cache_dir=tmp_path / "cache",
+        settings=CompareSettings(looks=(6, 12), min_effect=0.1),
+    )
+    (latency,) = comparison.metrics
+    assert latency.mode is Mode.LOCKSTEP and comparison.notes == ()
+    assert latency.estimate.outcome is Outcome.REGRESSION and latency.verified is True
+    assert len(latency.paired) == latency.estimate.n_pairs
