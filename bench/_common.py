@@ -14,7 +14,7 @@ import os
 import platform
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,12 +22,25 @@ from typing import Any
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def parse_args(description: str, argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """The options every bench script takes: ``--smoke`` and ``--repeats``."""
+def parse_args(
+    description: str,
+    argv: Sequence[str] | None = None,
+    *,
+    repeats: int | None = 5,
+    repeats_help: str = "independent repeats per figure",
+    extra: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> argparse.Namespace:
+    """The options every bench script takes: ``--smoke``, ``--repeats`` and ``--out``.
+
+    ``repeats`` and ``repeats_help`` set the default and the help of ``--repeats`` for a
+    script whose repeats mean something more specific; ``extra`` adds the script's own options.
+    """
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--smoke", action="store_true", help="tiny run for CI; numbers mean nothing")
-    parser.add_argument("--repeats", type=int, default=5, help="independent repeats per figure")
+    parser.add_argument("--repeats", type=int, default=repeats, help=repeats_help)
     parser.add_argument("--out", type=Path, default=None, help="where to write the JSON result")
+    if extra is not None:
+        extra(parser)
     return parser.parse_args(argv)
 
 
