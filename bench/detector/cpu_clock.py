@@ -32,6 +32,7 @@ sys.path.insert(0, str(HERE.parent))  # bench/_common.py: the machine descriptio
 sys.path.insert(0, str(HERE))
 
 from _common import machine
+from sources import robust_sd
 from spinjobs import runner_pair
 
 from benchlab.ab.inprocess import inprocess_session
@@ -46,8 +47,7 @@ OUT = HERE / "cpu_clock.json"
 
 def _spread(values: list[float]) -> dict[str, float]:
     arr = np.asarray(values)
-    mad = float(np.median(np.abs(arr - np.median(arr))))
-    return {"sd": float(np.std(arr, ddof=1)), "robust_sd": 1.4826 * mad, "n": len(values)}
+    return {"sd": float(np.std(arr, ddof=1)), "robust_sd": robust_sd(arr), "n": len(values)}
 
 
 def measure(sessions: int) -> dict:

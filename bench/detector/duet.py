@@ -37,6 +37,7 @@ sys.path.insert(0, str(HERE.parent))  # bench/_common.py: the machine descriptio
 sys.path.insert(0, str(HERE))
 
 from _common import machine
+from sources import robust_sd
 from spinjobs import build_spin_c
 
 from benchlab.protocol import parse_output
@@ -72,8 +73,7 @@ def session(binary: str, cpus: tuple[int, int], slowdown: float) -> float:
 
 def _spread(values: list[float]) -> dict[str, float]:
     arr = np.asarray(values)
-    mad = float(np.median(np.abs(arr - np.median(arr))))
-    return {"sd": float(np.std(arr, ddof=1)), "robust_sd": 1.4826 * mad,
+    return {"sd": float(np.std(arr, ddof=1)), "robust_sd": robust_sd(arr),
             "mean": float(arr.mean()), "n": len(values)}
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import queue
-import resource
 import signal
 import subprocess
 import threading
@@ -36,13 +35,13 @@ from typing import IO, TYPE_CHECKING
 
 from benchlab.ab.model import Mode
 from benchlab.ab.sessions import Session, session_from_blocks
-from benchlab.environment import parse_cpu_list
 from benchlab.errors import ModeUnavailable, TargetError, UsageError
 from benchlab.frameworks.base import JobContext
 from benchlab.hoststeps import HOSTDIR, HostSteps, StepFailure
 from benchlab.protocol import parse_output
 from benchlab.schema import LATENCY_KEY, Status
 from benchlab.step import ENV, READY, STOP
+from benchlab.targets.host import child_setup
 from benchlab.units import convert
 
 if TYPE_CHECKING:
@@ -107,22 +106,12 @@ class _Program:
         """Start the command in its own session (process group), pinned and capped as the
         host target does it."""
         command = self.command
-        cpus = parse_cpu_list(command.cpu_list) if command.cpu_list else None
-        limit = command.memory_limit
-
-        def in_child() -> None:  # after fork, before exec: two plain system calls, no locks
-            if cpus:
-                os.sched_setaffinity(0, cpus)
-            if limit:
-                size = int(limit) * 1024 * 1024
-                resource.setrlimit(resource.RLIMIT_AS, (size, size))
-
         try:
             self.proc = subprocess.Popen(
                 command.argv, shell=isinstance(command.argv, str), cwd=command.cwd,
                 env=dict(command.env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, start_new_session=True,
-                preexec_fn=in_child if (cpus or limit) else None,  # noqa: PLW1509
+                preexec_fn=child_setup(command.cpu_list, command.memory_limit),  # noqa: PLW1509
             )
         except (OSError, subprocess.SubprocessError) as exc:
             raise ModeUnavailable(f"{self.label}: the command could not start: {exc}") from None

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,27 @@ __all__ = ["HostTarget"]
 
 # A process that ignores SIGTERM gets this long before SIGKILL.
 _TERM_GRACE_S = 2.0
+
+
+def child_setup(cpu_list: str | None, memory_limit: int | None) -> Callable[[], None] | None:
+    """What a child process does after fork and before exec: pin it to ``cpu_list`` and cap
+    its address space at ``memory_limit`` MiB; ``None`` when there is nothing to do.
+
+    Two plain system calls and no locks, so it is safe after fork even when benchlab runs
+    other threads.
+    """
+    cpus = parse_cpu_list(cpu_list) if cpu_list else None
+    if not cpus and not memory_limit:
+        return None
+
+    def in_child() -> None:  # runs after fork, before exec, in the child only
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+        if memory_limit:
+            size = int(memory_limit) * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (size, size))
+
+    return in_child
 
 
 class HostTarget:
@@ -93,16 +114,6 @@ class HostTarget:
         env = dict(os.environ)
         env.update(request.env)
         shell = isinstance(request.argv, str)
-        cpus = parse_cpu_list(request.cpu_list) if request.cpu_list else None
-        limit = request.memory_limit
-
-        def in_child() -> None:  # runs after fork, before exec, in the child only
-            if cpus:
-                os.sched_setaffinity(0, cpus)
-            if limit:
-                size = int(limit) * 1024 * 1024
-                resource.setrlimit(resource.RLIMIT_AS, (size, size))
-
         started = time.perf_counter()
         try:
             proc = subprocess.Popen(
@@ -114,9 +125,7 @@ class HostTarget:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
-                # in_child makes two plain system calls and takes no locks, so it is safe
-                # after fork even when benchlab runs other threads.
-                preexec_fn=in_child if (cpus or limit) else None,  # noqa: PLW1509
+                preexec_fn=child_setup(request.cpu_list, request.memory_limit),  # noqa: PLW1509
             )
         except (OSError, subprocess.SubprocessError) as exc:
             # A command that cannot start is a failed command (as a shell reports it), not a
