@@ -142,7 +142,7 @@ def test_store_from_a_newer_benchlab_is_refused(tmp_path: Path) -> None:
 
 def test_older_store_is_migrated_step_by_step(tmp_path: Path) -> None:
     path = tmp_path / "results.db"
-    with open_store(path) as store:
+    with _open(path, target_version=1) as store:
         store.start_run(fingerprint="fp")
     applied: list[int] = []
 
@@ -162,7 +162,7 @@ def test_older_store_is_migrated_step_by_step(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT note FROM runs").fetchall() == [("migrated",)]
 
-    # Reopening at the same version runs nothing; this benchlab (version 1) now refuses it.
+    # Reopening at the same version runs nothing; this benchlab (version 2) now refuses it.
     _open(path, target_version=3, migrations=migrations).close()
     assert applied == [1, 2]
     with pytest.raises(StoreError, match="newer benchlab"):
@@ -171,7 +171,7 @@ def test_older_store_is_migrated_step_by_step(tmp_path: Path) -> None:
 
 def test_failed_migration_leaves_the_store_untouched(tmp_path: Path) -> None:
     path = tmp_path / "results.db"
-    open_store(path).close()
+    _open(path, target_version=1).close()
 
     def half_done(conn: Connection) -> None:
         conn.execute(text("ALTER TABLE runs ADD COLUMN note TEXT"))
@@ -219,3 +219,20 @@ def test_committed_results_survive_sigkill(tmp_path: Path) -> None:
         for result in loaded:
             assert result.samples_of("NET latency") == [1000.5 + i for i in range(5000)]
         assert len(store.finished_job_keys(run.id)) == 2
+
+
+def test_version_1_store_gains_the_lab_tables(tmp_path: Path) -> None:
+    """The real 1 -> 2 migration: a store written before the lab gets the lab's tables."""
+    path = tmp_path / "results.db"
+    with open_store(path) as store:
+        store.start_run(fingerprint="fp")
+    with sqlite3.connect(path) as conn:  # make it exactly what benchlab 1 wrote
+        for table in ("lab_device_events", "lab_jobs", "lab_devices", "lab_pools", "lab_tokens"):
+            conn.execute(f"DROP TABLE {table}")
+        conn.execute("UPDATE meta SET value = '1' WHERE key = 'store_schema_version'")
+    with open_store(path) as store:
+        assert len(store.list_runs()) == 1
+    assert meta_values(path)["store_schema_version"] == str(STORE_SCHEMA_VERSION) == "2"
+    with sqlite3.connect(path) as conn:
+        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    assert {"lab_devices", "lab_jobs", "lab_tokens", "lab_pools", "lab_device_events"} <= names

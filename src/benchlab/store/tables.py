@@ -7,6 +7,8 @@
 History of ``STORE_SCHEMA_VERSION``:
 
 1. First layout: ``meta``, ``runs``, ``results``, ``samples``.
+2. The lab's tables (:mod:`benchlab.store.lab_tables`): ``lab_devices``, ``lab_device_events``,
+   ``lab_pools``, ``lab_jobs``, ``lab_tokens``.
 
 To change the layout: bump ``STORE_SCHEMA_VERSION``, change the tables below to the new shape
 (fresh stores are created from them directly), and add to ``MIGRATIONS`` a function keyed by the
@@ -51,7 +53,7 @@ __all__ = [
     "samples",
 ]
 
-STORE_SCHEMA_VERSION = 1
+STORE_SCHEMA_VERSION = 2
 
 metadata = MetaData()
 
@@ -135,7 +137,15 @@ samples = Table(
 Migration = Callable[[Connection], None]
 """Brings a store from version ``v`` (its key in ``MIGRATIONS``) to ``v + 1``, in place."""
 
-MIGRATIONS: Mapping[int, Migration] = MappingProxyType({})
+
+
+def _add_lab_tables(conn: Connection) -> None:
+    from benchlab.store.lab_tables import LAB_TABLES
+
+    metadata.create_all(conn, tables=list(LAB_TABLES))
+
+
+MIGRATIONS: Mapping[int, Migration] = MappingProxyType({1: _add_lab_tables})
 
 _STORE_VERSION_KEY = "store_schema_version"
 _RESULT_VERSION_KEY = "result_schema_version"
@@ -214,3 +224,7 @@ def lock_for_setup(conn: Connection) -> None:
     if conn.dialect.name == "postgresql":
         # Any fixed 64-bit key works; this one spells "benchlab" in ASCII.
         conn.execute(text("SELECT pg_advisory_xact_lock(7090194561597464930)"))
+
+
+# Registers the lab's tables on ``metadata`` so that a fresh store is created with them.
+from benchlab.store import lab_tables as _lab_tables  # noqa: E402,F401
