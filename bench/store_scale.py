@@ -39,10 +39,8 @@ from _common import parse_args, spread, write_result
 
 from benchlab.jobrun import summarize_samples
 from benchlab.schema import JobIdentity, Result, Sample, Status
+from benchlab.lab.localpg import PostgresServer, PostgresUnavailable, find_pg_bin
 from benchlab.store import ResultStore, open_store
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from pg_server import PostgresServer, PostgresUnavailable, find_pg_bin
 
 MODELS = ("resnet18", "mobilenet_v3", "bert_tiny", "mlp", "squeezenet")
 FRAMEWORKS = ("pytorch", "onnxruntime")

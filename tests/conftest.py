@@ -17,6 +17,7 @@ from pathlib import Path
 import machine_facts
 import pytest
 import tiny_models
+from benchlab.lab.localpg import PostgresServer, PostgresUnavailable, find_pg_bin
 from benchlab_standin import StandinPhone
 from benchlab_standin.adbserver import AdbServer, isolated_adb_server
 from benchlab_standin.board import LoopbackBoard, find_sshd
@@ -159,3 +160,20 @@ def _no_stray_adb_server() -> Iterator[None]:
     yield
     if not was_up and shutil.which("adb") and _default_adb_server_up():
         subprocess.run(["adb", "kill-server"], capture_output=True, timeout=30, check=False)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    """One PostgreSQL server for the whole session; skips when its binaries are missing."""
+    bin_dir = find_pg_bin()
+    if bin_dir is None:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
+    try:
+        server = PostgresServer(bin_dir)
+    except PostgresUnavailable as exc:
+        pytest.skip(str(exc))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,4 +1,5 @@
-"""Fixtures for the store tests: a store on SQLite and on a real PostgreSQL server."""
+"""Fixtures for the store tests: a store on SQLite and on a real PostgreSQL server
+(the session's ``pg_server`` comes from tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -8,27 +9,7 @@ import pytest
 
 from benchlab.store import ResultStore, open_store
 
-try:
-    from pg_server import PostgresServer, PostgresUnavailable, find_pg_bin
-except ModuleNotFoundError:  # tests/ became a package
-    from tests.pg_server import PostgresServer, PostgresUnavailable, find_pg_bin
-
-
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[PostgresServer]:
-    """One PostgreSQL server for the whole session; skips when its binaries are missing."""
-    bin_dir = find_pg_bin()
-    if bin_dir is None:
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
-    try:
-        server = PostgresServer(bin_dir)
-    except PostgresUnavailable as exc:
-        pytest.skip(str(exc))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+from benchlab.lab.localpg import PostgresServer
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

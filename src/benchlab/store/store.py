@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
+import contextlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
@@ -207,6 +208,17 @@ class ResultStore:
     def _read(self, action: str) -> Iterator[Connection]:
         with store_errors(action), self._engine.connect() as conn:
             yield conn
+
+    def transaction(self, action: str) -> contextlib.AbstractContextManager[Connection]:
+        """A committed write transaction on the store's database (for the lab's tables).
+
+        ``action`` names what is being done, for the :class:`StoreError` raised on failure.
+        """
+        return self._write(action)
+
+    def connection(self, action: str) -> contextlib.AbstractContextManager[Connection]:
+        """A read connection on the store's database (for the lab's tables)."""
+        return self._read(action)
 
     # Runs
 

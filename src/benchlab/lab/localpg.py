@@ -1,6 +1,7 @@
-"""A throwaway PostgreSQL server for tests: real binaries, a private data directory, trust auth.
+"""A PostgreSQL server of our own: real binaries, a private data directory, trust auth, loopback.
 
-Usage from a conftest::
+``benchlab lab up`` starts one (kept in a data directory across restarts) so that a lab can be
+tried on one machine in one command; the tests start a throwaway one per session. Usage::
 
     bin_dir = find_pg_bin()          # None when the server binaries are not installed
     server = PostgresServer(bin_dir)
@@ -61,11 +62,18 @@ def _free_port() -> int:
 class PostgresServer:
     """One PostgreSQL server on 127.0.0.1 and a free port, living in a temporary directory."""
 
-    def __init__(self, bin_dir: Path) -> None:
-        """Prepare (not start) a server using the binaries in ``bin_dir``."""
+    def __init__(self, bin_dir: Path, root: Path | None = None, port: int = 0) -> None:
+        """Prepare (not start) a server using the binaries in ``bin_dir``.
+
+        With ``root`` the cluster lives (and stays) in ``root/data``, and a later start reuses
+        it; without, a temporary directory is made and deleted by :meth:`stop`. ``port`` 0
+        picks a free one.
+        """
         self.bin_dir = bin_dir
-        self.port = 0
-        self._root: Path | None = None
+        self.port = port
+        self._keep = root is not None
+        self._fixed_port = port
+        self._root: Path | None = None if root is None else root.resolve()
         self._databases = 0
         self._prefix: list[str] = []
         if os.geteuid() == 0:
@@ -97,12 +105,30 @@ class PostgresServer:
         return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
 
     def start(self) -> None:
-        """initdb a fresh cluster and start it; raise RuntimeError with the server log if not."""
-        # A short path under the system temp dir: pytest's own tmp dirs are private to their
-        # user (postgres cannot enter them) and Unix socket paths must stay under 108 bytes.
-        self._root = Path(tempfile.mkdtemp(prefix="benchlab-pg-"))
+        """initdb a cluster (unless a kept one exists) and start it; RuntimeError if not."""
+        if self._keep:
+            assert self._root is not None
+            self._root.mkdir(parents=True, exist_ok=True)
+        else:
+            # A short path under the system temp dir: pytest's own tmp dirs are private to
+            # their user (postgres cannot enter them) and socket paths must stay under 108 bytes.
+            self._root = Path(tempfile.mkdtemp(prefix="benchlab-pg-"))
         if self._prefix:
             os.chown(self._root, self._owner.pw_uid, self._owner.pw_gid)
+        if not (self.data_dir / "PG_VERSION").is_file():
+            self._initdb()
+        failure = ""
+        for _ in range(_START_ATTEMPTS):
+            # Another process may grab the port between probing and binding: try a new one.
+            self.port = self._fixed_port or _free_port()
+            started = self._pg_ctl_start()
+            if started.returncode == 0:
+                return
+            failure = f"{started.stdout}\n{started.stderr}\n{self._log_text()}"
+        self._cleanup()
+        raise RuntimeError(f"pg_ctl start failed:\n{failure}")
+
+    def _initdb(self) -> None:
         init = self._run(
             [
                 str(self.bin_dir / "initdb"),
@@ -122,16 +148,6 @@ class PostgresServer:
         if init.returncode != 0:
             self._cleanup()
             raise RuntimeError(f"initdb failed:\n{init.stdout}\n{init.stderr}")
-        failure = ""
-        for _ in range(_START_ATTEMPTS):
-            # Another process may grab the port between probing and binding: try a new one.
-            self.port = _free_port()
-            started = self._pg_ctl_start()
-            if started.returncode == 0:
-                return
-            failure = f"{started.stdout}\n{started.stderr}\n{self._log_text()}"
-        self._cleanup()
-        raise RuntimeError(f"pg_ctl start failed:\n{failure}")
 
     def _pg_ctl_start(self) -> subprocess.CompletedProcess[str]:
         assert self._root is not None
@@ -187,7 +203,7 @@ class PostgresServer:
         return self.url(name)
 
     def stop(self) -> None:
-        """Stop the server (fast shutdown) and delete its directory."""
+        """Stop the server (fast shutdown); delete its directory unless it is a kept one."""
         if self._root is None:
             return
         if (self.data_dir / "postmaster.pid").exists():
@@ -198,6 +214,8 @@ class PostgresServer:
         self._cleanup()
 
     def _cleanup(self) -> None:
+        if self._keep:
+            return
         if self._root is not None:
             shutil.rmtree(self._root, ignore_errors=True)
             self._root = None

@@ -1,0 +1,281 @@
+"""Lab jobs: what was submitted, where it may run, and what became of it.
+
+A lab job is one benchmark request (spec files' text, zoo models, frameworks, overrides) bound
+for one device or one pool. Its row in ``lab_jobs`` is benchlab's record; procrastinate's job
+(``queue_job_id``) is only the ticket a device worker claims. Statuses: ``waiting`` (in a
+queue; ``reason`` says why it has not started), ``running``, ``finished``, ``failed``,
+``cancelled``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import func, select, update
+
+from benchlab.errors import UsageError
+from benchlab.lab.devices import Device, add_pool, list_devices
+from benchlab.lab.pools import PoolRule, device_queue, pool_queue
+from benchlab.store import ResultStore
+from benchlab.store.lab_tables import lab_jobs
+
+__all__ = [
+    "JOB_STATUSES",
+    "LabJob",
+    "LabRequest",
+    "QueueRow",
+    "STUCK_AFTER_S",
+    "get_job",
+    "list_jobs",
+    "new_jobs",
+    "queue_summary",
+    "route_problem",
+    "set_job",
+]
+
+JOB_STATUSES = ("waiting", "running", "finished", "failed", "cancelled")
+
+STUCK_AFTER_S = 300.0
+"""A job waiting longer than this is flagged by ``lab status`` and the queue page."""
+
+
+@dataclass(frozen=True)
+class LabRequest:
+    """What to run: the same inputs as ``benchlab run``, carried as data to another host.
+
+    ``specs`` maps each spec file's name to its text (the worker writes them into a temporary
+    folder, so model files they name must be reachable from the worker: URLs, zoo models or
+    paths on that host). ``kind`` is ``run``; compare and track requests carry their sides in
+    ``options``.
+    """
+
+    specs: Mapping[str, str] = field(default_factory=dict)
+    models: tuple[str, ...] = ()
+    frameworks: tuple[str, ...] = ()
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    kind: str = "run"
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        """The request as stored in ``lab_jobs.request_json``."""
+        return json.dumps({
+            "specs": dict(self.specs), "models": list(self.models),
+            "frameworks": list(self.frameworks), "overrides": dict(self.overrides),
+            "kind": self.kind, "options": dict(self.options),
+        }, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> LabRequest:
+        """The inverse of :meth:`to_json`."""
+        data = json.loads(text)
+        return cls(specs=data.get("specs", {}), models=tuple(data.get("models", ())),
+                   frameworks=tuple(data.get("frameworks", ())),
+                   overrides=data.get("overrides", {}), kind=data.get("kind", "run"),
+                   options=data.get("options", {}))
+
+    def describe(self) -> str:
+        """A short label: the spec file names and models."""
+        names = [*self.specs, *self.models] or ["zoo default"]
+        label = ", ".join(names)
+        return label if self.kind == "run" else f"{self.kind}: {label}"
+
+
+@dataclass(frozen=True)
+class LabJob:
+    """One lab job as stored."""
+
+    id: int
+    submission: str
+    request: LabRequest
+    route_kind: str
+    route: str
+    device_id: str | None
+    queue_job_id: int | None
+    status: str
+    reason: str
+    run_uuid: str | None
+    attempts: int
+    submitted_by: str
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+
+    @property
+    def queue(self) -> str:
+        """The procrastinate queue the job waits in."""
+        return device_queue(self.route) if self.route_kind == "device" else pool_queue(self.route)
+
+    @property
+    def lock(self) -> str | None:
+        """The procrastinate lock: the device's, for jobs bound to one device."""
+        return device_queue(self.route) if self.route_kind == "device" else None
+
+    def waiting_s(self, now: float | None = None) -> float:
+        """How long it has waited (0 once started)."""
+        if self.status != "waiting":
+            return 0.0
+        return max(0.0, (now or time.time()) - self.created_at)
+
+    def stuck(self, now: float | None = None) -> bool:
+        """Waiting for longer than :data:`STUCK_AFTER_S`."""
+        return self.waiting_s(now) > STUCK_AFTER_S
+
+    def to_json(self) -> dict[str, Any]:
+        """The job as the JSON API shows it."""
+        return {
+            "id": self.id, "submission": self.submission, "label": self.request.describe(),
+            "kind": self.request.kind, "route_kind": self.route_kind, "route": self.route,
+            "device_id": self.device_id, "status": self.status, "reason": self.reason,
+            "run_uuid": self.run_uuid, "attempts": self.attempts,
+            "submitted_by": self.submitted_by, "created_at": self.created_at,
+            "started_at": self.started_at, "finished_at": self.finished_at,
+            "waiting_s": round(self.waiting_s(), 3), "stuck": self.stuck(),
+        }
+
+
+def _job(row: Any) -> LabJob:
+    return LabJob(
+        id=int(row.id), submission=row.submission, request=LabRequest.from_json(row.request_json),
+        route_kind=row.route_kind, route=row.route, device_id=row.device_id,
+        queue_job_id=row.queue_job_id, status=row.status, reason=row.reason,
+        run_uuid=row.run_uuid, attempts=int(row.attempts), submitted_by=row.submitted_by,
+        created_at=float(row.created_at),
+        started_at=None if row.started_at is None else float(row.started_at),
+        finished_at=None if row.finished_at is None else float(row.finished_at),
+    )
+
+
+def route_problem(route_kind: str, route: str, devices: Sequence[Device]) -> str:
+    """Why no device can take a job on this route now ("" when one can)."""
+    if route_kind == "device":
+        found = [d for d in devices if d.id == route]
+        if not found:
+            return f"device {route} is not registered"
+        device = found[0]
+        if device.quarantined:
+            return f"device {route} is quarantined: {device.quarantine_reason}"
+        if not device.alive:
+            return f"device {route} is offline"
+        return ""
+    rule = PoolRule.parse(route)
+    members = [d for d in devices if rule.matches(d.properties)]
+    if not members:
+        return f"no registered device matches pool {route}"
+    usable = [d for d in members if d.alive and not d.quarantined]
+    if not usable:
+        return f"every device of pool {route} is offline or quarantined"
+    return ""
+
+
+def new_jobs(store: ResultStore, request: LabRequest, *, device: str | None = None,
+             pool: str | None = None, fan_out: bool = True,
+             submitted_by: str = "") -> list[LabJob]:
+    """Record the jobs of one submission (not yet queued: :func:`benchlab.lab.queue.submit`).
+
+    ``device`` binds one job to one device. ``pool`` with ``fan_out`` makes one job per device
+    that matches the rule now (a benchmark across every phone of a kind); without ``fan_out``,
+    or when no device matches yet, one job waits in the pool's queue for the first free match.
+    """
+    if (device is None) == (pool is None):
+        raise UsageError("submit to exactly one of a device (--device) or a pool (--pool)")
+    devices = list_devices(store)
+    routes: list[tuple[str, str]]
+    if device is not None:
+        if not any(d.id == device for d in devices):
+            known = ", ".join(d.id for d in devices) or "none"
+            raise UsageError(f"no lab device {device!r} is registered (registered: {known})")
+        routes = [("device", device)]
+    else:
+        rule = add_pool(store, pool or "")
+        members = [d.id for d in devices if rule.matches(d.properties) and not d.quarantined]
+        routes = ([("device", m) for m in members] if fan_out and members
+                  else [("pool", rule.name)])
+    submission = str(uuid.uuid4())
+    now = time.time()
+    ids = []
+    with store.transaction("record lab jobs") as conn:
+        for kind, route in routes:
+            reason = route_problem(kind, route, devices) or "queued"
+            inserted = conn.execute(lab_jobs.insert().values(
+                submission=submission, request_json=request.to_json(), route_kind=kind,
+                route=route, status="waiting", reason=reason, attempts=0,
+                submitted_by=submitted_by, created_at=now,
+            ))
+            ids.append(int(inserted.inserted_primary_key[0]))
+    return [get_job(store, job_id) for job_id in ids]
+
+
+def set_job(store: ResultStore, job_id: int, **values: Any) -> None:
+    """Update a job's columns (status, reason, device_id, run_uuid, times, attempts)."""
+    with store.transaction("update a lab job") as conn:
+        conn.execute(update(lab_jobs).where(lab_jobs.c.id == job_id).values(**values))
+
+
+def get_job(store: ResultStore, job_id: int) -> LabJob:
+    """One job; an unknown id is a :class:`UsageError`."""
+    with store.connection("read a lab job") as conn:
+        row = conn.execute(select(lab_jobs).where(lab_jobs.c.id == job_id)).first()
+    if row is None:
+        raise UsageError(f"no lab job {job_id}")
+    return _job(row)
+
+
+def list_jobs(store: ResultStore, *, status: str | None = None, device: str | None = None,
+              submission: str | None = None, limit: int = 200) -> list[LabJob]:
+    """Jobs, newest first, optionally only one status, device (route or assigned) or submission."""
+    query = select(lab_jobs).order_by(lab_jobs.c.id.desc()).limit(limit)
+    if status is not None:
+        query = query.where(lab_jobs.c.status == status)
+    if device is not None:
+        query = query.where((lab_jobs.c.device_id == device)
+                            | ((lab_jobs.c.route_kind == "device") & (lab_jobs.c.route == device)))
+    if submission is not None:
+        query = query.where(lab_jobs.c.submission == submission)
+    with store.connection("list lab jobs") as conn:
+        return [_job(row) for row in conn.execute(query)]
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """Counts of one queue (a device or a pool) for the queue page."""
+
+    queue: str
+    counts: Mapping[str, int]
+    oldest_waiting_at: float | None
+    problem: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as the JSON API shows it."""
+        age = None if self.oldest_waiting_at is None else time.time() - self.oldest_waiting_at
+        return {"queue": self.queue, "counts": dict(self.counts),
+                "oldest_waiting_s": None if age is None else round(age, 3),
+                "stuck": age is not None and age > STUCK_AFTER_S, "problem": self.problem}
+
+
+def queue_summary(store: ResultStore) -> list[QueueRow]:
+    """Per queue: jobs per status, the oldest waiting job's age and why nothing can take it."""
+    with store.connection("summarise lab queues") as conn:
+        rows = conn.execute(
+            select(lab_jobs.c.route_kind, lab_jobs.c.route, lab_jobs.c.status,
+                   func.count(), func.min(lab_jobs.c.created_at))
+            .group_by(lab_jobs.c.route_kind, lab_jobs.c.route, lab_jobs.c.status)
+        ).all()
+    devices = list_devices(store)
+    table: dict[tuple[str, str], dict[str, Any]] = {}
+    for kind, route, status, count, oldest in rows:
+        entry = table.setdefault((kind, route), {"counts": dict.fromkeys(JOB_STATUSES, 0),
+                                                 "oldest": None})
+        entry["counts"][status] = int(count)
+        if status == "waiting":
+            entry["oldest"] = float(oldest)
+    out = []
+    for (kind, route), entry in sorted(table.items()):
+        problem = route_problem(kind, route, devices) if entry["counts"]["waiting"] else ""
+        name = device_queue(route) if kind == "device" else pool_queue(route)
+        out.append(QueueRow(name, entry["counts"], entry["oldest"], problem))
+    return out
