@@ -185,6 +185,8 @@ def run(
     progress: bool = False,
     console: Console | None = None,
     reboot: RebootPolicy | None = None,
+    on_run: Callable[[str], None] | None = None,
+    on_result: Callable[[Result], None] | None = None,
 ) -> Results:
     """Run a sweep and return its :class:`Results`; every result is also in the store.
 
@@ -200,6 +202,8 @@ def run(
     elsewhere each result's ``details.energy`` says why it is unavailable.
     ``reboot`` reboots the device before the run, after failures in a row or after an uptime
     (adb targets); each reboot is recorded in the next result's ``details.reboot``.
+    ``on_run`` is called with the run's UUID once it is in the store (a new or resumed run);
+    ``on_result`` with each result once it is stored (the lab's remote reporter uses it).
     """
     if isinstance(energy, str):
         energy = EnergySettings(meter=energy)
@@ -213,12 +217,16 @@ def run(
                  announce) as staged, closing(open_store(db)) as store:
         run_label: list[str] = []
 
-        def on_result(result: Result) -> None:
+        def stored(result: Result) -> None:
             if json_dir is not None:
                 write_result_json(json_dir, run_label[0], result)
+            if on_result is not None:
+                on_result(result)
 
         def start(record_uuid: str) -> None:
             run_label.append(record_uuid)
+            if on_run is not None:
+                on_run(record_uuid)
 
         bar = SweepProgress(0, console=console) if progress else None
         sweep = staged.sweep
@@ -230,7 +238,7 @@ def run(
                 sweep, targets, cache, store, resume=resume, string_map=string_map,
                 time_budget=time_budget, energy=energy,
                 description=_describe(specs, models, staged.configs),
-                on_result=on_result, progress=bar, on_run=start, reboot=reboot,
+                on_result=stored, progress=bar, on_run=start, reboot=reboot,
             )
         finally:
             if bar is not None:
