@@ -15,6 +15,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.markup import escape
 
+from benchlab.cli_lab import lab_app
 from benchlab.cli_zoo import zoo_app
 from benchlab.errors import BenchlabError, UsageError
 from benchlab.report.terminal import make_console
@@ -33,6 +34,7 @@ app = typer.Typer(
 results_app = typer.Typer(help="List, show and export past runs.", no_args_is_help=True)
 app.add_typer(results_app, name="results")
 app.add_typer(zoo_app, name="zoo")
+app.add_typer(lab_app, name="lab")
 
 
 console = make_console()

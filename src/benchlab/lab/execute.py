@@ -1,0 +1,70 @@
+"""One lab job in its own process: ``python -m benchlab.lab.execute --db URL --job N --target T``.
+
+The device worker starts this per job (killed with the worker: the parent-death signal), so a
+wedged runtime or a crash fails one job and never the worker. The job's run is created on the
+first attempt and its UUID written to the job row at once; a later attempt (after the worker
+died) resumes that run, so results already stored are kept and none is stored twice. The last
+line on stdout is a JSON summary the worker reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+__all__ = ["main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the job; 0 when every result is ok, 1 when some failed, 2 on a usage error."""
+    parser = argparse.ArgumentParser(prog="benchlab.lab.execute")
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--job", type=int, required=True)
+    parser.add_argument("--target", required=True)
+    args = parser.parse_args(argv)
+
+    from benchlab.api import run
+    from benchlab.errors import UserError
+    from benchlab.harness import TestOverrides
+    from benchlab.lab.jobs import get_job, set_job
+    from benchlab.lab.queue import store_url
+    from benchlab.store import open_store
+
+    db = store_url(args.db)
+    with open_store(db) as store:
+        job = get_job(store, args.job)
+    request = job.request
+
+    def remember_run(run_uuid: str) -> None:
+        if job.run_uuid is None:
+            with open_store(db) as store:
+                set_job(store, job.id, run_uuid=run_uuid)
+
+    with tempfile.TemporaryDirectory(prefix=f"benchlab-lab-{job.id}-") as folder:
+        specs = []
+        for name, text in request.specs.items():
+            path = Path(folder) / Path(name).name
+            path.write_text(text)
+            specs.append(path)
+        try:
+            results = run(
+                specs or None, models=list(request.models) or None,
+                frameworks=list(request.frameworks) or None, target=args.target, db=db,
+                resume=job.run_uuid or False,
+                overrides=TestOverrides(**request.overrides) if request.overrides else None,
+                on_run=remember_run,
+            )
+        except UserError as exc:
+            print(json.dumps({"error": str(exc), "user_error": True}))
+            return 2
+    summary = {"run_uuid": results.run_uuid, "results": len(results),
+               "failed": len(results.failed)}
+    print(json.dumps(summary))
+    return 0 if not results.failed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,396 @@
+"""A host's device agent (``benchlab lab worker``): registers its devices, runs their jobs.
+
+One agent per host. It enumerates the host itself, the adb phones attached and the ssh boards
+of its config, registers each with typed properties, and runs one procrastinate worker per
+device (concurrency 1) on ``device:<id>`` plus the queue of every pool whose rule the device
+matches. A device that is quarantined, unhealthy or unreachable has no worker, so it takes
+nothing. Each job runs in its own process (:mod:`benchlab.lab.execute`) that dies with the
+agent. A periodic task on ``lab:maintenance`` re-queues jobs whose worker stopped
+heartbeating (procrastinate's heartbeat; the task has a queueing lock and no device lock,
+procrastinate #1408).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import json
+import logging
+import signal
+import socket
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchlab.lab.devices import (
+    device_properties,
+    get_device,
+    heartbeat,
+    list_pools,
+    matching_pools,
+    register_device,
+    set_health,
+    set_state,
+)
+from benchlab.lab.jobs import get_job, set_job
+from benchlab.lab.pools import device_queue, pool_queue
+from benchlab.lab.queue import (
+    MAINTENANCE_QUEUE,
+    REQUEUE_TASK,
+    RUN_TASK,
+    Lab,
+    make_app,
+    requeue,
+    store_url,
+)
+from benchlab.store import open_store
+
+__all__ = ["DeviceEntry", "WorkerSettings", "enumerate_devices", "run_agent"]
+
+_log = logging.getLogger("benchlab.lab.worker")
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class DeviceEntry:
+    """A device this host serves: its lab id, kind and benchlab target string."""
+
+    id: str
+    kind: str
+    target: str
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """How an agent behaves; the defaults suit a real lab, tests shorten the times."""
+
+    host: str = field(default_factory=socket.gethostname)
+    heartbeat_s: float = 5.0
+    """How often devices are vouched for (and procrastinate's worker heartbeat)."""
+    stalled_after_s: float = 30.0
+    """A job whose worker has not heartbeat for this long is re-queued."""
+    requeue_cron: str = "* * * * * */10"
+    """When the stalled-job check runs (croniter, seconds last)."""
+    health_every_s: float = 300.0
+    job_timeout_s: float = 3 * 3600.0
+    poll_s: float = 2.0
+    """How often a device's eligibility (quarantine, health, reachability) is re-read."""
+
+
+def enumerate_devices(host: str, *, include_host: bool = True, adb: bool = True,
+                      targets: Sequence[str] = ()) -> list[DeviceEntry]:
+    """The host itself, every attached adb phone and the extra targets (ssh boards)."""
+    from benchlab.targets.selection import usable_target
+
+    found = [DeviceEntry(f"host:{host}", "host", "host")] if include_host else []
+    if adb:
+        with contextlib.suppress(Exception):  # no adb on this host: no phones
+            phones = usable_target("adb").fan_out()
+            found += [DeviceEntry(f"adb:{p.chosen_serial()}", "adb",
+                                  f"adb:serial={p.chosen_serial()}") for p in phones]
+    for text in targets:
+        kind = text.split(":", 1)[0]
+        target = usable_target(text)
+        name = getattr(target, "host", None) or target.describe().get("hostname") or text
+        found.append(DeviceEntry(f"{kind}:{name}", kind, text))
+    return found
+
+
+def _probe(entry: DeviceEntry) -> tuple[bool, str, dict[str, Any], dict[str, Any]]:
+    """(reachable, reason, properties, device state) of one device."""
+    from benchlab.targets.selection import usable_target
+
+    try:
+        target = usable_target(entry.target)
+        available = target.availability()
+        if not available.ok:
+            return False, available.reason or "unavailable", {}, {}
+        description = target.describe()
+        return True, "", device_properties(entry.kind, description), dict(
+            description.get("state") or {})
+    except Exception as exc:  # a lost phone raises from anywhere in the probe
+        return False, f"{type(exc).__name__}: {exc}", {}, {}
+
+
+def _health_check(entry: DeviceEntry) -> tuple[str, str]:
+    """Liveness plus a tiny known benchmark (a fixed Python loop) on the device."""
+    from benchlab.targets.base import RunRequest
+    from benchlab.targets.selection import usable_target
+
+    reachable, reason, _, _ = _probe(entry)
+    if not reachable:
+        return "bad", f"unreachable: {reason}"
+    target = usable_target(entry.target)
+    try:
+        python = target.python_executable()
+    except Exception:  # a phone without Python: liveness is all we can check
+        return "good", "reachable (no Python on the device for the known benchmark)"
+    code = ("import time;t=time.perf_counter();sum(i*i for i in range(200000));"
+            "print(round((time.perf_counter()-t)*1e3,3))")
+    done = target.run(RunRequest(argv=[python, "-c", code], timeout=60.0))
+    if not done.ok:
+        return "bad", f"known benchmark failed: {(done.stderr or done.stdout)[-300:]}"
+    return "good", f"reachable; known benchmark {done.stdout.strip()} ms"
+
+
+def _die_with_parent() -> None:
+    # The job process must not outlive a worker killed with SIGKILL: its attempt is re-queued
+    # and a survivor would write beside the next attempt.
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class _Agent:
+    """The running agent: one procrastinate App, one worker task per eligible device."""
+
+    def __init__(self, url: str, devices: Sequence[DeviceEntry], settings: WorkerSettings):
+        self.url = url
+        self.devices = {d.id: d for d in devices}
+        self.settings = settings
+        self.store = open_store(store_url(url))
+        self.app = make_app(url)
+        self.lab = Lab(url, self.store, self.app)
+        self.workers: dict[str, tuple[asyncio.Task[None], tuple[str, ...]]] = {}
+        self.busy: set[str] = set()
+        self._register_tasks()
+
+    def _register_tasks(self) -> None:
+        app = self.app
+
+        @app.task(name=RUN_TASK, pass_context=True)
+        async def run_job(context: Any, lab_job: int) -> None:
+            await self.run_job(context.additional_context["device_id"], lab_job)
+
+        @app.periodic(cron=self.settings.requeue_cron, periodic_id="requeue-stalled")
+        @app.task(name=REQUEUE_TASK, queue=MAINTENANCE_QUEUE, queueing_lock="requeue-stalled")
+        async def requeue_stalled(timestamp: int) -> None:
+            await self.requeue_stalled()
+
+    # Jobs
+
+    async def run_job(self, device_id: str, lab_job: int) -> None:
+        """Run one lab job on ``device_id``, in a child process, and record its outcome."""
+        entry = self.devices[device_id]
+        job = await asyncio.to_thread(get_job, self.store, lab_job)
+        if job.status == "cancelled":
+            return
+        self.busy.add(device_id)
+        try:
+            async with self._device_lock(device_id):
+                await self._run_locked(entry, job)
+        finally:
+            self.busy.discard(device_id)
+
+    @contextlib.asynccontextmanager
+    async def _device_lock(self, device_id: str):  # noqa: ANN202
+        # Pool jobs carry no procrastinate lock (the device is unknown when they are
+        # deferred); a session advisory lock on the device keeps two agents that serve the
+        # same device from overlapping, and dies with a killed agent's connection.
+        import psycopg
+
+        from benchlab.lab.queue import conninfo
+
+        conn = await psycopg.AsyncConnection.connect(conninfo(self.url), autocommit=True)
+        try:
+            await conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"device:{device_id}",))
+            yield
+        finally:
+            await conn.close()
+
+    async def _run_locked(self, entry: DeviceEntry, job: Any) -> None:
+        store = self.store
+        await asyncio.to_thread(set_job, store, job.id, status="running", device_id=entry.id,
+                                started_at=time.time(), attempts=job.attempts + 1,
+                                reason=f"running on {entry.id}")
+        await asyncio.to_thread(set_state, store, entry.id, "busy", job_id=job.id)
+        code, out, err = await self._child(entry, job.id)
+        summary = _last_json(out)
+        if code in (0, 1) and summary is not None:
+            failed = summary.get("failed", 0)
+            reason = (f"{summary.get('results', 0)} results, {failed} failed"
+                      if failed else f"{summary.get('results', 0)} results")
+            await asyncio.to_thread(set_job, store, job.id, status="finished", reason=reason,
+                                    finished_at=time.time())
+        else:
+            reachable, why, _, _ = await asyncio.to_thread(_probe, entry)
+            if not reachable:
+                # The device went away mid-job: not the job's fault. Fail this attempt and put
+                # the job back (a pool job: any other matching device may take it).
+                await asyncio.to_thread(set_state, store, entry.id, "offline",
+                                        reason=f"lost during job {job.id}: {why}",
+                                        job_id=job.id)
+                await asyncio.to_thread(
+                    requeue, self.lab, await asyncio.to_thread(get_job, store, job.id),
+                    reason=f"device {entry.id} lost mid-job ({why}); re-queued")
+                return
+            detail = (summary or {}).get("error") or _tail(err) or f"exit code {code}"
+            await asyncio.to_thread(set_job, store, job.id, status="failed",
+                                    reason=f"job process failed: {detail}",
+                                    finished_at=time.time())
+        await asyncio.to_thread(set_state, store, entry.id, "idle")
+
+    async def _child(self, entry: DeviceEntry, job_id: int) -> tuple[int | None, str, str]:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "benchlab.lab.execute", "--db", self.url, "--job",
+            str(job_id), "--target", entry.target, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, preexec_fn=_die_with_parent,
+        )
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), self.settings.job_timeout_s)
+        except asyncio.TimeoutError:
+            proc.kill()
+            out, err = await proc.communicate()
+            err += f"\njob timed out after {self.settings.job_timeout_s:.0f} s".encode()
+            return None, out.decode(errors="replace"), err.decode(errors="replace")
+        return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+    async def requeue_stalled(self) -> None:
+        """Re-queue jobs whose worker stopped heartbeating (killed host, lost network)."""
+        manager = self.app.job_manager
+        stalled = await manager.get_stalled_jobs(
+            seconds_since_heartbeat=self.settings.stalled_after_s, task_name=RUN_TASK)
+        for stale in stalled:
+            await manager.retry_job(stale)
+            lab_job = stale.task_kwargs.get("lab_job")
+            if lab_job is not None:
+                await asyncio.to_thread(
+                    set_job, self.store, int(lab_job), status="waiting", device_id=None,
+                    reason="its worker stopped heartbeating; re-queued")
+            _log.warning("re-queued stalled job %s", stale.id)
+
+    # Devices
+
+    async def register_all(self) -> None:
+        """Register every device with its properties and the pools it matches."""
+        pools = await asyncio.to_thread(list_pools, self.store)
+        for entry in self.devices.values():
+            reachable, reason, props, state = await asyncio.to_thread(_probe, entry)
+            await asyncio.to_thread(
+                register_device, self.store, device_id=entry.id, host=self.settings.host,
+                kind=entry.kind, target=entry.target, properties=props,
+                pools=matching_pools(props, pools), device_state=state)
+            if not reachable:
+                await asyncio.to_thread(set_state, self.store, entry.id, "offline",
+                                        reason=reason)
+
+    def _queues(self, device_id: str) -> tuple[str, ...]:
+        device = get_device(self.store, device_id)
+        pools = matching_pools(device.properties, list_pools(self.store))
+        return (device_queue(device_id), *(pool_queue(p) for p in pools))
+
+    def _eligible(self, device_id: str) -> bool:
+        device = get_device(self.store, device_id)
+        return not device.quarantined and device.health != "bad" and device.state != "offline"
+
+    async def supervise(self, device_id: str) -> None:
+        """Keep a procrastinate worker running for the device exactly while it is eligible."""
+        while True:
+            eligible = await asyncio.to_thread(self._eligible, device_id)
+            queues = await asyncio.to_thread(self._queues, device_id)
+            running = self.workers.get(device_id)
+            if running and (not eligible or running[1] != queues) and device_id not in self.busy:
+                await self._stop_worker(device_id)
+                running = None
+            if eligible and running is None:
+                task = asyncio.create_task(self.app.run_worker_async(
+                    queues=list(queues), name=f"device:{device_id}", concurrency=1,
+                    additional_context={"device_id": device_id}, install_signal_handlers=False,
+                    update_heartbeat_interval=self.settings.heartbeat_s,
+                    stalled_worker_timeout=self.settings.stalled_after_s,
+                    listen_notify=True, fetch_job_polling_interval=self.settings.poll_s))
+                self.workers[device_id] = (task, queues)
+            if not eligible:
+                await self._maybe_back_online(device_id)
+            await asyncio.sleep(self.settings.poll_s)
+
+    async def _stop_worker(self, device_id: str) -> None:
+        task, _ = self.workers.pop(device_id)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+
+    async def _maybe_back_online(self, device_id: str) -> None:
+        device = await asyncio.to_thread(get_device, self.store, device_id)
+        if device.state != "offline":
+            return
+        reachable, _, _, _ = await asyncio.to_thread(_probe, self.devices[device_id])
+        if reachable:
+            await asyncio.to_thread(set_state, self.store, device_id, "idle",
+                                    reason="reachable again")
+
+    async def heartbeats(self) -> None:
+        """Vouch for every device every ``heartbeat_s`` (with its state, cheaply read)."""
+        while True:
+            for device_id in self.devices:
+                await asyncio.to_thread(heartbeat, self.store, device_id)
+            await asyncio.sleep(self.settings.heartbeat_s)
+
+    async def health_checks(self) -> None:
+        """Liveness plus the known benchmark on each idle device, every ``health_every_s``."""
+        while True:
+            for device_id, entry in self.devices.items():
+                if device_id in self.busy:
+                    continue
+                health, reason = await asyncio.to_thread(_health_check, entry)
+                await asyncio.to_thread(set_health, self.store, device_id, health, reason)
+            await asyncio.sleep(self.settings.health_every_s)
+
+    async def run(self) -> None:
+        """Register, then run workers, heartbeats, health checks and maintenance until cancelled."""
+        async with self.app.open_async():
+            await self.register_all()
+            background = [
+                asyncio.create_task(self.heartbeats()),
+                asyncio.create_task(self.health_checks()),
+                asyncio.create_task(self.app.run_worker_async(
+                    queues=[MAINTENANCE_QUEUE], name=f"maintenance:{self.settings.host}",
+                    concurrency=1, install_signal_handlers=False,
+                    update_heartbeat_interval=self.settings.heartbeat_s,
+                    stalled_worker_timeout=self.settings.stalled_after_s)),
+                *(asyncio.create_task(self.supervise(d)) for d in self.devices),
+            ]
+            try:
+                await asyncio.gather(*background)
+            finally:
+                for task in background:
+                    task.cancel()
+                for device_id in list(self.workers):
+                    await self._stop_worker(device_id)
+                for device_id in self.devices:
+                    with contextlib.suppress(Exception):
+                        await asyncio.to_thread(set_state, self.store, device_id, "offline",
+                                                reason="worker stopped")
+                self.store.close()
+
+
+def _last_json(text: str) -> dict[str, Any] | None:
+    for line in reversed(text.strip().splitlines()):
+        with contextlib.suppress(ValueError):
+            value = json.loads(line)
+            if isinstance(value, dict):
+                return value
+    return None
+
+
+def _tail(text: str, limit: int = 400) -> str:
+    return text.strip()[-limit:]
+
+
+def run_agent(url: str, devices: Sequence[DeviceEntry],
+              settings: WorkerSettings | None = None) -> None:
+    """Run a host's agent until SIGINT/SIGTERM; its devices then show as offline."""
+    agent = _Agent(url, devices, settings or WorkerSettings())
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, task.cancel)
+        with contextlib.suppress(asyncio.CancelledError):
+            await agent.run()
+
+    asyncio.run(main())
