@@ -110,6 +110,7 @@ def run(
     reboot: Annotated[bool, typer.Option("--reboot", help="Reboot the device before the run (adb).")] = False,  # noqa: E501
     reboot_after_failures: Annotated[Optional[int], typer.Option(help="Reboot the device after this many failed jobs in a row (adb).")] = None,  # noqa: UP007,E501
     reboot_after_uptime: Annotated[Optional[float], typer.Option(help="Reboot the device before a job once it has been up this many hours (FAI-PEP: 8) (adb).")] = None,  # noqa: UP007,E501
+    report_to: Annotated[Optional[str], typer.Option("--report-to", metavar="URL", help="Post each finished result to a benchlab lab server; token from BENCHLAB_LAB_TOKEN or the config file.")] = None,  # noqa: UP007,E501
 ) -> None:
     """Run benchmarks: the zoo's default models on every installed framework, or the specs given."""
     from benchlab.api import plan_sweep, run as run_sweep
@@ -135,12 +136,26 @@ def run(
     if dry_run:
         console.print_json(describe_plan(plan_sweep(list(specs), **common)))  # type: ignore[arg-type]
         return
-    results = run_sweep(
-        list(specs), db=db, resume=resume_run or resume, time_budget=time_budget, energy=energy,
-        string_map=parse_string_map(string_map) if string_map else None, json_dir=json_dir,
-        progress=not quiet, console=err_console, reboot=policy if policy.active else None,
-        **common,  # type: ignore[arg-type]
-    )
+    reporter = None
+    if report_to:
+        from benchlab.lab.reporter import Reporter, store_run_info
+
+        # Built before the sweep, so a missing token or a bad URL stops it before any job.
+        reporter = Reporter(report_to, run_info=store_run_info(db))
+    try:
+        results = run_sweep(
+            list(specs), db=db, resume=resume_run or resume, time_budget=time_budget,
+            energy=energy, string_map=parse_string_map(string_map) if string_map else None,
+            json_dir=json_dir, progress=not quiet, console=err_console,
+            reboot=policy if policy.active else None,
+            on_run=reporter.on_run if reporter else None,
+            on_result=reporter.on_result if reporter else None,
+            **common,  # type: ignore[arg-type]
+        )
+    finally:
+        if reporter is not None:
+            for line in reporter.close().lines():
+                err_console.print(escape(line), highlight=False, soft_wrap=True)
     _print_results(list(results), f"benchlab run {results.run_id}")
     for label, reason in results.skipped:
         console.print(f"[dim]skipped {escape(label)}: {escape(reason)}[/]")

@@ -94,6 +94,7 @@ def lab_worker(
     heartbeat: Annotated[float, typer.Option(help="Seconds between heartbeats.")] = 5.0,
     stalled_after: Annotated[float, typer.Option(help="Re-queue a job whose worker is silent this long (s).")] = 30.0,  # noqa: E501
     health_every: Annotated[float, typer.Option(help="Seconds between health checks.")] = 300.0,  # noqa: E501
+    label: Annotated[list[str], typer.Option("--label", help="An extra property of this host's devices, KEY=VALUE, for pool rules (repeatable).")] = [],  # noqa: B006,E501
 ) -> None:
     """Run this host's device agent: register its devices and run their jobs until Ctrl-C."""
     import socket
@@ -107,9 +108,15 @@ def lab_worker(
         raise UsageError("this host has no device to serve (no host device, no phone, no board)")
     for device in devices:
         _err.print(f"serving {escape(device.id)} ({escape(device.target)})")
+    labels = {}
+    for item in label:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--label {item!r}: write KEY=VALUE, e.g. lane=nightly")
+        labels[key.strip()] = value.strip()
     run_agent(_url(db), devices, WorkerSettings(
         host=host, heartbeat_s=heartbeat, stalled_after_s=stalled_after,
-        health_every_s=health_every))
+        health_every_s=health_every, labels=labels))
 
 
 @lab_app.command("submit")

@@ -336,3 +336,38 @@ def test_concurrent_writers_lose_nothing(store_url: str) -> None:
     assert errors == []
     with open_store(store_url) as check:
         assert len(check.results(run_id, with_samples=False)) == 45
+
+
+def test_ensure_run_keeps_the_given_uuid_and_is_idempotent(store_url: str) -> None:
+    wanted = "0f8fad5b-d9cb-469f-a165-70867728950e"
+    with open_store(store_url) as store:
+        made = store.ensure_run(run_uuid=wanted, fingerprint="fp", description="remote",
+                                host="box1", created_at="2025-01-02T03:04:05+00:00")
+        assert (made.uuid, made.fingerprint, made.host) == (wanted, "fp", "box1")
+        assert made.created_at == "2025-01-02T03:04:05+00:00"
+        assert made.status is RunStatus.RUNNING
+        again = store.ensure_run(run_uuid=wanted.upper(), fingerprint="other")
+        assert again.id == made.id and again.fingerprint == "fp"
+        with pytest.raises(UsageError, match="not a run UUID"):
+            store.ensure_run(run_uuid="nope", fingerprint="fp")
+
+    # Writers racing to create the same run all get the one row.
+    racing = "6ba7b810-9dad-11d1-80b4-00c04fd430c8"
+    ids: list[int] = []
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            with open_store(store_url) as own:
+                ids.append(own.ensure_run(run_uuid=racing, fingerprint="fp").id)
+        except BaseException as exc:  # noqa: BLE001 - reported to the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and len(set(ids)) == 1
+    with open_store(store_url) as check:
+        assert check.get_run(racing[:8]).id == ids[0]

@@ -37,6 +37,7 @@ __all__ = [
     "list_pools",
     "matching_pools",
     "quarantine",
+    "record_execution",
     "register_device",
     "release",
     "set_health",
@@ -202,6 +203,12 @@ def set_state(store: ResultStore, device_id: str, state: str, *, reason: str = "
         if before != state and state != "busy":
             # busy/idle flips once per job; the job list already tells that story.
             _event(conn, device_id, "state", state, reason, job_id=job_id)
+
+
+def record_execution(store: ResultStore, device_id: str, job_id: int) -> None:
+    """Note in the device's history that it ran a job (no-op jobs; proof of exactly once)."""
+    with store.transaction("record a lab job execution") as conn:
+        _event(conn, device_id, "ran", "noop", job_id=job_id)
 
 
 def set_health(store: ResultStore, device_id: str, health: str, reason: str = "",

@@ -10,7 +10,9 @@ line on stdout is a JSON summary the worker reads.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -43,7 +45,13 @@ def main(argv: list[str] | None = None) -> int:
             with open_store(db) as store:
                 set_job(store, job.id, run_uuid=run_uuid)
 
-    with tempfile.TemporaryDirectory(prefix=f"benchlab-lab-{job.id}-") as folder:
+    # The same folder on every attempt: a spec's path is part of the sweep's fingerprint, and
+    # a re-queued attempt must resume the run its first attempt started.
+    lab_digest = hashlib.sha256(db.encode()).hexdigest()[:12]
+    folder = Path(tempfile.gettempdir()) / f"benchlab-lab-{lab_digest}-job-{job.id}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    try:
         specs = []
         for name, text in request.specs.items():
             path = Path(folder) / Path(name).name
@@ -60,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         except UserError as exc:
             print(json.dumps({"error": str(exc), "user_error": True}))
             return 2
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     summary = {"run_uuid": results.run_uuid, "results": len(results),
                "failed": len(results.failed)}
     print(json.dumps(summary))

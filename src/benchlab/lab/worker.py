@@ -21,7 +21,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,7 @@ from benchlab.lab.devices import (
     heartbeat,
     list_pools,
     matching_pools,
+    record_execution,
     register_device,
     set_health,
     set_state,
@@ -78,6 +79,8 @@ class WorkerSettings:
     job_timeout_s: float = 3 * 3600.0
     poll_s: float = 2.0
     """How often a device's eligibility (quarantine, health, reachability) is re-read."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """Extra properties given to every device of this host (``lane=nightly``), for pools."""
 
 
 def enumerate_devices(host: str, *, include_host: bool = True, adb: bool = True,
@@ -177,12 +180,36 @@ class _Agent:
         job = await asyncio.to_thread(get_job, self.store, lab_job)
         if job.status == "cancelled":
             return
+        if not await asyncio.to_thread(self._eligible, device_id):
+            # Quarantined (or found unhealthy) after its worker took the ticket: hand the job
+            # back at once; the supervisor stops this device's worker within a poll.
+            device = await asyncio.to_thread(get_device, self.store, device_id)
+            why = (f"device {device_id} is quarantined: {device.quarantine_reason}"
+                   if device.quarantined else f"device {device_id} is {device.health}"
+                   f"/{device.state}")
+            await asyncio.to_thread(requeue, self.lab, job, reason=why)
+            return
+        if job.request.kind == "noop":
+            await self._noop(entry, job)
+            return
         self.busy.add(device_id)
         try:
             async with self._device_lock(device_id):
                 await self._run_locked(entry, job)
         finally:
             self.busy.discard(device_id)
+
+    async def _noop(self, entry: DeviceEntry, job: Any) -> None:
+        # The lab's own probe: no child process, no benchmark. It measures the queue itself
+        # (bench/lab.py) and leaves one "noop" event per execution, so a test can prove that
+        # no job ran twice.
+        await asyncio.to_thread(set_job, self.store, job.id, status="running",
+                                device_id=entry.id, started_at=time.time(),
+                                attempts=job.attempts + 1)
+        await asyncio.sleep(float(job.request.options.get("sleep_s", 0.0)))
+        await asyncio.to_thread(record_execution, self.store, entry.id, job.id)
+        await asyncio.to_thread(set_job, self.store, job.id, status="finished",
+                                reason="no-op", finished_at=time.time())
 
     @contextlib.asynccontextmanager
     async def _device_lock(self, device_id: str):  # noqa: ANN202
@@ -268,6 +295,7 @@ class _Agent:
         pools = await asyncio.to_thread(list_pools, self.store)
         for entry in self.devices.values():
             reachable, reason, props, state = await asyncio.to_thread(_probe, entry)
+            props = {**props, **self.settings.labels}
             await asyncio.to_thread(
                 register_device, self.store, device_id=entry.id, host=self.settings.host,
                 kind=entry.kind, target=entry.target, properties=props,

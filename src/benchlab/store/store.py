@@ -237,6 +237,44 @@ class ResultStore:
             run_id = conn.execute(runs.insert().values(**values)).inserted_primary_key[0]
             return self._load_run(conn, int(run_id))
 
+    def ensure_run(self, *, run_uuid: str, fingerprint: str, description: str = "",
+                   host: str = "", created_at: str | None = None) -> RunRecord:
+        """The run with this UUID, created in state ``running`` if the store lacks it.
+
+        A lab uses it to keep a remote run under the UUID it has where it ran, so a result
+        posted twice, or from a resumed run, lands in the same run. An existing run is
+        returned unchanged. Two writers racing to create it both get the one row.
+        """
+        try:
+            canonical = str(uuid.UUID(run_uuid))
+        except (ValueError, TypeError, AttributeError):
+            raise UsageError(f"{run_uuid!r} is not a run UUID") from None
+        values = {
+            "run_uuid": canonical,
+            "created_at": created_at or now(),
+            "finished_at": None,
+            "status": RunStatus.RUNNING.value,
+            "sweep_fingerprint": fingerprint,
+            "description": description,
+            "host": host,
+        }
+        for attempt in (1, 2):
+            try:
+                with self._write("record a run") as conn:
+                    found = conn.execute(
+                        select(runs.c.id).where(runs.c.run_uuid == canonical)).scalar()
+                    if found is None:
+                        found = conn.execute(runs.insert().values(**values)
+                                             ).inserted_primary_key[0]
+                    return self._load_run(conn, int(found))
+            except StoreError as exc:
+                # Another writer inserted the same UUID between our read and our insert; the
+                # second attempt reads its row.
+                if attempt == 1 and isinstance(exc.__cause__, IntegrityError):
+                    continue
+                raise
+        raise AssertionError("unreachable")
+
     def find_resumable_run(
         self, fingerprint: str | None = None, run_id: RunRef | None = None
     ) -> RunRecord | None:

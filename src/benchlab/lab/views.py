@@ -1,0 +1,544 @@
+"""The data behind the lab's pages and their JSON twins, read from the results store.
+
+Every function here is pure: a store and some filters in, frozen dataclasses out. Overview and
+trends read only the stored summaries (never the samples), aggregating in SQL where that is
+easy, so they stay fast on stores with millions of samples; only a run's detail page, which
+draws every sample of one run, loads samples.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select
+
+from benchlab.report.history import runtime_changes
+from benchlab.report.matrix import config_label, summary_in
+from benchlab.schema import LATENCY_KEY, DetailKey, Result, Status, Summary, device_label
+from benchlab.store import ResultStore
+from benchlab.store.store import RunRecord
+from benchlab.store.tables import results
+from benchlab.tracking.changepoint import find_change_points
+from benchlab.units import Dimension, dimension_of
+
+__all__ = [
+    "CompareRow", "Comparison", "MetricRow", "Overview", "OverviewRow", "ResultDetail",
+    "RunDetail", "RunInfo", "TrendPoint", "TrendSeries", "Trends", "compare", "overview",
+    "run_detail", "run_info", "trends",
+]
+
+TREND_LIMIT = 200
+"""Points per trend series at most (the newest ones)."""
+
+
+def _finite(value: float | None) -> float | None:
+    # JSON has no NaN or infinity; a missing number is None everywhere in these views.
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _display_unit(unit: str) -> str:
+    """Times are shown in ms whatever they were measured in; other units as measured."""
+    return "ms" if dimension_of(unit) is Dimension.TIME else unit
+
+
+def _stat(summary: Summary, attr: str) -> float | None:
+    return _finite(summary_in(summary, _display_unit(summary.unit), attr))
+
+
+def _device_clause(label: str) -> Any:
+    """The SQL condition for a device label (``target:device``, or a bare target)."""
+    target, _, device = label.partition(":")
+    return and_(results.c.target == target, results.c.device == device)
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """A stored run as the pages name it."""
+
+    id: int
+    uuid: str
+    created_at: str
+    finished_at: str | None
+    status: str
+    description: str
+    host: str
+    ok_count: int
+    failed_count: int
+
+    @property
+    def label(self) -> str:
+        """``#12 nightly (2026-01-02)``: what a run picker shows."""
+        desc = f" {self.description}" if self.description else ""
+        return f"#{self.id}{desc} ({self.created_at[:16].replace('T', ' ')})"
+
+
+def run_info(run: RunRecord) -> RunInfo:
+    """The page's view of a :class:`RunRecord`."""
+    return RunInfo(run.id, run.uuid, run.created_at, run.finished_at, run.status.value,
+                   run.description, run.host, run.ok_count, run.failed_count)
+
+
+def _options(store: ResultStore) -> tuple[list[str], list[str], list[str]]:
+    """Every model, framework and device label in the store (the filters' choices)."""
+    with store.connection("list models") as conn:
+        models = sorted(conn.execute(select(results.c.model_name).distinct()).scalars())
+        frameworks = sorted(conn.execute(select(results.c.framework).distinct()).scalars())
+        pairs = conn.execute(select(results.c.target, results.c.device).distinct()).all()
+    return models, frameworks, sorted(device_label(t, d) for t, d in pairs)
+
+
+# Overview
+
+
+@dataclass(frozen=True)
+class OverviewRow:
+    """One cell of the latest matrix: a job's newest result and its change since the last ok one.
+
+    ``change`` is the relative change of the median (0.05 = 5% slower); ``significant`` says
+    whether the two medians' confidence intervals are disjoint.
+    """
+
+    model: str
+    test: str
+    framework: str
+    backend: str
+    device: str
+    job_key: str
+    status: str
+    error: str | None
+    run_id: int
+    started_at: str
+    runtime_version: str | None
+    unit: str
+    p50: float | None
+    ci_low: float | None
+    ci_high: float | None
+    prev_p50: float | None
+    prev_ci_low: float | None
+    prev_ci_high: float | None
+    prev_run_id: int | None
+    prev_runtime_version: str | None
+    change: float | None
+    significant: bool
+
+
+@dataclass(frozen=True)
+class Overview:
+    """The latest model × backend × device matrix with its filters and their choices."""
+
+    filters: Mapping[str, str]
+    rows: list[OverviewRow]
+    models: list[str]
+    frameworks: list[str]
+    devices: list[str]
+
+    @property
+    def row_devices(self) -> list[str]:
+        """The devices the shown rows were measured on (the matrix's columns)."""
+        return sorted({row.device for row in self.rows})
+
+    def grid(self) -> list[tuple[str, str, str, list[OverviewRow | None]]]:
+        """Rows ``(model, test, backend, cells)`` with one cell per :attr:`row_devices`."""
+        columns = self.row_devices
+        table: dict[tuple[str, str, str], list[OverviewRow | None]] = {}
+        for row in self.rows:
+            cells = table.setdefault((row.model, row.test, row.backend), [None] * len(columns))
+            cells[columns.index(row.device)] = row
+        return [(m, t, b, cells) for (m, t, b), cells in table.items()]
+
+
+def overview(store: ResultStore, filters: Mapping[str, str | None] | None = None) -> Overview:
+    """The newest result of every job, filtered by ``model``, ``backend`` (framework) and
+    ``device`` (label), each with the change of its latency median since the job's previous
+    ok result.
+
+    One windowed query keeps only each job's newest row and its two newest ok rows, so the
+    work does not grow with the store's history.
+    """
+    wanted = {k: v for k, v in (filters or {}).items()
+              if k in ("model", "backend", "device") and v}
+    conditions = []
+    if wanted.get("model"):
+        conditions.append(results.c.model_name == wanted["model"])
+    if wanted.get("backend"):
+        conditions.append(results.c.framework == wanted["backend"])
+    if wanted.get("device"):
+        conditions.append(_device_clause(wanted["device"]))
+    order = (results.c.started_at.desc(), results.c.id.desc())
+    ranked = select(
+        results.c.id,
+        func.row_number().over(partition_by=results.c.job_key, order_by=order).label("rn"),
+        func.row_number().over(partition_by=(results.c.job_key, results.c.status),
+                               order_by=order).label("ok_rn"),
+    ).where(*conditions).subquery()
+    query = (
+        select(results.c.id, results.c.run_id, results.c.job_key, results.c.model_name,
+               results.c.test_identifier, results.c.framework, results.c.target,
+               results.c.device, results.c.status, results.c.error, results.c.started_at,
+               results.c.identity_json, results.c.summaries_json, results.c.details_json,
+               ranked.c.rn)
+        .join(ranked, ranked.c.id == results.c.id)
+        .where(or_(ranked.c.rn == 1,
+                   and_(results.c.status == Status.OK.value, ranked.c.ok_rn <= 2)))
+        .order_by(results.c.job_key, results.c.started_at.desc(), results.c.id.desc())
+    )
+    with store.connection("read the overview") as conn:
+        fetched = conn.execute(query).all()
+    by_job: dict[str, list[Any]] = {}
+    for row in fetched:
+        by_job.setdefault(row.job_key, []).append(row)
+    rows = [_overview_row(group) for group in by_job.values()]
+    rows.sort(key=lambda r: (r.model, r.test, r.backend, r.device))
+    models, frameworks, devices = _options(store)
+    return Overview(dict(wanted), rows, models, frameworks, devices)
+
+
+def _overview_row(group: Sequence[Any]) -> OverviewRow:
+    latest = next(row for row in group if row.rn == 1)
+    before = next((row for row in group if row.id != latest.id
+                   and row.status == Status.OK.value and row.started_at <= latest.started_at),
+                  None)
+    identity = json.loads(latest.identity_json)
+    now = json.loads(latest.summaries_json).get(LATENCY_KEY)
+    then = json.loads(before.summaries_json).get(LATENCY_KEY) if before is not None else None
+    s_now = Summary.from_dict(now) if now else None
+    s_then = Summary.from_dict(then) if then else None
+    unit = _display_unit(s_now.unit) if s_now else "ms"
+    p50 = _stat(s_now, "p50") if s_now else None
+    prev = _stat(s_then, "p50") if s_then and _display_unit(s_then.unit) == unit else None
+    change = (p50 / prev - 1.0) if p50 is not None and prev else None
+    lo, hi = (_stat(s_now, "ci_low"), _stat(s_now, "ci_high")) if s_now else (None, None)
+    p_lo, p_hi = (_stat(s_then, "ci_low"), _stat(s_then, "ci_high")) if prev else (None, None)
+    # Disjoint intervals: the medians differ beyond what each run's own noise explains.
+    significant = None not in (lo, hi, p_lo, p_hi) and (lo > p_hi or hi < p_lo)
+    details = json.loads(latest.details_json)
+    prev_details = json.loads(before.details_json) if before is not None else {}
+    return OverviewRow(
+        model=latest.model_name, test=latest.test_identifier, framework=latest.framework,
+        backend=config_label(latest.framework, identity.get("framework_config") or {}),
+        device=device_label(latest.target, latest.device), job_key=latest.job_key,
+        status=latest.status, error=latest.error, run_id=int(latest.run_id),
+        started_at=latest.started_at, runtime_version=details.get(DetailKey.RUNTIME_VERSION),
+        unit=unit, p50=p50,
+        ci_low=lo, ci_high=hi, prev_p50=prev, prev_ci_low=p_lo, prev_ci_high=p_hi,
+        prev_run_id=int(before.run_id) if before is not None else None,
+        prev_runtime_version=prev_details.get(DetailKey.RUNTIME_VERSION),
+        change=_finite(change), significant=significant,
+    )
+
+
+# Trends
+
+
+@dataclass(frozen=True)
+class TrendPoint:
+    """One ok measurement of the metric: its median and the median's confidence interval."""
+
+    run_id: int
+    result_id: int
+    started_at: str
+    commit: str | None
+    runtime_version: str | None
+    p50: float | None
+    ci_low: float | None
+    ci_high: float | None
+    count: int
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TrendMark:
+    """Something that happened between two points: a change point or a runtime release."""
+
+    index: int
+    kind: str
+    text: str
+
+
+@dataclass(frozen=True)
+class TrendSeries:
+    """One job's points, oldest first, with its change points and runtime changes."""
+
+    job_key: str
+    label: str
+    unit: str
+    points: list[TrendPoint]
+    marks: list[TrendMark] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Trends:
+    """The chosen model × backend (× device) × metric over time, one series per job."""
+
+    filters: Mapping[str, str]
+    series: list[TrendSeries]
+    models: list[str]
+    frameworks: list[str]
+    devices: list[str]
+    metrics: list[str]
+
+
+def trends(store: ResultStore, model: str | None = None, backend: str | None = None,
+           device: str | None = None, metric: str | None = None,
+           limit: int = TREND_LIMIT) -> Trends:
+    """Points over time of one metric for a model on a backend, one series per job (test,
+    backend options, device), with change points (:mod:`benchlab.tracking.changepoint` on the
+    log-medians) and runtime-version changes marked.
+
+    A missing model or backend picks the first one the store knows, so the page always shows
+    something.
+    """
+    models, frameworks, devices = _options(store)
+    model = model or (models[0] if models else "")
+    backend = backend or (frameworks[0] if frameworks else "")
+    metric = metric or LATENCY_KEY
+    query = (select(results.c.id, results.c.run_id, results.c.job_key, results.c.test_identifier,
+                    results.c.target, results.c.device, results.c.started_at,
+                    results.c.identity_json, results.c.summaries_json, results.c.details_json)
+             .where(results.c.model_name == model, results.c.framework == backend,
+                    results.c.status == Status.OK.value)
+             .order_by(results.c.started_at.desc(), results.c.id.desc())
+             # Every series keeps up to ``limit`` points; five series' worth is read at most.
+             .limit(limit * 5))
+    if device:
+        query = query.where(_device_clause(device))
+    with store.connection("read trends") as conn:
+        fetched = conn.execute(query).all()
+    metric_keys: set[str] = set()
+    grouped: dict[str, list[tuple[Any, Summary]]] = {}
+    for row in reversed(fetched):
+        summaries = json.loads(row.summaries_json)
+        metric_keys.update(summaries)
+        raw = summaries.get(metric)
+        if raw is not None:
+            grouped.setdefault(row.job_key, []).append((row, Summary.from_dict(raw)))
+    series = [_series(key, rows[-limit:]) for key, rows in grouped.items()]
+    series.sort(key=lambda s: s.label)
+    filters = {"model": model, "backend": backend, "device": device or "", "metric": metric}
+    keys = sorted(metric_keys | {LATENCY_KEY}, key=lambda k: (not k.startswith("NET "), k))
+    return Trends(filters, series, models, frameworks, devices, keys)
+
+
+def _series(job_key: str, rows: Sequence[tuple[Any, Summary]]) -> TrendSeries:
+    first_row, first = rows[0]
+    identity = json.loads(first_row.identity_json)
+    label = (f"{first_row.test_identifier} · "
+             f"{config_label(identity['framework'], identity.get('framework_config') or {})}"
+             f" · {device_label(first_row.target, first_row.device)}")
+    unit = _display_unit(first.unit)
+    points = []
+    for row, summary in rows:
+        details = json.loads(row.details_json)
+        points.append(TrendPoint(
+            run_id=int(row.run_id), result_id=int(row.id), started_at=row.started_at,
+            commit=details.get(DetailKey.COMMIT),
+            runtime_version=details.get(DetailKey.RUNTIME_VERSION),
+            p50=_stat(summary, "p50"), ci_low=_stat(summary, "ci_low"),
+            ci_high=_stat(summary, "ci_high"), count=summary.count,
+            warnings=tuple(summary.warnings)))
+    marks = [TrendMark(c.index, "runtime", c.text) for c in runtime_changes(points)]
+    logs = [[math.log(p.p50)] for p in points if p.p50 and p.p50 > 0]
+    if len(logs) == len(points):
+        # One log-median per run: the same Welch t-test the tracker uses on log-ratios.
+        for cp in find_change_points(logs, min_effect=0.02):
+            marks.append(TrendMark(cp.index, "change", f"{cp.change * 100:+.1f}%"))
+    return TrendSeries(job_key, label, unit, points, sorted(marks, key=lambda m: m.index))
+
+
+# Compare
+
+
+@dataclass(frozen=True)
+class CompareRow:
+    """One job measured in both runs: both medians with their CIs and B's ratio over A's.
+
+    ``ratio_low``/``ratio_high`` bound the ratio by the two intervals' extremes (conservative;
+    the runs are not paired); ``verdict`` is ``faster``/``slower`` only when the intervals are
+    disjoint, else ``overlap``.
+    """
+
+    model: str
+    test: str
+    backend: str
+    device: str
+    unit: str
+    a_p50: float | None
+    a_ci_low: float | None
+    a_ci_high: float | None
+    a_count: int
+    b_p50: float | None
+    b_ci_low: float | None
+    b_ci_high: float | None
+    b_count: int
+    ratio: float | None
+    ratio_low: float | None
+    ratio_high: float | None
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """An unpaired comparison of two stored runs, metric by metric per matched job."""
+
+    run_a: RunInfo | None
+    run_b: RunInfo | None
+    metric: str
+    rows: list[CompareRow]
+    only_a: list[str]
+    only_b: list[str]
+    matched_ignoring_device: bool
+    runs: list[RunInfo]
+
+
+def _cells(store: ResultStore, run: RunInfo, metric: str) -> dict[tuple[str, ...], Any]:
+    found = {}
+    for result in store.results(run.id, status=Status.OK, with_samples=False):
+        ident = result.identity
+        key = (ident.model_name, ident.test_identifier,
+               config_label(ident.framework, ident.framework_config), ident.device_label)
+        summary = result.summaries.get(metric)
+        if summary is not None:
+            found[key] = summary
+    return found
+
+
+def compare(store: ResultStore, run_a: str | int | None, run_b: str | int | None,
+            metric: str = LATENCY_KEY) -> Comparison:
+    """Run B against run A on ``metric``: per job, both medians, their CIs and B/A.
+
+    Jobs are matched by model, test, backend options and device; when no job matches that way
+    (two runs on different devices) they are matched ignoring the device. Missing runs default
+    to the two newest (A the older). An unknown run is a :class:`~benchlab.errors.UsageError`.
+    """
+    runs = [run_info(r) for r in store.list_runs(100)]
+    if run_b in (None, "") and runs:
+        run_b = runs[0].id
+    b = run_info(store.get_run(run_b)) if run_b not in (None, "") else None
+    if run_a in (None, "") and b is not None:
+        # Default A: the run just before B, so "compare with…" from a run page just works.
+        run_a = next((r.id for r in runs if r.id < b.id), None)
+    a = run_info(store.get_run(run_a)) if run_a not in (None, "") else None
+    if a is None or b is None:
+        return Comparison(a, b, metric, [], [], [], False, runs)
+    cells_a, cells_b = _cells(store, a, metric), _cells(store, b, metric)
+    ignoring = not (cells_a.keys() & cells_b.keys())
+    if ignoring:
+        cells_a = {k[:3] + ("",): v for k, v in cells_a.items()}
+        cells_b = {k[:3] + ("",): v for k, v in cells_b.items()}
+    rows = [_compare_row(key, cells_a[key], cells_b[key])
+            for key in sorted(cells_a.keys() & cells_b.keys())]
+    name = " · ".join
+    return Comparison(a, b, metric, rows,
+                      [name(k).strip(" ·") for k in sorted(cells_a.keys() - cells_b.keys())],
+                      [name(k).strip(" ·") for k in sorted(cells_b.keys() - cells_a.keys())],
+                      ignoring and bool(rows), runs)
+
+
+def _compare_row(key: tuple[str, ...], sa: Summary, sb: Summary) -> CompareRow:
+    unit = _display_unit(sa.unit)
+    a = [summary_in(sa, unit, attr) for attr in ("p50", "ci_low", "ci_high")]
+    b = [summary_in(sb, unit, attr) for attr in ("p50", "ci_low", "ci_high")]
+    ratio = low = high = None
+    verdict = "overlap"
+    if None not in a and None not in b and a[0] and a[1] and a[2]:
+        ratio, low, high = b[0] / a[0], b[1] / a[2], b[2] / a[1]
+        if b[1] > a[2]:
+            verdict = "slower" if unit == "ms" else "higher"
+        elif b[2] < a[1]:
+            verdict = "faster" if unit == "ms" else "lower"
+    return CompareRow(key[0], key[1], key[2], key[3], unit,
+                      *(_finite(v) for v in a), sa.count, *(_finite(v) for v in b), sb.count,
+                      _finite(ratio), _finite(low), _finite(high), verdict)
+
+
+# Run detail
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """One metric key of one result: its summary in the unit the pages show."""
+
+    key: str
+    unit: str
+    count: int
+    p50: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p10: float | None
+    p90: float | None
+    min: float | None
+    max: float | None
+    warnings: tuple[str, ...]
+    operator: bool
+    accuracy: bool
+
+
+_ACCURACY = ("error_", "sqnr", "cosine", "top1", "top5", "kl_", "cross_entropy")
+
+
+@dataclass(frozen=True)
+class ResultDetail:
+    """One result of a run: what was measured, how it ended and every metric's summary."""
+
+    result_index: int
+    model: str
+    test: str
+    backend: str
+    device: str
+    status: str
+    error: str | None
+    started_at: str
+    runtime_version: str | None
+    stop_reason: str | None
+    repetitions: int
+    sample_count: int
+    metrics: list[MetricRow]
+    device_flags: list[Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class RunDetail:
+    """A run's environment and results; ``results`` keeps the loaded objects for the page's
+    charts (the JSON twin leaves them out)."""
+
+    run: RunInfo
+    environment: Mapping[str, Any]
+    items: list[ResultDetail]
+    results: tuple[Result, ...] = ()
+
+
+def run_detail(store: ResultStore, run: str | int) -> RunDetail:
+    """Everything about one run, samples included; an unknown run is a ``UsageError``."""
+    record = store.get_run(run)
+    loaded = tuple(store.results(record.id))
+    env: dict[str, Any] = dict(loaded[0].environment) if loaded else {}
+    items = []
+    for i, result in enumerate(loaded):
+        ident = result.identity
+        counts: dict[str, int] = {}
+        for sample in result.samples:
+            counts[sample.key] = counts.get(sample.key, 0) + 1
+        metrics = []
+        for key, summary in result.summaries.items():
+            kind, _, name = key.partition(" ")
+            metrics.append(MetricRow(
+                key=key, unit=_display_unit(summary.unit), count=counts.get(key, summary.count),
+                p50=_stat(summary, "p50"), ci_low=_stat(summary, "ci_low"),
+                ci_high=_stat(summary, "ci_high"), p10=_stat(summary, "p10"),
+                p90=_stat(summary, "p90"), min=_stat(summary, "min"), max=_stat(summary, "max"),
+                warnings=tuple(summary.warnings), operator=kind != "NET",
+                accuracy=kind == "NET" and name.startswith(_ACCURACY)))
+        metrics.sort(key=lambda m: (m.operator, m.accuracy, m.key))
+        items.append(ResultDetail(
+            result_index=i, model=ident.model_name, test=ident.test_identifier,
+            backend=config_label(ident.framework, ident.framework_config),
+            device=ident.device_label, status=result.status.value, error=result.error,
+            started_at=result.started_at, runtime_version=result.runtime_version,
+            stop_reason=result.stop_reason.value if result.stop_reason else None,
+            repetitions=result.repetitions, sample_count=len(result.samples), metrics=metrics,
+            device_flags=[dict(f) for f in result.device_flags]))
+    return RunDetail(run_info(record), env, items, loaded)

@@ -1,0 +1,185 @@
+"""The lab with real worker processes on a real PostgreSQL: runs, exclusivity, recovery, pools."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchlab.lab.client import request_for, submit_specs
+from benchlab.lab.devices import device_events, get_device, list_devices, quarantine, release
+from benchlab.lab.jobs import LabRequest, list_jobs
+from benchlab.lab.queue import open_lab, submit
+from benchlab.store import open_store
+from benchlab.lab.queue import store_url
+
+from .agents import agents, nap_spec, read_marks, wait_until
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+
+
+def _results_of(url: str, run_uuid: str) -> list:
+    with open_store(store_url(url)) as store:
+        return store.results(run_uuid)
+
+
+def test_a_job_runs_on_its_device_and_lands_in_the_store(lab_url: str, tmp_path: Path) -> None:
+    marks = tmp_path / "marks.jsonl"
+    spec = nap_spec(tmp_path, 0.2, marks)
+    with agents(lab_url, tmp_path) as lab_agents:
+        lab_agents.start("hostA")
+        lab_agents.wait_registered("host:hostA")
+        [job] = submit_specs(lab_url, [spec], device="host:hostA", wait=True, timeout=120)
+        assert job.status == "finished", lab_agents.log_text()
+        assert job.device_id == "host:hostA" and job.attempts == 1
+        [result] = _results_of(lab_url, job.run_uuid)
+        assert result.ok and result.identity.model_name == "nap"
+        assert len(read_marks(marks)) == 1
+        with open_lab(lab_url) as lab:
+            device = get_device(lab.store, "host:hostA")
+        assert device.health == "good" and "known benchmark" in device.health_reason
+        assert device.properties["kind"] == "host" and device.properties["cores"] >= 1
+    with open_lab(lab_url) as lab:  # a stopped agent's devices go offline
+        assert get_device(lab.store, "host:hostA").effective_state == "offline"
+
+
+def test_a_killed_worker_s_job_is_requeued_and_finishes_once(lab_url: str,
+                                                             tmp_path: Path) -> None:
+    marks = tmp_path / "marks.jsonl"
+    spec = nap_spec(tmp_path, 6.0, marks)
+    with agents(lab_url, tmp_path) as lab_agents:
+        first = lab_agents.start("hostA")
+        lab_agents.wait_registered("host:hostA")
+        [job] = submit_specs(lab_url, [spec], device="host:hostA")
+        wait_until(lambda: lab_agents.job(job.id).status == "running", 60, "the job to start")
+        wait_until(lambda: lab_agents.job(job.id).run_uuid is not None, 60, "its run")
+        os.kill(first.pid, signal.SIGKILL)  # the host dies mid-job
+        first.wait()
+        lab_agents.start("hostA")  # the host comes back
+        try:
+            wait_until(lambda: lab_agents.job(job.id).status == "finished", 120,
+                       "the re-queued job to finish")
+        except AssertionError:
+            with open_lab(lab_url) as lab:
+                queued = lab.app.job_manager.list_jobs()
+            raise AssertionError(f"{lab_agents.job(job.id)}\n{queued}\n{lab_agents.log_text()}")
+        done = lab_agents.job(job.id)
+        assert done.attempts == 2, lab_agents.log_text()
+        # The first attempt's process died with its worker: one nap completed, one result.
+        assert len(read_marks(marks)) == 1
+        results = _results_of(lab_url, done.run_uuid)
+        assert len(results) == 1 and results[0].ok
+
+
+def test_two_workers_on_one_device_never_overlap(lab_url: str, tmp_path: Path) -> None:
+    marks = tmp_path / "marks.jsonl"
+    spec = nap_spec(tmp_path, 0.5, marks)
+    with agents(lab_url, tmp_path) as lab_agents:
+        # Two agents claim to serve the same device (a misconfigured lab).
+        lab_agents.start("rig", "--label", "bench=one")
+        lab_agents.start("rig", "--label", "bench=one")
+        lab_agents.wait_registered("host:rig")
+        jobs = [job for _ in range(3)
+                for job in submit_specs(lab_url, [spec], device="host:rig")]
+        jobs += [job for _ in range(3)
+                 for job in submit_specs(lab_url, [spec], pool="bench=one", fan_out=False)]
+        ended = _wait_all(lab_url, [j.id for j in jobs], 240)
+        assert all(j.status == "finished" for j in ended), lab_agents.log_text()
+    naps = sorted(read_marks(marks), key=lambda m: m["start"])
+    assert len(naps) == 6
+    for before, after in zip(naps, naps[1:]):
+        assert after["start"] >= before["end"], (before, after)
+
+
+def _wait_all(url: str, ids: list[int], timeout: float) -> list:
+    def ended() -> bool:
+        with open_lab(url) as lab:
+            statuses = {j.id: j.status for j in list_jobs(lab.store, limit=5000)}
+        return all(statuses.get(i) in ("finished", "failed", "cancelled") for i in ids)
+    wait_until(ended, timeout, f"{len(ids)} jobs to end", poll=1.0)
+    with open_lab(url) as lab:
+        return [j for j in list_jobs(lab.store, limit=5000) if j.id in set(ids)]
+
+
+def test_a_quarantined_device_takes_nothing_until_released(lab_url: str,
+                                                          tmp_path: Path) -> None:
+    marks = tmp_path / "marks.jsonl"
+    spec = nap_spec(tmp_path, 0.1, marks)
+    with agents(lab_url, tmp_path) as lab_agents:
+        lab_agents.start("hostQ")
+        lab_agents.wait_registered("host:hostQ")
+        with open_lab(lab_url) as lab:
+            quarantine(lab.store, "host:hostQ", who="alice", reason="flaky USB hub")
+        [job] = submit_specs(lab_url, [spec], device="host:hostQ")
+        assert job.status == "waiting"
+        assert job.reason == "device host:hostQ is quarantined: flaky USB hub"
+        import time
+        time.sleep(6)  # several supervision rounds: the job must still wait
+        assert lab_agents.job(job.id).status == "waiting"
+        with open_lab(lab_url) as lab:
+            release(lab.store, "host:hostQ", who="alice")
+            history = device_events(lab.store, "host:hostQ")
+        assert [(e.kind, e.value, e.who) for e in history[:2]] == [
+            ("quarantine", "off", "alice"), ("quarantine", "on", "alice")]
+        wait_until(lambda: lab_agents.job(job.id).status == "finished", 90,
+                   "the job to run after release")
+
+
+def test_a_pool_no_device_serves_is_reported_not_hung(lab_url: str, tmp_path: Path) -> None:
+    spec = nap_spec(tmp_path, 0.1, tmp_path / "marks.jsonl")
+    [job] = submit_specs(lab_url, [spec], pool="abi=arm64-v8a")
+    assert job.status == "waiting" and job.route_kind == "pool"
+    assert job.reason == "no registered device matches pool abi=arm64-v8a"
+    assert job.stuck(now=job.created_at + 301) and not job.stuck(now=job.created_at + 10)
+    shown = subprocess.run(
+        [sys.executable, "-m", "benchlab", "lab", "status", "--db", lab_url, "--json"],
+        capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    [queue] = json.loads(shown.stdout)["queues"]
+    assert queue["queue"] == "pool:abi=arm64-v8a" and queue["counts"]["waiting"] == 1
+    assert queue["problem"] == "no registered device matches pool abi=arm64-v8a"
+
+
+def test_a_bad_spec_is_refused_before_anything_is_queued(lab_url: str, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("model:\n  name: x\n  format: script\ntests:\n  - identifier: t\n"
+                   "    iter: many\n    commands: ['true']\n")
+    from benchlab.errors import SpecError
+    with pytest.raises(SpecError, match="bad.yaml"):
+        request_for([bad])
+    with open_lab(lab_url) as lab:
+        assert list_jobs(lab.store) == []
+
+
+def test_thousand_jobs_over_four_workers_and_two_pools(lab_url: str, tmp_path: Path) -> None:
+    """0 lost, 0 duplicated: each no-op job leaves one execution event, on its pool's devices."""
+    with agents(lab_url, tmp_path) as lab_agents:
+        for name, lane in (("w1", "a"), ("w2", "a"), ("w3", "b"), ("w4", "b")):
+            lab_agents.start(name, "--label", f"lane={lane}")
+        for name in ("w1", "w2", "w3", "w4"):
+            lab_agents.wait_registered(f"host:{name}")
+        with open_lab(lab_url) as lab:
+            ids = {"a": [], "b": []}
+            for n in range(1000):
+                lane = "ab"[n % 2]
+                [job] = submit(lab, LabRequest(kind="noop"), pool=f"lane={lane}",
+                               fan_out=False)
+                ids[lane].append(job.id)
+        ended = _wait_all(lab_url, ids["a"] + ids["b"], 600)
+        assert len(ended) == 1000
+        assert all(j.status == "finished" for j in ended), lab_agents.log_text()[-3000:]
+        with open_lab(lab_url) as lab:
+            runs: dict[int, list[str]] = {}
+            for device in list_devices(lab.store):
+                for event in device_events(lab.store, device.id, limit=5000):
+                    if event.kind == "ran":
+                        runs.setdefault(event.job_id, []).append(device.id)
+    assert sorted(runs) == sorted(ids["a"] + ids["b"])  # none lost
+    assert all(len(devices) == 1 for devices in runs.values())  # none twice
+    assert {runs[i][0] for i in ids["a"]} <= {"host:w1", "host:w2"}
+    assert {runs[i][0] for i in ids["b"]} <= {"host:w3", "host:w4"}
