@@ -111,6 +111,9 @@ def run(
     reboot_after_failures: Annotated[Optional[int], typer.Option(help="Reboot the device after this many failed jobs in a row (adb).")] = None,  # noqa: UP007,E501
     reboot_after_uptime: Annotated[Optional[float], typer.Option(help="Reboot the device before a job once it has been up this many hours (FAI-PEP: 8) (adb).")] = None,  # noqa: UP007,E501
     report_to: Annotated[Optional[str], typer.Option("--report-to", metavar="URL", help="Post each finished result to a benchlab lab server; token from BENCHLAB_LAB_TOKEN or the config file.")] = None,  # noqa: UP007,E501
+    lab: Annotated[Optional[str], typer.Option("--lab", metavar="DB", help="Run on a lab device instead of here: the lab's database URL (with --lab-device or --lab-pool).")] = None,  # noqa: UP007,E501
+    lab_device: Annotated[Optional[str], typer.Option(help="With --lab: the device (its lab id).")] = None,  # noqa: UP007,E501
+    lab_pool: Annotated[Optional[str], typer.Option(help="With --lab: every device matching this rule, e.g. 'abi=arm64-v8a'.")] = None,  # noqa: UP007,E501
 ) -> None:
     """Run benchmarks: the zoo's default models on every installed framework, or the specs given."""
     from benchlab.api import plan_sweep, run as run_sweep
@@ -135,6 +138,10 @@ def run(
     )
     if dry_run:
         console.print_json(describe_plan(plan_sweep(list(specs), **common)))  # type: ignore[arg-type]
+        return
+    if lab:
+        _run_on_lab(lab, list(specs), model_names or [], split_frameworks(frameworks),
+                    dict(overrides.values), lab_device, lab_pool)
         return
     reporter = None
     if report_to:
@@ -171,6 +178,28 @@ def run(
     if results.failed:
         err_console.print(f"[red]{len(results.failed)} of {len(results)} jobs failed[/]")
     raise typer.Exit(results.exit_code)
+
+
+def _run_on_lab(url: str, specs: list[Path], models: list[str], frameworks: list[str],
+                overrides: dict[str, Any], device: str | None, pool: str | None) -> None:
+    """``run --lab``: the same request, queued for lab devices; waits and prints the results."""
+    from benchlab.lab.client import submit_specs
+    from benchlab.lab.queue import store_url
+    from benchlab.store import open_store
+
+    jobs = submit_specs(url, specs, device=device, pool=pool, models=models,
+                        frameworks=frameworks, overrides=overrides, wait=True)
+    results = []
+    with open_store(store_url(url)) as store:
+        for job in jobs:
+            if job.run_uuid:
+                results += store.results(job.run_uuid)
+            err_console.print(f"lab job {job.id} on {escape(job.device_id or job.route)}: "
+                              f"{job.status} ({escape(job.reason)})")
+    if results:
+        _print_results(results, "benchlab run on the lab")
+    if any(job.status != "finished" for job in jobs) or any(not r.ok for r in results):
+        raise typer.Exit(1)
 
 
 def _print_results(results: list[Any], title: str) -> None:

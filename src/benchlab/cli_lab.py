@@ -284,3 +284,27 @@ def token_revoke(token_id: int, db: LabDb = None) -> None:
         if not revoke_token(lab.store, token_id):
             raise UsageError(f"no live token {token_id}")
     _console.print(f"token {token_id} revoked")
+
+
+@lab_app.command("up")
+def lab_up(
+    data_dir: Annotated[Optional[Path], typer.Option(help="Where PostgreSQL keeps the lab (default: a folder under the system temp dir).")] = None,  # noqa: UP007,E501
+    port: Annotated[int, typer.Option(help="The dashboard's port.")] = 8470,
+    pg_port: Annotated[int, typer.Option(help="PostgreSQL's port (0: any free one).")] = 0,
+) -> None:
+    """A lab on this machine in one command: PostgreSQL, the server and this host's worker."""
+    from benchlab.lab.up import start_local_lab
+
+    lab = start_local_lab(data_dir=data_dir, port=port, pg_port=pg_port,
+                          log=lambda line: _err.print(escape(line)))
+    _console.print(f"lab: {lab.web_url}")
+    _console.print(f"database: {escape(lab.database_url)}")
+    _console.print("submit: benchlab lab submit SPEC --db DATABASE --pool kind=host --wait")
+    try:
+        while all(child.poll() is None for child in lab.children):
+            time.sleep(1.0)
+        _err.print("[red]a lab process exited; stopping the lab[/]")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        lab.stop()

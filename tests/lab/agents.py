@@ -39,7 +39,8 @@ if a.marks:
 '''
 
 
-def nap_spec(folder: Path, sleep: float, marks: Path, name: str = "nap") -> Path:
+def nap_spec(folder: Path, sleep: float, marks: Path, name: str = "nap",
+             timeout: float = 120.0) -> Path:
     """A spec whose one job runs nap.py once (one process, three samples)."""
     program = folder / "nap.py"
     program.write_text(NAP)
@@ -47,7 +48,7 @@ def nap_spec(folder: Path, sleep: float, marks: Path, name: str = "nap") -> Path
     spec.write_text(
         f"model:\n  name: {name}\n  format: script\n"
         "tests:\n  - identifier: default\n    warmup: 0\n    iter: 3\n    repeat: 1\n"
-        "    timeout: 120\n    commands:\n"
+        f"    timeout: {timeout}\n    commands:\n"
         f"      - \"{sys.executable} {program} --sleep {sleep} --marks {marks}\"\n"
     )
     return spec

@@ -14,14 +14,13 @@ from sqlalchemy import update
 
 from benchlab.lab.devices import quarantine, register_device, set_health, set_state
 from benchlab.lab.jobs import LabRequest, new_jobs, set_job
-from benchlab.lab.server import pages
+from benchlab.lab.queue import store_url
 from benchlab.lab.server.app import create_app
+from benchlab.lab.tokens import create_token
 from benchlab.schema import JobIdentity, Result, Sample, Status
 from benchlab.stats import summarize
 from benchlab.store import ResultStore, open_store
 from benchlab.store.lab_tables import lab_devices
-from benchlab.lab.queue import store_url
-from benchlab.lab.tokens import create_token
 
 pytestmark = pytest.mark.postgres
 
@@ -36,11 +35,8 @@ STEP_RUN = 3  # from this run on, onnxruntime 1.19 makes resnet18 on onnxruntime
 
 
 def build_app(url: str) -> FastAPI:
-    """The lab app with the pages installed (the lead's create_app may already do it)."""
-    app = create_app(url)
-    if not any(getattr(r, "name", "") == "overview_page" for r in app.routes):
-        pages.install(app)
-    return app
+    """The lab app (create_app installs the pages)."""
+    return create_app(url)
 
 
 def _result(model: str, framework: str, device: str, run: int) -> Result:

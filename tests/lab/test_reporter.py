@@ -26,7 +26,6 @@ from benchlab.errors import UsageError
 from benchlab.lab.devices import register_device
 from benchlab.lab.queue import store_url
 from benchlab.lab.reporter import Reporter, RunInfo, resolve_token
-from benchlab.lab.server import ingest
 from benchlab.lab.server.app import create_app
 from benchlab.lab.tokens import create_token
 from benchlab.schema import JobIdentity, Result, Sample, Status, Summary
@@ -46,10 +45,7 @@ def _free_port() -> int:
 
 
 def _app(url: str) -> FastAPI:
-    app = create_app(url)
-    if not any(getattr(route, "path", "") == "/api/v1/results" for route in app.routes):
-        app.include_router(ingest.router)  # until the lead wires it into create_app
-    return app
+    return create_app(url)
 
 
 @contextlib.contextmanager

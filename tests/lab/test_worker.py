@@ -14,9 +14,9 @@ import pytest
 from benchlab.lab.client import request_for, submit_specs
 from benchlab.lab.devices import device_events, get_device, list_devices, quarantine, release
 from benchlab.lab.jobs import LabRequest, list_jobs
-from benchlab.lab.queue import open_lab, submit
+from benchlab.lab.queue import open_lab, store_url, submit
+from benchlab.schema import LATENCY_KEY
 from benchlab.store import open_store
-from benchlab.lab.queue import store_url
 
 from .agents import agents, nap_spec, read_marks, wait_until
 
@@ -183,3 +183,64 @@ def test_thousand_jobs_over_four_workers_and_two_pools(lab_url: str, tmp_path: P
     assert all(len(devices) == 1 for devices in runs.values())  # none twice
     assert {runs[i][0] for i in ids["a"]} <= {"host:w1", "host:w2"}
     assert {runs[i][0] for i in ids["b"]} <= {"host:w3", "host:w4"}
+
+
+def test_a_device_lost_mid_job_hands_the_job_to_another_of_its_pool(
+        lab_url: str, tmp_path: Path, phone) -> None:  # noqa: ANN001
+    """The stand-in phone is unplugged (adb disconnect) mid-job: that attempt fails with the
+    reason, the phone goes offline and the job runs again on the other device of the pool."""
+    standin, server = phone
+    marks = tmp_path / "marks.jsonl"
+    spec = nap_spec(tmp_path, 8.0, marks, timeout=30)
+    phone_target = (f"adb:serial={standin.serial},server_port={server.port},"
+                    f"python={sys.executable}")
+    with agents(lab_url, tmp_path) as lab_agents:
+        lab_agents.start("phonehost", "--board", phone_target, "--label", "lane=x",
+                         host_device=False)
+        lab_agents.wait_registered(f"adb:{standin.serial}")
+        [job] = submit_specs(lab_url, [spec], pool="lane=x", fan_out=False)
+        try:
+            wait_until(lambda: lab_agents.job(job.id).status == "running", 60,
+                       "the job to start")
+        except AssertionError:
+            with open_lab(lab_url) as lab:
+                devices = [d.to_json() for d in list_devices(lab.store)]
+            raise AssertionError(f"{lab_agents.job(job.id)}\n{devices}") from None
+        assert lab_agents.job(job.id).device_id == f"adb:{standin.serial}"
+        lab_agents.start("hostB", "--label", "lane=x")
+        lab_agents.wait_registered("host:hostB")
+        server.disconnect(standin.serial)
+        try:
+            wait_until(lambda: lab_agents.job(job.id).status == "finished", 150,
+                       "the job to finish on the other device")
+        except AssertionError:
+            raise AssertionError(f"{lab_agents.job(job.id)}\n{lab_agents.log_text()}") from None
+        finally:
+            server.connect(standin.serial)
+        done = lab_agents.job(job.id)
+        assert done.device_id == "host:hostB" and done.attempts == 2, lab_agents.log_text()
+        with open_lab(lab_url) as lab:
+            history = device_events(lab.store, f"adb:{standin.serial}")
+        lost = [e for e in history if e.kind == "state" and e.value == "offline"]
+        assert lost and lost[0].reason.startswith(f"lost during job {job.id}")
+        assert len(read_marks(marks)) == 1
+
+
+def test_run_with_lab_runs_on_a_lab_device_and_prints_its_results(lab_url: str,
+                                                                   tmp_path: Path) -> None:
+    spec = nap_spec(tmp_path, 0.1, tmp_path / "marks.jsonl")
+    with agents(lab_url, tmp_path) as lab_agents:
+        lab_agents.start("hostR")
+        lab_agents.wait_registered("host:hostR")
+        done = subprocess.run(
+            [sys.executable, "-m", "benchlab", "run", str(spec), "--lab", lab_url,
+             "--lab-device", "host:hostR", "--iter", "5"],
+            capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr + lab_agents.log_text()
+    assert "on host:hostR: finished" in done.stderr
+    assert "nap" in done.stdout and "generic" in done.stdout
+    with open_lab(lab_url) as lab:
+        [job] = list_jobs(lab.store)
+    assert job.request.overrides == {"iter": 5}
+    [result] = _results_of(lab_url, job.run_uuid)
+    assert len(result.samples_of(LATENCY_KEY)) == 3  # nap prints three, whatever iter says

@@ -258,6 +258,8 @@ def test_get_run_references(store: ResultStore) -> None:
         store.get_run("")
     with pytest.raises(UsageError):
         store.get_run(12345)
+    with pytest.raises(UsageError, match="give a run id"):  # a digit to isdigit(), not to int()
+        store.get_run("²")
 
 
 def test_list_runs_counts_results(store: ResultStore) -> None:

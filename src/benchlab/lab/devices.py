@@ -41,6 +41,7 @@ __all__ = [
     "register_device",
     "release",
     "set_health",
+    "set_pools",
     "set_state",
 ]
 
@@ -203,6 +204,13 @@ def set_state(store: ResultStore, device_id: str, state: str, *, reason: str = "
         if before != state and state != "busy":
             # busy/idle flips once per job; the job list already tells that story.
             _event(conn, device_id, "state", state, reason, job_id=job_id)
+
+
+def set_pools(store: ResultStore, device_id: str, pools: Sequence[str]) -> None:
+    """Record the pools the device's worker now listens to."""
+    with store.transaction("set a lab device's pools") as conn:
+        conn.execute(update(lab_devices).where(lab_devices.c.id == device_id).values(
+            pools_json=json.dumps(list(pools))))
 
 
 def record_execution(store: ResultStore, device_id: str, job_id: int) -> None:

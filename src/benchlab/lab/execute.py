@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     request = job.request
 
     def remember_run(run_uuid: str) -> None:
-        if job.run_uuid is None:
+        if run_uuid != job.run_uuid:
             with open_store(db) as store:
                 set_job(store, job.id, run_uuid=run_uuid)
 
@@ -57,14 +57,20 @@ def main(argv: list[str] | None = None) -> int:
             path = Path(folder) / Path(name).name
             path.write_text(text)
             specs.append(path)
+        options = dict(
+            models=list(request.models) or None, frameworks=list(request.frameworks) or None,
+            target=args.target, db=db, on_run=remember_run,
+            overrides=TestOverrides(**request.overrides) if request.overrides else None,
+        )
         try:
-            results = run(
-                specs or None, models=list(request.models) or None,
-                frameworks=list(request.frameworks) or None, target=args.target, db=db,
-                resume=job.run_uuid or False,
-                overrides=TestOverrides(**request.overrides) if request.overrides else None,
-                on_run=remember_run,
-            )
+            try:
+                results = run(specs or None, resume=job.run_uuid or False, **options)
+            except UserError:
+                if not job.run_uuid:
+                    raise
+                # The earlier attempt's run is of another sweep (a pool job that moved to
+                # a device of another kind): this attempt starts its own run.
+                results = run(specs or None, **options)
         except UserError as exc:
             print(json.dumps({"error": str(exc), "user_error": True}))
             return 2

@@ -150,12 +150,17 @@ def submit(lab: Lab, request: LabRequest, *, device: str | None = None, pool: st
 
 
 def requeue(lab: Lab, job: LabJob, *, route_kind: str | None = None, route: str | None = None,
-            reason: str) -> LabJob:
-    """Put a job back in a queue at once (a new procrastinate job), optionally re-routed."""
+            reason: str, new_run: bool = False) -> LabJob:
+    """Put a job back in a queue at once (a new procrastinate job), optionally re-routed.
+
+    ``new_run`` makes the next attempt start a run of its own (the device changed, so the
+    failed attempt's run stays as it is) instead of resuming the job's run.
+    """
     moved = job.__class__(**{**job.__dict__, "route_kind": route_kind or job.route_kind,
                              "route": route or job.route})
+    extra = {"run_uuid": None} if new_run else {}
     set_job(lab.store, job.id, status="waiting", reason=reason, route_kind=moved.route_kind,
-            route=moved.route, device_id=None, queue_job_id=_defer(lab.app, moved))
+            route=moved.route, device_id=None, queue_job_id=_defer(lab.app, moved), **extra)
     return get_job(lab.store, job.id)
 
 

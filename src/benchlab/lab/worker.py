@@ -33,6 +33,7 @@ from benchlab.lab.devices import (
     matching_pools,
     record_execution,
     register_device,
+    set_pools,
     set_health,
     set_state,
 )
@@ -97,7 +98,10 @@ def enumerate_devices(host: str, *, include_host: bool = True, adb: bool = True,
     for text in targets:
         kind = text.split(":", 1)[0]
         target = usable_target(text)
-        name = getattr(target, "host", None) or target.describe().get("hostname") or text
+        if kind == "adb":
+            name = target.chosen_serial()
+        else:
+            name = getattr(target, "host", None) or target.describe().get("hostname") or text
         found.append(DeviceEntry(f"{kind}:{name}", kind, text))
     return found
 
@@ -118,18 +122,29 @@ def _probe(entry: DeviceEntry) -> tuple[bool, str, dict[str, Any], dict[str, Any
         return False, f"{type(exc).__name__}: {exc}", {}, {}
 
 
-def _health_check(entry: DeviceEntry) -> tuple[str, str]:
-    """Liveness plus a tiny known benchmark (a fixed Python loop) on the device."""
+def _health_check(entry: DeviceEntry) -> tuple[str, str, dict[str, Any]]:
+    """Liveness plus a tiny known benchmark (a fixed Python loop) on the device.
+
+    Returns the verdict, its reason and the device state read on the way (temperatures,
+    battery), which the registry shows.
+    """
+    reachable, reason, _, state = _probe(entry)
+    if not reachable:
+        return "bad", f"unreachable: {reason}", {}
+    health, why = _known_benchmark(entry)
+    return health, why, state
+
+
+def _known_benchmark(entry: DeviceEntry) -> tuple[str, str]:
     from benchlab.targets.base import RunRequest
     from benchlab.targets.selection import usable_target
 
-    reachable, reason, _, _ = _probe(entry)
-    if not reachable:
-        return "bad", f"unreachable: {reason}"
     target = usable_target(entry.target)
     try:
         python = target.python_executable()
     except Exception:  # a phone without Python: liveness is all we can check
+        python = ""
+    if not python:
         return "good", "reachable (no Python on the device for the known benchmark)"
     code = ("import time;t=time.perf_counter();sum(i*i for i in range(200000));"
             "print(round((time.perf_counter()-t)*1e3,3))")
@@ -235,24 +250,25 @@ class _Agent:
         await asyncio.to_thread(set_state, store, entry.id, "busy", job_id=job.id)
         code, out, err = await self._child(entry, job.id)
         summary = _last_json(out)
-        if code in (0, 1) and summary is not None:
-            failed = summary.get("failed", 0)
-            reason = (f"{summary.get('results', 0)} results, {failed} failed"
-                      if failed else f"{summary.get('results', 0)} results")
-            await asyncio.to_thread(set_job, store, job.id, status="finished", reason=reason,
-                                    finished_at=time.time())
-        else:
+        if code != 0:
+            # A failure may be the device's, not the job's: if it went away, fail this attempt
+            # and put the job back (a pool job: any other matching device may take it).
             reachable, why, _, _ = await asyncio.to_thread(_probe, entry)
             if not reachable:
-                # The device went away mid-job: not the job's fault. Fail this attempt and put
-                # the job back (a pool job: any other matching device may take it).
                 await asyncio.to_thread(set_state, store, entry.id, "offline",
                                         reason=f"lost during job {job.id}: {why}",
                                         job_id=job.id)
                 await asyncio.to_thread(
                     requeue, self.lab, await asyncio.to_thread(get_job, store, job.id),
-                    reason=f"device {entry.id} lost mid-job ({why}); re-queued")
+                    reason=f"device {entry.id} lost mid-job ({why}); re-queued", new_run=True)
                 return
+        if code in (0, 1) and summary is not None and "results" in summary:
+            failed = summary.get("failed", 0)
+            reason = (f"{summary['results']} results, {failed} failed"
+                      if failed else f"{summary['results']} results")
+            await asyncio.to_thread(set_job, store, job.id, status="finished", reason=reason,
+                                    finished_at=time.time())
+        else:
             detail = (summary or {}).get("error") or _tail(err) or f"exit code {code}"
             await asyncio.to_thread(set_job, store, job.id, status="failed",
                                     reason=f"job process failed: {detail}",
@@ -319,6 +335,9 @@ class _Agent:
             eligible = await asyncio.to_thread(self._eligible, device_id)
             queues = await asyncio.to_thread(self._queues, device_id)
             running = self.workers.get(device_id)
+            if running and running[1] != queues:
+                await asyncio.to_thread(set_pools, self.store, device_id,
+                                        [q.removeprefix("pool:") for q in queues[1:]])
             if running and (not eligible or running[1] != queues) and device_id not in self.busy:
                 await self._stop_worker(device_id)
                 running = None
@@ -362,8 +381,11 @@ class _Agent:
             for device_id, entry in self.devices.items():
                 if device_id in self.busy:
                     continue
-                health, reason = await asyncio.to_thread(_health_check, entry)
+                health, reason, state = await asyncio.to_thread(_health_check, entry)
                 await asyncio.to_thread(set_health, self.store, device_id, health, reason)
+                if state:
+                    await asyncio.to_thread(heartbeat, self.store, device_id,
+                                            device_state=state)
             await asyncio.sleep(self.settings.health_every_s)
 
     async def run(self) -> None:

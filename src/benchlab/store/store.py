@@ -488,7 +488,8 @@ class ResultStore:
             if latest is None:
                 raise UsageError("the results store holds no runs yet")
             return int(latest)
-        if isinstance(ref, int) or ref.isdigit():
+        # isdigit() alone accepts "²", which int() refuses: ASCII digits only.
+        if isinstance(ref, int) or (ref.isascii() and ref.isdigit()):
             found = conn.execute(select(runs.c.id).where(runs.c.id == int(ref))).scalar()
             if found is not None:
                 return int(found)

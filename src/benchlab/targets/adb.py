@@ -202,9 +202,15 @@ class AdbTarget(ShellTarget):
         """One phone matches and answers; ``version`` is its Android release."""
         try:
             serial = self.chosen_serial()
-            props = self.properties()
+            answer = self.shell("getprop", timeout=60.0)
         except (InfrastructureError, UsageError) as exc:
             return Availability(ok=False, reason=str(exc))
+        props = parse_getprop(answer.stdout)
+        if answer.returncode != 0 or answer.timed_out or not props:
+            # A phone named by serial that has gone away (unplugged, adb disconnect) still
+            # "resolves"; only its silence tells.
+            said = (answer.stderr or answer.stdout).strip()[-300:]
+            return Availability(ok=False, reason=f"adb: {serial} does not answer: {said}")
         return Availability(ok=True, version=props.get("ro.build.version.release"),
                             details={"serial": serial, "model": props.get("ro.product.model")})
 

@@ -25,7 +25,9 @@ def create_app(url: str, *, anonymous_read: bool = True) -> FastAPI:
     app = FastAPI(title="benchlab lab", version="1", lifespan=lifespan,
                   description="Devices, jobs, results and their pages for a benchlab lab.")
     app.state.settings = ServerSettings(anonymous_read=anonymous_read)
-    from benchlab.lab.server import api
+    from benchlab.lab.server import api, ingest, pages
 
     app.include_router(api.router)
+    app.include_router(ingest.router)
+    pages.install(app)
     return app

@@ -121,7 +121,8 @@ def _check_device(caller: Caller, identity: JobIdentity, request: Request) -> No
 
 
 @router.post("/results", response_model=IngestReply,
-             responses={401: {"description": "no token, or an unknown one"},
+             responses={400: {"description": "the body is not JSON"},
+                        401: {"description": "no token, or an unknown one"},
                         403: {"description": "the token may not post this result"},
                         422: {"description": "the result or run is malformed"},
                         503: {"description": "the lab's database failed; retry later"}})

@@ -252,7 +252,8 @@ def _report_body(html: str) -> str:
 
 
 def _q(request: Request, name: str) -> str:
-    return request.query_params.get(name, "").strip()
+    # PostgreSQL text cannot hold NUL: a filter carrying one can match nothing, so drop it.
+    return request.query_params.get(name, "").replace("\x00", "").strip()
 
 
 @router.get("/", response_class=HTMLResponse)

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from benchlab.errors import UsageError
 from benchlab.lab import views
+from benchlab.lab.server.api_models import QueryText, RunRefPath, errors
 from benchlab.lab.server.auth import get_lab, require_read
 from benchlab.schema import LATENCY_KEY
 
@@ -201,25 +202,26 @@ class RunDetailModel(_View):
     items: list[ResultDetailModel]
 
 
-@router.get("/overview", response_model=OverviewModel)
-def overview_json(request: Request, model: str = "", backend: str = "",
-                  device: str = "") -> Any:
+@router.get("/overview", response_model=OverviewModel, responses=errors(401))
+def overview_json(request: Request, model: QueryText = "", backend: QueryText = "",
+                  device: QueryText = "") -> Any:
     """The overview page's data."""
     filters = {"model": model, "backend": backend, "device": device}
     return OverviewModel.model_validate(views.overview(get_lab(request).store, filters))
 
 
-@router.get("/trends", response_model=TrendsModel)
-def trends_json(request: Request, model: str = "", backend: str = "", device: str = "",
-                metric: str = "") -> Any:
+@router.get("/trends", response_model=TrendsModel, responses=errors(401))
+def trends_json(request: Request, model: QueryText = "", backend: QueryText = "",
+                device: QueryText = "", metric: QueryText = "") -> Any:
     """The trends page's data."""
     data = views.trends(get_lab(request).store, model or None, backend or None, device or None,
                         metric or None)
     return TrendsModel.model_validate(data)
 
 
-@router.get("/compare", response_model=ComparisonModel)
-def compare_json(request: Request, a: str = "", b: str = "", metric: str = LATENCY_KEY) -> Any:
+@router.get("/compare", response_model=ComparisonModel, responses=errors(401, 404))
+def compare_json(request: Request, a: QueryText = "", b: QueryText = "",
+                 metric: QueryText = LATENCY_KEY) -> Any:
     """The compare page's data; an unknown run is 404."""
     try:
         data = views.compare(get_lab(request).store, a or None, b or None, metric)
@@ -228,8 +230,9 @@ def compare_json(request: Request, a: str = "", b: str = "", metric: str = LATEN
     return ComparisonModel.model_validate(data)
 
 
-@router.get("/runs/{run}/detail", response_model=RunDetailModel)
-def run_detail_json(request: Request, run: str) -> Any:
+@router.get("/runs/{run}/detail", response_model=RunDetailModel,
+            responses=errors(401, 404))
+def run_detail_json(request: Request, run: RunRefPath) -> Any:
     """The run page's data (without the samples themselves); an unknown run is 404."""
     try:
         data = views.run_detail(get_lab(request).store, run)

@@ -1,0 +1,346 @@
+"""The JSON API's request and response models, and how its errors are declared and raised.
+
+Every route names a response model, so ``/openapi.json`` describes each answer exactly and a
+client (or schemathesis) can check them. Free text that reaches PostgreSQL is declared without
+NUL characters, which PostgreSQL text cannot hold; ids that become procrastinate queue names
+(``device:<id>``, ``pool:<rule>``, at most 128 characters there) are capped so the queue
+never refuses them after the lab's own row was written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+from typing import Annotated, Any, Literal
+
+from fastapi import HTTPException, Path, Query
+from pydantic import BaseModel, Field, StringConstraints
+
+from benchlab.errors import UsageError
+from benchlab.lab.tokens import Scope
+from benchlab.store import RunStatus
+
+__all__ = [
+    "MAX_ID", "MAX_INT", "DeviceDetailOut", "DeviceEventOut", "DeviceId", "DeviceIn",
+    "DeviceListOut", "DeviceOut", "ErrorOut", "HealthIn", "HeartbeatIn", "IdentityOut", "JobOut",
+    "JobSubmitIn", "OkOut", "PoolIn", "PoolOut", "QuarantineIn", "QueueRowOut", "ResultOut",
+    "RowId", "RunDetailOut", "RunOut", "ShortId", "SummaryOut", "Text", "TokenCreatedOut",
+    "TokenIn", "TokenOut", "errors", "finite", "usage_errors",
+]
+
+_NO_NUL = r"^[^\x00]*$"
+MAX_ID = 120
+"""Longest device id or pool rule: ``device:``/``pool:`` plus it must fit procrastinate's
+128-character ``queue_name``."""
+MAX_INT = 2**31 - 1
+"""The lab's ids are PostgreSQL ``integer``s."""
+
+Text = Annotated[str, StringConstraints(pattern=_NO_NUL)]
+"""Text PostgreSQL can store (no NUL)."""
+QueryText = Annotated[str, Query(pattern=_NO_NUL)]
+"""A query-string filter PostgreSQL can compare with (no NUL)."""
+RunRefPath = Annotated[str, Path(pattern=_NO_NUL, min_length=1, max_length=MAX_ID)]
+"""A run in a URL: its id, a UUID prefix or ``latest``."""
+ShortId = Annotated[str, StringConstraints(pattern=_NO_NUL, min_length=1, max_length=MAX_ID)]
+DeviceId = Annotated[str, Path(pattern=_NO_NUL, min_length=1, max_length=MAX_ID,
+                               description="The device's id, e.g. host:build-01 or adb:SERIAL")]
+RowId = Annotated[int, Path(ge=1, le=MAX_INT)]
+
+
+class ErrorOut(BaseModel):
+    """Every error the API raises on purpose: ``{"detail": "what went wrong"}``."""
+
+    detail: str
+
+
+_ERROR_TEXT = {
+    400: "The request is well-formed but cannot be done (the message says why)",
+    401: "No token, or an unknown or revoked one",
+    403: "The token lacks the scope, or a worker token wrote for another host's device",
+    404: "No such device, job, run or token",
+    409: "The thing is not in a state that allows this (e.g. a job that already started)",
+}
+
+
+def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """The ``responses=`` entries declaring these error statuses with :class:`ErrorOut`."""
+    return {code: {"model": ErrorOut, "description": _ERROR_TEXT[code]} for code in codes}
+
+
+@contextlib.contextmanager
+def usage_errors(status: int = 400) -> Iterator[None]:
+    """Turn a :class:`UsageError` (bad input, unknown id) into an HTTP error with its message."""
+    try:
+        yield
+    except UsageError as exc:
+        raise HTTPException(status, str(exc)) from None
+
+
+def finite(value: Any) -> Any:
+    """``value`` with inf and NaN floats as None: JSON has no such numbers."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(item) for item in value]
+    return value
+
+
+class OkOut(BaseModel):
+    """The server is up."""
+
+    ok: bool
+
+
+# Devices
+
+
+class DeviceOut(BaseModel):
+    """A registered device; ``state`` is ``offline`` once its heartbeat is stale."""
+
+    id: str
+    host: str
+    kind: str
+    target: str
+    properties: dict[str, Any]
+    pools: list[str]
+    state: Literal["idle", "busy", "offline"]
+    reported_state: Literal["idle", "busy", "offline"]
+    health: Literal["good", "bad", "unknown"]
+    health_reason: str
+    quarantined: bool
+    quarantined_by: str
+    quarantine_reason: str
+    current_job: int | None
+    registered_at: float
+    last_heartbeat: float
+    heartbeat_age_s: float
+    temperatures_c: Any = None
+    battery: Any = None
+
+
+class DeviceEventOut(BaseModel):
+    """One change in a device's history."""
+
+    at: float
+    kind: str
+    value: str
+    reason: str
+    who: str
+    job_id: int | None
+
+
+class DeviceListOut(BaseModel):
+    """The devices of one count tab, and how many each tab holds."""
+
+    tab: str
+    counts: dict[str, int]
+    devices: list[DeviceOut]
+
+
+class JobOut(BaseModel):
+    """A lab job: where it may run and what became of it."""
+
+    id: int
+    submission: str
+    label: str
+    kind: str
+    route_kind: Literal["device", "pool"]
+    route: str
+    device_id: str | None
+    status: Literal["waiting", "running", "finished", "failed", "cancelled"]
+    reason: str
+    run_uuid: str | None
+    attempts: int
+    submitted_by: str
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    waiting_s: float
+    stuck: bool
+
+
+class DeviceDetailOut(BaseModel):
+    """A device, its history (newest first) and its latest jobs."""
+
+    device: DeviceOut
+    events: list[DeviceEventOut]
+    jobs: list[JobOut]
+
+
+class DeviceIn(BaseModel):
+    """A worker registering (or refreshing) one of its host's devices."""
+
+    host: Annotated[str, StringConstraints(pattern=_NO_NUL, min_length=1)]
+    kind: Annotated[str, StringConstraints(pattern=_NO_NUL, min_length=1, max_length=16)]
+    target: Text
+    properties: dict[str, Any] = Field(default_factory=dict)
+    pools: list[str] = Field(default_factory=list)
+    device_state: dict[str, Any] | None = None
+
+
+class HeartbeatIn(BaseModel):
+    """A heartbeat, optionally with fresh temperatures, battery and the like."""
+
+    device_state: dict[str, Any] | None = None
+
+
+class HealthIn(BaseModel):
+    """A health check's verdict."""
+
+    health: Literal["good", "bad", "unknown"]
+    reason: Text = ""
+
+
+class QuarantineIn(BaseModel):
+    """Why a device leaves rotation."""
+
+    reason: Annotated[str, StringConstraints(pattern=_NO_NUL, min_length=1)]
+
+
+# Jobs, queues, pools
+
+
+class JobSubmitIn(BaseModel):
+    """What to run (as ``benchlab run`` takes it) and where: one device or one pool."""
+
+    specs: dict[str, str] = Field(default_factory=dict,
+                                  description="Spec file name → its YAML text")
+    models: list[str] = Field(default_factory=list)
+    frameworks: list[str] = Field(default_factory=list)
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    device: ShortId | None = None
+    pool: ShortId | None = Field(None, description="A pool rule, e.g. abi=arm64-v8a,cores>=4")
+    fan_out: bool = True
+
+
+class QueueRowOut(BaseModel):
+    """One queue's jobs per status, its oldest waiting job's age and why nothing takes it."""
+
+    queue: str
+    counts: dict[str, int]
+    oldest_waiting_s: float | None
+    stuck: bool
+    problem: str
+
+
+class PoolIn(BaseModel):
+    """A pool rule to make known."""
+
+    rule: ShortId = Field(description="e.g. abi=arm64-v8a,cores>=4")
+
+
+class PoolOut(BaseModel):
+    """A known pool: its canonical rule, its conditions and its queue."""
+
+    name: str
+    conditions: list[str]
+    queue: str
+
+
+# Runs and results
+
+
+class RunOut(BaseModel):
+    """A stored run with its counts of ok and failed results."""
+
+    id: int
+    uuid: str
+    created_at: str
+    finished_at: str | None
+    status: RunStatus
+    fingerprint: str
+    description: str
+    host: str
+    ok_count: int
+    failed_count: int
+    result_count: int
+
+
+class SummaryOut(BaseModel):
+    """Summary statistics of one metric (non-finite numbers are null)."""
+
+    unit: str
+    count: int
+    mean: float | None
+    stdev: float | None
+    min: float | None
+    p10: float | None
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    max: float | None
+    mad: float | None
+    cv: float | None
+    ci_low: float | None
+    ci_high: float | None
+    ci_level: float | None
+    warnings: list[str]
+    percentiles: dict[str, float | None]
+
+
+class IdentityOut(BaseModel):
+    """What was measured, where and how."""
+
+    spec: str
+    model_name: str
+    model_hash: str
+    test_identifier: str
+    framework: str
+    framework_config: dict[str, Any]
+    target: str
+    device: str
+    variant: str
+
+
+class ResultOut(BaseModel):
+    """One result without its raw samples."""
+
+    schema_version: int
+    identity: IdentityOut
+    job_key: str
+    status: Literal["ok", "failed", "timeout", "user_error"]
+    error: str | None
+    stderr_tail: str | None
+    started_at: str
+    finished_at: str
+    environment: dict[str, Any]
+    details: dict[str, Any]
+    summaries: dict[str, SummaryOut]
+
+
+class RunDetailOut(BaseModel):
+    """A run and its results."""
+
+    run: RunOut
+    results: list[ResultOut]
+
+
+# Tokens
+
+
+class TokenOut(BaseModel):
+    """A token's stored facts; the token itself is never shown again after creation."""
+
+    id: int
+    name: str
+    scopes: list[Scope]
+    host: str
+    created_at: float
+    revoked: bool
+
+
+class TokenIn(BaseModel):
+    """A token to make; a ``worker`` token names the host whose devices it serves."""
+
+    name: Annotated[str, StringConstraints(pattern=_NO_NUL, min_length=1)]
+    scopes: list[Scope] = Field(min_length=1)
+    host: Text = ""
+
+
+class TokenCreatedOut(TokenOut):
+    """A new token: ``token`` appears in this answer and nowhere else, ever."""
+
+    token: str
