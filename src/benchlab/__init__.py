@@ -2,7 +2,8 @@
 
 The Python API mirrors the CLI: :func:`run` is ``benchlab run`` and returns :class:`Results`;
 :func:`load_spec` / :func:`load_suite` read spec files; :func:`open_store` opens the results
-store that ``benchlab results`` reads.
+store that ``benchlab results`` reads; :func:`init_lab` and :func:`submit_to_lab` are
+``benchlab lab init`` and ``benchlab lab submit`` (the lab: :mod:`benchlab.lab`).
 
 The public names are imported on first use (PEP 562 module ``__getattr__``). Every runner
 process starts with ``python -m benchlab.runner``, which imports this package first; importing
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from benchlab.targets.ssh import SshTarget
     from benchlab.errors import BenchlabError, InfrastructureError, SpecError, UserError
     from benchlab.harness import TestOverrides
+    from benchlab.lab.client import submit_to_lab
+    from benchlab.lab.queue import init_lab
     from benchlab.targets.reboot import RebootPolicy
     from benchlab.outputs import ModelOutputs, outputs
     from benchlab.zoo import export_models
@@ -58,6 +61,7 @@ __all__ = [
     "compare",
     "diagnose",
     "export_models",
+    "init_lab",
     "load_spec",
     "load_suite",
     "open_store",
@@ -66,6 +70,7 @@ __all__ = [
     "parse_framework",
     "plan_sweep",
     "run",
+    "submit_to_lab",
     "summarize",
     "track",
 ]
@@ -103,6 +108,8 @@ _HOMES = {
     "EnergySettings": "benchlab.energy.session",
     "diagnose": "benchlab.doctor",
     "open_target": "benchlab.plugins",
+    "init_lab": "benchlab.lab.queue",
+    "submit_to_lab": "benchlab.lab.client",
 }
 
 

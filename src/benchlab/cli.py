@@ -183,11 +183,11 @@ def run(
 def _run_on_lab(url: str, specs: list[Path], models: list[str], frameworks: list[str],
                 overrides: dict[str, Any], device: str | None, pool: str | None) -> None:
     """``run --lab``: the same request, queued for lab devices; waits and prints the results."""
-    from benchlab.lab.client import submit_specs
+    from benchlab.lab.client import submit_to_lab
     from benchlab.lab.queue import store_url
     from benchlab.store import open_store
 
-    jobs = submit_specs(url, specs, device=device, pool=pool, models=models,
+    jobs = submit_to_lab(url, specs, device=device, pool=pool, models=models,
                         frameworks=frameworks, overrides=overrides, wait=True)
     results = []
     with open_store(store_url(url)) as store:

@@ -132,7 +132,7 @@ def lab_submit(
     timeout: Annotated[float, typer.Option(help="With --wait: give up after this many seconds.")] = 3600.0,  # noqa: E501
 ) -> None:
     """Queue a spec for lab devices; prints the job ids (and, with --wait, their outcomes)."""
-    from benchlab.lab.client import submit_specs as submit
+    from benchlab.lab.client import submit_to_lab as submit
 
     jobs = submit(_url(db), specs, device=device, pool=pool, fan_out=not any_device,
                   models=[m for m in (models or "").split(",") if m],

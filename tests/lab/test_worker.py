@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.lab.client import request_for, submit_specs
+from benchlab.lab.client import request_for, submit_to_lab
 from benchlab.lab.devices import device_events, get_device, list_devices, quarantine, release
 from benchlab.lab.jobs import LabRequest, list_jobs
 from benchlab.lab.queue import open_lab, store_url, submit
@@ -34,7 +34,7 @@ def test_a_job_runs_on_its_device_and_lands_in_the_store(lab_url: str, tmp_path:
     with agents(lab_url, tmp_path) as lab_agents:
         lab_agents.start("hostA")
         lab_agents.wait_registered("host:hostA")
-        [job] = submit_specs(lab_url, [spec], device="host:hostA", wait=True, timeout=120)
+        [job] = submit_to_lab(lab_url, [spec], device="host:hostA", wait=True, timeout=120)
         assert job.status == "finished", lab_agents.log_text()
         assert job.device_id == "host:hostA" and job.attempts == 1
         [result] = _results_of(lab_url, job.run_uuid)
@@ -55,7 +55,7 @@ def test_a_killed_worker_s_job_is_requeued_and_finishes_once(lab_url: str,
     with agents(lab_url, tmp_path) as lab_agents:
         first = lab_agents.start("hostA")
         lab_agents.wait_registered("host:hostA")
-        [job] = submit_specs(lab_url, [spec], device="host:hostA")
+        [job] = submit_to_lab(lab_url, [spec], device="host:hostA")
         wait_until(lambda: lab_agents.job(job.id).status == "running", 60, "the job to start")
         wait_until(lambda: lab_agents.job(job.id).run_uuid is not None, 60, "its run")
         os.kill(first.pid, signal.SIGKILL)  # the host dies mid-job
@@ -85,9 +85,9 @@ def test_two_workers_on_one_device_never_overlap(lab_url: str, tmp_path: Path) -
         lab_agents.start("rig", "--label", "bench=one")
         lab_agents.wait_registered("host:rig")
         jobs = [job for _ in range(3)
-                for job in submit_specs(lab_url, [spec], device="host:rig")]
+                for job in submit_to_lab(lab_url, [spec], device="host:rig")]
         jobs += [job for _ in range(3)
-                 for job in submit_specs(lab_url, [spec], pool="bench=one", fan_out=False)]
+                 for job in submit_to_lab(lab_url, [spec], pool="bench=one", fan_out=False)]
         ended = _wait_all(lab_url, [j.id for j in jobs], 240)
         assert all(j.status == "finished" for j in ended), lab_agents.log_text()
     naps = sorted(read_marks(marks), key=lambda m: m["start"])
@@ -115,7 +115,7 @@ def test_a_quarantined_device_takes_nothing_until_released(lab_url: str,
         lab_agents.wait_registered("host:hostQ")
         with open_lab(lab_url) as lab:
             quarantine(lab.store, "host:hostQ", who="alice", reason="flaky USB hub")
-        [job] = submit_specs(lab_url, [spec], device="host:hostQ")
+        [job] = submit_to_lab(lab_url, [spec], device="host:hostQ")
         assert job.status == "waiting"
         assert job.reason == "device host:hostQ is quarantined: flaky USB hub"
         import time
@@ -132,7 +132,7 @@ def test_a_quarantined_device_takes_nothing_until_released(lab_url: str,
 
 def test_a_pool_no_device_serves_is_reported_not_hung(lab_url: str, tmp_path: Path) -> None:
     spec = nap_spec(tmp_path, 0.1, tmp_path / "marks.jsonl")
-    [job] = submit_specs(lab_url, [spec], pool="abi=arm64-v8a")
+    [job] = submit_to_lab(lab_url, [spec], pool="abi=arm64-v8a")
     assert job.status == "waiting" and job.route_kind == "pool"
     assert job.reason == "no registered device matches pool abi=arm64-v8a"
     assert job.stuck(now=job.created_at + 301) and not job.stuck(now=job.created_at + 10)
@@ -198,7 +198,7 @@ def test_a_device_lost_mid_job_hands_the_job_to_another_of_its_pool(
         lab_agents.start("phonehost", "--board", phone_target, "--label", "lane=x",
                          host_device=False)
         lab_agents.wait_registered(f"adb:{standin.serial}")
-        [job] = submit_specs(lab_url, [spec], pool="lane=x", fan_out=False)
+        [job] = submit_to_lab(lab_url, [spec], pool="lane=x", fan_out=False)
         try:
             wait_until(lambda: lab_agents.job(job.id).status == "running", 60,
                        "the job to start")

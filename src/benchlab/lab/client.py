@@ -1,4 +1,4 @@
-"""Submitting to a lab from Python: ``submit_specs(url, specs, pool=...)`` and waiting."""
+"""Submitting to a lab from Python: ``submit_to_lab(url, specs, pool=...)`` and waiting."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from benchlab.errors import SpecError, UsageError
 from benchlab.lab.jobs import LabJob, LabRequest, get_job
 from benchlab.lab.queue import open_lab, submit
 
-__all__ = ["request_for", "submit_specs", "wait_for"]
+__all__ = ["request_for", "submit_to_lab", "wait_for"]
 
 
 def request_for(specs: Sequence[str | Path] = (), *, models: Sequence[str] = (),
@@ -48,7 +48,7 @@ def wait_for(url: str, job_ids: Sequence[int], *, timeout: float = 3600.0,
             time.sleep(poll)
 
 
-def submit_specs(url: str, specs: Sequence[str | Path] = (), *, device: str | None = None,
+def submit_to_lab(url: str, specs: Sequence[str | Path] = (), *, device: str | None = None,
                  pool: str | None = None, fan_out: bool = True, models: Sequence[str] = (),
                  frameworks: Sequence[str] = (), overrides: dict[str, Any] | None = None,
                  submitted_by: str = "", wait: bool = False,
