@@ -7,7 +7,6 @@ input is wrong (a bad spec, an unknown framework); 3 an infrastructure failure.
 from __future__ import annotations
 
 import json
-import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -202,6 +201,33 @@ def _run_on_lab(url: str, specs: list[Path], models: list[str], frameworks: list
         raise typer.Exit(1)
 
 
+def _ab_on_lab(url: str, device: str | None, kind: str, specs: list[Path], models: str | None,
+               frameworks: list[str], overrides: dict[str, Any],
+               options: dict[str, Any]) -> None:
+    """``compare/track --lab``: one job on one device; prints its report and exits with its code."""
+    from benchlab.lab.client import submit_to_lab
+
+    if not device:
+        raise UsageError(f"{kind} --lab needs --lab-device: both sides must run on one device")
+    [job] = submit_to_lab(
+        url, specs, device=device, models=[m.strip() for m in (models or "").split(",") if m],
+        frameworks=split_frameworks(frameworks), kind=kind, wait=True,
+        overrides={k: v for k, v in overrides.items() if v is not None},
+        options=_drop_none(options))
+    err_console.print(f"lab job {job.id} on {escape(job.device_id or job.route)}: "
+                      f"{job.status} ({escape(job.reason)})")
+    if job.report is None:
+        raise typer.Exit(3)
+    console.print(escape(job.report["text"]), highlight=False)
+    raise typer.Exit(int(job.report["exit_code"]))
+
+
+def _drop_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_none(v) for k, v in value.items() if v is not None}
+    return value
+
+
 def _print_results(results: list[Any], title: str) -> None:
     from benchlab.report.terminal import device_spread_table, result_notes, results_table
 
@@ -218,14 +244,12 @@ def _side(
     commit: str | None = None, build: tuple[Path | None, str | None, str | None] = (None, None,
                                                                                    None),
 ) -> Any:
-    from benchlab.ab.pairs import Side
-    from benchlab.api import parse_framework
+    from benchlab.ab.pairs import Side, make_side
 
-    given = [x for x in (program, config, python, commit) if x]
-    if len(given) > 1:
-        raise UsageError(f"give the {label} side one of --{label}-program, --{label}-config, "
-                         f"--{label}-python or --{label}-commit")
     if commit:
+        if program or config or python:
+            raise UsageError(f"give the {label} side one of --{label}-program, "
+                             f"--{label}-config, --{label}-python or --{label}-commit")
         from benchlab.artifacts import default_cache_dir
         from benchlab.tracking.gitrepo import commit_program
 
@@ -235,15 +259,7 @@ def _side(
         sha, built = commit_program(repo, commit, template,
                                     default_cache_dir().parent / "builds", command)
         return Side(f"{label}:{sha[:12]}", string_map={"program": built})
-    if program:
-        # Jobs run in their own work directory: make paths that exist here absolute.
-        words = [str(Path(w).resolve()) if Path(w).exists() else w for w in shlex.split(program)]
-        return Side(f"{label}:{program}", string_map={"program": shlex.join(words)})
-    if config:
-        return Side(f"{label}:{config}", framework=parse_framework(config))
-    if python:
-        return Side(f"{label}:{python}", python=python)
-    return Side(label)
+    return make_side(label, program=program, config=config, python=python)
 
 
 @app.command()
@@ -275,6 +291,8 @@ def compare(
     html: Annotated[Optional[Path], typer.Option(help="Also write an HTML report with plots here.")] = None,  # noqa: UP007,E501
     db: DbOption = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+    lab: Annotated[Optional[str], typer.Option("--lab", metavar="DB", help="Compare on a lab device (both sides there): the lab's database URL, with --lab-device.")] = None,  # noqa: UP007,E501
+    lab_device: Annotated[Optional[str], typer.Option(help="With --lab: the device (its lab id).")] = None,  # noqa: UP007,E501
 ) -> None:
     """A/B: is the treatment slower or faster than the control? Exit code 1 on a regression."""
     from benchlab.api import compare as run_compare
@@ -295,6 +313,18 @@ def compare(
         min_effect=_percent(min_effect, "--min-effect") or 0.01, alpha=alpha, looks=looks,
         verify=verify, mode=mode,
     )
+    if lab:
+        if control_commit or treatment_commit:
+            raise UsageError("--lab takes programs, configs or Pythons as sides, not commits: "
+                             "use 'benchlab track --lab' for commits")
+        _ab_on_lab(lab, lab_device, "compare", list(specs), models, frameworks,
+                   {"iter": iterations, "warmup": warmup, "min_time": min_time}, {
+                       "control": {"program": control_program, "config": control_config,
+                                   "python": control_python},
+                       "treatment": {"program": treatment_program, "config": treatment_config,
+                                     "python": treatment_python},
+                       "settings": {"min_effect": settings.min_effect, "alpha": alpha,
+                                    "looks": list(looks), "verify": verify, "mode": mode}})
     comparison = run_compare(
         list(specs),
         control=_side("control", control_program, control_config, control_python,
@@ -339,6 +369,8 @@ def track(
     branch: Annotated[Optional[str], typer.Option(help="The branch to fetch (with --remote).")] = None,  # noqa: UP007,E501
     db: DbOption = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+    lab: Annotated[Optional[str], typer.Option("--lab", metavar="DB", help="Track on a lab device: the lab's database URL, with --lab-device; --repo is a path on that device's host.")] = None,  # noqa: UP007,E501
+    lab_device: Annotated[Optional[str], typer.Option(help="With --lab: the device (its lab id).")] = None,  # noqa: UP007,E501
 ) -> None:
     """Benchmark a commit history against a pinned reference; find and bisect steps."""
     from benchlab.api import track as run_track
@@ -352,6 +384,13 @@ def track(
         raise UsageError("give --remote and --branch together")
     if remote is not None and revisions == "HEAD":
         revisions = f"{remote}/{branch}"
+    if lab:
+        if follow or remote:
+            raise UsageError("track --lab walks a fixed range: --follow and --remote stay local")
+        _ab_on_lab(lab, lab_device, "track", list(specs), None, [], {}, {
+            "repo": str(repo), "revisions": revisions, "program": program,
+            "build_command": build, "reference": reference, "step": step, "pairs": pairs,
+            "min_effect": _percent(min_effect, "--min-effect") or 0.01})
     settings = TrackSettings(
         repo=repo, revisions=revisions, program=program, build_command=build,
         builds_dir=builds_dir or default_cache_dir().parent / "builds", reference=reference,

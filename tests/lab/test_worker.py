@@ -244,3 +244,45 @@ def test_run_with_lab_runs_on_a_lab_device_and_prints_its_results(lab_url: str,
     assert job.request.overrides == {"iter": 5}
     [result] = _results_of(lab_url, job.run_uuid)
     assert len(result.samples_of(LATENCY_KEY)) == 3  # nap prints three, whatever iter says
+
+
+def test_compare_on_a_lab_device_runs_both_sides_there(lab_url: str, tmp_path: Path) -> None:
+    """compare --lab: one job, both sides on one device; the job keeps the A/B report and the
+    command exits with the comparison's code (1: the treatment is slower)."""
+    examples = Path(__file__).resolve().parents[2] / "examples" / "ab"
+    spin = f"{sys.executable} {examples / 'spin.py'}"
+    with agents(lab_url, tmp_path) as lab_agents:
+        lab_agents.start("hostC")
+        lab_agents.wait_registered("host:hostC")
+        done = subprocess.run(
+            [sys.executable, "-m", "benchlab", "compare", str(examples / "spin.yaml"),
+             "--control-program", spin, "--treatment-program", f"{spin} --slowdown 1.0",
+             "--pairs", "6,12", "--no-verify", "--lab", lab_url, "--lab-device", "host:hostC"],
+            capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr + lab_agents.log_text()
+    assert "on host:hostC: finished (compare done, exit code 1)" in done.stderr
+    assert "regression" in done.stdout.lower()
+    with open_lab(lab_url) as lab:
+        [job] = list_jobs(lab.store)
+    assert job.request.kind == "compare" and job.report["exit_code"] == 1
+    assert job.report["json"]["regressions"] and job.report["json"]["exit_code"] == 1
+
+
+def test_track_on_a_lab_device_finds_the_step(lab_url: str, tmp_path: Path) -> None:
+    """track --lab: the commit walk runs as one job on one device (the repository is a path on
+    that device's host); the job keeps the series and the command exits 1 on the step."""
+    from tests.tracking.test_track import make_repo, spec
+
+    shas = make_repo(tmp_path / "repo", commits=4, slow_from=2)
+    with agents(lab_url, tmp_path) as lab_agents:
+        lab_agents.start("hostT")
+        lab_agents.wait_registered("host:hostT")
+        done = subprocess.run(
+            [sys.executable, "-m", "benchlab", "track", str(spec(tmp_path)),
+             "--repo", str(tmp_path / "repo"), "--revisions", "main", "--pairs", "8",
+             "--min-effect", "3%", "-q",
+             "--program", f"{sys.executable} {{WORKTREE}}/prog.py --state {tmp_path / 'state'}",
+             "--lab", lab_url, "--lab-device", "host:hostT"],
+            capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr + lab_agents.log_text()
+    assert f"first seen at {shas[2][:12]}" in done.stdout and "← step" in done.stdout

@@ -11,9 +11,11 @@ and each regression is re-measured by an independent set of pairs before it is d
 
 from __future__ import annotations
 
+import shlex
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from benchlab.artifacts import ArtifactCache
@@ -27,14 +29,15 @@ from benchlab.ab.model import (
     PairedEstimate,
 )
 from benchlab.ab.stats import apply_bh, decide
-from benchlab.errors import BenchlabError, ModeUnavailable
+from benchlab.errors import BenchlabError, ModeUnavailable, UsageError
 from benchlab.jobrun import Job, run_job, summarize_samples
+from benchlab.plugins import parse_plugin_text
 from benchlab.schema import LATENCY_KEY, JobIdentity, Metric, Result, Sample, Status
 from benchlab.spec.types import FrameworkConfig
 from benchlab.targets.base import Target
 from benchlab.units import convert
 
-__all__ = ["CompareSettings", "Side", "compare_jobs", "side_job"]
+__all__ = ["CompareSettings", "Side", "compare_jobs", "make_side", "side_job"]
 
 # Metrics decided on when present; for all of them a larger value is worse.
 DECIDED_METRICS = (LATENCY_KEY, Metric.FIRST_INFERENCE.key, Metric.LOAD_TIME.key,
@@ -56,6 +59,26 @@ class Side:
     string_map: Mapping[str, str] = field(default_factory=dict)
     python: str | None = None
     variant: str | None = None
+
+
+def make_side(label: str, *, program: str | None = None, config: str | None = None,
+              python: str | None = None) -> Side:
+    """A side from what the CLI takes: a program (``{program}``), a framework variant
+    (``pytorch:mode=eager``) or a Python; none of them is the spec as it stands."""
+    given = [x for x in (program, config, python) if x]
+    if len(given) > 1:
+        raise UsageError(f"give the {label} side one of --{label}-program, --{label}-config "
+                         f"or --{label}-python")
+    if program:
+        # Jobs run in their own work directory: make paths that exist here absolute.
+        words = [str(Path(w).resolve()) if Path(w).exists() else w for w in shlex.split(program)]
+        return Side(f"{label}:{program}", string_map={"program": shlex.join(words)})
+    if config:
+        name, options = parse_plugin_text(config, "framework")
+        return Side(f"{label}:{config}", framework=FrameworkConfig(name, options))
+    if python:
+        return Side(f"{label}:{python}", python=python)
+    return Side(label)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,8 +15,8 @@ __all__ = ["request_for", "submit_to_lab", "wait_for"]
 
 
 def request_for(specs: Sequence[str | Path] = (), *, models: Sequence[str] = (),
-                frameworks: Sequence[str] = (),
-                overrides: dict[str, Any] | None = None) -> LabRequest:
+                frameworks: Sequence[str] = (), overrides: dict[str, Any] | None = None,
+                kind: str = "run", options: dict[str, Any] | None = None) -> LabRequest:
     """A lab request from spec files (checked here first, so a bad spec fails before queueing)."""
     from benchlab.spec import load
 
@@ -31,7 +31,7 @@ def request_for(specs: Sequence[str | Path] = (), *, models: Sequence[str] = (),
     if len(texts) != len(list(specs)):
         raise UsageError("two spec files share a name; a lab request keys specs by file name")
     return LabRequest(specs=texts, models=tuple(models), frameworks=tuple(frameworks),
-                      overrides=dict(overrides or {}))
+                      overrides=dict(overrides or {}), kind=kind, options=dict(options or {}))
 
 
 def wait_for(url: str, job_ids: Sequence[int], *, timeout: float = 3600.0,
@@ -51,10 +51,17 @@ def wait_for(url: str, job_ids: Sequence[int], *, timeout: float = 3600.0,
 def submit_to_lab(url: str, specs: Sequence[str | Path] = (), *, device: str | None = None,
                  pool: str | None = None, fan_out: bool = True, models: Sequence[str] = (),
                  frameworks: Sequence[str] = (), overrides: dict[str, Any] | None = None,
-                 submitted_by: str = "", wait: bool = False,
-                 timeout: float = 3600.0) -> list[LabJob]:
-    """Queue specs (or zoo models) for a device or a pool; with ``wait``, return their ends."""
-    request = request_for(specs, models=models, frameworks=frameworks, overrides=overrides)
+                 submitted_by: str = "", wait: bool = False, timeout: float = 3600.0,
+                 kind: str = "run", options: dict[str, Any] | None = None) -> list[LabJob]:
+    """Queue specs (or zoo models) for a device or a pool; with ``wait``, return their ends.
+
+    ``kind`` ``compare`` (``options``: ``control``/``treatment`` as ``program``, ``config`` or
+    ``python``, and compare ``settings``) or ``track`` (``options``: the track settings, paths
+    on the device's host) runs ``benchlab compare``/``track`` on the device: both sides on
+    the same device; the job's ``report`` holds the result.
+    """
+    request = request_for(specs, models=models, frameworks=frameworks, overrides=overrides,
+                          kind=kind, options=options)
     with open_lab(url) as lab:
         jobs = submit(lab, request, device=device, pool=pool, fan_out=fan_out,
                       submitted_by=submitted_by)

@@ -16,6 +16,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 __all__ = ["main"]
 
@@ -57,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
             path = Path(folder) / Path(name).name
             path.write_text(text)
             specs.append(path)
+        if request.kind in ("compare", "track"):
+            return _ab(request, specs, args.target, db)
         options = dict(
             models=list(request.models) or None, frameworks=list(request.frameworks) or None,
             target=args.target, db=db, on_run=remember_run,
@@ -80,6 +83,55 @@ def main(argv: list[str] | None = None) -> int:
                "failed": len(results.failed)}
     print(json.dumps(summary))
     return 0 if not results.failed else 1
+
+
+def _ab(request: Any, specs: list[Path], target: str, db: str) -> int:
+    """A compare or track job: both sides (every commit) on this one device; the report is
+    printed as the summary line for the worker to keep with the job."""
+    import io
+
+    from rich.console import Console
+
+    from benchlab.ab.pairs import CompareSettings, make_side
+    from benchlab.api import compare, track
+    from benchlab.errors import UserError
+    from benchlab.harness import TestOverrides
+    from benchlab.report.ab import comparison_json, comparison_markdown
+    from benchlab.report.history import track_table
+    from benchlab.tracking.tracker import TrackSettings
+
+    opts = request.options
+    overrides = TestOverrides(**request.overrides) if request.overrides else None
+    common = dict(models=list(request.models) or None,
+                  frameworks=list(request.frameworks) or None, target=target, db=db,
+                  overrides=overrides)
+    try:
+        if request.kind == "compare":
+            settings = dict(opts.get("settings", {}))
+            if "looks" in settings:
+                settings["looks"] = tuple(settings["looks"])
+            comparison = compare(
+                specs or None, control=make_side("control", **opts.get("control", {})),
+                treatment=make_side("treatment", **opts.get("treatment", {})),
+                settings=CompareSettings(**settings), **common)
+            report = {"text": comparison_markdown(comparison),
+                      "json": json.loads(comparison_json(comparison)),
+                      "exit_code": comparison.exit_code}
+        else:
+            track_opts = dict(opts)
+            track_opts["repo"] = Path(track_opts["repo"])
+            track_opts["builds_dir"] = Path(track_opts.get("builds_dir") or
+                                            Path(tempfile.gettempdir()) / "benchlab-lab-builds")
+            outcome = track(specs or None, settings=TrackSettings(**track_opts), **common)
+            buffer = io.StringIO()
+            Console(file=buffer, width=120, color_system=None).print(track_table(outcome))
+            text = "\n".join([buffer.getvalue(), *outcome.notes])
+            report = {"text": text, "json": None, "exit_code": 1 if outcome.culprits else 0}
+    except UserError as exc:
+        print(json.dumps({"error": str(exc), "user_error": True}))
+        return 2
+    print(json.dumps({"results": 0, "failed": 0, "report": report}))
+    return 0
 
 
 if __name__ == "__main__":

@@ -82,6 +82,10 @@ class LabRequest:
         """A short label: the spec file names and models."""
         names = [*self.specs, *self.models] or ["zoo default"]
         label = ", ".join(names)
+        if self.kind == "compare":
+            sides = [self.options.get(side, {}) for side in ("control", "treatment")]
+            label += " — " + " vs ".join(next((str(v) for v in side.values() if v), "spec")
+                                         for side in sides)
         return label if self.kind == "run" else f"{self.kind}: {label}"
 
 
@@ -104,6 +108,8 @@ class LabJob:
     created_at: float
     started_at: float | None
     finished_at: float | None
+    report: Mapping[str, Any] | None = None
+    """A compare or track job's report: ``text`` (Markdown or a table), ``json``, ``exit_code``."""
 
     @property
     def queue(self) -> str:
@@ -135,6 +141,7 @@ class LabJob:
             "submitted_by": self.submitted_by, "created_at": self.created_at,
             "started_at": self.started_at, "finished_at": self.finished_at,
             "waiting_s": round(self.waiting_s(), 3), "stuck": self.stuck(),
+            "report": None if self.report is None else dict(self.report),
         }
 
 
@@ -147,6 +154,7 @@ def _job(row: Any) -> LabJob:
         created_at=float(row.created_at),
         started_at=None if row.started_at is None else float(row.started_at),
         finished_at=None if row.finished_at is None else float(row.finished_at),
+        report=None if row.report_json is None else json.loads(row.report_json),
     )
 
 

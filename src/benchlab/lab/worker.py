@@ -266,8 +266,13 @@ class _Agent:
             failed = summary.get("failed", 0)
             reason = (f"{summary['results']} results, {failed} failed"
                       if failed else f"{summary['results']} results")
+            extra = {}
+            if summary.get("report") is not None:
+                report = summary["report"]
+                reason = f"{job.request.kind} done, exit code {report.get('exit_code')}"
+                extra["report_json"] = json.dumps(report)
             await asyncio.to_thread(set_job, store, job.id, status="finished", reason=reason,
-                                    finished_at=time.time())
+                                    finished_at=time.time(), **extra)
         else:
             detail = (summary or {}).get("error") or _tail(err) or f"exit code {code}"
             await asyncio.to_thread(set_job, store, job.id, status="failed",

@@ -86,6 +86,8 @@ lab_jobs = Table(
     Column("run_uuid", String(36), nullable=True),
     Column("attempts", Integer, nullable=False, default=0),
     Column("submitted_by", Text, nullable=False, default=""),
+    # compare and track jobs: their report (Markdown or text, JSON, exit code)
+    Column("report_json", Text, nullable=True),
     Column("created_at", Double(), nullable=False),
     Column("started_at", Double(), nullable=True),
     Column("finished_at", Double(), nullable=True),

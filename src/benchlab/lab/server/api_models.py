@@ -160,6 +160,7 @@ class JobOut(BaseModel):
     finished_at: float | None
     waiting_s: float
     stuck: bool
+    report: dict[str, Any] | None = None
 
 
 class DeviceDetailOut(BaseModel):
