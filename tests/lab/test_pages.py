@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -115,6 +116,18 @@ def seed_jobs(store: ResultStore) -> list[int]:
     return [stuck.id, fresh.id]
 
 
+def seed_report(store: ResultStore) -> int:
+    """A finished compare job on a lab device whose report finds resnet18 slower."""
+    job = new_jobs(store, LabRequest(kind="compare", models=("resnet18",), options={
+        "control": {"config": "onnxruntime:threads=1"},
+        "treatment": {"config": "onnxruntime:threads=2"}}), device="pixel-idle")[0]
+    report = {"text": "| resnet18/default | latency | +7.9% | regression |", "exit_code": 1,
+              "json": {"regressions": ["resnet18/default NET latency"], "exit_code": 1}}
+    set_job(store, job.id, status="finished", device_id="pixel-idle", finished_at=time.time(),
+            reason="compare done, exit code 1", report_json=json.dumps(report))
+    return job.id
+
+
 @contextmanager
 def seeded(url: str) -> Iterator[dict]:
     """Seed the lab database ``url``; yields the run ids and job ids."""
@@ -122,8 +135,9 @@ def seeded(url: str) -> Iterator[dict]:
         runs = seed_results(store)
         seed_devices(store)
         jobs = seed_jobs(store)
+        report_job = seed_report(store)
         token, _ = create_token(store, "admin", "admin")
-    yield {"runs": runs, "jobs": jobs, "admin": token}
+    yield {"runs": runs, "jobs": jobs, "admin": token, "report_job": report_job}
 
 
 @pytest.fixture
@@ -273,3 +287,20 @@ def test_static_css_and_empty_lab(lab_url: str) -> None:
         assert c.get("/static/lab.css").status_code == 200
         for path in ("/", "/trends", "/compare", "/devices", "/queue"):
             assert c.get(path).status_code == 200, path
+
+
+def test_ab_reports_from_lab_devices_are_listed_and_shown(
+        client: tuple[TestClient, dict]) -> None:
+    c, info = client
+    job_id = info["report_job"]
+    page = c.get(f"/jobs/{job_id}")
+    assert page.status_code == 200
+    assert "resnet18/default | latency | +7.9% | regression" in page.text
+    assert "exit code 1: regression" in page.text and "pixel-idle" in page.text
+    link = f'/jobs/{job_id}"'
+    assert link in c.get("/trends?model=resnet18").text  # its model's trends list it
+    assert link not in c.get("/trends?model=mobilenet_v3").text  # another model's do not
+    assert link in c.get("/compare").text and link in c.get("/queue").text
+    assert c.get("/jobs/99999").status_code == 404
+    listed = c.get(f"/api/v1/jobs/{job_id}").json()
+    assert listed["report"]["exit_code"] == 1

@@ -125,4 +125,6 @@ def test_pages_in_chromium(server: tuple[str, dict], browser: object) -> None:
     runs = info["runs"]
     visit(f"/compare?a={runs[1]}&b={runs[3]}", chart=True)
     visit(f"/runs/{runs[-1]}", chart=True)
+    visit(f"/jobs/{info['report_job']}")
+    assert "regression" in page.locator("#report").inner_text()
     assert errors == [] and failed == []

@@ -33,8 +33,8 @@ from benchlab.lab.devices import (
     matching_pools,
     record_execution,
     register_device,
-    set_pools,
     set_health,
+    set_pools,
     set_state,
 )
 from benchlab.lab.jobs import get_job, set_job

@@ -27,6 +27,7 @@ from benchlab.lab import views
 from benchlab.lab.devices import COUNT_TABS, device_counts, device_events, get_device, list_devices
 from benchlab.lab.jobs import STUCK_AFTER_S, get_job, list_jobs, queue_summary, route_problem
 from benchlab.lab.queue import cancel_job
+from benchlab.lab.reports import ab_reports
 from benchlab.lab.server.auth import Caller, get_lab, require, require_read
 from benchlab.lab.tokens import Scope
 from benchlab.report.matrix import matrix_cells
@@ -274,8 +275,10 @@ def trends_page(request: Request) -> HTMLResponse:
                         _q(request, "metric") or None)
     f = data.filters
     title = f"{f['model']} on {f['backend']}: {f['metric']}"
+    reports = ab_reports(get_lab(request).store, model=f["model"] or None, limit=20)
     return _page(request, "trends.html", title="Trends", nav="trends", data=data,
-                 chart=Markup(_trends_svg(data.series, title)), chart_title=title)
+                 chart=Markup(_trends_svg(data.series, title)), chart_title=title,
+                 reports=reports)
 
 
 @router.get("/compare", response_class=HTMLResponse)
@@ -287,7 +290,18 @@ def compare_page(request: Request) -> HTMLResponse:
     except UsageError as exc:
         return _missing(request, str(exc))
     return _page(request, "compare.html", title="Compare", nav="compare", data=data,
-                 chart=Markup(_compare_svg(data.rows)))
+                 chart=Markup(_compare_svg(data.rows)),
+                 reports=ab_reports(get_lab(request).store, limit=20))
+
+
+@router.get("/jobs/{job_id}", response_class=HTMLResponse)
+def job_page(request: Request, job_id: int) -> HTMLResponse:
+    """One lab job: its request, route, device, attempts and outcome, and its A/B report."""
+    try:
+        job = get_job(get_lab(request).store, job_id)
+    except UsageError as exc:
+        return _missing(request, str(exc))
+    return _page(request, "job.html", title=f"Job {job.id}", nav="queue", job=job)
 
 
 @router.get("/devices", response_class=HTMLResponse)
