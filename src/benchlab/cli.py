@@ -139,9 +139,14 @@ def run(
         console.print_json(describe_plan(plan_sweep(list(specs), **common)))  # type: ignore[arg-type]
         return
     if lab:
-        _run_on_lab(lab, list(specs), model_names or [], split_frameworks(frameworks),
-                    dict(overrides.values), lab_device, lab_pool)
-        return
+        from benchlab.cli_lab import run_on_lab
+
+        found, ok = run_on_lab(lab, list(specs), model_names or [],
+                               split_frameworks(frameworks), dict(overrides.values),
+                               lab_device, lab_pool)
+        if found:
+            _print_results(found, "benchlab run on the lab")
+        raise typer.Exit(0 if ok else 1)
     reporter = None
     if report_to:
         from benchlab.lab.reporter import Reporter, store_run_info
@@ -177,55 +182,6 @@ def run(
     if results.failed:
         err_console.print(f"[red]{len(results.failed)} of {len(results)} jobs failed[/]")
     raise typer.Exit(results.exit_code)
-
-
-def _run_on_lab(url: str, specs: list[Path], models: list[str], frameworks: list[str],
-                overrides: dict[str, Any], device: str | None, pool: str | None) -> None:
-    """``run --lab``: the same request, queued for lab devices; waits and prints the results."""
-    from benchlab.lab.client import submit_to_lab
-    from benchlab.lab.queue import store_url
-    from benchlab.store import open_store
-
-    jobs = submit_to_lab(url, specs, device=device, pool=pool, models=models,
-                        frameworks=frameworks, overrides=overrides, wait=True)
-    results = []
-    with open_store(store_url(url)) as store:
-        for job in jobs:
-            if job.run_uuid:
-                results += store.results(job.run_uuid)
-            err_console.print(f"lab job {job.id} on {escape(job.device_id or job.route)}: "
-                              f"{job.status} ({escape(job.reason)})")
-    if results:
-        _print_results(results, "benchlab run on the lab")
-    if any(job.status != "finished" for job in jobs) or any(not r.ok for r in results):
-        raise typer.Exit(1)
-
-
-def _ab_on_lab(url: str, device: str | None, kind: str, specs: list[Path], models: str | None,
-               frameworks: list[str], overrides: dict[str, Any],
-               options: dict[str, Any]) -> None:
-    """``compare/track --lab``: one job on one device; prints its report and exits with its code."""
-    from benchlab.lab.client import submit_to_lab
-
-    if not device:
-        raise UsageError(f"{kind} --lab needs --lab-device: both sides must run on one device")
-    [job] = submit_to_lab(
-        url, specs, device=device, models=[m.strip() for m in (models or "").split(",") if m],
-        frameworks=split_frameworks(frameworks), kind=kind, wait=True,
-        overrides={k: v for k, v in overrides.items() if v is not None},
-        options=_drop_none(options))
-    err_console.print(f"lab job {job.id} on {escape(job.device_id or job.route)}: "
-                      f"{job.status} ({escape(job.reason)})")
-    if job.report is None:
-        raise typer.Exit(3)
-    console.print(escape(job.report["text"]), highlight=False)
-    raise typer.Exit(int(job.report["exit_code"]))
-
-
-def _drop_none(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _drop_none(v) for k, v in value.items() if v is not None}
-    return value
 
 
 def _print_results(results: list[Any], title: str) -> None:
@@ -317,7 +273,9 @@ def compare(
         if control_commit or treatment_commit:
             raise UsageError("--lab takes programs, configs or Pythons as sides, not commits: "
                              "use 'benchlab track --lab' for commits")
-        _ab_on_lab(lab, lab_device, "compare", list(specs), models, frameworks,
+        from benchlab.cli_lab import ab_on_lab
+
+        ab_on_lab(lab, lab_device, "compare", list(specs), models, split_frameworks(frameworks),
                    {"iter": iterations, "warmup": warmup, "min_time": min_time}, {
                        "control": {"program": control_program, "config": control_config,
                                    "python": control_python},
@@ -387,7 +345,9 @@ def track(
     if lab:
         if follow or remote:
             raise UsageError("track --lab walks a fixed range: --follow and --remote stay local")
-        _ab_on_lab(lab, lab_device, "track", list(specs), None, [], {}, {
+        from benchlab.cli_lab import ab_on_lab
+
+        ab_on_lab(lab, lab_device, "track", list(specs), None, [], {}, {
             "repo": str(repo), "revisions": revisions, "program": program,
             "build_command": build, "reference": reference, "step": step, "pairs": pairs,
             "min_effect": _percent(min_effect, "--min-effect") or 0.01})

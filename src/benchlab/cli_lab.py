@@ -11,7 +11,7 @@ import os
 import time
 import tomllib
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.markup import escape
@@ -308,3 +308,57 @@ def lab_up(
         pass
     finally:
         lab.stop()
+
+
+# The lab side of `run --lab`, `compare --lab` and `track --lab` (cli.py calls these).
+
+
+def run_on_lab(url: str, specs: list[Path], models: list[str], frameworks: list[str],
+               overrides: dict[str, Any], device: str | None,
+               pool: str | None) -> tuple[list[Any], bool]:
+    """``run --lab``: the same request, queued for lab devices and waited for.
+
+    Returns the results the jobs stored, and whether every job finished with ok results.
+    """
+    from benchlab.lab.client import submit_to_lab
+    from benchlab.lab.queue import store_url
+    from benchlab.store import open_store
+
+    jobs = submit_to_lab(url, specs, device=device, pool=pool, models=models,
+                        frameworks=frameworks, overrides=overrides, wait=True)
+    results = []
+    with open_store(store_url(url)) as store:
+        for job in jobs:
+            if job.run_uuid:
+                results += store.results(job.run_uuid)
+            _err.print(f"lab job {job.id} on {escape(job.device_id or job.route)}: "
+                       f"{job.status} ({escape(job.reason)})")
+    ok = all(job.status == "finished" for job in jobs) and all(r.ok for r in results)
+    return results, ok
+
+
+def ab_on_lab(url: str, device: str | None, kind: str, specs: list[Path], models: str | None,
+              frameworks: list[str], overrides: dict[str, Any],
+              options: dict[str, Any]) -> None:
+    """``compare/track --lab``: one job on one device; prints its report and exits with its code."""
+    from benchlab.lab.client import submit_to_lab
+
+    if not device:
+        raise UsageError(f"{kind} --lab needs --lab-device: both sides must run on one device")
+    [job] = submit_to_lab(
+        url, specs, device=device, models=[m.strip() for m in (models or "").split(",") if m],
+        frameworks=frameworks, kind=kind, wait=True,
+        overrides={k: v for k, v in overrides.items() if v is not None},
+        options=_drop_none(options))
+    _err.print(f"lab job {job.id} on {escape(job.device_id or job.route)}: "
+               f"{job.status} ({escape(job.reason)})")
+    if job.report is None:
+        raise typer.Exit(3)
+    _console.print(escape(job.report["text"]), highlight=False)
+    raise typer.Exit(int(job.report["exit_code"]))
+
+
+def _drop_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_none(v) for k, v in value.items() if v is not None}
+    return value

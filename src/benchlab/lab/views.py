@@ -2,8 +2,8 @@
 
 Every function here is pure: a store and some filters in, frozen dataclasses out. Overview and
 trends read only the stored summaries (never the samples), aggregating in SQL where that is
-easy, so they stay fast on stores with millions of samples; only a run's detail page, which
-draws every sample of one run, loads samples.
+easy, so they stay fast on stores with millions of samples; only a run's detail page
+(:mod:`benchlab.lab.run_view`), which draws every sample of one run, loads samples.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from sqlalchemy import and_, func, or_, select
 
 from benchlab.report.history import runtime_changes
 from benchlab.report.matrix import config_label, summary_in
-from benchlab.schema import LATENCY_KEY, DetailKey, Result, Status, Summary, device_label
+from benchlab.schema import LATENCY_KEY, DetailKey, Status, Summary, device_label
 from benchlab.store import ResultStore
 from benchlab.store.store import RunRecord
 from benchlab.store.tables import results
@@ -26,9 +26,8 @@ from benchlab.tracking.changepoint import find_change_points
 from benchlab.units import Dimension, dimension_of
 
 __all__ = [
-    "CompareRow", "Comparison", "MetricRow", "Overview", "OverviewRow", "ResultDetail",
-    "RunDetail", "RunInfo", "TrendPoint", "TrendSeries", "Trends", "compare", "overview",
-    "run_detail", "run_info", "trends",
+    "CompareRow", "Comparison", "Overview", "OverviewRow", "RunInfo", "TrendPoint",
+    "TrendSeries", "Trends", "compare", "overview", "run_info", "trends",
 ]
 
 TREND_LIMIT = 200
@@ -454,91 +453,3 @@ def _compare_row(key: tuple[str, ...], sa: Summary, sb: Summary) -> CompareRow:
                       *(_finite(v) for v in a), sa.count, *(_finite(v) for v in b), sb.count,
                       _finite(ratio), _finite(low), _finite(high), verdict)
 
-
-# Run detail
-
-
-@dataclass(frozen=True)
-class MetricRow:
-    """One metric key of one result: its summary in the unit the pages show."""
-
-    key: str
-    unit: str
-    count: int
-    p50: float | None
-    ci_low: float | None
-    ci_high: float | None
-    p10: float | None
-    p90: float | None
-    min: float | None
-    max: float | None
-    warnings: tuple[str, ...]
-    operator: bool
-    accuracy: bool
-
-
-_ACCURACY = ("error_", "sqnr", "cosine", "top1", "top5", "kl_", "cross_entropy")
-
-
-@dataclass(frozen=True)
-class ResultDetail:
-    """One result of a run: what was measured, how it ended and every metric's summary."""
-
-    result_index: int
-    model: str
-    test: str
-    backend: str
-    device: str
-    status: str
-    error: str | None
-    started_at: str
-    runtime_version: str | None
-    stop_reason: str | None
-    repetitions: int
-    sample_count: int
-    metrics: list[MetricRow]
-    device_flags: list[Mapping[str, Any]]
-
-
-@dataclass(frozen=True)
-class RunDetail:
-    """A run's environment and results; ``results`` keeps the loaded objects for the page's
-    charts (the JSON twin leaves them out)."""
-
-    run: RunInfo
-    environment: Mapping[str, Any]
-    items: list[ResultDetail]
-    results: tuple[Result, ...] = ()
-
-
-def run_detail(store: ResultStore, run: str | int) -> RunDetail:
-    """Everything about one run, samples included; an unknown run is a ``UsageError``."""
-    record = store.get_run(run)
-    loaded = tuple(store.results(record.id))
-    env: dict[str, Any] = dict(loaded[0].environment) if loaded else {}
-    items = []
-    for i, result in enumerate(loaded):
-        ident = result.identity
-        counts: dict[str, int] = {}
-        for sample in result.samples:
-            counts[sample.key] = counts.get(sample.key, 0) + 1
-        metrics = []
-        for key, summary in result.summaries.items():
-            kind, _, name = key.partition(" ")
-            metrics.append(MetricRow(
-                key=key, unit=_display_unit(summary.unit), count=counts.get(key, summary.count),
-                p50=_stat(summary, "p50"), ci_low=_stat(summary, "ci_low"),
-                ci_high=_stat(summary, "ci_high"), p10=_stat(summary, "p10"),
-                p90=_stat(summary, "p90"), min=_stat(summary, "min"), max=_stat(summary, "max"),
-                warnings=tuple(summary.warnings), operator=kind != "NET",
-                accuracy=kind == "NET" and name.startswith(_ACCURACY)))
-        metrics.sort(key=lambda m: (m.operator, m.accuracy, m.key))
-        items.append(ResultDetail(
-            result_index=i, model=ident.model_name, test=ident.test_identifier,
-            backend=config_label(ident.framework, ident.framework_config),
-            device=ident.device_label, status=result.status.value, error=result.error,
-            started_at=result.started_at, runtime_version=result.runtime_version,
-            stop_reason=result.stop_reason.value if result.stop_reason else None,
-            repetitions=result.repetitions, sample_count=len(result.samples), metrics=metrics,
-            device_flags=[dict(f) for f in result.device_flags]))
-    return RunDetail(run_info(record), env, items, loaded)

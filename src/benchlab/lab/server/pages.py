@@ -23,7 +23,7 @@ from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
 from benchlab.errors import UsageError
-from benchlab.lab import views
+from benchlab.lab import run_view, views
 from benchlab.lab.devices import COUNT_TABS, device_counts, device_events, get_device, list_devices
 from benchlab.lab.jobs import STUCK_AFTER_S, get_job, list_jobs, queue_summary, route_problem
 from benchlab.lab.queue import cancel_job
@@ -345,7 +345,7 @@ def queue_page(request: Request) -> HTMLResponse:
 def run_page(request: Request, run: str) -> HTMLResponse:
     """One run: environment, every result's metrics and the matrix report's charts."""
     try:
-        data = views.run_detail(get_lab(request).store, run)
+        data = run_view.run_detail(get_lab(request).store, run)
     except UsageError as exc:
         return _missing(request, str(exc))
     report = matrix_html(matrix_cells(data.results), title="") if data.results else ""

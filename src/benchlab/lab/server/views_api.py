@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict
 
 from benchlab.errors import UsageError
-from benchlab.lab import views
+from benchlab.lab import run_view, views
 from benchlab.lab.server.api_models import QueryText, RunRefPath, errors
 from benchlab.lab.server.auth import get_lab, require_read
 from benchlab.schema import LATENCY_KEY
@@ -235,7 +235,7 @@ def compare_json(request: Request, a: QueryText = "", b: QueryText = "",
 def run_detail_json(request: Request, run: RunRefPath) -> Any:
     """The run page's data (without the samples themselves); an unknown run is 404."""
     try:
-        data = views.run_detail(get_lab(request).store, run)
+        data = run_view.run_detail(get_lab(request).store, run)
     except UsageError as exc:
         raise HTTPException(404, str(exc)) from exc
     return RunDetailModel.model_validate(data)
