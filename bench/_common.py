@@ -67,15 +67,22 @@ def machine() -> dict[str, Any]:
     }
 
 
+def provenance(name: str) -> dict[str, Any]:
+    """Where a result file's figures come from: its name, the command, the date, the machine."""
+    return {
+        "name": name,
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+    }
+
+
 def write_result(name: str, args: argparse.Namespace, figures: dict[str, Any]) -> Path:
     """Write one script's figures with their provenance; smoke runs go to a ``smoke-`` file."""
     out = args.out or RESULTS / (f"smoke-{name}.json" if args.smoke else f"{name}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     record = {
-        "name": name,
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": machine(),
+        **provenance(name),
         "smoke": bool(args.smoke),
         "repeats": args.repeats,
         "figures": figures,

@@ -38,8 +38,8 @@ import numpy as np
 from _common import parse_args, spread, write_result
 
 from benchlab.jobrun import summarize_samples
-from benchlab.schema import JobIdentity, Result, Sample, Status
 from benchlab.lab.localpg import PostgresServer, PostgresUnavailable, find_pg_bin
+from benchlab.schema import JobIdentity, Result, Sample, Status
 from benchlab.store import ResultStore, open_store
 
 MODELS = ("resnet18", "mobilenet_v3", "bert_tiny", "mlp", "squeezenet")

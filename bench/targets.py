@@ -21,10 +21,10 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 from _common import parse_args, spread, write_result
-
 from benchlab_standin import StandinPhone
 from benchlab_standin.adbserver import isolated_adb_server
 from benchlab_standin.board import LoopbackBoard
+
 from benchlab.targets.adb import AdbTarget
 from benchlab.targets.base import RunRequest
 from benchlab.targets.host import HostTarget

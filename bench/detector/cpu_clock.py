@@ -22,7 +22,6 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # bench/_common.py: the machine description
 sys.path.insert(0, str(HERE))
 
-from _common import machine
+from _common import provenance
 from sources import robust_sd
 from spinjobs import runner_pair
 
@@ -88,9 +87,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     figures = measure(args.sessions)
-    record = {"name": "cpu_clock", "command": " ".join(["python", *sys.argv]),
-              "date": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine(),
-              **figures}
+    record = {**provenance("cpu_clock"), **figures}
     args.out.write_text(json.dumps(record, indent=1) + "\n")
     for what in ("in_process_session_estimate", "process_pair_log_ratio"):
         for clock in ("wall", "cpu"):

@@ -27,7 +27,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # bench/_common.py: the machine description
 sys.path.insert(0, str(HERE))
 
-from _common import machine
+from _common import provenance
 from sources import robust_sd
 from spinjobs import build_spin_c
 
@@ -97,8 +96,7 @@ def main() -> None:
     lockstep = json.loads((HERE / "results_interleaved.json").read_text())["modes"].get(
         "lockstep (spin.c)", {}).get("noise", {})
     record = {
-        "name": "duet", "command": " ".join(["python", *sys.argv]),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine(),
+        **provenance("duet"),
         "iterations": ITERATIONS, "warmup": WARMUP, "wall_s": round(wall, 1),
         "duet_aa_session_estimate": _spread(aa),
         "duet_slowdown": {"slowdown": args.slowdown, **_spread(slow),

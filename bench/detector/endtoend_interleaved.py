@@ -32,7 +32,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # bench/_common.py: the machine description
 
-from _common import machine
+from _common import provenance
 from endtoend import _verdict
 from record_interleaved import cpu_seconds
 from spinjobs import build_spin_c, program_jobs, program_side, runner_jobs, runner_side
@@ -164,10 +164,7 @@ def main(argv: list[str] | None = None) -> None:
             if stopped:
                 break
     record = {
-        "name": "endtoend-interleaved",
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": machine(),
+        **provenance("endtoend-interleaved"),
         "smoke": bool(args.smoke),
         "settings": {"looks": list(settings.looks), "min_effect": settings.min_effect,
                      "alpha": settings.alpha, "verify": settings.verify},

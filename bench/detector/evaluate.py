@@ -28,7 +28,6 @@ import json
 import math
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from statistics import NormalDist
 from typing import Any
@@ -38,7 +37,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # bench/_common.py: the machine description
 
-from _common import machine
+from _common import provenance
 from detectors import BenchlabRun, faipep_checks, run_benchlab
 from sources import LognormalSource, Recording, ReplaySource, Source
 
@@ -236,10 +235,7 @@ def main(argv: list[str] | None = None) -> None:
         end_to_end = real_compares(real_runs, settings)
 
     record = {
-        "name": "detector",
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": machine(),
+        **provenance("detector"),
         "smoke": bool(args.smoke),
         "seed": args.seed,
         "replicates": {"power_cells": replicates, "aa_cells": replicates * AA_FACTOR},

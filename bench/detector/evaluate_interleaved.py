@@ -35,7 +35,6 @@ import argparse
 import json
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +43,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # bench/_common.py: the machine description
 
-from _common import machine
+from _common import provenance
 from detectors import run_benchlab, run_protocol
 from evaluate import AA_FACTOR, pct, summarise_runs
 from record_interleaved import cpu_seconds
@@ -243,10 +242,7 @@ def main(argv: list[str] | None = None) -> None:
         results[mode.name] = evaluate_mode(mode, i, replicates, args.seed)
         print(f"{mode.name}: done after {time.perf_counter() - started:.0f} s", file=sys.stderr)
     record = {
-        "name": "detector-interleaved",
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": machine(),
+        **provenance("detector-interleaved"),
         "smoke": bool(args.smoke),
         "seed": args.seed,
         "replicates": {"power_cells": replicates, "aa_cells": replicates * AA_FACTOR},

@@ -28,7 +28,6 @@ import math
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +36,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # bench/_common.py: the machine description
 
-from _common import machine
+from _common import provenance
 from record_interleaved import cpu_seconds
 from spinjobs import runner_jobs, runner_pair, runner_side
 
@@ -126,10 +125,7 @@ def main(argv: list[str] | None = None) -> None:
     forward, reverse = _interval(found["forward"]), _interval(found["reverse"])
     mirror = -forward["change"] / (1.0 + forward["change"])
     record = {
-        "name": "interference",
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": machine(),
+        **provenance("interference"),
         "smoke": bool(args.smoke),
         "change": CHANGE,
         "work_ratio_change": int(20_000 * (1 + CHANGE)) / 20_000 - 1.0,

@@ -348,7 +348,7 @@ def ab_on_lab(url: str, device: str | None, kind: str, specs: list[Path], models
     [job] = submit_to_lab(
         url, specs, device=device, models=[m.strip() for m in (models or "").split(",") if m],
         frameworks=frameworks, kind=kind, wait=True,
-        overrides={k: v for k, v in overrides.items() if v is not None},
+        overrides=_drop_none(overrides),
         options=_drop_none(options))
     _err.print(f"lab job {job.id} on {escape(job.device_id or job.route)}: "
                f"{job.status} ({escape(job.reason)})")

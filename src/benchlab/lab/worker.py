@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchlab.lab.devices import (
+    Device,
     device_properties,
     get_device,
     heartbeat,
@@ -106,20 +107,24 @@ def enumerate_devices(host: str, *, include_host: bool = True, adb: bool = True,
     return found
 
 
-def _probe(entry: DeviceEntry) -> tuple[bool, str, dict[str, Any], dict[str, Any]]:
-    """(reachable, reason, properties, device state) of one device."""
-    from benchlab.targets.selection import usable_target
+def _probe(entry: DeviceEntry) -> tuple[bool, str, dict[str, Any], dict[str, Any], Any]:
+    """(reachable, reason, properties, device state, the open target) of one device.
+
+    The target is opened and asked for its availability once (``usable_target`` would ask a
+    second time); the health check reuses it for the known benchmark.
+    """
+    from benchlab.plugins import open_target
 
     try:
-        target = usable_target(entry.target)
+        target = open_target(entry.target)
         available = target.availability()
         if not available.ok:
-            return False, available.reason or "unavailable", {}, {}
+            return False, available.reason or "unavailable", {}, {}, None
         description = target.describe()
         return True, "", device_properties(entry.kind, description), dict(
-            description.get("state") or {})
+            description.get("state") or {}), target
     except Exception as exc:  # a lost phone raises from anywhere in the probe
-        return False, f"{type(exc).__name__}: {exc}", {}, {}
+        return False, f"{type(exc).__name__}: {exc}", {}, {}, None
 
 
 def _health_check(entry: DeviceEntry) -> tuple[str, str, dict[str, Any]]:
@@ -128,18 +133,16 @@ def _health_check(entry: DeviceEntry) -> tuple[str, str, dict[str, Any]]:
     Returns the verdict, its reason and the device state read on the way (temperatures,
     battery), which the registry shows.
     """
-    reachable, reason, _, state = _probe(entry)
+    reachable, reason, _, state, target = _probe(entry)
     if not reachable:
         return "bad", f"unreachable: {reason}", {}
-    health, why = _known_benchmark(entry)
+    health, why = _known_benchmark(target)
     return health, why, state
 
 
-def _known_benchmark(entry: DeviceEntry) -> tuple[str, str]:
+def _known_benchmark(target: Any) -> tuple[str, str]:
     from benchlab.targets.base import RunRequest
-    from benchlab.targets.selection import usable_target
 
-    target = usable_target(entry.target)
     try:
         python = target.python_executable()
     except Exception:  # a phone without Python: liveness is all we can check
@@ -253,7 +256,7 @@ class _Agent:
         if code != 0:
             # A failure may be the device's, not the job's: if it went away, fail this attempt
             # and put the job back (a pool job: any other matching device may take it).
-            reachable, why, _, _ = await asyncio.to_thread(_probe, entry)
+            reachable, why, *_ = await asyncio.to_thread(_probe, entry)
             if not reachable:
                 await asyncio.to_thread(set_state, store, entry.id, "offline",
                                         reason=f"lost during job {job.id}: {why}",
@@ -315,7 +318,7 @@ class _Agent:
         """Register every device with its properties and the pools it matches."""
         pools = await asyncio.to_thread(list_pools, self.store)
         for entry in self.devices.values():
-            reachable, reason, props, state = await asyncio.to_thread(_probe, entry)
+            reachable, reason, props, state, _ = await asyncio.to_thread(_probe, entry)
             props = {**props, **self.settings.labels}
             await asyncio.to_thread(
                 register_device, self.store, device_id=entry.id, host=self.settings.host,
@@ -325,20 +328,21 @@ class _Agent:
                 await asyncio.to_thread(set_state, self.store, entry.id, "offline",
                                         reason=reason)
 
-    def _queues(self, device_id: str) -> tuple[str, ...]:
+    def _eligible(self, device_id: str, device: Device | None = None) -> bool:
+        device = device or get_device(self.store, device_id)
+        return not device.quarantined and device.health != "bad" and device.state != "offline"
+
+    def _standing(self, device_id: str) -> tuple[bool, tuple[str, ...]]:
+        """Whether the device may take jobs, and the queues it should listen on (one read)."""
         device = get_device(self.store, device_id)
         pools = matching_pools(device.properties, list_pools(self.store))
-        return (device_queue(device_id), *(pool_queue(p) for p in pools))
-
-    def _eligible(self, device_id: str) -> bool:
-        device = get_device(self.store, device_id)
-        return not device.quarantined and device.health != "bad" and device.state != "offline"
+        queues = (device_queue(device_id), *(pool_queue(p) for p in pools))
+        return self._eligible(device_id, device), queues
 
     async def supervise(self, device_id: str) -> None:
         """Keep a procrastinate worker running for the device exactly while it is eligible."""
         while True:
-            eligible = await asyncio.to_thread(self._eligible, device_id)
-            queues = await asyncio.to_thread(self._queues, device_id)
+            eligible, queues = await asyncio.to_thread(self._standing, device_id)
             running = self.workers.get(device_id)
             if running and running[1] != queues:
                 await asyncio.to_thread(set_pools, self.store, device_id,
@@ -368,7 +372,7 @@ class _Agent:
         device = await asyncio.to_thread(get_device, self.store, device_id)
         if device.state != "offline":
             return
-        reachable, _, _, _ = await asyncio.to_thread(_probe, self.devices[device_id])
+        reachable, *_ = await asyncio.to_thread(_probe, self.devices[device_id])
         if reachable:
             await asyncio.to_thread(set_state, self.store, device_id, "idle",
                                     reason="reachable again")
