@@ -9,6 +9,7 @@ from typing import Any
 
 from benchlab.errors import SpecError, UsageError
 from benchlab.lab.jobs import LabJob, LabRequest, get_job
+from benchlab.lab.pools import PoolRule
 from benchlab.lab.queue import open_lab, submit
 
 __all__ = ["request_for", "submit_to_lab", "wait_for"]
@@ -60,6 +61,8 @@ def submit_to_lab(url: str, specs: Sequence[str | Path] = (), *, device: str | N
     on the device's host) runs ``benchlab compare``/``track`` on the device: both sides on
     the same device; the job's ``report`` holds the result.
     """
+    if pool is not None:
+        PoolRule.parse(pool)  # a malformed rule fails before the lab is even opened
     request = request_for(specs, models=models, frameworks=frameworks, overrides=overrides,
                           kind=kind, options=options)
     with open_lab(url) as lab:

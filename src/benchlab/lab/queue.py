@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import inspect, make_url, select
+from sqlalchemy import URL, inspect, make_url, select
+from sqlalchemy.exc import ArgumentError
 
 from benchlab.errors import StoreError, UsageError
 from benchlab.lab.jobs import LabJob, LabRequest, get_job, new_jobs, set_job
@@ -47,20 +48,28 @@ MAINTENANCE_QUEUE = "lab:maintenance"
 _SCHEMA_KEY = "procrastinate_schema"
 
 
-def conninfo(url: str) -> str:
-    """The libpq connection string of a lab database URL (any SQLAlchemy driver suffix)."""
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "postgresql":
+def _lab_url(url: str) -> URL:
+    """A lab database URL, parsed; anything but PostgreSQL is a :class:`UsageError`."""
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        parsed = None
+    if parsed is None or parsed.get_backend_name() != "postgresql":
         raise UsageError(
             f"a lab needs PostgreSQL (procrastinate's queue lives there), not {url!r}; "
             "give postgresql://user@host:port/database"
         )
-    return parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+    return parsed
+
+
+def conninfo(url: str) -> str:
+    """The libpq connection string of a lab database URL (any SQLAlchemy driver suffix)."""
+    return _lab_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 def store_url(url: str) -> str:
     """The SQLAlchemy URL for the store side of a lab URL (psycopg 3, which the lab installs)."""
-    parsed = make_url(url)
+    parsed = _lab_url(url)
     if parsed.get_driver_name() in ("", None) or parsed.drivername == "postgresql":
         parsed = parsed.set(drivername="postgresql+psycopg")
     return parsed.render_as_string(hide_password=False)
