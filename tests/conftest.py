@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import machine_facts
+from process_state import TorchSettings
 import pytest
 import tiny_models
 from benchlab.lab.localpg import PostgresServer, PostgresUnavailable, find_pg_bin
@@ -23,6 +24,7 @@ from benchlab_standin.adbserver import AdbServer, isolated_adb_server
 from benchlab_standin.board import LoopbackBoard, find_sshd
 
 _CASES = pytest.StashKey[list[tuple[str, str]]]()
+_TORCH_LEAKS = pytest.StashKey[list[tuple[str, list[str]]]]()
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -36,6 +38,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_CASES] = []
+    config.stash[_TORCH_LEAKS] = []
+
+
+@pytest.fixture(autouse=True)
+def _torch_settings_restored(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Give every test the torch settings the one before it found (see process_state.py)."""
+    before = TorchSettings.read()
+    yield
+    if before is None:
+        return
+    now = TorchSettings.read()
+    assert now is not None
+    changes = before.changed(now)
+    if changes:
+        before.restore()
+        request.config.stash[_TORCH_LEAKS].append((request.node.nodeid, changes))
 
 
 @pytest.fixture
@@ -56,6 +74,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.section("machine-dependent cases taken")
         for nodeid, case in cases:
             terminalreporter.write_line(f"{nodeid}: {case}")
+    leaks = terminalreporter.config.stash.get(_TORCH_LEAKS, [])
+    if leaks:
+        terminalreporter.section("torch settings changed by a test (put back after it)")
+        for nodeid, changes in leaks:
+            terminalreporter.write_line(f"{nodeid}: {'; '.join(changes)}")
 
 
 @dataclass
