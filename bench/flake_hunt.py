@@ -13,7 +13,8 @@ timing. Neither shows in CI's fixed order until the day it fails there. This scr
 
 Every pytest run is its own process. Reported per run: its seed, counts, wall time, the failed
 tests with the first line of their message, and the tests that left torch's settings changed
-(the suite puts them back; see tests/process_state.py). The script exits 1 when any run failed,
+(the suite puts them back; see tests/process_state.py), and the machine-dependent cases the
+tests took on this CPU (docs/reproducibility.md). The script exits 1 when any run failed,
 so it can gate. Results go to ``bench/results/flake_hunt.json``.
 
     python bench/flake_hunt.py --scope all --seeds 1,2 --repeats 3
@@ -32,7 +33,9 @@ from pathlib import Path
 from _common import parse_args, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
+# Headings of the summary sections tests/conftest.py writes.
 LEAK_SECTION = "torch settings changed by a test"
+CASES_SECTION = "machine-dependent cases taken"
 # A few quick files for --smoke: one run proves the plumbing, not the suite.
 SMOKE_TESTS = ("tests/test_process_state.py", "tests/test_stats.py")
 
@@ -53,6 +56,7 @@ class PytestRun:
     skipped: int = 0
     failures: list[str] = field(default_factory=list)
     torch_leaks: list[str] = field(default_factory=list)
+    machine_cases: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -80,11 +84,11 @@ def _count(report: Path, run: PytestRun) -> None:
             run.passed += 1
 
 
-def _leaks(output: str) -> list[str]:
-    """The lines of the summary section that lists tests which changed torch's settings."""
+def _section(output: str, title: str) -> list[str]:
+    """The lines of the pytest summary section whose heading contains ``title``."""
     lines, inside = [], False
     for line in output.splitlines():
-        if LEAK_SECTION in line:
+        if title in line and line.startswith("="):
             inside = True
         elif inside and line.startswith("="):
             break
@@ -108,7 +112,8 @@ def run_pytest(phase: str, seed: int, bucket: str, selection: list[str]) -> Pyte
             _count(report, run)
         else:
             run.failures.append(f"pytest wrote no report: {proc.stderr.strip()[-500:]}")
-        run.torch_leaks = _leaks(proc.stdout)
+        run.torch_leaks = _section(proc.stdout, LEAK_SECTION)
+        run.machine_cases = _section(proc.stdout, CASES_SECTION)
     verdict = "ok" if run.ok else "FAILED"
     print(f"{phase:6} seed {seed:<6} {bucket:8} {run.passed:5} passed {run.failed:3} failed "
           f"{run.errors:3} errors {run.skipped:3} skipped {run.wall_s:8.1f} s  {verdict}",
@@ -151,6 +156,7 @@ def main() -> int:
         "all_ok": all(run.ok for run in runs),
         "distinct_failures": failures,
         "torch_leaks": sorted({leak for run in runs for leak in run.torch_leaks}),
+        "machine_cases": sorted({case for run in runs for case in run.machine_cases}),
     }
     out = write_result("flake_hunt", args, figures)
     print(f"{sum(r.ok for r in runs)}/{len(runs)} runs passed; {len(failures)} distinct failures; "

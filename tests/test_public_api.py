@@ -15,6 +15,22 @@ def test_all_is_sorted_and_every_name_resolves() -> None:
         assert name == "SCHEMA_VERSION" or doc, f"{name} has no docstring"
 
 
+def test_no_public_name_is_shadowed_by_a_submodule() -> None:
+    # Importing a submodule sets it as an attribute of its package. A public name spelled like
+    # a submodule would turn into that module once anything imported it, so which object
+    # ``benchlab.<name>`` is would depend on what ran before (issue 24: ``benchlab.outputs``
+    # became "'module' object is not callable" in a shuffled suite).
+    import importlib
+    import pkgutil
+
+    submodules = {info.name for info in pkgutil.iter_modules(benchlab.__path__)}
+    assert set(benchlab.__all__).isdisjoint(submodules)
+    before = {name: getattr(benchlab, name) for name in benchlab.__all__}
+    for name in sorted(submodules - {"__main__"}):
+        importlib.import_module(f"benchlab.{name}")
+    assert {name: getattr(benchlab, name) for name in benchlab.__all__} == before
+
+
 def test_the_product_imports_no_stand_in() -> None:
     # The stand-in phone and board are a separate distribution (standin/): test support, not
     # benchlab. An import of it from the package would ship test code to every user.

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from benchlab.lab.client import submit_to_lab
     from benchlab.lab.queue import init_lab
     from benchlab.targets.reboot import RebootPolicy
-    from benchlab.outputs import ModelOutputs, outputs
+    from benchlab.model_outputs import ModelOutputs, outputs
     from benchlab.zoo import export_models
     from benchlab.results import Results
     from benchlab.schema import SCHEMA_VERSION, JobIdentity, Result, Sample, Status, Summary
@@ -90,8 +90,8 @@ _HOMES = {
     "TestOverrides": "benchlab.harness",
     "RebootPolicy": "benchlab.targets.reboot",
     "compare": "benchlab.api",
-    "ModelOutputs": "benchlab.outputs",
-    "outputs": "benchlab.outputs",
+    "ModelOutputs": "benchlab.model_outputs",
+    "outputs": "benchlab.model_outputs",
     "export_models": "benchlab.zoo",
     "UserError": "benchlab.errors",
     "load_spec": "benchlab.spec",

@@ -94,6 +94,12 @@ class Twelve(torch.nn.Module):
 
 litert_torch.convert(Twelve().eval(), (torch.randn(1, 12),)).export(str(out / "twelve.tflite"))
 
+# Big enough (eight 256x256 layers on 64 rows, about 70 MFLOP) that litert-benchmark, which
+# rounds to 0.01 ms, never reports 0.00 ms for it; the tiny model above can take under 5 us.
+torch.manual_seed(0)
+wide = torch.nn.Sequential(*[torch.nn.Linear(256, 256) for _ in range(8)]).eval()
+litert_torch.convert(wide, (torch.randn(64, 256),)).export(str(out / "wide.tflite"))
+
 # Static int8 (PT2E): prepare, calibrate, convert, then convert that to a fully int8 .tflite.
 from litert_torch.quantize.pt2e_quantizer import PT2EQuantizer, get_symmetric_quantization_config
 from litert_torch.quantize.quant_config import QuantConfig
@@ -119,6 +125,7 @@ class Tiny:
     twelve: Path
     reference: Path
     seed0: Path
+    wide: Path
 
 
 @pytest.fixture(scope="session")
@@ -128,7 +135,7 @@ def tiny_tflite(tmp_path_factory: pytest.TempPathFactory) -> Tiny:
                           text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return Tiny(out / "tiny.tflite", out / "tiny.int8.tflite", out / "twelve.tflite",
-                out / "ref.npz", out / "seed0.npz")
+                out / "ref.npz", out / "seed0.npz", out / "wide.tflite")
 
 
 @pytest.fixture
@@ -472,6 +479,18 @@ def test_litert_benchmark_reports_are_read(fw: TfliteFramework, text: str) -> No
         assert parsed.details["accelerators"] == ["CPU"]
 
 
+def test_a_mean_under_litert_benchmarks_resolution_is_no_latency(fw: TfliteFramework) -> None:
+    # What the real tool prints for a model faster than 5 us (issue 24: a tiny model's cell
+    # read 0.0 ms on some runs and 0.01 ms on others).
+    text = LITERT_TEXT.replace("0.41 ms (20 runs)", "0.00 ms (20 runs)")
+    parsed = fw.parse([CommandResult(0, text, "", 0.1)])
+    keys = [s.key for s in parsed.samples]
+    assert "NET latency" not in keys and "NET load_time" in keys
+    assert parsed.summaries == ()
+    [info] = parsed.infos
+    assert "0.00 ms" in info and "0.01 ms resolution" in info
+
+
 def _litert_tool() -> str:
     tool = Path(sys.executable).parent / "litert-benchmark"
     if not tool.exists():
@@ -485,9 +504,9 @@ def test_litert_benchmark_runs_in_place_of_the_runner(
     make_ctx: Callable[..., JobContext], tiny_tflite: Tiny, tmp_path: Path,
 ) -> None:
     tool = _litert_tool()
-    model = make_model({"tflite": "tiny.tflite"}, format="tflite")
+    model = make_model({"tflite": "wide.tflite"}, format="tflite")
     config = FrameworkConfig("tflite", {"binary": tool})
-    ctx = make_ctx(model, config, files={"files.tflite": str(tiny_tflite.model)},
+    ctx = make_ctx(model, config, files={"files.tflite": str(tiny_tflite.wide)},
                    workdir=str(tmp_path), iter=25, warmup=2, threads=1)
     [invocation] = fw.invocations(ctx)
     assert "--num_runs 25" in invocation.argv and "--result_json /dev/stdout" in invocation.argv
@@ -508,8 +527,8 @@ def test_litert_benchmark_results_appear_in_the_run_table(tiny_tflite: Tiny,
     from benchlab.report.matrix import matrix_cells
 
     tool = _litert_tool()
-    spec = {"model": {"name": "tiny", "format": "tflite",
-                      "files": {"tflite": {"location": str(tiny_tflite.model), "md5": None}}},
+    spec = {"model": {"name": "wide", "format": "tflite",
+                      "files": {"tflite": {"location": str(tiny_tflite.wide), "md5": None}}},
             "tests": [{"identifier": "default", "iter": 20, "repeat": 2}]}
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     results = list(benchlab.run([tmp_path / "spec.json"], frameworks=[f"tflite:binary={tool}"],

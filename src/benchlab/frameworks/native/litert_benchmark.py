@@ -34,6 +34,8 @@ __all__ = ["TOOL", "is_litert_benchmark", "litert_benchmark_argv", "parse_litert
 
 TOOL = "litert-benchmark"
 """The name recorded in ``details["tool"]``."""
+RESOLUTION_MS = 0.01
+"""The tool prints every time rounded to this many milliseconds."""
 
 _NUM = r"[-+]?(?:nan|inf|\d+\.?\d*|\.\d+)"
 _TEXT = {
@@ -123,6 +125,14 @@ def parse_litert_benchmark(text: str) -> ParsedOutput:
     samples.add("NET", Metric.LOAD_TIME, _number(latency.get("init_ms")), "ms")
     samples.add("NET", Metric.FIRST_INFERENCE, _number(latency.get("warmup_first_ms")), "ms")
     mean = _number(latency.get("avg_ms"))
+    infos: tuple[str, ...] = ()
+    if mean == 0.0:
+        # The tool rounds to 0.01 ms: 0.00 means "under 0.005 ms", not "free". A zero would
+        # rank the cell infinitely fast, so it gets no latency rather than a wrong one.
+        infos = (f"{TOOL} reported a mean of 0.00 ms: the model runs faster than the tool's "
+                 f"{RESOLUTION_MS} ms resolution, so no latency is recorded; time it with "
+                 "benchlab's runner (no binary=) or a larger input",)
+        mean = None
     if mean is not None:
         details["latency_samples"] = "process_mean"
         samples.add("NET", Metric.LATENCY, mean, "ms")
@@ -133,7 +143,7 @@ def parse_litert_benchmark(text: str) -> ParsedOutput:
               if (value := _number(latency.get(f"{key}_ms"))) is not None}
     count = int(_number(latency.get("num_runs")) or 0)
     summaries = (ReportedSummary("NET", Metric.LATENCY, "ms", count, values),) \
-        if values and count else ()
+        if values and count and mean is not None else ()
     if count:
         details["num_runs"] = count
     for key, name in (("num_warmup_runs", "warmup_runs"), ("warmup_avg_ms", "warmup_avg_ms")):
@@ -143,7 +153,8 @@ def parse_litert_benchmark(text: str) -> ParsedOutput:
                 "signature"):
         if data.get(key) is not None:
             details["threads" if key == "num_threads" else key] = data[key]
-    return ParsedOutput(samples=tuple(samples.items), summaries=summaries, details=details)
+    return ParsedOutput(samples=tuple(samples.items), summaries=summaries, details=details,
+                        infos=infos)
 
 
 def _number(value: Any) -> float | None:
