@@ -37,7 +37,7 @@ def server(lab_url: str) -> Iterator[tuple[str, dict]]:
     port = _free_port()
     with seeded(lab_url) as info:
         srv = uvicorn.Server(uvicorn.Config(build_app(lab_url), host="127.0.0.1", port=port,
-                                            log_level="warning"))
+                                            log_level="warning", log_config=None))
         thread = threading.Thread(target=srv.run, daemon=True)
         thread.start()
         base = f"http://127.0.0.1:{port}"

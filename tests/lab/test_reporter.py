@@ -7,7 +7,9 @@ PostgreSQL database, and the reporter talks to it over TCP.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
+import logging
 import math
 import os
 import socket
@@ -50,9 +52,16 @@ def _app(url: str) -> FastAPI:
 
 @contextlib.contextmanager
 def serve(url: str, port: int) -> Iterator[str]:
-    """The lab app on 127.0.0.1:``port`` until the block ends; yields its base URL."""
+    """The lab app on 127.0.0.1:``port`` until the block ends; yields its base URL.
+
+    ``log_config=None``: uvicorn's default logging setup is ``logging.config.dictConfig``, which
+    closes every handler in the process. absl's handler closes its stream when closed, and that
+    stream is pytest's captured stderr if absl was imported in an earlier test: the whole
+    session then died with "lost sys.stderr" in a shuffled order (issue 24).
+    """
     server = uvicorn.Server(uvicorn.Config(_app(url), host="127.0.0.1", port=port,
-                                           log_level="warning"))
+                                           log_level="warning",
+                                           log_config=None))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -196,6 +205,25 @@ def test_a_new_reporter_sends_what_an_earlier_one_spooled(lab_store: ResultStore
     assert (summary.delivered, summary.spooled) == (2, 0)
     assert [r.identity.test_identifier for r in lab_store.results(RUN.uuid)] == ["old"]
     assert [r.identity.test_identifier for r in lab_store.results(later.uuid)] == ["new"]
+
+
+class _ClosesItsStream(logging.StreamHandler):  # type: ignore[type-arg]
+    """A handler that closes its stream when closed, as absl's does."""
+
+    def close(self) -> None:
+        self.stream.close()
+        super().close()
+
+
+def test_a_lab_server_in_the_test_process_leaves_other_handlers_open(lab_url: str) -> None:
+    stream = io.StringIO()
+    handler = _ClosesItsStream(stream)
+    try:
+        with serve(lab_url, _free_port()):
+            pass
+        assert not stream.closed, "starting the server closed another library's log handler"
+    finally:
+        handler.close()
 
 
 def test_a_bad_token_is_rejected_once_and_never_shown(lab_store: ResultStore, lab_url: str,
