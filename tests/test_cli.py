@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from benchlab.schema import SCHEMA_VERSION
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "faipep" / "mlp_observer.json"
@@ -39,7 +40,7 @@ def test_faipep_example_keeps_every_sample(tmp_path: Path) -> None:
     assert keys == {"NET", "matmul", "relu"}
     for op in keys:  # iter=50 in the spec: fifty samples of every key, none dropped
         assert sum(1 for s in result["samples"] if s["type"] == op) == 50
-    assert result["schema_version"] == 1
+    assert result["schema_version"] == SCHEMA_VERSION
 
 
 def test_bad_spec_names_file_and_field_without_traceback(tmp_path: Path) -> None:

@@ -106,6 +106,7 @@ def run(
     cache_dir: Annotated[Optional[Path], typer.Option(help="Artifact cache directory.")] = None,  # noqa: UP007,E501
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the planned jobs and exit.")] = False,  # noqa: E501
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    warnings: Annotated[bool, typer.Option("--warnings", help="Print every cell's noise warnings in full (one summary line is always printed).")] = False,  # noqa: E501
     reboot: Annotated[bool, typer.Option("--reboot", help="Reboot the device before the run (adb).")] = False,  # noqa: E501
     reboot_after_failures: Annotated[Optional[int], typer.Option(help="Reboot the device after this many failed jobs in a row (adb).")] = None,  # noqa: UP007,E501
     reboot_after_uptime: Annotated[Optional[float], typer.Option(help="Reboot the device before a job once it has been up this many hours (FAI-PEP: 8) (adb).")] = None,  # noqa: UP007,E501
@@ -145,7 +146,7 @@ def run(
                                split_frameworks(frameworks), dict(overrides.values),
                                lab_device, lab_pool)
         if found:
-            _print_results(found, "benchlab run on the lab")
+            _print_results(found, "benchlab run on the lab", warnings=warnings)
         raise typer.Exit(0 if ok else 1)
     reporter = None
     if report_to:
@@ -167,7 +168,7 @@ def run(
         if reporter is not None:
             for line in reporter.close().lines():
                 err_console.print(escape(line), highlight=False, soft_wrap=True)
-    _print_results(list(results), f"benchlab run {results.run_id}")
+    _print_results(list(results), f"benchlab run {results.run_id}", warnings=warnings)
     for label, reason in results.skipped:
         console.print(f"[dim]skipped {escape(label)}: {escape(reason)}[/]")
     if html is not None:
@@ -184,15 +185,24 @@ def run(
     raise typer.Exit(results.exit_code)
 
 
-def _print_results(results: list[Any], title: str) -> None:
-    from benchlab.report.terminal import device_spread_table, result_notes, results_table
+def _print_results(results: list[Any], title: str, *, warnings: bool = True) -> None:
+    from benchlab.report.terminal import (
+        device_spread_table,
+        noise_line,
+        result_notes,
+        results_table,
+    )
 
     console.print(results_table(results, title=title))
     spread = device_spread_table(results)
     if spread is not None:
         console.print(spread)
-    for note in result_notes(results):
+    for note in result_notes(results, warnings=warnings):
         console.print(f"[dim]· {escape(note)}[/]", highlight=False)
+    noise = noise_line(results)
+    if noise:
+        more = "" if warnings else " (every warning: --warnings)"
+        console.print(f"{escape(noise)}{more}", highlight=False, soft_wrap=True)
 
 
 def _side(
@@ -387,6 +397,7 @@ def results_show(
     run_ref: Annotated[str, typer.Argument(help="Run id, UUID prefix or 'latest'.")] = "latest",
     db: DbOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+    warnings: Annotated[bool, typer.Option("--warnings", help="Print every cell's noise warnings in full.")] = False,  # noqa: E501
 ) -> None:
     """Show the results of one run."""
     from benchlab.store import open_store
@@ -397,7 +408,8 @@ def results_show(
     if as_json:
         sys.stdout.write(json.dumps([r.to_dict() for r in results], indent=1, default=str) + "\n")
         return
-    _print_results(results, f"run {record.id} ({record.status.value}, {record.created_at[:19]})")
+    _print_results(results, f"run {record.id} ({record.status.value}, {record.created_at[:19]})",
+                   warnings=warnings)
 
 
 @results_app.command("export")

@@ -22,7 +22,7 @@ from benchlab.artifacts import ArtifactCache
 from benchlab.energy.session import EnergySettings
 from benchlab.errors import UsageError
 from benchlab.frameworks.base import NATIVE_BINARY, Framework, Unsupported
-from benchlab.jobrun import Job, run_job
+from benchlab.jobrun import Job, JobMeasurement, run_job
 from benchlab.plugins import FRAMEWORK_GROUP, available_names, load_framework
 from benchlab.schema import JobIdentity, Result
 from benchlab.settings import check_settings
@@ -265,8 +265,17 @@ def execute(
     progress: ProgressCallback | None = None,
     on_run: Callable[[str], None] | None = None,
     reboot: RebootPolicy | None = None,
+    order: str = "rounds",
 ) -> tuple[RunRecord, list[Result]]:
     """Run the planned jobs; returns the store's run record and the run's results.
+
+    ``order="rounds"`` (the default) runs each stage's jobs in rounds: every job's first
+    process, then every job's second, and so on, so a drift of the machine during the run
+    falls on every cell alike and the processes of one round can be compared side by side
+    (paired ratios, :func:`benchlab.runstats.paired_ratio`). Jobs that must keep their
+    processes together (a power meter, FAI-PEP host commands) run whole before the rounds,
+    and a reboot policy runs everything job after job. ``order="jobs"`` runs each job's
+    processes back to back, one job after another.
 
     A :class:`StagedPlan`'s stages are taken one at a time, each when the one before is
     measured. A job runs on its own ``Job.target`` when it has one (a sweep over several
@@ -300,28 +309,37 @@ def execute(
     done = store.finished_job_keys(run.id)
     stages = iter((sweep,)) if isinstance(sweep, Plan) else sweep.stages
     keys: set[str] = set()
-    cooldown = 0.0
+    pace = _Pace()
+
+    def record(job: Job, result: Result) -> None:
+        store.add_result(run.id, result)
+        if on_result:
+            on_result(result)
+        if progress:
+            progress(job, result)
+
+    def measurement(job: Job) -> JobMeasurement:
+        return JobMeasurement(job, job.target or targets[0], cache, string_map=string_map,
+                              time_budget=time_budget, energy=energy)
+
     try:
         for stage in stages:
             keys.update(job.identity.key for job in stage.jobs)
-            for job in stage.jobs:
-                if job.identity.key in done:
-                    continue
-                if cooldown:  # the previous job's, so no pause after the last one
-                    time.sleep(cooldown)
+            todo = [job for job in stage.jobs if job.identity.key not in done]
+            if order == "rounds" and not any(r.policy.active for r in rebooters.values()):
+                _in_rounds(todo, measurement, record, progress, pace)
+                continue
+            for job in todo:
                 where = job.target or targets[0]
                 rebooter = rebooters[id(where)]
+                pace.wait()
                 rebooter.before_job()
                 if progress:
                     progress(job, None)
                 result = rebooter.record(run_job(job, where, cache, string_map=string_map,
                                                  time_budget=time_budget, energy=energy))
-                store.add_result(run.id, result)
-                if on_result:
-                    on_result(result)
-                if progress:
-                    progress(job, result)
-                cooldown = job.test.cooldown or 0.0
+                record(job, result)
+                pace.after(job)
                 rebooter.after_job(result)
     except BaseException:
         store.mark_interrupted(run.id)
@@ -329,6 +347,79 @@ def execute(
     store.finish_run(run.id)
     results = [r for r in store.results(run.id) if r.identity.key in keys]
     return run, results
+
+
+class _Pace:
+    """The pause a test asks for before each process (``cooldown``), never before the first."""
+
+    def __init__(self) -> None:
+        self._next = 0.0
+
+    def wait(self) -> None:
+        if self._next:
+            time.sleep(self._next)
+
+    def after(self, job: Job) -> None:
+        self._next = job.test.cooldown or 0.0
+
+
+def _in_rounds(
+    jobs: Sequence[Job],
+    measurement: Callable[[Job], JobMeasurement],
+    record: Callable[[Job, Result], None],
+    progress: ProgressCallback | None,
+    pace: _Pace,
+) -> None:
+    """Measure ``jobs`` a process per job per round until each job's result is in.
+
+    Each job is opened (its files pushed) when its first process is due and closed when its
+    result is recorded, so at most the stage's jobs hold a workdir at once. A job that must
+    keep its processes together runs whole, before the rounds.
+    """
+    pending: list[JobMeasurement] = []
+    try:
+        for job in jobs:
+            job_measurement = measurement(job)
+            if job_measurement.interleavable:
+                pending.append(job_measurement)
+                continue
+            try:
+                pace.wait()
+                if progress:
+                    progress(job, None)
+                result = job_measurement.open()
+                while result is None:
+                    result = job_measurement.step()
+                    pace.after(job)
+                    if result is None:
+                        pace.wait()
+            finally:
+                job_measurement.close()
+            record(job, result)
+        opened: set[int] = set()
+        while pending:
+            still: list[JobMeasurement] = []
+            for job_measurement in pending:
+                job = job_measurement.job
+                pace.wait()
+                if progress:
+                    progress(job, None)
+                result = None
+                if id(job_measurement) not in opened:
+                    opened.add(id(job_measurement))
+                    result = job_measurement.open()
+                if result is None:
+                    result = job_measurement.step()
+                pace.after(job)
+                if result is None:
+                    still.append(job_measurement)
+                    continue
+                job_measurement.close()
+                record(job, result)
+            pending = still
+    finally:
+        for job_measurement in pending:
+            job_measurement.close()
 
 
 def _rebooters(policy: RebootPolicy, targets: Sequence[Target]) -> dict[int, Rebooter]:

@@ -173,6 +173,11 @@ class HostSteps:
         return self._host_dir
 
     @property
+    def active(self) -> bool:
+        """True when the job has any of the host flow (pre/postprocess, host-made files)."""
+        return self._active
+
+    @property
     def reports_at_end(self) -> bool:
         """True when the model's postprocess runs after the last repetition: a repetition that
         prints no metric line may still get its metrics from it."""

@@ -35,11 +35,18 @@ from benchlab.schema import (
     group_samples,
 )
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
-from benchlab.stats import ci_rel_halfwidth, summarize
+from benchlab.stats import summarize
 from benchlab.units import convert
 from benchlab.targets.base import CommandResult, RunRequest, Target
 
-__all__ = ["DEFAULT_TIME_BUDGET_S", "Job", "fetch_files", "run_job", "summarize_samples"]
+__all__ = [
+    "DEFAULT_TIME_BUDGET_S",
+    "Job",
+    "JobMeasurement",
+    "fetch_files",
+    "run_job",
+    "summarize_samples",
+]
 
 _TAIL_LINES = 40
 _TAIL_CHARS = 4000
@@ -136,6 +143,182 @@ def fetch_files(spec: BenchmarkSpec, test: TestCase, cache: ArtifactCache) -> di
     return files
 
 
+class JobMeasurement:
+    """One job measured a process at a time, so that a sweep can interleave its jobs.
+
+    :meth:`open` prepares the job (its files, its workdir, the host's setup commands);
+    each :meth:`step` runs one fresh process and returns the job's :class:`Result` once the
+    job is over (its processes done, its target CI met, or a failure), else None; :meth:`close`
+    removes what :meth:`open` made and must always be called. :func:`run_job` drives one
+    job from start to end; :func:`benchlab.harness.execute` drives a stage's jobs in rounds.
+    """
+
+    def __init__(self, job: Job, target: Target, cache: ArtifactCache, *,
+                 string_map: Mapping[str, str] | None = None, time_budget: float | None = None,
+                 energy: EnergySettings | None = None) -> None:
+        self.job, self._target, self._cache = job, target, cache
+        self._started_at = _now()
+        test = job.test
+        self._budget = time_budget if time_budget is not None else DEFAULT_TIME_BUDGET_S
+        if test.target_ci is not None and test.max_time is None:
+            # Each process gets its share of the job's budget for its own adaptive loop.
+            test = replace(test, max_time=self._budget / max(test.repeat, 1))
+        self._environment: dict[str, Any] = dict(target.describe())
+        # Targets that read their state while describing themselves need not read it twice.
+        self._state_before = (self._environment.pop("state", None) or capture_state(target))
+        self._environment[EnvKey.STATE_BEFORE] = self._state_before
+        self._gates: list[GateOutcome] = []
+        energy = energy.over(test.energy) if energy is not None else test.energy
+        self._meter = EnergySession.open(target, energy) if energy is not None else None
+        if self._meter is not None:
+            test = self._meter.lengthen(test)  # each process measures at least the collection
+        self.test = test
+        self._steps = HostSteps(job.spec, test, cache, string_map)  # FAI-PEP host commands
+        self._workdir: str | None = None
+        self._files: dict[str, str] = {}
+        self._samples: list[Sample] = []
+        self._details: dict[str, Any] = {DetailKey.REPETITIONS: 0}
+        self._repetition = 0
+        self._began = 0.0
+
+    @property
+    def interleavable(self) -> bool:
+        """False when the job must run its processes back to back: a power meter spans the
+        whole job, and host commands (FAI-PEP's pre/postprocess) may keep state between them."""
+        return self._meter is None and not self._steps.active
+
+    def _finish(self, status: Status, error: str | None = None,
+                stderr: str | None = None) -> Result:
+        details, samples = self._details, self._samples
+        state_after = capture_state(self._target)
+        self._environment[EnvKey.STATE_AFTER] = state_after
+        if self._meter is not None:
+            details[DetailKey.ENERGY], joules = self._meter.finish()
+            samples += [Sample(Metric.ENERGY_PER_INFERENCE, j * 1e3, "mJ", "NET", rep, 0)
+                        for rep, j in enumerate(joules)]
+            samples += [Sample(Metric.POWER, w, "W", "NET", rep, 0) for rep, w in
+                        enumerate(details[DetailKey.ENERGY].get("per_process_mean_power_w", ()))]
+        summaries = summarize_samples(samples, self.test.statistics)
+        latency = summaries.get(LATENCY_KEY)
+        flags = state_flags(
+            self._state_before, state_after, gate_c=self.test.temperature_gate,
+            gates=self._gates, latency_warnings=latency.warnings if latency else (),
+        )
+        if flags:
+            details[DetailKey.DEVICE_FLAGS] = flags
+        if self._gates:
+            details[DetailKey.TEMPERATURE_GATE] = [g.to_dict() for g in self._gates]
+        return Result(
+            identity=self.job.identity, status=status, samples=tuple(samples),
+            summaries=summaries, environment=self._environment, details=details, error=error,
+            stderr_tail=stderr, started_at=self._started_at, finished_at=_now(),
+        )
+
+    def open(self) -> Result | None:
+        """Fetch and push the job's files and run the host's setup; a Result if that failed."""
+        try:
+            local_files = self._steps.fetch()
+        except UserError as exc:
+            return self._finish(Status.USER_ERROR, str(exc))
+        except (DownloadError, InfrastructureError) as exc:
+            return self._finish(Status.FAILED, str(exc))
+        target = self._target
+        self._workdir = workdir = target.make_workdir(self.job.identity.key)
+        if self.job.spec.model.metadata:
+            self._details[DetailKey.MODEL_INFO] = dict(self.job.spec.model.metadata)
+        try:
+            files = {
+                key: target.push(path, workdir,
+                                 path.name if key.startswith("input_files.") else None)
+                for key, path in local_files.items()
+            }
+            binary = self.job.config.options.get(NATIVE_BINARY)
+            if isinstance(binary, str) and Path(binary).expanduser().is_file():
+                # A native runner (benchmark_model, executor_runner...) given as a host path.
+                local = Path(binary).expanduser()
+                files[f"native.{NATIVE_BINARY}"] = target.push(local, workdir, local.name)
+            self._steps.start(target, workdir, files)
+        except StepFailure as exc:
+            return self._finish(exc.status, exc.reason, exc.tail)
+        self._files = files
+        self._began = time.monotonic()
+        if self._meter is not None:
+            self._meter.start()
+        return None
+
+    def step(self) -> Result | None:
+        """Run the job's next fresh process; the job's Result when that was its last."""
+        try:
+            return self._step()
+        except StepFailure as exc:
+            return self._finish(exc.status, exc.reason, exc.tail)
+
+    def _step(self) -> Result | None:
+        test, target, details = self.test, self._target, self._details
+        repetition = self._repetition
+        staged = self._steps.before(repetition)
+        if test.temperature_gate is not None:
+            self._gates.append(wait_until_cool(target, test.temperature_gate, test.gate_timeout))
+        assert self._workdir is not None, "open() first"
+        ctx = JobContext(
+            spec=self.job.spec, test=test, config=self.job.config, workdir=self._workdir,
+            python=target.python_executable(), files=staged.files,
+            placeholders=staged.placeholders, repetition=repetition,
+        )
+        try:
+            invocations = self.job.framework.invocations(ctx)
+        except UserError as exc:
+            return self._finish(Status.USER_ERROR, str(exc))
+        outputs: list[CommandResult] = []
+        span_start = time.monotonic()
+        for invocation in invocations:
+            outcome = target.run(RunRequest(
+                argv=invocation.argv, env=invocation.env, cwd=self._workdir,
+                timeout=test.timeout, cpu_list=test.cpu_list, memory_limit=test.memory_limit,
+            ))
+            outputs.append(outcome)
+            failure = _failure(outcome, test.timeout)
+            if failure is not None:
+                return self._finish(failure[0], failure[1],
+                                    _tail(outcome.stderr) or _tail(outcome.stdout))
+        span_end = time.monotonic()
+        parsed = merge_parsed(self.job.framework.parse(outputs), self._steps.after(repetition))
+        if not parsed.samples and not parsed.summaries and not self._steps.reports_at_end:
+            why = "printed no metric lines"
+            if parsed.malformed:
+                why = f"printed {len(parsed.malformed)} malformed metric line(s) and no valid one"
+            return self._finish(Status.FAILED, why, _tail("\n".join(o.stdout for o in outputs)))
+        if self._meter is not None:
+            self._meter.add_process(
+                (span_start, span_end), parsed.details.get(DetailKey.MEASURE_WINDOW),
+                sum(1 for s in parsed.samples if s.key == LATENCY_KEY),
+            )
+        self._samples += [Sample(s.metric, s.value, s.unit, s.type, repetition, s.index)
+                          for s in parsed.samples]
+        _merge_details(details, parsed, repetition)
+        self._repetition = repetition = repetition + 1
+        details[DetailKey.REPETITIONS] = repetition
+        stop = _stop_reason(test, self._samples, repetition, time.monotonic() - self._began,
+                            self._budget)
+        if stop is None or (self._meter is not None and self._meter.wants_more()):
+            return None
+        details[DetailKey.JOB_STOP_REASON] = stop.value
+        last = self._steps.finish(repetition - 1)
+        self._samples += renumbered(self._samples, last, repetition - 1)
+        _merge_details(details, replace(last, details={}), repetition - 1)
+        if not self._samples and not details.get("reported_summaries"):
+            return self._finish(Status.FAILED, "neither the commands nor the host's "
+                                "pre/postprocess commands printed a metric line")
+        return self._finish(Status.OK)
+
+    def close(self) -> None:
+        """Stop the host's steps and remove the job's workdir (safe to call more than once)."""
+        self._steps.close()
+        if self._workdir is not None:
+            self._target.remove_workdir(self._workdir)
+            self._workdir = None
+
+
 def run_job(
     job: Job,
     target: Target,
@@ -152,148 +335,17 @@ def run_job(
     baseline) and ``details.energy`` holds the energy per inference and mean power, or why
     they are unavailable.
     """
-    started_at = _now()
-    test = job.test
-    budget = time_budget if time_budget is not None else DEFAULT_TIME_BUDGET_S
-    if test.target_ci is not None and test.max_time is None:
-        # Each process gets its share of the job's budget for its own adaptive loop.
-        test = replace(test, max_time=budget / max(test.repeat, 1))
-    environment: dict[str, Any] = dict(target.describe())
-    # Targets that read their state while describing themselves need not read it twice.
-    state_before = environment.pop("state", None) or capture_state(target)
-    environment[EnvKey.STATE_BEFORE] = state_before
-    gates: list[GateOutcome] = []
-    energy = energy.over(test.energy) if energy is not None else test.energy
-    meter = EnergySession.open(target, energy) if energy is not None else None
-    if meter is not None:
-        test = meter.lengthen(test)  # each process measures at least the collection time
-
-    def finish(status: Status, samples: list[Sample], details: dict[str, Any],
-               error: str | None = None, stderr: str | None = None) -> Result:
-        state_after = capture_state(target)
-        environment[EnvKey.STATE_AFTER] = state_after
-        if meter is not None:
-            details[DetailKey.ENERGY], joules = meter.finish()
-            samples += [Sample(Metric.ENERGY_PER_INFERENCE, j * 1e3, "mJ", "NET", rep, 0)
-                        for rep, j in enumerate(joules)]
-            samples += [Sample(Metric.POWER, w, "W", "NET", rep, 0) for rep, w in
-                        enumerate(details[DetailKey.ENERGY].get("per_process_mean_power_w", ()))]
-        summaries = summarize_samples(samples, test.statistics)
-        latency = summaries.get(LATENCY_KEY)
-        flags = state_flags(
-            state_before, state_after, gate_c=test.temperature_gate, gates=gates,
-            latency_warnings=latency.warnings if latency else (),
-        )
-        if flags:
-            details[DetailKey.DEVICE_FLAGS] = flags
-        if gates:
-            details[DetailKey.TEMPERATURE_GATE] = [g.to_dict() for g in gates]
-        return Result(
-            identity=job.identity,
-            status=status,
-            samples=tuple(samples),
-            summaries=summaries,
-            environment=environment,
-            details=details,
-            error=error,
-            stderr_tail=stderr,
-            started_at=started_at,
-            finished_at=_now(),
-        )
-
-    steps = HostSteps(job.spec, test, cache, string_map)  # FAI-PEP's host commands, if any
+    measurement = JobMeasurement(job, target, cache, string_map=string_map,
+                                 time_budget=time_budget, energy=energy)
     try:
-        local_files = steps.fetch()
-    except UserError as exc:
-        return finish(Status.USER_ERROR, [], {}, str(exc))
-    except (DownloadError, InfrastructureError) as exc:
-        return finish(Status.FAILED, [], {}, str(exc))
-
-    workdir = target.make_workdir(job.identity.key)
-    samples: list[Sample] = []
-    details: dict[str, Any] = {DetailKey.REPETITIONS: 0}
-    if job.spec.model.metadata:
-        details[DetailKey.MODEL_INFO] = dict(job.spec.model.metadata)
-    try:
-        files = {
-            key: target.push(path, workdir, path.name if key.startswith("input_files.") else None)
-            for key, path in local_files.items()
-        }
-        binary = job.config.options.get(NATIVE_BINARY)
-        if isinstance(binary, str) and Path(binary).expanduser().is_file():
-            # A native runner (benchmark_model, executor_runner...) given as a host path.
-            local = Path(binary).expanduser()
-            files[f"native.{NATIVE_BINARY}"] = target.push(local, workdir, local.name)
-        steps.start(target, workdir, files)
-        began = time.monotonic()
-        repetition = 0
-        if meter is not None:
-            meter.start()
-        while True:
-            staged = steps.before(repetition)
-            if test.temperature_gate is not None:
-                gates.append(wait_until_cool(target, test.temperature_gate, test.gate_timeout))
-            ctx = JobContext(
-                spec=job.spec, test=test, config=job.config, workdir=workdir,
-                python=target.python_executable(), files=staged.files,
-                placeholders=staged.placeholders,
-                repetition=repetition,
-            )
-            try:
-                invocations = job.framework.invocations(ctx)
-            except UserError as exc:
-                return finish(Status.USER_ERROR, samples, details, str(exc))
-            outputs: list[CommandResult] = []
-            span_start = time.monotonic()
-            for invocation in invocations:
-                outcome = target.run(RunRequest(
-                    argv=invocation.argv, env=invocation.env, cwd=workdir, timeout=test.timeout,
-                    cpu_list=test.cpu_list, memory_limit=test.memory_limit,
-                ))
-                outputs.append(outcome)
-                failure = _failure(outcome, test.timeout)
-                if failure is not None:
-                    details[DetailKey.REPETITIONS] = repetition
-                    return finish(failure[0], samples, details, failure[1],
-                                  _tail(outcome.stderr) or _tail(outcome.stdout))
-            span_end = time.monotonic()
-            parsed = merge_parsed(job.framework.parse(outputs), steps.after(repetition))
-            if not parsed.samples and not parsed.summaries and not steps.reports_at_end:
-                why = "printed no metric lines"
-                if parsed.malformed:
-                    why = f"printed {len(parsed.malformed)} malformed metric line(s) and no valid one"
-                stdout = "\n".join(o.stdout for o in outputs)
-                return finish(Status.FAILED, samples, details, why, _tail(stdout))
-            if meter is not None:
-                meter.add_process(
-                    (span_start, span_end), parsed.details.get(DetailKey.MEASURE_WINDOW),
-                    sum(1 for s in parsed.samples if s.key == LATENCY_KEY),
-                )
-            samples += [
-                Sample(s.metric, s.value, s.unit, s.type, repetition, s.index)
-                for s in parsed.samples
-            ]
-            _merge_details(details, parsed, repetition)
-            repetition += 1
-            details[DetailKey.REPETITIONS] = repetition
-            stop = _stop_reason(test, samples, repetition, time.monotonic() - began, budget)
-            if stop is not None and not (meter is not None and meter.wants_more()):
-                details[DetailKey.JOB_STOP_REASON] = stop.value
-                break
-            if test.cooldown:
-                time.sleep(test.cooldown)
-        last = steps.finish(repetition - 1)
-        samples += renumbered(samples, last, repetition - 1)
-        _merge_details(details, replace(last, details={}), repetition - 1)
-        if not samples and not details.get("reported_summaries"):
-            return finish(Status.FAILED, samples, details, "neither the commands nor the host's "
-                          "pre/postprocess commands printed a metric line")
-    except StepFailure as exc:
-        return finish(exc.status, samples, details, exc.reason, exc.tail)
+        result = measurement.open()
+        while result is None:
+            result = measurement.step()
+            if result is None and measurement.test.cooldown:
+                time.sleep(measurement.test.cooldown)
+        return result
     finally:
-        steps.close()
-        target.remove_workdir(workdir)
-    return finish(Status.OK, samples, details)
+        measurement.close()
 
 
 def _merge_details(details: dict[str, Any], parsed: Any, repetition: int) -> None:
@@ -320,11 +372,13 @@ def _stop_reason(
         return None
     if test.target_ci is None:
         return StopReason.FIXED_REPETITIONS
-    latencies = [s.value for s in samples if s.key == LATENCY_KEY]
-    if latencies and ci_rel_halfwidth(latencies) <= test.target_ci:
+    latency = summarize_samples([s for s in samples if s.key == LATENCY_KEY]).get(LATENCY_KEY)
+    # The interval judged is the one reported: the process-level one, which needs two
+    # processes at least; more iterations in one process cannot narrow it.
+    if latency is not None and done >= 2 and latency.ci_rel_halfwidth <= test.target_ci:
         return StopReason.TARGET_CI_REACHED
     if elapsed >= budget:
         return StopReason.TIME_BUDGET_EXHAUSTED
-    if not latencies:
+    if latency is None:
         return StopReason.NO_LATENCY_SAMPLES
     return None

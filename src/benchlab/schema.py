@@ -6,6 +6,10 @@ result written anywhere (store, JSON directory, export) carries ``schema_version
 History of ``SCHEMA_VERSION``:
 
 1. First version: identity, status, raw samples, per-metric summaries, environment, error text.
+2. A summary names its ``processes`` and keeps each one's median (``process_p50s``); with two
+   or more processes ``ci_low``/``ci_high`` predict the next identical run (the process as the
+   unit, :mod:`benchlab.runstats`) instead of bounding the pooled iterations' median.
+   Version-1 results read as before: one process, the old interval.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ __all__ = [
     "metric_key",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class Status(StrEnum):
@@ -168,9 +172,13 @@ class EnvKey(StrEnum):
 class Summary:
     """Summary statistics of one metric, recomputable from its samples.
 
-    ``ci_low``/``ci_high`` bound the median at confidence ``ci_level`` (distribution-free, from
-    order statistics); ``warnings`` say why the numbers may not be trusted.
-    ``percentiles`` holds any extra ``pN`` a test asked for.
+    With two or more processes, ``ci_low``/``ci_high`` are where the median of the next
+    identical run is expected at ``ci_level``: the process is the unit, so the interval widens
+    when processes disagree (:func:`benchlab.runstats.next_run_interval`, never narrower than
+    the pooled iterations' interval). With one process they bound this process's median
+    (distribution-free, from order statistics) and say nothing about the next run.
+    ``process_p50s`` holds each process's median, in process order; ``warnings`` say why the
+    numbers may not be trusted; ``percentiles`` holds any extra ``pN`` a test asked for.
     """
 
     unit: str
@@ -190,6 +198,13 @@ class Summary:
     ci_level: float = 0.95
     warnings: tuple[str, ...] = ()
     percentiles: Mapping[str, float] = field(default_factory=dict)
+    processes: int = 1
+    process_p50s: tuple[float, ...] = ()
+
+    @property
+    def predicts_next_run(self) -> bool:
+        """True when the interval rests on two or more processes (it predicts the next run)."""
+        return self.processes >= 2
 
     @property
     def ci_rel_halfwidth(self) -> float:
@@ -203,6 +218,7 @@ class Summary:
         data = asdict(self)
         data["warnings"] = list(self.warnings)
         data["percentiles"] = dict(self.percentiles)
+        data["process_p50s"] = list(self.process_p50s)
         return data
 
     @classmethod
@@ -211,6 +227,7 @@ class Summary:
         values = dict(data)
         values["warnings"] = tuple(values.get("warnings", ()))
         values["percentiles"] = dict(values.get("percentiles", {}))
+        values["process_p50s"] = tuple(values.get("process_p50s", ()))
         return cls(**values)
 
 

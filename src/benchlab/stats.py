@@ -19,6 +19,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from benchlab.runstats import next_run_interval
 from benchlab.schema import DetailKey, StopReason, Summary
 
 __all__ = [
@@ -325,7 +326,10 @@ def summarize(
     warning says the interval is weaker than asked. ``extra_percentiles`` takes names like
     ``p95`` or ``p99.9``; names of fields already reported (``p50``, ``mean``, ``MAD``...) are
     accepted and skipped, anything else raises ``ValueError``. ``segments`` (the values split
-    by the process they came from) is passed on to :func:`noise_warnings`.
+    by the process they came from) is passed on to :func:`noise_warnings`; with two or more of
+    them the interval becomes the process-level one of
+    :func:`benchlab.runstats.next_run_interval` (widened, never narrowed, from the pooled one),
+    which predicts where the next identical run's median will land.
     """
     _check_level(ci_level)
     arr = _as_array(values)
@@ -354,6 +358,15 @@ def summarize(
             "the reported interval is the full range, which covers less than asked"
         )
     warnings.extend(noise_warnings(arr, segments=segments))
+    parts = [seg for seg in segments or () if len(seg)]
+    process_p50s = tuple(float(np.median(_as_array(seg))) for seg in parts)
+    ahead = next_run_interval(parts, p50, ci_level)
+    if ahead is not None:
+        low, high = min(low, ahead.low), max(high, ahead.high)
+        if ahead.processes == 2:
+            warnings.append(
+                "Only 2 processes: the interval rests on one difference between them and is "
+                "wide; 3 or more processes (--repeat) make it useful")
     extra = {key: float(np.percentile(ordered, q)) for key, q in requests.items()}
     return Summary(
         unit=unit,
@@ -373,6 +386,8 @@ def summarize(
         ci_level=ci_level,
         warnings=tuple(warnings),
         percentiles=extra,
+        processes=max(len(parts), 1),
+        process_p50s=process_p50s,
     )
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from benchlab.report.svg import median
+from benchlab.runstats import PairedRatio, paired_ratio
 from benchlab.units import convert, dimension_of
 from benchlab.schema import LATENCY_KEY, DetailKey, Metric, Result, Status, Summary
 
@@ -23,6 +24,7 @@ __all__ = [
     "config_label",
     "device_spread",
     "devices_of",
+    "fastest_ratios",
     "matrix_cells",
     "other_metric_names",
     "pareto_front",
@@ -70,6 +72,8 @@ class Cell:
     p90: float | None = None
     ci_rel: float | None = None
     latencies: tuple[float, ...] = ()
+    #: Each process's median latency in ms, in process (round) order.
+    process_p50s: tuple[float, ...] = ()
     load: float | None = None
     first: float | None = None
     compile: float | None = None
@@ -207,12 +211,17 @@ def cell_of(result: Result) -> Cell:
                      if x.key == LATENCY_KEY)
         samples = tuple(v for v in converted if v is not None)
     ops = _ops(result, columns.notes)
+    rounds: tuple[float, ...] = ()
+    if latency is not None:
+        in_ms = [convert(v, latency.unit, "ms") for v in latency.process_p50s]
+        rounds = tuple(v for v in in_ms if v is not None)
     return Cell(
         model=ident.model_name, test=ident.test_identifier, framework=ident.framework,
         label=config_label(ident.framework, ident.framework_config), status=result.status,
         error=result.error, device=ident.device_label, precision=_precision(result), p50=p50,
         p90=columns.get(Metric.LATENCY, "p90"),
         ci_rel=latency.ci_rel_halfwidth if latency else None, latencies=samples,
+        process_p50s=rounds,
         load=columns.get(Metric.LOAD_TIME), first=columns.get(Metric.FIRST_INFERENCE),
         compile=columns.get(Metric.COMPILE_TIME),
         memory_peak=columns.get(Metric.MEMORY_PEAK, "max"),
@@ -235,6 +244,32 @@ def cell_of(result: Result) -> Cell:
         runtime_version=result.runtime_version,
         unit_notes=tuple(columns.notes.values()),
     )
+
+
+def fastest_ratios(cells: Sequence[Cell]) -> dict[tuple[str, str], PairedRatio]:
+    """(model, backend label) → its p50 over the model's fastest backend, paired by round.
+
+    Process r of every cell ran in round r of the run (see :func:`benchlab.harness.execute`),
+    so the ratio of their medians cancels what the machine did during that round; the
+    interval is over rounds. The fastest backend itself maps to a ratio of 1 with no
+    interval. A cell with fewer rounds than two, or none, gets the plain ratio of p50s.
+    """
+    out: dict[tuple[str, str], PairedRatio] = {}
+    by_model: dict[str, list[Cell]] = {}
+    for cell in cells:
+        if cell.ok and cell.p50:
+            by_model.setdefault(cell.model, []).append(cell)
+    for model, mine in by_model.items():
+        best = min(mine, key=lambda c: c.p50 or math.inf)
+        for cell in mine:
+            if cell is best:
+                out[(model, cell.label)] = PairedRatio(1.0, None, None, 0.95, 0)
+            elif len(cell.process_p50s) >= 2 and len(best.process_p50s) >= 2:
+                out[(model, cell.label)] = paired_ratio(best.process_p50s, cell.process_p50s)
+            else:
+                out[(model, cell.label)] = PairedRatio(
+                    (cell.p50 or 0.0) / (best.p50 or 1.0), None, None, 0.95, 0)
+    return out
 
 
 def matrix_cells(results: Sequence[Result]) -> list[Cell]:

@@ -18,6 +18,7 @@ from benchlab.report.matrix import (
     Spread,
     device_spread,
     devices_of,
+    fastest_ratios,
     pareto_front,
     per_device,
 )
@@ -33,7 +34,7 @@ _FRONT = "#c62828"
 # Identical outputs report an SQNR ceiling (300 dB); the plot clips there so the rest is legible.
 _SQNR_CLIP = 160.0
 _EXTRA_CSS = """
-td.fast{font-weight:600}.heat td.n{min-width:70px}.skip{color:#777}
+td.fast{font-weight:600}td.tie{font-style:italic}.heat td.n{min-width:70px}.skip{color:#777}
 td.failed{color:#c62828}.wide{overflow-x:auto}
 td.changed,.changed-note{color:#b26a00;font-weight:600}td.changed{white-space:nowrap}
 """
@@ -256,29 +257,42 @@ def _table(cells: Sequence[Cell], changes: Mapping[tuple[str, str], str]) -> lis
 
 
 def _heat(cells: Sequence[Cell]) -> list[str]:
-    """Models down, backends across: p50 shaded by how far it is from the model's fastest."""
+    """Models down, backends across: p50 shaded by how far it is from the model's fastest,
+    with the paired ratio to the fastest and its interval; backends the run cannot tell
+    apart from the fastest are marked ≈."""
     labels = list(dict.fromkeys(c.label for c in cells))
     models = list(dict.fromkeys(c.model for c in cells))
     by = {(c.model, c.label): c for c in cells}
+    ratios = fastest_ratios(cells)
     rows = ['<table class="heat"><thead><tr><th>model</th>'
             + "".join(f"<th>{esc(label)}</th>" for label in labels) + "</tr></thead><tbody>"]
     for model in models:
-        best = min((c.p50 for c in cells if c.model == model and c.p50), default=None)
         tds = []
         for label in labels:
             cell = by.get((model, label))
+            ratio = ratios.get((model, label))
             if cell is None:
                 tds.append('<td class="n skip">·</td>')
-            elif not cell.ok or cell.p50 is None or best is None:
+            elif ratio is None:
                 tds.append(f'<td class="n failed" title="{esc(cell.error or "")}">'
                            f"{esc(cell.status.value)}</td>")
             else:
-                ratio = cell.p50 / best
-                shade = min(math.log2(ratio) / 4, 1.0) if ratio > 0 else 0
-                colour = f"hsl({120 - 120 * shade:.0f},60%,88%)"
-                strong = ' fast' if ratio == 1 else ""
-                tds.append(f'<td class="n{strong}" style="background:{colour}">'
-                           f"{num(cell.p50)} ms<br><small>×{ratio:.2f}</small></td>")
+                shade = min(math.log2(ratio.value) / 4, 1.0) if ratio.value > 0 else 0
+                colour = f"hsl({120 - 120 * max(shade, 0.0):.0f},60%,88%)"
+                fastest = ratio.rounds == 0 and ratio.value == 1.0
+                tie = not fastest and ratio.low is not None and not ratio.separable
+                klass = " fast" if fastest else " tie" if tie else ""
+                text = f"×{ratio.value:.2f}"
+                if ratio.low is not None and ratio.high is not None:
+                    text += f" [{ratio.low:.2f}–{ratio.high:.2f}]"
+                mark = " ≈" if tie else ""
+                title = ("the fastest backend" if fastest else
+                         "cannot be told apart from the fastest in this run" if tie else
+                         f"paired over {ratio.rounds} rounds" if ratio.rounds else
+                         "plain ratio of medians (fewer than two rounds)")
+                tds.append(f'<td class="n{klass}" style="background:{colour}" '
+                           f'title="{esc(title)}">{num(cell.p50 or 0.0)} ms{mark}<br>'
+                           f"<small>{esc(text)}</small></td>")
         rows.append(f"<tr><td>{esc(model)}</td>{''.join(tds)}</tr>")
     rows.append("</tbody></table>")
     return rows
@@ -342,7 +356,11 @@ def matrix_html(
                  "the reference (PyTorch fp32 for zoo models).</p>")
     if cells:
         parts += ["<h2>Latency at a glance</h2>", *_heat(cells),
-                  '<p class="sub">p50 per cell; ×: times the model\'s fastest backend.</p>']
+                  '<p class="sub">p50 per cell; ×: times the model\'s fastest backend, the '
+                  "ratio of the two backends' process medians paired round by round (each "
+                  "round measured every cell once, so a drift of the machine cancels), with "
+                  "its 95% interval; ≈: this run cannot tell the backend apart from the "
+                  "fastest (the interval holds ×1).</p>"]
         if len(devices) > 1:
             parts += ["<h2>Across devices</h2>", *_spread(spread, devices),
                       f'<p class="sub">{len(devices)} devices; p50 per device, shaded by how '

@@ -32,6 +32,7 @@ __all__ = [
     "download_bar",
     "format_ms",
     "make_console",
+    "noise_line",
     "result_notes",
     "results_table",
     "warning_tag",
@@ -79,16 +80,47 @@ def warning_tag(warning: str) -> str:
     return next((tag for needle, tag in _TAGS if needle in lowered), "warn")
 
 
-def result_notes(results: Sequence[Result]) -> list[str]:
-    """Full-text footnotes, one per line: each failed job's error, each latency warning, each
-    metric whose unit its column cannot show."""
+def noise_line(results: Sequence[Result]) -> str | None:
+    """One line on how noisy the run was: the cells with latency warnings, by kind, how wide
+    the intervals are, and the cells whose interval rests on one process. None without a
+    latency summary."""
+    latencies = [(r, s) for r in results if (s := r.summaries.get(LATENCY_KEY)) is not None]
+    if not latencies:
+        return None
+    kinds: dict[str, int] = {}
+    warned = 0
+    for _, summary in latencies:
+        tags = dict.fromkeys(warning_tag(w) for w in summary.warnings)
+        warned += bool(tags)
+        for tag in tags:
+            kinds[tag] = kinds.get(tag, 0) + 1
+    widths = sorted(s.ci_rel_halfwidth * 100 for _, s in latencies
+                    if s.ci_rel_halfwidth != float("inf"))
+    parts = [f"{warned} of {len(latencies)} cells with a noise warning"
+             + (" (" + ", ".join(f"{n} {tag}" for tag, n in sorted(
+                 kinds.items(), key=lambda kv: (-kv[1], kv[0]))) + ")" if kinds else "")]
+    if widths:
+        widest = max(latencies, key=lambda rs: rs[1].ci_rel_halfwidth)[0].identity.label
+        parts.append(f"intervals ±{widths[len(widths) // 2]:.1f}% typical, "
+                     f"±{widths[-1]:.1f}% widest ({widest})")
+    single = sum(1 for _, s in latencies if not s.predicts_next_run)
+    if single:
+        parts.append(f"{single} cell(s) ran one process, so their interval does not predict "
+                     "the next run")
+    return "Noise: " + "; ".join(parts)
+
+
+def result_notes(results: Sequence[Result], *, warnings: bool = True) -> list[str]:
+    """Full-text footnotes, one per line: each failed job's error, each latency warning (with
+    ``warnings``; :func:`noise_line` sums them up in one line), each metric whose unit its
+    column cannot show."""
     notes: list[str] = []
     for result in results:
         label = result.identity.label
         if result.error:
             notes.append(f"{label}: {result.status.value}: {result.error}")
         latency = result.summaries.get(LATENCY_KEY)
-        for warning in latency.warnings if latency else ():
+        for warning in latency.warnings if latency and warnings else ():
             notes.append(f"{label}: {warning}")
         notes += [f"{label}: {note}" for note in _cell_of(result).unit_notes]
         stop = result.stop_reason
@@ -145,13 +177,16 @@ _MAX_OTHER_COLUMNS = 4
 def results_table(results: Sequence[Result], title: str = "benchlab results") -> Table:
     """One row per job: latency p50/p90 with the median's CI, load, first inference, memory.
 
-    Times are in milliseconds; ``±CI`` is the half-width of the median's 95% interval relative
-    to the median; ``notes`` tags warnings whose full text :func:`result_notes` gives. When
-    any job reports them, the matrix columns appear too: precision, model size, max absolute
-    error and SQNR against the reference, top-1 agreement.
+    Times are in milliseconds; ``±95%`` is the half-width of the interval where the next
+    identical run's median is expected, relative to the median (``¹``: one process, so only
+    that process's own precision); ``notes`` tags warnings whose full text
+    :func:`result_notes` gives. When any job reports them, the matrix columns appear too:
+    precision, model size, max absolute error and SQNR against the reference, top-1 agreement.
     """
     table = Table(title=title, caption="times in ms, memory and size in MiB, energy per "
-                  "inference in mJ, power in W; ±CI: 95% interval of the median; err: max "
+                  "inference in mJ, power in W; ±95%: where the next identical run's median "
+                  "is expected (95%, from the spread between processes; ¹: one process, its "
+                  "own precision only); err: max "
                   "|output − reference|; L2rel: ‖output − reference‖ / ‖reference‖; KL: "
                   "KL divergence of the classes, nats", header_style="bold",
                   expand=False)
@@ -172,7 +207,7 @@ def results_table(results: Sequence[Result], title: str = "benchlab results") ->
     device = ["device"] if len(devices_of(list(cells.values()))) > 1 else []
     # Metrics with no column of their own (a FAI-PEP postprocess's accuracy): a few, by name.
     other = other_metric_names(list(cells.values()))[:_MAX_OTHER_COLUMNS]
-    columns = ["model/test", "framework", *device, *precision, "status", "p50", "p90", "±CI", "n",
+    columns = ["model/test", "framework", *device, *precision, "status", "p50", "p90", "±95%", "n",
                "load", "first", "MiB", *[c for c in shown if c != "prec"], *other, "notes"]
     for name in columns:
         justify = "left" if name in ("model/test", "framework", "device", "status", "notes",
@@ -193,13 +228,16 @@ def results_table(results: Sequence[Result], title: str = "benchlab results") ->
         notes += [_FLAG_TAGS[f["flag"]] for f in _device_flags(result)]
         if cell.unit_notes:
             notes.append("unit")
-        ci = f"{latency.ci_rel_halfwidth * 100:.1f}%" if latency is not None else "-"
+        ci = "-"
+        if latency is not None:
+            ci = f"{latency.ci_rel_halfwidth * 100:.1f}%"
+            ci += "" if latency.predicts_next_run else "¹"
         style = _STATUS_STYLE.get(result.status, "")
         values = {
             "model/test": escape(name), "framework": escape(cell.label),
             "device": escape(cell.device),
             "prec": escape(cell.precision), "status": f"[{style}]{result.status.value}[/]",
-            "p50": _shown(latency, cell.p50), "p90": _shown(latency, cell.p90), "±CI": ci,
+            "p50": _shown(latency, cell.p50), "p90": _shown(latency, cell.p90), "±95%": ci,
             "n": str(latency.count) if latency else "-",
             "load": _shown(_summary(result, Metric.LOAD_TIME.key), cell.load),
             "first": _shown(_summary(result, Metric.FIRST_INFERENCE.key), cell.first),
