@@ -14,6 +14,13 @@ consecutive runs measures, over the cells both measured:
   (disjoint pooled intervals);
 * the wall time of each run.
 
+Each run also measures the other half of the dashboard's promise, a known effect: MobileNetV2's
+ONNX file and a copy with identity MatMuls (1000×1000, outputs unchanged) appended to its
+logits, two more cells of the same run on ONNX Runtime with the zoo's default test. The effect
+is their paired ratio over every round of every run; each consecutive pair of runs gives one
+real change (the original, then the slowed copy: it must be flagged), and the two cells count
+among the identical ones like every other.
+
 ``--analyse DIR [DIR ...]`` re-reads the JSON directories of earlier runs instead of running.
 Writes ``bench/results/repeatability.json``; ``--smoke`` runs two one-model runs quickly.
 """
@@ -31,6 +38,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -50,15 +59,19 @@ def _extra(parser: argparse.ArgumentParser) -> None:
                         help="keep each run's JSON directory under here")
     parser.add_argument("--run-arg", action="append", default=[],
                         help="extra argument for every benchlab run (repeatable)")
+    parser.add_argument("--matmuls", type=int, default=3,
+                        help="identity MatMuls appended to the slowed copy (0: no such cells)")
 
 
-def _one_run(index: int, where: Path, db: Path, extra: Sequence[str],
-             smoke: bool) -> tuple[Path, float]:
+def _one_run(index: int, where: Path, db: Path, extra: Sequence[str], smoke: bool,
+             specs: Sequence[Path]) -> tuple[Path, float]:
     out = where / f"run{index}"
     argv = [sys.executable, "-m", "benchlab", "run", "--db", str(db), "--json-dir", str(out),
-            "-q", *extra]
+            "-q", *extra, *map(str, specs)]
     if smoke:
-        argv += ["--models", "mlp", "-f", "onnxruntime", "--iter", "5", "--min-time", "0"]
+        argv += ["--models", "mlp", "--iter", "5", "--min-time", "0"]
+    elif specs:
+        argv += ["--models", "default"]
     began = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, text=True)
     wall = time.monotonic() - began
@@ -191,6 +204,86 @@ def analyse(directories: Sequence[Path], walls: Sequence[float | None]) -> dict[
     }
 
 
+def _slowed_pair(where: Path, matmuls: int) -> tuple[Path, Path, list[int]]:
+    """MobileNetV2's ONNX export and a copy that does ``matmuls`` identity MatMuls more."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    from benchlab.artifacts import ArtifactCache, default_cache_dir
+    from benchlab.zoo import export_models
+
+    (export,) = export_models(["mobilenet_v2"], ArtifactCache(default_cache_dir()))
+    original = Path(export.files["onnx"][0])
+    model = onnx.load(str(original))
+    graph = model.graph
+    output = graph.output[0].name
+    width = graph.output[0].type.tensor_type.shape.dim[-1].dim_value
+    eye = numpy_helper.from_array(np.eye(width, dtype=np.float32), "benchlab_identity")
+    graph.initializer.append(eye)
+    last = output
+    for i in range(matmuls):
+        name = output if i == matmuls - 1 else f"benchlab_slow_{i}"
+        node = helper.make_node("MatMul", [f"{last}_pre" if i == 0 else last,
+                                           "benchlab_identity"], [name])
+        last = name
+        graph.node.append(node)
+    # The model's own last node now writes {output}_pre, which the chain reads.
+    for node in graph.node[:-matmuls]:
+        node.output[:] = [f"{output}_pre" if o == output else o for o in node.output]
+    slowed = where / "mobilenet_v2_slowed.onnx"
+    onnx.save(model, str(slowed))
+    shape = [d.dim_value or 1 for d in graph.input[0].type.tensor_type.shape.dim]
+    return original, slowed, shape
+
+
+def _spec(path: Path, name: str, model: Path, input_name: str, shape: list[int]) -> Path:
+    spec = {"model": {"name": name, "format": "onnx", "framework": "onnxruntime",
+                      "files": {"model": {"location": str(model), "md5": None}}},
+            "tests": [{"identifier": "default", "warmup": 5, "iter": 30, "min_time": 0.3,
+                       "repeat": 3, "inputs": {input_name: {"shapes": [shape]}}}]}
+    path.write_text(json.dumps(spec))
+    return path
+
+
+def slowdown_specs(where: Path, matmuls: int) -> list[Path]:
+    """Spec files of the known-slowdown pair (see the module's documentation)."""
+    import onnx
+
+    original, slowed, shape = _slowed_pair(where, matmuls)
+    input_name = onnx.load(str(original), load_external_data=False).graph.input[0].name
+    return [_spec(where / "original.json", "known_original", original, input_name, shape),
+            _spec(where / "slowed.json", "known_slowed", slowed, input_name, shape)]
+
+
+def known_slowdown(directories: Sequence[Path]) -> dict[str, Any] | None:
+    """The known-effect cells of each run: the effect, and whether the rule flags it."""
+    from benchlab.lab.views import changed
+    from benchlab.runstats import paired_ratio
+
+    pairs = []
+    for directory in directories:
+        by_name = {r.identity.model_name: r.summaries[LATENCY_KEY]
+                   for r in _load(directory).values()}
+        if "known_original" in by_name and "known_slowed" in by_name:
+            pairs.append((by_name["known_original"], by_name["known_slowed"]))
+    if len(pairs) < 2:
+        return None
+    rounds_a = [v for a, _ in pairs for v in a.process_p50s]
+    rounds_b = [v for _, b in pairs for v in b.process_p50s]
+    effect = paired_ratio(rounds_a, rounds_b)
+    real = [changed(pairs[i][0], pairs[i + 1][1]) for i in range(len(pairs) - 1)]
+    return {
+        "effect": effect.value - 1.0,
+        "effect_interval": [(effect.low or math.nan) - 1.0, (effect.high or math.nan) - 1.0],
+        "effect_rounds": effect.rounds,
+        "per_run_effect": [paired_ratio(a.process_p50s, b.process_p50s).value - 1.0
+                           for a, b in pairs],
+        "p50_ms": [[a.p50, b.p50] for a, b in pairs],
+        "real_changes_flagged": sum(real),
+        "real_changes": len(real),
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(__doc__.splitlines()[0], argv, repeats=3,
                       repeats_help="back-to-back runs (pairs = runs - 1)", extra=_extra)
@@ -201,20 +294,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = args.keep or Path(tempfile.mkdtemp(prefix="benchlab-repeat-"))
         where.mkdir(parents=True, exist_ok=True)
         directories, walls = [], []
+        specs = slowdown_specs(where, args.matmuls) if args.matmuls and not args.smoke else []
         for index in range(runs):
-            out, wall = _one_run(index, where, where / "results.db", args.run_arg, args.smoke)
+            out, wall = _one_run(index, where, where / "results.db", args.run_arg, args.smoke,
+                                 specs)
             directories.append(out)
             walls.append(wall)
     figures = analyse(directories, walls)
-    print(f"cells compared: {figures['cells_compared']}; next run's p50 inside the interval: "
-          f"{figures['coverage']:.0%} (before: {figures['old_coverage']:.0%}); false flags: "
-          f"{figures['false_flag_rate']:.1%} (before: {figures['old_false_flag_rate']:.1%})")
+    known = known_slowdown(directories)
+    if known is not None:
+        figures["known_slowdown"] = known
     for i, pair in enumerate(figures["pairs"]):
         print(f"  runs {i}→{i + 1}: covered {pair['covered']}/{pair['cells']} (before "
               f"{pair['old_covered']}), flags {pair['false_flags']} (before "
               f"{pair['old_false_flags']}), p50 change median {pair['p50_change_median']:.1%} "
               f"max {pair['p50_change_max']:.1%}, × fastest change median "
               f"{pair['ratio_change_median']:.1%} max {pair['ratio_change_max']:.1%}")
+    if known is not None:
+        print(f"known slowdown: {known['effect']:+.1%} [{known['effect_interval'][0]:+.1%}, "
+              f"{known['effect_interval'][1]:+.1%}] over {known['effect_rounds']} rounds; "
+              f"flagged {known['real_changes_flagged']} of {known['real_changes']} real changes")
     path = write_result("repeatability", args, figures)
     print(f"wrote {path}")
     return 0

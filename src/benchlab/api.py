@@ -187,6 +187,7 @@ def run(
     reboot: RebootPolicy | None = None,
     on_run: Callable[[str], None] | None = None,
     on_result: Callable[[Result], None] | None = None,
+    order: str = "rounds",
 ) -> Results:
     """Run a sweep and return its :class:`Results`; every result is also in the store.
 
@@ -204,7 +205,12 @@ def run(
     (adb targets); each reboot is recorded in the next result's ``details.reboot``.
     ``on_run`` is called with the run's UUID once it is in the store (a new or resumed run);
     ``on_result`` with each result once it is stored (the lab's remote reporter uses it).
+    ``order`` is ``"rounds"`` (every job's first process, then every job's second...: drift
+    falls on every cell alike and the "× fastest" ratios are paired) or ``"jobs"`` (each job's
+    processes back to back); see :func:`benchlab.harness.execute`.
     """
+    if order not in ("rounds", "jobs"):
+        raise UsageError(f"order must be 'rounds' or 'jobs', not {order!r}")
     if isinstance(energy, str):
         energy = EnergySettings(meter=energy)
     cache = ArtifactCache(
@@ -238,7 +244,7 @@ def run(
                 sweep, targets, cache, store, resume=resume, string_map=string_map,
                 time_budget=time_budget, energy=energy,
                 description=_describe(specs, models, staged.configs),
-                on_result=stored, progress=bar, on_run=start, reboot=reboot,
+                on_result=stored, progress=bar, on_run=start, reboot=reboot, order=order,
             )
         finally:
             if bar is not None:

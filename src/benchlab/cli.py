@@ -107,6 +107,7 @@ def run(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the planned jobs and exit.")] = False,  # noqa: E501
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     warnings: Annotated[bool, typer.Option("--warnings", help="Print every cell's noise warnings in full (one summary line is always printed).")] = False,  # noqa: E501
+    order: Annotated[str, typer.Option("--order", help="'rounds': every job's first process, then every job's second... (drift falls on every cell alike; ratios are paired); 'jobs': each job's processes back to back.")] = "rounds",  # noqa: E501
     reboot: Annotated[bool, typer.Option("--reboot", help="Reboot the device before the run (adb).")] = False,  # noqa: E501
     reboot_after_failures: Annotated[Optional[int], typer.Option(help="Reboot the device after this many failed jobs in a row (adb).")] = None,  # noqa: UP007,E501
     reboot_after_uptime: Annotated[Optional[float], typer.Option(help="Reboot the device before a job once it has been up this many hours (FAI-PEP: 8) (adb).")] = None,  # noqa: UP007,E501
@@ -159,7 +160,7 @@ def run(
             list(specs), db=db, resume=resume_run or resume, time_budget=time_budget,
             energy=energy, string_map=parse_string_map(string_map) if string_map else None,
             json_dir=json_dir, progress=not quiet, console=err_console,
-            reboot=policy if policy.active else None,
+            reboot=policy if policy.active else None, order=order,
             on_run=reporter.on_run if reporter else None,
             on_result=reporter.on_result if reporter else None,
             **common,  # type: ignore[arg-type]

@@ -129,3 +129,45 @@ def test_metrics_without_a_column_are_shown_by_name() -> None:
     assert "top1_accuracy" not in console.export_text()
     page = matrix_html(matrix_cells([plain, scored]))
     assert "top1_accuracy 80 percent" in page
+
+
+def test_noise_line_sums_up_the_warnings_in_one_line() -> None:
+    from benchlab.report.terminal import noise_line, result_notes
+
+    results = _sweep()
+    noisy = [Sample("latency", 10.0 * (1 + (i % 2)), "ms", repetition=i // 10, index=i % 10)
+             for i in range(30)]  # two levels: high variability and two modes
+    results.append(Result(
+        identity=JobIdentity(spec="zoo:x", model_name="x", model_hash="h",
+                             test_identifier="default", framework="tflite",
+                             framework_config={}, target="host"),
+        status=Status.OK, samples=tuple(noisy), summaries=summarize_samples(noisy)))
+    line = noise_line(results)
+    assert line is not None and line.startswith("Noise: 1 of 6 cells with a noise warning (")
+    assert "noisy" in line and "widest (x/default @ tflite)" in line
+    assert "ran one process" not in line  # every cell ran three processes
+    full = result_notes(results)
+    short = result_notes(results, warnings=False)
+    assert any("High variability" in n for n in full)
+    assert not any("High variability" in n for n in short)
+    assert any("portable kernels crashed" in n for n in short)  # errors are always shown
+
+
+def test_the_glance_table_marks_a_backend_it_cannot_separate_from_the_fastest() -> None:
+    from benchlab.report.matrix import fastest_ratios
+
+    cells = matrix_cells(_sweep())
+    ratios = fastest_ratios(cells)
+    # int8 ORT is the fastest; the same three rounds' noise pattern repeats in every cell,
+    # so every other backend's paired ratio is exact and separable.
+    assert ratios[("mobilenet_v2", "onnxruntime[int8]")].rounds == 0
+    eager = ratios[("mobilenet_v2", "pytorch[eager]")]
+    assert eager.rounds == 3 and eager.value == pytest.approx(20 / 3) and eager.separable
+    page = matrix_html(cells)
+    glance = page.split('<table class="heat">')[1].split("</table>")[0]
+    assert "×6.67 [6.67–6.67]" in glance and "≈" not in glance
+    twin = _result("mobilenet_v2", "onnxruntime", {"precision": "int8", "threads": "1"}, 3.0,
+                   28.0, precision="int8")
+    page = matrix_html(matrix_cells([*_sweep(), twin]))
+    glance = page.split('<table class="heat">')[1].split("</table>")[0]
+    assert glance.count(" ≈<br>") == 1 and 'class="n tie"' in glance

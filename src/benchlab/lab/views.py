@@ -23,11 +23,13 @@ from benchlab.store import ResultStore
 from benchlab.store.store import RunRecord
 from benchlab.store.tables import results
 from benchlab.tracking.changepoint import find_change_points
-from benchlab.units import Dimension, dimension_of
+from benchlab.runstats import run_change
+from benchlab.units import Dimension, convert, dimension_of
 
 __all__ = [
-    "CompareRow", "Comparison", "Overview", "OverviewRow", "RunInfo", "TrendPoint",
-    "TrendSeries", "Trends", "compare", "overview", "run_info", "trends",
+    "FLAG_LEVEL", "FLAG_MIN_EFFECT", "CompareRow", "Comparison", "Overview", "OverviewRow",
+    "RunInfo", "TrendPoint", "TrendSeries", "Trends", "changed", "compare", "overview",
+    "run_info", "trends",
 ]
 
 TREND_LIMIT = 200
@@ -98,7 +100,7 @@ class OverviewRow:
     """One cell of the latest matrix: a job's newest result and its change since the last ok one.
 
     ``change`` is the relative change of the median (0.05 = 5% slower); ``significant`` says
-    whether the two medians' confidence intervals are disjoint.
+    whether :func:`changed` flags it.
     """
 
     model: str
@@ -148,6 +150,36 @@ class Overview:
             cells = table.setdefault((row.model, row.test, row.backend), [None] * len(columns))
             cells[columns.index(row.device)] = row
         return [(m, t, b, cells) for (m, t, b), cells in table.items()]
+
+
+#: The least change the overview flags: smaller moves are not worth a person's attention.
+FLAG_MIN_EFFECT = 0.03
+#: The confidence of the overview's between-runs test (a false flag in about 1% of cells).
+FLAG_LEVEL = 0.99
+
+
+def changed(before: Summary, after: Summary) -> bool:
+    """The overview's rule: did the latency median move between two runs of one job?
+
+    With two or more processes in each run, Welch's t on the runs' process medians
+    (:func:`benchlab.runstats.run_change`, 99%) must exclude no change and the median must
+    have moved by at least 3%: identical runs differ as much as their processes do, and this
+    allows for it. With one process on a side there is no between-process spread to judge
+    by; then only a change of at least 3% whose two intervals are disjoint is flagged.
+    """
+    earlier = [convert(v, before.unit, after.unit) for v in before.process_p50s]
+    if any(v is None for v in earlier):
+        return False
+    change = run_change([float(v or 0.0) for v in earlier], after.process_p50s,
+                        level=FLAG_LEVEL, min_effect=FLAG_MIN_EFFECT)
+    if change is not None:
+        return change.significant
+    low, high, p50 = (convert(getattr(before, a), before.unit, after.unit)
+                      for a in ("ci_low", "ci_high", "p50"))
+    if low is None or high is None or not p50 or p50 <= 0:
+        return False
+    disjoint = after.ci_low > high or after.ci_high < low
+    return disjoint and abs(after.p50 / p50 - 1.0) >= FLAG_MIN_EFFECT
 
 
 def overview(store: ResultStore, filters: Mapping[str, str | None] | None = None) -> Overview:
@@ -212,8 +244,7 @@ def _overview_row(group: Sequence[Any]) -> OverviewRow:
     change = (p50 / prev - 1.0) if p50 is not None and prev else None
     lo, hi = (_stat(s_now, "ci_low"), _stat(s_now, "ci_high")) if s_now else (None, None)
     p_lo, p_hi = (_stat(s_then, "ci_low"), _stat(s_then, "ci_high")) if prev else (None, None)
-    # Disjoint intervals: the medians differ beyond what each run's own noise explains.
-    significant = None not in (lo, hi, p_lo, p_hi) and (lo > p_hi or hi < p_lo)
+    significant = bool(s_now and s_then and prev is not None and changed(s_then, s_now))
     details = json.loads(latest.details_json)
     prev_details = json.loads(before.details_json) if before is not None else {}
     return OverviewRow(

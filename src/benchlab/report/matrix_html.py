@@ -223,7 +223,7 @@ def _runtime(cell: Cell, changes: Mapping[tuple[str, str], str]) -> str:
 
 
 def _table(cells: Sequence[Cell], changes: Mapping[tuple[str, str], str]) -> list[str]:
-    head = ("model", "backend", "runtime", "precision", "status", "p50 ms", "p90 ms", "±CI",
+    head = ("model", "backend", "runtime", "precision", "status", "p50 ms", "p90 ms", "±95%",
             "items/s", "load ms", "first ms", "peak MiB", "+load MiB", "size MiB",
             "energy mJ", "power W", "max |err|", "L2 rel", "SQNR dB", "cosine", "top-1",
             "top-5", "KL nats", "other metrics")
@@ -238,7 +238,7 @@ def _table(cells: Sequence[Cell], changes: Mapping[tuple[str, str], str]) -> lis
             continue
         values = (
             _fmt(c.p50), _fmt(c.p90), _fmt(c.ci_rel * 100 if c.ci_rel is not None else None,
-                                            ".1f", "%"),
+                                            ".1f", "%" if len(c.process_p50s) > 1 else "%¹"),
             _fmt(c.throughput, ".4g"), _fmt(c.load), _fmt(c.first), _fmt(c.memory_peak, ".0f"),
             _fmt(c.memory_load, ".1f"), _fmt(c.size, ".2f"), _fmt(c.energy, ".4g"),
             _fmt(c.power, ".3g"), _fmt(c.error_max_abs, ".2e"), _fmt(c.error_l2_rel, ".2e"),
@@ -366,7 +366,10 @@ def matrix_html(
                       f'<p class="sub">{len(devices)} devices; p50 per device, shaded by how '
                       "far it is from the fastest device of its row; ×: the slowest device's "
                       "p50 ÷ the fastest's.</p>"]
-        parts.append("<h2>All cells</h2>")
+        parts += ["<h2>All cells</h2>",
+                  '<p class="sub">±95%: where the median of the next identical run is '
+                  "expected, 19 times in 20 (from how the cell's processes spread; "
+                  "docs/statistics.md); ¹: one process, so only its own precision.</p>"]
         if changes:
             parts += ['<p class="changed-note">◆ The runtime changed since the previous run of '
                       "these cells, so a number that moved there may have moved with the "
