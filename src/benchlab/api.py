@@ -121,9 +121,13 @@ def _staged(
         taken: list[Plan] = []
 
         def stages() -> Iterator[Plan]:
-            taken.append(first)
-            yield first
-            for batch in session.batches(pause=pause):
+            # Spec files and cached zoo models need no export: one stage, so that their
+            # processes are measured in the same rounds (harness.execute).
+            cached = session.cached()
+            taken.append(plan_of([*loaded, *(spec_of(e, cache) for e in cached)])
+                         if cached else first)
+            yield taken[-1]
+            for batch in session.batches(pause=pause, include_cached=False):
                 taken.append(plan_of([spec_of(export, cache) for export in batch]))
                 yield taken[-1]
 

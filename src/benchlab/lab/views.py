@@ -387,8 +387,8 @@ class CompareRow:
     """One job measured in both runs: both medians with their CIs and B's ratio over A's.
 
     ``ratio_low``/``ratio_high`` bound the ratio by the two intervals' extremes (conservative;
-    the runs are not paired); ``verdict`` is ``faster``/``slower`` only when the intervals are
-    disjoint, else ``overlap``.
+    the runs are not paired); ``verdict`` is ``faster``/``slower`` only when :func:`changed`
+    flags the change, else ``overlap``.
     """
 
     model: str
@@ -476,10 +476,12 @@ def _compare_row(key: tuple[str, ...], sa: Summary, sb: Summary) -> CompareRow:
     verdict = "overlap"
     if None not in a and None not in b and a[0] and a[1] and a[2]:
         ratio, low, high = b[0] / a[0], b[1] / a[2], b[2] / a[1]
-        if b[1] > a[2]:
-            verdict = "slower" if unit == "ms" else "higher"
-        elif b[2] < a[1]:
-            verdict = "faster" if unit == "ms" else "lower"
+        # The overview's rule, so that the two pages never disagree about one change.
+        if changed(sa, sb):
+            if ratio > 1:
+                verdict = "slower" if unit == "ms" else "higher"
+            else:
+                verdict = "faster" if unit == "ms" else "lower"
     return CompareRow(key[0], key[1], key[2], key[3], unit,
                       *(_finite(v) for v in a), sa.count, *(_finite(v) for v in b), sb.count,
                       _finite(ratio), _finite(low), _finite(high), verdict)

@@ -185,9 +185,16 @@ class ExportSession:
         return _collect(self._index, planned.model, planned.fingerprint, self._formats,
                         planned.absent, planned.todo)
 
-    def batches(self, *, pause: bool = False) -> Iterator[list[ModelExport]]:
-        """Lists of finished models: the cached ones first, then each export as it ends."""
-        ready = [self._collect(p) for p in self._planned if not p.todo]
+    def cached(self) -> list[ModelExport]:
+        """The models whose every format is in the cache already: ready without an export."""
+        return [self._collect(p) for p in self._planned if not p.todo]
+
+    def batches(self, *, pause: bool = False,
+                include_cached: bool = True) -> Iterator[list[ModelExport]]:
+        """Lists of finished models: the cached ones first (unless ``include_cached`` is
+        False, for a caller that took them from :meth:`cached`), then each export as it
+        ends."""
+        ready = self.cached() if include_cached else []
         busy = [p for p in self._planned if p.todo]
         if ready:
             yield ready
