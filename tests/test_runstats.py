@@ -91,20 +91,20 @@ def test_a_paired_ratio_cancels_what_both_sides_share() -> None:
     assert single.value == pytest.approx(1.5) and single.low is None and not single.separable
 
 
-def test_run_change_rarely_flags_identical_runs_and_finds_a_real_slowdown() -> None:
+def test_run_change_rarely_flags_identical_runs_and_finds_a_15_percent_slowdown() -> None:
     rng = np.random.default_rng(11)
     trials = 2000
     false_flags = found = 0
     for _ in range(trials):
         before = [float(np.median(p)) for p in _run(rng, 3, 0.02, 0.03)]
         same = [float(np.median(p)) for p in _run(rng, 3, 0.02, 0.03)]
-        slower = [float(np.median(p)) for p in _run(rng, 3, 0.02, 0.03, scale=1.10)]
+        slower = [float(np.median(p)) for p in _run(rng, 3, 0.02, 0.03, scale=1.15)]
         change = run_change(before, same)
         false_flags += bool(change and change.significant)
         change = run_change(before, slower)
         found += bool(change and change.significant and change.ratio > 1)
     assert false_flags / trials <= 0.02
-    assert found / trials >= 0.6
+    assert found / trials >= 0.75
     assert run_change([1.0], [1.0, 1.1]) is None
     assert run_change([1.0, 1.0], [1.0, 1.0]) is not None
 

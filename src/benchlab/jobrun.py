@@ -175,11 +175,12 @@ class JobMeasurement:
         self.test = test
         self._steps = HostSteps(job.spec, test, cache, string_map)  # FAI-PEP host commands
         self._workdir: str | None = None
-        self._files: dict[str, str] = {}
         self._samples: list[Sample] = []
         self._details: dict[str, Any] = {DetailKey.REPETITIONS: 0}
         self._repetition = 0
-        self._began = 0.0
+        # The job's own time: in rounds, other jobs' processes run between its own, and its
+        # time budget must not pay for them.
+        self._spent = 0.0
 
     @property
     def interleavable(self) -> bool:
@@ -240,20 +241,19 @@ class JobMeasurement:
             self._steps.start(target, workdir, files)
         except StepFailure as exc:
             return self._finish(exc.status, exc.reason, exc.tail)
-        self._files = files
-        self._began = time.monotonic()
         if self._meter is not None:
             self._meter.start()
         return None
 
     def step(self) -> Result | None:
         """Run the job's next fresh process; the job's Result when that was its last."""
+        began = time.monotonic()
         try:
-            return self._step()
+            return self._step(began)
         except StepFailure as exc:
             return self._finish(exc.status, exc.reason, exc.tail)
 
-    def _step(self) -> Result | None:
+    def _step(self, began: float) -> Result | None:
         test, target, details = self.test, self._target, self._details
         repetition = self._repetition
         staged = self._steps.before(repetition)
@@ -298,8 +298,8 @@ class JobMeasurement:
         _merge_details(details, parsed, repetition)
         self._repetition = repetition = repetition + 1
         details[DetailKey.REPETITIONS] = repetition
-        stop = _stop_reason(test, self._samples, repetition, time.monotonic() - self._began,
-                            self._budget)
+        self._spent += time.monotonic() - began
+        stop = _stop_reason(test, self._samples, repetition, self._spent, self._budget)
         if stop is None or (self._meter is not None and self._meter.wants_more()):
             return None
         details[DetailKey.JOB_STOP_REASON] = stop.value
