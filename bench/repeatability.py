@@ -61,6 +61,8 @@ SENSITIVITY = (0.9, 0.95, 0.98, 0.99)
 def _extra(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--analyse", nargs="+", type=Path, default=None,
                         help="JSON directories of earlier runs, in order; nothing is run")
+    parser.add_argument("--walls", type=float, nargs="+", default=None,
+                        help="with --analyse: the runs' wall times in seconds, for the record")
     parser.add_argument("--keep", type=Path, default=None,
                         help="keep each run's JSON directory under here")
     parser.add_argument("--run-arg", action="append", default=[],
@@ -138,7 +140,12 @@ def _ratios(results: dict[str, Result]) -> tuple[dict[str, float], dict[str, flo
     return by_key_paired, by_key_plain
 
 
-def _pair(before: dict[str, Result], after: dict[str, Result]) -> dict[str, Any]:
+def _pair(before: dict[str, Result], after: dict[str, Result],
+          earlier: Sequence[dict[str, Result]] = ()) -> dict[str, Any]:
+    """Run ``before`` against the next run ``after``; ``earlier`` runs are the flag rule's
+    history (oldest first)."""
+    from benchlab.lab.flags import FLAG_HISTORY, changed
+
     keys = sorted(set(before) & set(after))
     covered_now = covered_old = flags_now = flags_old = 0
     by_level = {str(level): 0 for level in SENSITIVITY}
@@ -157,9 +164,9 @@ def _pair(before: dict[str, Result], after: dict[str, Result]) -> dict[str, Any]
         old = old_low <= p50_b <= old_high
         covered_now += now
         covered_old += old
-        change = run_change(a.summaries[LATENCY_KEY].process_p50s,
-                            b.summaries[LATENCY_KEY].process_p50s)
-        flag_now = bool(change and change.significant)
+        history = [run[key].summaries[LATENCY_KEY] for run in earlier if key in run]
+        flag_now = changed(a.summaries[LATENCY_KEY], b.summaries[LATENCY_KEY],
+                           history[-FLAG_HISTORY:])
         for level in SENSITIVITY:
             other = run_change(a.summaries[LATENCY_KEY].process_p50s,
                                b.summaries[LATENCY_KEY].process_p50s, level=level)
@@ -198,7 +205,7 @@ def _pair(before: dict[str, Result], after: dict[str, Result]) -> dict[str, Any]
 
 def analyse(directories: Sequence[Path], walls: Sequence[float | None]) -> dict[str, Any]:
     runs = [_load(d) for d in directories]
-    pairs = [_pair(a, b) for a, b in zip(runs, runs[1:], strict=False)]
+    pairs = [_pair(runs[i], runs[i + 1], runs[:i]) for i in range(len(runs) - 1)]
     cells = sum(p["cells"] for p in pairs)
 
     def total(key: str) -> int:
@@ -272,7 +279,7 @@ def slowdown_specs(where: Path, matmuls: int) -> list[Path]:
 
 def known_slowdown(directories: Sequence[Path]) -> dict[str, Any] | None:
     """The known-effect cells of each run: the effect, and whether the rule flags it."""
-    from benchlab.lab.views import changed
+    from benchlab.lab.flags import changed
     from benchlab.runstats import paired_ratio
 
     pairs = []
@@ -286,7 +293,8 @@ def known_slowdown(directories: Sequence[Path]) -> dict[str, Any] | None:
     rounds_a = [v for a, _ in pairs for v in a.process_p50s]
     rounds_b = [v for _, b in pairs for v in b.process_p50s]
     effect = paired_ratio(rounds_a, rounds_b)
-    real = [changed(pairs[i][0], pairs[i + 1][1]) for i in range(len(pairs) - 1)]
+    originals = [a for a, _ in pairs]
+    real = [changed(pairs[i][0], pairs[i + 1][1], originals[:i]) for i in range(len(pairs) - 1)]
     at_level = {}
     for level in SENSITIVITY:
         found = [run_change(pairs[i][0].process_p50s, pairs[i + 1][1].process_p50s, level=level)
@@ -309,7 +317,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(__doc__.splitlines()[0], argv, repeats=3,
                       repeats_help="back-to-back runs (pairs = runs - 1)", extra=_extra)
     if args.analyse:
-        directories, walls = list(args.analyse), [None] * len(args.analyse)
+        directories = list(args.analyse)
+        walls = list(args.walls) if args.walls else [None] * len(directories)
     else:
         runs = 2 if args.smoke else args.repeats
         where = args.keep or Path(tempfile.mkdtemp(prefix="benchlab-repeat-"))

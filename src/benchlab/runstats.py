@@ -28,6 +28,7 @@ __all__ = [
     "next_run_interval",
     "paired_ratio",
     "run_change",
+    "run_change_with_history",
     "t_quantile",
 ]
 
@@ -150,9 +151,13 @@ def paired_ratio(
     """The ratio b/a from per-round medians measured side by side, with a t interval.
 
     Round r's two values were measured in the same stretch of the run, so a drift of the
-    machine moves both and cancels in their ratio. The geometric mean of the per-round ratios
-    is the estimate; its interval is a confidence interval over rounds (rounds - 1 degrees of
-    freedom). Values must be positive; unmatched trailing rounds are left out.
+    machine moves both and cancels in their ratio. The estimate is the median of the
+    per-round ratios: one odd process (this VM has processes 50% slower than their
+    siblings) moves a mean of three ratios by a sixth of its excess and the median not at
+    all, which measured halves how much the printed ratio moves between identical runs
+    (docs/performance.md §11). The interval is a t interval of the mean log ratio over
+    rounds (rounds - 1 degrees of freedom), widened to hold the estimate when an odd round
+    pulls the two apart. Values must be positive; unmatched trailing rounds are left out.
     """
     rounds = min(len(a_by_round), len(b_by_round))
     if rounds == 0:
@@ -162,13 +167,14 @@ def paired_ratio(
     if np.any(a <= 0) or np.any(b <= 0):
         raise ValueError("paired_ratio needs positive values")
     logs = np.log(b) - np.log(a)
-    centre = float(logs.mean())
+    estimate = float(np.median(logs))
     if rounds < 2:
-        return PairedRatio(math.exp(centre), None, None, level, rounds)
+        return PairedRatio(math.exp(estimate), None, None, level, rounds)
+    centre = float(logs.mean())
     half = t_quantile(0.5 + level / 2.0, rounds - 1) * float(np.std(logs, ddof=1)) / math.sqrt(
         rounds)
-    return PairedRatio(math.exp(centre), math.exp(centre - half), math.exp(centre + half),
-                       level, rounds)
+    low, high = min(centre - half, estimate), max(centre + half, estimate)
+    return PairedRatio(math.exp(estimate), math.exp(low), math.exp(high), level, rounds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +218,36 @@ def run_change(
         return RunChange(ratio, ratio, ratio, level, significant)
     df = (va + vb) ** 2 / (va * va / (a.size - 1) + vb * vb / (b.size - 1))
     half = t_quantile(0.5 + level / 2.0, df) * se
+    low, high = math.exp(diff - half), math.exp(diff + half)
+    significant = (low > 1.0 or high < 1.0) and abs(math.expm1(diff)) >= min_effect
+    return RunChange(math.exp(diff), low, high, level, significant)
+
+
+def run_change_with_history(
+    history: Sequence[Sequence[float]], before: Sequence[float], after: Sequence[float], *,
+    level: float = 0.99, min_effect: float = 0.03, min_df: int = 6,
+) -> RunChange | None:
+    """:func:`run_change` with the process spread pooled over the cell's earlier runs.
+
+    Three processes per run estimate their spread with two degrees of freedom, so one odd
+    process makes Welch's interval useless. The spread of a cell's processes is a property of
+    the cell on its machine, so every run of its history (``history``: earlier runs' process
+    medians; then ``before`` and ``after``) contributes its own deviations from its own mean:
+    a pooled variance with sum(k - 1) degrees of freedom, and a t interval of the ratio with
+    them. None when the runs hold fewer than ``min_df`` degrees of freedom in all (then use
+    :func:`run_change`), or a value is not positive.
+    """
+    runs = [np.asarray(r, dtype=float) for r in (*history, before, after)]
+    if any(np.any(r <= 0) for r in runs if r.size) or runs[-1].size < 1 or runs[-2].size < 1:
+        return None
+    logs = [np.log(r) for r in runs if r.size >= 2]
+    df = sum(r.size - 1 for r in logs)
+    if df < min_df:
+        return None
+    pooled = sum(float(np.sum((r - r.mean()) ** 2)) for r in logs) / df
+    a, b = np.log(runs[-2]), np.log(runs[-1])
+    diff = float(b.mean() - a.mean())
+    half = t_quantile(0.5 + level / 2.0, df) * math.sqrt(pooled * (1 / a.size + 1 / b.size))
     low, high = math.exp(diff - half), math.exp(diff + half)
     significant = (low > 1.0 or high < 1.0) and abs(math.expm1(diff)) >= min_effect
     return RunChange(math.exp(diff), low, high, level, significant)

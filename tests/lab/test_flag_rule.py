@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchlab.lab.views import changed
+from benchlab.lab.flags import changed
 from benchlab.stats import summarize
 
 
@@ -38,3 +38,17 @@ def test_one_process_falls_back_to_disjoint_intervals_and_the_minimum() -> None:
     assert not one.predicts_next_run
     assert changed(one, slower)
     assert not changed(one, summarize([10.2 + 0.01 * (i % 7) for i in range(30)], "ms"))
+
+
+def test_history_pools_the_process_spread_so_one_odd_process_does_not_hide_a_change() -> None:
+    # The previous run had one odd process: on its own (Welch, two degrees of freedom per
+    # side) a 12% slowdown is lost in it; with the cell's steadier history pooled it is found.
+    before = _summary([10.0, 8.7, 9.9])
+    after = _summary([11.2, 11.3, 11.1])
+    history = [_summary([10.0, 10.1, 9.9]), _summary([10.05, 9.95, 10.1]),
+               _summary([9.9, 10.0, 10.1])]
+    assert not changed(before, after)
+    assert changed(before, after, history)
+    # ...and the same history does not turn an identical run into a flag.
+    assert not changed(before, _summary([10.0, 9.9, 10.05]), history)
+

@@ -23,13 +23,12 @@ from benchlab.store import ResultStore
 from benchlab.store.store import RunRecord
 from benchlab.store.tables import results
 from benchlab.tracking.changepoint import find_change_points
-from benchlab.runstats import run_change
-from benchlab.units import Dimension, convert, dimension_of
+from benchlab.lab.flags import FLAG_HISTORY, changed
+from benchlab.units import Dimension, dimension_of
 
 __all__ = [
-    "FLAG_LEVEL", "FLAG_MIN_EFFECT", "CompareRow", "Comparison", "Overview", "OverviewRow",
-    "RunInfo", "TrendPoint", "TrendSeries", "Trends", "changed", "compare", "overview",
-    "run_info", "trends",
+    "CompareRow", "Comparison", "Overview", "OverviewRow", "RunInfo", "TrendPoint",
+    "TrendSeries", "Trends", "compare", "overview", "run_info", "trends",
 ]
 
 TREND_LIMIT = 200
@@ -152,36 +151,6 @@ class Overview:
         return [(m, t, b, cells) for (m, t, b), cells in table.items()]
 
 
-#: The least change the overview flags: smaller moves are not worth a person's attention.
-FLAG_MIN_EFFECT = 0.03
-#: The confidence of the overview's between-runs test (a false flag in about 1% of cells).
-FLAG_LEVEL = 0.99
-
-
-def changed(before: Summary, after: Summary) -> bool:
-    """The overview's rule: did the latency median move between two runs of one job?
-
-    With two or more processes in each run, Welch's t on the runs' process medians
-    (:func:`benchlab.runstats.run_change`, 99%) must exclude no change and the median must
-    have moved by at least 3%: identical runs differ as much as their processes do, and this
-    allows for it. With one process on a side there is no between-process spread to judge
-    by; then only a change of at least 3% whose two intervals are disjoint is flagged.
-    """
-    earlier = [convert(v, before.unit, after.unit) for v in before.process_p50s]
-    if any(v is None for v in earlier):
-        return False
-    change = run_change([float(v or 0.0) for v in earlier], after.process_p50s,
-                        level=FLAG_LEVEL, min_effect=FLAG_MIN_EFFECT)
-    if change is not None:
-        return change.significant
-    low, high, p50 = (convert(getattr(before, a), before.unit, after.unit)
-                      for a in ("ci_low", "ci_high", "p50"))
-    if low is None or high is None or not p50 or p50 <= 0:
-        return False
-    disjoint = after.ci_low > high or after.ci_high < low
-    return disjoint and abs(after.p50 / p50 - 1.0) >= FLAG_MIN_EFFECT
-
-
 def overview(store: ResultStore, filters: Mapping[str, str | None] | None = None) -> Overview:
     """The newest result of every job, filtered by ``model``, ``backend`` (framework) and
     ``device`` (label), each with the change of its latency median since the job's previous
@@ -214,7 +183,8 @@ def overview(store: ResultStore, filters: Mapping[str, str | None] | None = None
                ranked.c.rn)
         .join(ranked, ranked.c.id == results.c.id)
         .where(or_(ranked.c.rn == 1,
-                   and_(results.c.status == Status.OK.value, ranked.c.ok_rn <= 2)))
+                   and_(results.c.status == Status.OK.value,
+                        ranked.c.ok_rn <= FLAG_HISTORY + 2)))
         .order_by(results.c.job_key, results.c.started_at.desc(), results.c.id.desc())
     )
     with store.connection("read the overview") as conn:
@@ -230,9 +200,11 @@ def overview(store: ResultStore, filters: Mapping[str, str | None] | None = None
 
 def _overview_row(group: Sequence[Any]) -> OverviewRow:
     latest = next(row for row in group if row.rn == 1)
-    before = next((row for row in group if row.id != latest.id
-                   and row.status == Status.OK.value and row.started_at <= latest.started_at),
-                  None)
+    earlier = [row for row in group if row.id != latest.id
+               and row.status == Status.OK.value and row.started_at <= latest.started_at]
+    before = earlier[0] if earlier else None
+    history = [Summary.from_dict(raw) for row in reversed(earlier[1:])
+               if (raw := json.loads(row.summaries_json).get(LATENCY_KEY))]
     identity = json.loads(latest.identity_json)
     now = json.loads(latest.summaries_json).get(LATENCY_KEY)
     then = json.loads(before.summaries_json).get(LATENCY_KEY) if before is not None else None
@@ -244,7 +216,8 @@ def _overview_row(group: Sequence[Any]) -> OverviewRow:
     change = (p50 / prev - 1.0) if p50 is not None and prev else None
     lo, hi = (_stat(s_now, "ci_low"), _stat(s_now, "ci_high")) if s_now else (None, None)
     p_lo, p_hi = (_stat(s_then, "ci_low"), _stat(s_then, "ci_high")) if prev else (None, None)
-    significant = bool(s_now and s_then and prev is not None and changed(s_then, s_now))
+    significant = bool(s_now and s_then and prev is not None
+                       and changed(s_then, s_now, history=history))
     details = json.loads(latest.details_json)
     prev_details = json.loads(before.details_json) if before is not None else {}
     return OverviewRow(
