@@ -9,12 +9,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchlab.report.svg import median
-from benchlab.runstats import PairedRatio, paired_ratio
 from benchlab.units import convert, dimension_of
 from benchlab.schema import LATENCY_KEY, DetailKey, Metric, Result, Status, Summary
+
+if TYPE_CHECKING:
+    from benchlab.runstats import PairedRatio
 
 __all__ = [
     "COLUMN_UNITS",
@@ -254,6 +256,9 @@ def fastest_ratios(cells: Sequence[Cell]) -> dict[tuple[str, str], PairedRatio]:
     interval is over rounds. The fastest backend itself maps to a ratio of 1 with no
     interval. A cell with fewer rounds than two, or none, gets the plain ratio of p50s.
     """
+    # Here, not at the top: the CLI imports this module and must not load numpy to start.
+    from benchlab.runstats import PairedRatio, paired_ratio
+
     out: dict[tuple[str, str], PairedRatio] = {}
     by_model: dict[str, list[Cell]] = {}
     for cell in cells:
