@@ -77,7 +77,8 @@ def _one_run(index: int, where: Path, db: Path, extra: Sequence[str], smoke: boo
     argv = [sys.executable, "-m", "benchlab", "run", "--db", str(db), "--json-dir", str(out),
             "-q", *extra, *map(str, specs)]
     if smoke:
-        argv += ["--models", "mlp", "--iter", "5", "--min-time", "0"]
+        argv += ["--models", "mlp", "-f", "onnxruntime", "--iter", "5", "--min-time", "0",
+                 "--repeat", "3"]
     elif specs:
         argv += ["--models", "default"]
     began = time.monotonic()
