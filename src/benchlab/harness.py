@@ -372,9 +372,9 @@ def _in_rounds(
 ) -> None:
     """Measure ``jobs`` a process per job per round until each job's result is in.
 
-    Each job is opened (its files pushed) when its first process is due and closed when its
-    result is recorded, so at most the stage's jobs hold a workdir at once. A job that must
-    keep its processes together runs whole, before the rounds.
+    Each job is opened (its files pushed) by its first process and closed when its result is
+    recorded, so at most the stage's jobs hold a workdir at once. A job that must keep its
+    processes together runs whole, before the rounds.
     """
     pending: list[JobMeasurement] = []
     try:
@@ -383,20 +383,11 @@ def _in_rounds(
             if job_measurement.interleavable:
                 pending.append(job_measurement)
                 continue
-            try:
-                pace.wait()
-                if progress:
-                    progress(job, None)
-                result = job_measurement.open()
-                while result is None:
-                    result = job_measurement.step()
-                    pace.after(job)
-                    if result is None:
-                        pace.wait()
-            finally:
-                job_measurement.close()
-            record(job, result)
-        opened: set[int] = set()
+            pace.wait()
+            if progress:
+                progress(job, None)
+            record(job, job_measurement.run())
+            pace.after(job)
         while pending:
             still: list[JobMeasurement] = []
             for job_measurement in pending:
@@ -404,12 +395,7 @@ def _in_rounds(
                 pace.wait()
                 if progress:
                     progress(job, None)
-                result = None
-                if id(job_measurement) not in opened:
-                    opened.add(id(job_measurement))
-                    result = job_measurement.open()
-                if result is None:
-                    result = job_measurement.step()
+                result = job_measurement.step()
                 pace.after(job)
                 if result is None:
                     still.append(job_measurement)

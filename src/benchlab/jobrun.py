@@ -146,11 +146,12 @@ def fetch_files(spec: BenchmarkSpec, test: TestCase, cache: ArtifactCache) -> di
 class JobMeasurement:
     """One job measured a process at a time, so that a sweep can interleave its jobs.
 
-    :meth:`open` prepares the job (its files, its workdir, the host's setup commands);
-    each :meth:`step` runs one fresh process and returns the job's :class:`Result` once the
-    job is over (its processes done, its target CI met, or a failure), else None; :meth:`close`
-    removes what :meth:`open` made and must always be called. :func:`run_job` drives one
-    job from start to end; :func:`benchlab.harness.execute` drives a stage's jobs in rounds.
+    Each :meth:`step` runs one fresh process (the first one prepares the job: its files, its
+    workdir, the host's setup commands) and returns the job's :class:`Result` once the job is
+    over (its processes done, its target CI met, or a failure), else None; :meth:`close`
+    removes what the steps made and must always be called. :meth:`run` drives one job from
+    start to end (:func:`run_job`); :func:`benchlab.harness.execute` drives a stage's jobs in
+    rounds.
     """
 
     def __init__(self, job: Job, target: Target, cache: ArtifactCache, *,
@@ -215,7 +216,7 @@ class JobMeasurement:
             stderr_tail=stderr, started_at=self._started_at, finished_at=_now(),
         )
 
-    def open(self) -> Result | None:
+    def _open(self) -> Result | None:
         """Fetch and push the job's files and run the host's setup; a Result if that failed."""
         try:
             local_files = self._steps.fetch()
@@ -247,6 +248,10 @@ class JobMeasurement:
 
     def step(self) -> Result | None:
         """Run the job's next fresh process; the job's Result when that was its last."""
+        if self._workdir is None:
+            failed = self._open()
+            if failed is not None:
+                return failed
         began = time.monotonic()
         try:
             return self._step(began)
@@ -259,7 +264,7 @@ class JobMeasurement:
         staged = self._steps.before(repetition)
         if test.temperature_gate is not None:
             self._gates.append(wait_until_cool(target, test.temperature_gate, test.gate_timeout))
-        assert self._workdir is not None, "open() first"
+        assert self._workdir is not None, "step() opens the job first"
         ctx = JobContext(
             spec=self.job.spec, test=test, config=self.job.config, workdir=self._workdir,
             python=target.python_executable(), files=staged.files,
@@ -311,6 +316,19 @@ class JobMeasurement:
                                 "pre/postprocess commands printed a metric line")
         return self._finish(Status.OK)
 
+    def run(self) -> Result:
+        """Every process of the job back to back, with the test's cooldown between them;
+        closes the job at the end."""
+        try:
+            result = self.step()
+            while result is None:
+                if self.test.cooldown:
+                    time.sleep(self.test.cooldown)
+                result = self.step()
+            return result
+        finally:
+            self.close()
+
     def close(self) -> None:
         """Stop the host's steps and remove the job's workdir (safe to call more than once)."""
         self._steps.close()
@@ -335,17 +353,8 @@ def run_job(
     baseline) and ``details.energy`` holds the energy per inference and mean power, or why
     they are unavailable.
     """
-    measurement = JobMeasurement(job, target, cache, string_map=string_map,
-                                 time_budget=time_budget, energy=energy)
-    try:
-        result = measurement.open()
-        while result is None:
-            result = measurement.step()
-            if result is None and measurement.test.cooldown:
-                time.sleep(measurement.test.cooldown)
-        return result
-    finally:
-        measurement.close()
+    return JobMeasurement(job, target, cache, string_map=string_map, time_budget=time_budget,
+                          energy=energy).run()
 
 
 def _merge_details(details: dict[str, Any], parsed: Any, repetition: int) -> None:

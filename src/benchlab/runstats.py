@@ -193,6 +193,14 @@ class RunChange:
     significant: bool
 
 
+def _verdict(diff: float, half: float, level: float, min_effect: float) -> RunChange:
+    """The change of log ratio ``diff`` ± ``half``: significant when the interval excludes no
+    change and the ratio moved by at least ``min_effect``."""
+    low, high = math.exp(diff - half), math.exp(diff + half)
+    significant = (low > 1.0 or high < 1.0) and abs(math.expm1(diff)) >= min_effect
+    return RunChange(math.exp(diff), low, high, level, significant)
+
+
 def run_change(
     before: Sequence[float], after: Sequence[float], *, level: float = 0.99,
     min_effect: float = 0.03,
@@ -213,14 +221,9 @@ def run_change(
     diff = float(lb.mean() - la.mean())
     se = math.sqrt(va + vb)
     if se == 0.0:
-        significant = abs(math.expm1(diff)) >= min_effect and diff != 0.0
-        ratio = math.exp(diff)
-        return RunChange(ratio, ratio, ratio, level, significant)
+        return _verdict(diff, 0.0, level, min_effect)
     df = (va + vb) ** 2 / (va * va / (a.size - 1) + vb * vb / (b.size - 1))
-    half = t_quantile(0.5 + level / 2.0, df) * se
-    low, high = math.exp(diff - half), math.exp(diff + half)
-    significant = (low > 1.0 or high < 1.0) and abs(math.expm1(diff)) >= min_effect
-    return RunChange(math.exp(diff), low, high, level, significant)
+    return _verdict(diff, t_quantile(0.5 + level / 2.0, df) * se, level, min_effect)
 
 
 def run_change_with_history(
@@ -248,6 +251,4 @@ def run_change_with_history(
     a, b = np.log(runs[-2]), np.log(runs[-1])
     diff = float(b.mean() - a.mean())
     half = t_quantile(0.5 + level / 2.0, df) * math.sqrt(pooled * (1 / a.size + 1 / b.size))
-    low, high = math.exp(diff - half), math.exp(diff + half)
-    significant = (low > 1.0 or high < 1.0) and abs(math.expm1(diff)) >= min_effect
-    return RunChange(math.exp(diff), low, high, level, significant)
+    return _verdict(diff, half, level, min_effect)
