@@ -71,6 +71,7 @@ class PairFramework:
     order: str
     loaded_first: str = "c"
     warmup: int = 0
+    solo: int = 0
     name: str = "pair"
 
     def invocations(self, ctx: JobContext) -> list[Invocation]:
@@ -80,12 +81,14 @@ class PairFramework:
         for side, job in (("control", self.control), ("treatment", self.treatment)):
             side_ctx = replace(ctx, config=job.config, test=job.test)
             wire, env = _runner_wire(job.framework.invocations(side_ctx), side)
-            wires[side] = wire
+            shared = dict(getattr(job.framework, "shared_process_options", {}))
+            # The side's own options win: a thread_pool asked for is measured as asked.
+            wires[side] = {**wire, "options": {**shared, **wire.get("options", {})}}
             envs.append(env)
         if dict(envs[0]) != dict(envs[1]):
             raise ModeUnavailable("the sides need different environment variables")
         payload = {**wires, "warmup": self.warmup, "order": self.order,
-                   "loaded_first": self.loaded_first}
+                   "loaded_first": self.loaded_first, "solo": self.solo}
         argv = [ctx.python, "-m", "benchlab.runner.pair", json.dumps(payload, sort_keys=True)]
         return [Invocation(argv=argv, env=dict(envs[0]))]
 
@@ -100,11 +103,12 @@ def _times(result: Result, side: str, metric: Metric = Metric.LATENCY) -> list[f
 
 def inprocess_session(
     control: Job, treatment: Job, target: Target, cache: ArtifactCache, *,
-    order: str, loaded_first: str, warmup: int,
+    order: str, loaded_first: str, warmup: int, solo: int = 0,
 ) -> Session:
     """One fresh process holding both sides; raises :class:`ModeUnavailable` when they
-    cannot share one and :class:`TargetError` when the process fails."""
-    framework = PairFramework(control, treatment, order, loaded_first, warmup)
+    cannot share one and :class:`TargetError` when the process fails. ``solo`` calls of
+    each side are also timed alone (see :mod:`benchlab.runner.pair`)."""
+    framework = PairFramework(control, treatment, order, loaded_first, warmup, solo)
     job = replace(control, framework=framework)  # type: ignore[arg-type]
     result = run_job(job, target, cache)
     if not result.ok:
@@ -112,5 +116,8 @@ def inprocess_session(
                           f"{result.error}")
     times = {letter: _times(result, side) for letter, side in SIDES.items()}
     cpu = {letter: _times(result, side, Metric.CPU_TIME) for letter, side in SIDES.items()}
+    alone = {letter: _times(result, f"{side}_solo") for letter, side in SIDES.items()}
+    regime = result.details.get("interleaved", {}).get("regime", {})
     return session_from_blocks(Mode.IN_PROCESS, times["c"], times["t"], order, loaded_first,
-                               cpu=(cpu["c"], cpu["t"]))
+                               cpu=(cpu["c"], cpu["t"]), solo=(alone["c"], alone["t"]),
+                               regime=regime)

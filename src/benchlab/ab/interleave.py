@@ -9,22 +9,32 @@ per-pair log-ratios.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from benchlab.ab.model import Mode, PairedEstimate
+from benchlab.ab.model import Fidelity, Mode, PairedEstimate
 from benchlab.ab.sessions import Session, balanced_orders
-from benchlab.ab.stats import decide_log_ratios
+from benchlab.ab.stats import decide_log_ratios, hodges_lehmann
 from benchlab.artifacts import ArtifactCache
-from benchlab.errors import UsageError
+from benchlab.errors import ModeUnavailable, UsageError
 from benchlab.jobrun import Job
 from benchlab.schema import LATENCY_KEY, Metric, Sample
 from benchlab.targets.base import Target
 
-__all__ = ["AUTO", "SessionData", "choose_mode", "parse_mode", "run_sessions", "session_runner"]
+__all__ = ["AUTO", "FIDELITY_CHECK", "SessionData", "choose_mode", "parse_mode",
+           "run_sessions", "session_runner", "solo_calls"]
 
 #: Let compare choose the strongest mode the sides allow.
 AUTO = "auto"
+#: After this many sessions (or the first look, if sooner) the sides' fidelity is judged; an
+#: interleaved mode that does not run the sides as they run alone is left for process pairs.
+FIDELITY_CHECK = 6
+
+
+def solo_calls(blocks: int) -> int:
+    """How many calls of each side a session also times alone: half its blocks, at least 3."""
+    return max(3, blocks // 2)
 
 
 def parse_mode(text: str) -> Mode | None:
@@ -83,7 +93,8 @@ def session_runner(mode: Mode, pair: tuple[Job, Job], labels: tuple[str, str],
             from benchlab.ab.inprocess import inprocess_session
 
             return inprocess_session(control, treatment, target, cache, order=order,
-                                     loaded_first=first, warmup=warmup)
+                                     loaded_first=first, warmup=warmup,
+                                     solo=solo_calls(blocks))
         from benchlab.ab.lockstep import lockstep_session
 
         return lockstep_session(pair, labels, string_maps, target, cache, order=order,
@@ -111,6 +122,29 @@ class SessionData:
         pairs = [s.medians for s in self.sessions]
         return [c for c, _ in pairs], [t for _, t in pairs]
 
+    def fidelity(self, letter: str, tolerance: float) -> Fidelity | None:
+        """How side ``c``/``t`` ran interleaved against itself alone, over the sessions that
+        timed it alone; None when none did."""
+        rounds = [(s.solo_median(letter), s.medians[0 if letter == "c" else 1])
+                  for s in self.sessions]
+        rounds = [(alone, together) for alone, together in rounds if alone]
+        if not rounds:
+            return None
+        logs = [math.log(together / alone) for alone, together in rounds]
+        centre, low, high = hodges_lehmann(logs)
+        bounds = (math.exp(low), math.exp(high)) if len(logs) > 1 else (None, None)
+        return Fidelity("control" if letter == "c" else "treatment", math.exp(centre),
+                        *bounds, len(rounds), tolerance)
+
+    def fidelities(self, tolerance: float) -> tuple[Fidelity, ...]:
+        """Both sides' fidelity, where measured."""
+        found = (self.fidelity(letter, tolerance) for letter in "ct")
+        return tuple(f for f in found if f is not None)
+
+    def regime(self) -> dict:
+        """The threading regime the sessions reported (the last session's)."""
+        return dict(self.sessions[-1].regime) if self.sessions else {}
+
     def samples(self, letter: str) -> list[Sample]:
         """Every call of one side (``c`` or ``t``) as latency samples, repetition = session."""
         return [Sample(Metric.LATENCY, value, "ms", "NET", index, k)
@@ -122,16 +156,30 @@ class SessionData:
 def run_sessions(
     runner: SessionRunner, mode: Mode, looks: tuple[int, ...], *, min_effect: float,
     alpha: float, progress: Callable[[str], None] | None = None, label: str = "",
+    tolerance: float | None = None,
 ) -> tuple[SessionData, dict[str, PairedEstimate]]:
     """Sessions up to each look in turn, stopping at the first look where latency is decided
-    (more sessions only while undecided); the verdict is on the sessions' estimates."""
+    (more sessions only while undecided); the verdict is on the sessions' estimates.
+
+    With a ``tolerance``, the sides' fidelity is judged once, after :data:`FIDELITY_CHECK`
+    sessions (or the first look): a side that ran outside it raises
+    :class:`ModeUnavailable` saying so, and compare measures the job another way.
+    """
     data = SessionData(mode)
     estimate: PairedEstimate | None = None
+    check_at = min(FIDELITY_CHECK, looks[0]) if tolerance is not None else None
     for look in looks:
         while len(data.sessions) < look:
             data.sessions.append(runner(len(data.sessions)))
             if progress:
                 progress(f"{label}: {mode.value} session {len(data.sessions)}/{look}")
+            if len(data.sessions) == check_at:
+                off = [f for f in data.fidelities(tolerance) if not f.faithful]
+                if off:
+                    raise ModeUnavailable(
+                        f"{mode.value} did not run the sides as they run alone: "
+                        + "; ".join(f.describe() for f in off)
+                        + f" (tolerance ±{tolerance:.0%})")
         estimate = decide_log_ratios(data.estimates, min_effect=min_effect, alpha=alpha,
                                      n_looks=len(looks))
         if estimate.outcome.value != "undecided":

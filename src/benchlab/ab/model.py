@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
-__all__ = ["Comparison", "MetricComparison", "Mode", "OpDelta", "Outcome", "PairedEstimate"]
+__all__ = ["Comparison", "Fidelity", "MetricComparison", "Mode", "OpDelta", "Outcome",
+           "PairedEstimate"]
 
 
 class Mode(StrEnum):
@@ -93,6 +96,41 @@ class OpDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class Fidelity:
+    """How one side ran in its A/B sessions against the same side alone.
+
+    ``ratio`` is the side's interleaved call time over its solo call time (1.0: the A/B
+    regime is the regime the side ships in): the Hodges-Lehmann centre over ``sessions`` of
+    each session's log ratio of medians, with its signed-rank interval at ``level``
+    (``low``/``high``; None with one session). ``tolerance`` is how far from 1 the ratio may
+    be (0.05: ±5%).
+    """
+
+    side: str
+    ratio: float
+    low: float | None
+    high: float | None
+    sessions: int
+    tolerance: float
+    level: float = 0.95
+
+    @property
+    def faithful(self) -> bool:
+        """False when the ratio is outside the tolerance and its interval excludes 1."""
+        if abs(self.ratio - 1.0) <= self.tolerance:
+            return True
+        if self.low is None or self.high is None:
+            return False
+        return self.low <= 1.0 <= self.high
+
+    def describe(self) -> str:
+        """``control 1.01× [0.99–1.03] its solo latency`` for reports."""
+        interval = (f" [{self.low:.2f}–{self.high:.2f}]"
+                    if self.low is not None and self.high is not None else "")
+        return f"{self.side} {self.ratio:.2f}×{interval} its solo latency"
+
+
+@dataclass(frozen=True, slots=True)
 class MetricComparison:
     """One metric of one job, compared: the raw per-process values of both sides and the verdict.
 
@@ -100,7 +138,9 @@ class MetricComparison:
     iterations), paired by index in the order they ran. ``verified`` is None when no verify
     re-run was needed, else whether the re-run confirmed the regression. ``mode`` says how the
     sides were measured; in an interleaved mode ``paired`` holds each session's estimate (the
-    median of its within-block log-ratios), which the verdict was decided on.
+    median of its within-block log-ratios), which the verdict was decided on, ``fidelity``
+    how each side ran there against itself alone, and ``regime`` each side's threading
+    settings as its runtime reported them.
     """
 
     job: str
@@ -115,6 +155,8 @@ class MetricComparison:
     op_deltas: tuple[OpDelta, ...] = ()
     mode: Mode = Mode.PROCESS_PAIRS
     paired: tuple[float, ...] = ()
+    fidelity: tuple[Fidelity, ...] = ()
+    regime: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -88,7 +88,9 @@ class CompareSettings:
     ``mode`` is ``auto`` (the strongest the sides allow: ``in-process`` for Python runtimes,
     ``lockstep`` for programs on the host, else ``process-pairs``) or one of those names;
     a mode the sides do not allow falls back with a note. ``looks`` count process pairs or
-    interleaved sessions.
+    interleaved sessions. ``fidelity_tolerance``: how far an interleaved mode may move a
+    side's latency from its solo latency (0.05: ±5%) before the job is measured in process
+    pairs instead.
     """
 
     min_effect: float = 0.01
@@ -96,6 +98,7 @@ class CompareSettings:
     looks: tuple[int, ...] = (20, 40, 80)
     verify: bool = True
     mode: str = AUTO
+    fidelity_tolerance: float = 0.05
 
 
 class _PythonTarget:
@@ -254,7 +257,7 @@ def compare_jobs(
             try:
                 done = _interleaved(base, pair, mode, runner, settings, progress, on_result)
             except ModeUnavailable as exc:
-                mode, why = Mode.PROCESS_PAIRS, f"{mode.value} not possible: {exc}"
+                mode, why = Mode.PROCESS_PAIRS, f"{mode.value} not used: {exc}"
             except BenchlabError as exc:
                 failed.append(f"{base.identity.label}: not compared, a run failed: {exc}")
                 continue
@@ -307,7 +310,8 @@ def _interleaved(
     """The latency verdict of one job from interleaved sessions, both sides stored."""
     data, estimates = run_sessions(runner, mode, settings.looks, min_effect=settings.min_effect,
                                    alpha=settings.alpha, progress=progress,
-                                   label=base.identity.model_name)
+                                   label=base.identity.model_name,
+                                   tolerance=settings.fidelity_tolerance)
     if on_result:
         for letter, job in (("c", pair[0]), ("t", pair[1])):
             samples = data.samples(letter)
@@ -320,6 +324,7 @@ def _interleaved(
         test=base.identity.test_identifier, metric=LATENCY_KEY, unit="ms",
         control=tuple(control_ms), treatment=tuple(treatment_ms),
         estimate=estimates[LATENCY_KEY], mode=mode, paired=tuple(data.estimates),
+        fidelity=data.fidelities(settings.fidelity_tolerance), regime=data.regime(),
     )
 
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from benchlab.ab.model import Mode
 
@@ -37,7 +38,9 @@ def balanced_orders(blocks: int, seed: int) -> str:
 class Session:
     """One interleaved session of one job: both sides' call times in block order (ms), which
     side went first in each block, and which side was loaded or started first. ``*_cpu`` are
-    the calls' CPU times (ms) where the session measured them (in-process), else empty."""
+    the calls' CPU times (ms) where the session measured them (in-process), else empty.
+    ``*_solo`` are calls of each side timed with the other side not running (fidelity), and
+    ``regime`` each side's threading settings as its runtime reported them."""
 
     mode: Mode
     control: tuple[float, ...]
@@ -46,6 +49,9 @@ class Session:
     loaded_first: str = "c"
     control_cpu: tuple[float, ...] = ()
     treatment_cpu: tuple[float, ...] = ()
+    control_solo: tuple[float, ...] = ()
+    treatment_solo: tuple[float, ...] = ()
+    regime: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def log_ratios(self) -> tuple[float, ...]:
@@ -74,6 +80,11 @@ class Session:
         """Each side's median call time (ms), what process-pair mode would observe."""
         return statistics.median(self.control), statistics.median(self.treatment)
 
+    def solo_median(self, letter: str) -> float | None:
+        """One side's (``c``/``t``) median call time alone (ms), or None if not measured."""
+        calls = self.control_solo if letter == "c" else self.treatment_solo
+        return statistics.median(calls) if calls else None
+
 
 def _log_ratios(control: Sequence[float], treatment: Sequence[float]) -> tuple[float, ...]:
     return tuple(math.log(t / c) for c, t in zip(control, treatment, strict=True)
@@ -82,11 +93,15 @@ def _log_ratios(control: Sequence[float], treatment: Sequence[float]) -> tuple[f
 
 def session_from_blocks(mode: Mode, control: Sequence[float], treatment: Sequence[float],
                         order: str, loaded_first: str = "c",
-                        cpu: tuple[Sequence[float], Sequence[float]] = ((), ())) -> Session:
-    """A :class:`Session` from raw per-block times; each must have one entry per block."""
+                        cpu: tuple[Sequence[float], Sequence[float]] = ((), ()),
+                        solo: tuple[Sequence[float], Sequence[float]] = ((), ()),
+                        regime: Mapping[str, Any] | None = None) -> Session:
+    """A :class:`Session` from raw per-block times; each must have one entry per block
+    (the solo calls excepted: any number of them)."""
     lengths = {len(control), len(treatment), len(order)} | {len(c) for c in cpu if c}
     if len(lengths) != 1 or not order:
         raise ValueError(f"a session needs one time per side and one order letter per block "
                          f"(got {len(control)}, {len(treatment)}, {len(order)})")
     return Session(mode, tuple(control), tuple(treatment), order, loaded_first,
-                   tuple(cpu[0]), tuple(cpu[1]))
+                   tuple(cpu[0]), tuple(cpu[1]), tuple(solo[0]), tuple(solo[1]),
+                   dict(regime or {}))

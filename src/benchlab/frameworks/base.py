@@ -182,6 +182,10 @@ class RunnerFramework:
     backend = ""
     #: ``(module, distribution, extra)``: what must be importable for the framework to run.
     requires: tuple[str, str, str | None] = ("", "", None)
+    #: Options added to both sides when they share one process in an interleaved A/B session,
+    #: so that each runs there as it runs alone (ONNX Runtime: one intra-op pool for both,
+    #: docs/ab.md). Each runtime's choice is measured: docs/detector.md, "Fidelity".
+    shared_process_options: Mapping[str, Any] = {}
 
     def availability(self) -> Availability:
         """The runtime's module is importable (found, not imported)."""

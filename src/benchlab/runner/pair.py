@@ -2,10 +2,12 @@
 
 The JSON holds two runner configurations (``control``, ``treatment``: what ``python -m
 benchlab.runner`` would take for each side), the warm-up count, the block order (one letter per
-block, ``c`` when control goes first) and which side is imported and loaded first. The process
-loads both models, warms both, then times one call of each side per block in that order, so
-the two calls of a block share the machine's state. It prints each side's call times as metric
-lines typed ``control`` and ``treatment`` (block order) and a detail line with the order.
+block, ``c`` when control goes first), which side is imported and loaded first, and how many
+calls of each side to time alone. The process loads both models, warms both, then times one
+call of each side per block in that order, so the two calls of a block share the machine's
+state. It prints each side's call times as metric lines typed ``control`` and ``treatment``
+(block order), the solo calls typed ``control_solo`` and ``treatment_solo``, and a detail line
+with the order and each side's threading regime.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from benchlab.runner.config import RunnerConfig
 from benchlab.runner.loop import _NS_PER_MS, _load_backend, make_inputs
 from benchlab.schema import Metric
 
-__all__ = ["PairConfig", "SIDES", "main", "measure_pair"]
+__all__ = ["REGIME_KEYS", "PairConfig", "SIDES", "main", "measure_pair"]
 
 #: The two sides, in the letters the block order uses.
 SIDES = {"c": "control", "t": "treatment"}
@@ -39,6 +41,7 @@ class PairConfig(BaseModel):
     warmup: int = Field(0, ge=0)
     order: str = Field(pattern=r"^[ct]+$", description="per block, the side that goes first")
     loaded_first: str = Field("c", pattern=r"^[ct]$")
+    solo: int = Field(0, ge=0, description="calls of each side timed alone (fidelity)")
 
 
 def _prepare(config: RunnerConfig) -> tuple[Any, Callable[[], Any], float]:
@@ -51,16 +54,40 @@ def _prepare(config: RunnerConfig) -> tuple[Any, Callable[[], Any], float]:
     return backend, backend.prepare(make_inputs(specs, config.seed)), load_ms
 
 
+def _time_calls(call: Callable[[], Any], count: int) -> list[float]:
+    clock = time.perf_counter_ns
+    times = []
+    for _ in range(count):
+        t0 = clock()
+        call()
+        times.append((clock() - t0) / _NS_PER_MS)
+    return times
+
+
+#: The info keys that describe how a side uses the machine's threads (reports show them).
+REGIME_KEYS = ("threads", "intra_op_threads", "inter_op_threads", "thread_pool", "spinning",
+               "nstreams", "hint", "mode")
+
+
 def measure_pair(config: PairConfig, out: Any) -> None:
-    """Load both sides, warm both, time the blocks, print the metric lines."""
+    """Load both sides, warm both, time the blocks, print the metric lines.
+
+    With ``solo`` calls asked for, the side loaded first is also timed alone before the
+    other is loaded, and the other alone after the first is dropped: how each side runs
+    without its neighbour, in the same process, to set beside its interleaved calls.
+    """
     first = config.loaded_first
     letters = (first, "t" if first == "c" else "c")
     calls: dict[str, Callable[[], Any]] = {}
     loads: dict[str, float] = {}
-    keep: list[Any] = []  # the backends own the models the calls use
+    backends: dict[str, Any] = {}
+    solo: dict[str, list[float]] = {"c": [], "t": []}
     for letter in letters:
-        backend, calls[letter], loads[letter] = _prepare(getattr(config, SIDES[letter]))
-        keep.append(backend)
+        backends[letter], calls[letter], loads[letter] = _prepare(
+            getattr(config, SIDES[letter]))
+        if letter == first and config.solo:
+            _time_calls(calls[letter], 1 + config.warmup)
+            solo[letter] = _time_calls(calls[letter], config.solo)
     for _ in range(1 + config.warmup):  # the first call of each, then the warm-up, alternated
         for letter in letters:
             calls[letter]()
@@ -76,16 +103,26 @@ def measure_pair(config: PairConfig, out: Any) -> None:
             t1 = clock()
             cpu[letter].append((cpu_clock() - c0) / _NS_PER_MS)
             times[letter].append((t1 - t0) / _NS_PER_MS)
+    regime = {SIDES[letter]: {k: v for k, v in backends[letter].info().items()
+                              if k in REGIME_KEYS} for letter in letters}
+    if config.solo:
+        del calls[first], backends[first]  # the runtime frees the session and its threads
+        gc.collect()
+        second = letters[1]
+        _time_calls(calls[second], 1 + config.warmup)
+        solo[second] = _time_calls(calls[second], config.solo)
     lines = []
     for letter, side in SIDES.items():
         lines.append(format_metric(side, Metric.LOAD_TIME, loads[letter], "ms"))
         lines += [format_metric(side, Metric.LATENCY, ms, "ms") for ms in times[letter]]
         lines += [format_metric(side, Metric.CPU_TIME, ms, "ms") for ms in cpu[letter]]
+        lines += [format_metric(f"{side}_solo", Metric.LATENCY, ms, "ms")
+                  for ms in solo[letter]]
     lines.append(format_detail(interleaved={"order": config.order, "loaded_first": first,
-                                            "blocks": len(config.order)}))
+                                            "blocks": len(config.order), "regime": regime}))
     out.write("\n".join(lines) + "\n")
     out.flush()
-    del keep
+    del backends
 
 
 def main(argv: Sequence[str]) -> int:

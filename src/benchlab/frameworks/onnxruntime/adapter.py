@@ -28,13 +28,19 @@ INT8_KEY = "onnx_int8"
 
 class OnnxRuntimeFramework(RunnerFramework):
     """Options: ``providers``, ``graph_optimization_level``, ``intra_op_threads``,
-    ``inter_op_threads``, ``precision`` (``fp32``/``int8``: which file), ``file``."""
+    ``inter_op_threads``, ``precision`` (``fp32``/``int8``: which file), ``file``,
+    ``thread_pool`` (``session``, the default, or ``global``: one process-wide pool),
+    ``spinning`` (``true``, the default: idle intra-op threads spin)."""
 
     name = "onnxruntime"
     backend = "benchlab.frameworks.onnxruntime.backend:OnnxRuntimeBackend"
     requires = ("onnxruntime", "onnxruntime", None)
     native_tool = "onnxruntime_perf_test"
     native_parser = staticmethod(parse_perf_test)
+    # Two sessions with their own pools in one process run at about twice their solo
+    # latency on 2 CPUs: the idle session's threads spin while the other runs. One global
+    # pool serves both and leaves each at its solo latency (docs/detector.md, "Fidelity").
+    shared_process_options = {"thread_pool": "global"}
 
 
     def configurations(

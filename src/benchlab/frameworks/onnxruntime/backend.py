@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import onnxruntime as ort
+from onnxruntime.capi.onnxruntime_pybind11_state import Fail as OrtFail
 
 from benchlab.runner.config import InputConfig, RunnerConfig
 
@@ -44,12 +45,35 @@ class OnnxRuntimeBackend:
         self._session: ort.InferenceSession | None = None
         self._feeds: dict[str, np.ndarray] = {}
 
+    @property
+    def _global_pool(self) -> bool:
+        pool = str(self._options.get("thread_pool", "session"))
+        if pool not in ("session", "global"):
+            raise ValueError(f"thread_pool must be 'session' or 'global', not {pool!r}")
+        return pool == "global"
+
+    @property
+    def _spinning(self) -> bool:
+        return str(self._options.get("spinning", True)).lower() not in ("false", "0", "no")
+
     def _session_options(self, profile_prefix: str | None = None) -> ort.SessionOptions:
         so = ort.SessionOptions()
         threads = self._options.get("intra_op_threads", self._config.threads)
-        if threads:
-            so.intra_op_num_threads = int(threads)
-        so.inter_op_num_threads = int(self._options.get("inter_op_threads", 1))
+        inter = int(self._options.get("inter_op_threads", 1))
+        if self._global_pool:
+            try:
+                # Once per process, before the first session; a second session (the other
+                # side of an interleaved A/B) finds the pool made and shares it.
+                ort.capi._pybind_state.set_global_thread_pool_sizes(int(threads or 0), inter)
+            except OrtFail:
+                pass
+            so.use_per_session_threads = False
+        else:
+            if threads:
+                so.intra_op_num_threads = int(threads)
+            so.inter_op_num_threads = inter
+        if not self._spinning:
+            so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         level = str(self._options.get("graph_optimization_level", "all"))
         if level not in _LEVELS:
             raise ValueError(f"graph_optimization_level must be one of {sorted(_LEVELS)}")
@@ -147,5 +171,7 @@ class OnnxRuntimeBackend:
             "providers": self._session.get_providers(),
             "graph_optimization_level": str(self._options.get("graph_optimization_level", "all")),
             "intra_op_threads": self._options.get("intra_op_threads", self._config.threads),
+            "thread_pool": "global" if self._global_pool else "session",
+            "spinning": self._spinning,
             "precision": str(self._options.get("precision", "fp32")),
         }
