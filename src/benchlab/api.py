@@ -347,6 +347,7 @@ def compare(
         comparison = compare_jobs(
             sweep.jobs, control, treatment, the_target, cache, settings or CompareSettings(),
             on_result=lambda result: store.add_result(record.id, result), progress=progress,
+            skipped=[f"{skip.label}: skipped: {skip.reason}" for skip in sweep.skipped],
         )
         store.finish_run(record.id)
     finally:

@@ -210,13 +210,15 @@ def _side(
     label: str, program: str | None, config: str | None, python: str | None,
     commit: str | None = None, build: tuple[Path | None, str | None, str | None] = (None, None,
                                                                                    None),
+    model: Path | None = None,
 ) -> Any:
     from benchlab.ab.pairs import Side, make_side
 
     if commit:
-        if program or config or python:
+        if program or config or python or model:
             raise UsageError(f"give the {label} side one of --{label}-program, "
-                             f"--{label}-config, --{label}-python or --{label}-commit")
+                             f"--{label}-config, --{label}-python, --{label}-model or "
+                             f"--{label}-commit")
         from benchlab.artifacts import default_cache_dir
         from benchlab.tracking.gitrepo import commit_program
 
@@ -226,7 +228,7 @@ def _side(
         sha, built = commit_program(repo, commit, template,
                                     default_cache_dir().parent / "builds", command)
         return Side(f"{label}:{sha[:12]}", string_map={"program": built})
-    return make_side(label, program=program, config=config, python=python)
+    return make_side(label, program=program, config=config, python=python, model=model)
 
 
 @app.command()
@@ -239,6 +241,8 @@ def compare(
     control_config: Annotated[Optional[str], typer.Option(help="Control framework variant, e.g. pytorch:mode=eager.")] = None,  # noqa: UP007,E501
     treatment_config: Annotated[Optional[str], typer.Option(help="Treatment framework variant.")] = None,  # noqa: UP007,E501
     control_python: Annotated[Optional[str], typer.Option(help="Python of the control environment.")] = None,  # noqa: UP007,E501
+    control_model: Annotated[Optional[Path], typer.Option(help="Control model file: replaces the spec's file of its format.")] = None,  # noqa: UP007,E501
+    treatment_model: Annotated[Optional[Path], typer.Option(help="Treatment model file.")] = None,  # noqa: UP007,E501
     control_commit: Annotated[Optional[str], typer.Option(help="Control: this commit of --repo, built.")] = None,  # noqa: UP007,E501
     treatment_commit: Annotated[Optional[str], typer.Option(help="Treatment: this commit of --repo.")] = None,  # noqa: UP007,E501
     repo: Annotated[Optional[Path], typer.Option(help="Repository of the --*-commit sides.")] = None,  # noqa: UP007,E501
@@ -281,6 +285,9 @@ def compare(
         verify=verify, mode=mode,
     )
     if lab:
+        if control_model or treatment_model:
+            raise UsageError("--lab takes programs, configs or Pythons as sides, not model "
+                             "files: put each file in a spec")
         if control_commit or treatment_commit:
             raise UsageError("--lab takes programs, configs or Pythons as sides, not commits: "
                              "use 'benchlab track --lab' for commits")
@@ -297,16 +304,16 @@ def compare(
     comparison = run_compare(
         list(specs),
         control=_side("control", control_program, control_config, control_python,
-                      control_commit, (repo, build, commit_program)),
+                      control_commit, (repo, build, commit_program), control_model),
         treatment=_side("treatment", treatment_program, treatment_config, treatment_python,
-                        treatment_commit, (repo, build, commit_program)),
+                        treatment_commit, (repo, build, commit_program), treatment_model),
         models=[m.strip() for m in models.split(",")] if models else None,
         frameworks=split_frameworks(frameworks) or None, db=db, settings=settings,
         overrides=TestOverrides(iter=iterations, warmup=warmup, min_time=min_time),
         progress=None if quiet else (lambda text: err_console.print(f"[dim]{escape(text)}[/]")),
     )
     console.print(comparison_table(comparison))
-    for note in (*comparison.failed, *comparison.notes):
+    for note in (*comparison.failed, *comparison.skipped, *comparison.notes):
         err_console.print(f"[yellow]{escape(note)}[/]")
     if markdown:
         markdown.write_text(comparison_markdown(comparison))

@@ -163,7 +163,9 @@ class MetricComparison:
 class Comparison:
     """A whole comparison: every metric's verdict, the settings, and the stopping story.
 
-    ``failed`` lists jobs that could not be compared because one of their runs failed.
+    ``failed`` lists jobs that could not be compared because one of their runs failed;
+    ``skipped`` the jobs that were never measured (no framework could run them, no model file
+    of a side's format), each with its reason.
     """
 
     control: str
@@ -174,6 +176,7 @@ class Comparison:
     looks: tuple[int, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
     failed: tuple[str, ...] = field(default_factory=tuple)
+    skipped: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def modes(self) -> list[Mode]:
@@ -190,6 +193,12 @@ class Comparison:
         ]
 
     @property
+    def compared_nothing(self) -> bool:
+        """True when no metric of any job was compared: every job skipped or failed."""
+        return not self.metrics
+
+    @property
     def exit_code(self) -> int:
-        """1 when a regression was found or a job could not be compared (CI gates on it)."""
-        return 1 if self.regressions or self.failed else 0
+        """1 when a regression was found, a job could not be compared, or nothing was
+        compared at all (a gate that measured nothing must not pass)."""
+        return 1 if self.regressions or self.failed or self.compared_nothing else 0

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from benchlab.artifacts import ArtifactCache
+from benchlab.artifacts import ArtifactCache, sha256_of
 from benchlab.ab.interleave import AUTO, choose_mode, parse_mode, run_sessions, session_runner
 from benchlab.ab.model import (
     Comparison,
@@ -33,7 +33,7 @@ from benchlab.errors import BenchlabError, ModeUnavailable, UsageError
 from benchlab.jobrun import Job, run_job, summarize_samples
 from benchlab.plugins import parse_plugin_text
 from benchlab.schema import LATENCY_KEY, JobIdentity, Metric, Result, Sample, Status
-from benchlab.spec.types import FrameworkConfig
+from benchlab.spec.types import BenchmarkSpec, FileRef, FrameworkConfig
 from benchlab.targets.base import Target
 from benchlab.units import convert
 
@@ -51,6 +51,8 @@ class Side:
     ``framework`` replaces the job's framework configuration (a variant: threads, mode,
     provider); ``string_map`` adds placeholders (``{program}`` for a binary built elsewhere);
     ``python`` runs runner frameworks under another interpreter (another environment).
+    ``model`` replaces the spec's model file of the same format (every file of the spec
+    whose name ends like it: ``.onnx``, ``.xml``, ``.pte``...) with this one.
     ``variant`` names the side in stored results (default ``control``/``treatment``).
     """
 
@@ -59,16 +61,23 @@ class Side:
     string_map: Mapping[str, str] = field(default_factory=dict)
     python: str | None = None
     variant: str | None = None
+    model: Path | None = None
 
 
 def make_side(label: str, *, program: str | None = None, config: str | None = None,
-              python: str | None = None) -> Side:
+              python: str | None = None, model: str | Path | None = None) -> Side:
     """A side from what the CLI takes: a program (``{program}``), a framework variant
-    (``pytorch:mode=eager``) or a Python; none of them is the spec as it stands."""
-    given = [x for x in (program, config, python) if x]
+    (``pytorch:mode=eager``), a Python or a model file; none of them is the spec as it
+    stands."""
+    given = [x for x in (program, config, python, model) if x]
     if len(given) > 1:
-        raise UsageError(f"give the {label} side one of --{label}-program, --{label}-config "
-                         f"or --{label}-python")
+        raise UsageError(f"give the {label} side one of --{label}-program, --{label}-config, "
+                         f"--{label}-python or --{label}-model")
+    if model:
+        path = Path(model).resolve()
+        if not path.is_file():
+            raise UsageError(f"--{label}-model {model}: no such file")
+        return Side(f"{label}:{path.name}", model=path)
     if program:
         # Jobs run in their own work directory: make paths that exist here absolute.
         words = [str(Path(w).resolve()) if Path(w).exists() else w for w in shlex.split(program)]
@@ -123,6 +132,8 @@ def side_job(job: Job, side: Side, variant: str) -> Job:
     collection time would ask for more than one process per call.
     """
     config = side.framework or job.config
+    if side.model is not None:
+        job = replace(job, spec=_with_model_file(job, side.model))
     identity = replace(
         job.identity, framework=config.name, framework_config=dict(config.options),
         variant=side.variant or variant,
@@ -130,6 +141,26 @@ def side_job(job: Job, side: Side, variant: str) -> Job:
     return replace(job, identity=identity, config=config, test=replace(job.test, repeat=1,
                                                                        target_ci=None,
                                                                        energy=None))
+
+
+def _format_suffix(name: str) -> str:
+    return Path(name).suffix.lower()
+
+
+def _with_model_file(job: Job, model: Path) -> BenchmarkSpec:
+    """The job's spec with every model file of ``model``'s format replaced by ``model``."""
+    files = job.spec.model.files
+    keys = [key for key, ref in files.items()
+            if _format_suffix(ref.filename or ref.location) == _format_suffix(model.name)]
+    if not keys:
+        have = ", ".join(f"{k} ({Path(r.filename or r.location).name})" for k, r in files.items())
+        raise UsageError(f"{job.identity.label}: no model file of {model.name}'s format "
+                         f"({_format_suffix(model.name) or 'no suffix'}) to replace; the spec "
+                         f"has {have or 'no files'}")
+    digest = sha256_of(model)
+    swapped = {**files, **{key: FileRef(key, str(model), model.parent, sha256=digest,
+                                        filename=model.name) for key in keys}}
+    return replace(job.spec, model=replace(job.spec.model, files=swapped))
 
 
 def _observe(result: Result, units: dict[str, str]) -> dict[str, float]:
@@ -237,8 +268,12 @@ def compare_jobs(
     *,
     on_result: Callable[[Result], None] | None = None,
     progress: Callable[[str], None] | None = None,
+    skipped: Sequence[str] = (),
 ) -> Comparison:
-    """Compare ``treatment`` against ``control`` on every job; see the module docstring."""
+    """Compare ``treatment`` against ``control`` on every job; see the module docstring.
+
+    ``skipped`` are the planner's reasons for jobs it did not make; they are reported with
+    the jobs a side could not apply to (no model file of its format)."""
     targets = tuple(
         _PythonTarget(target, s.python) if s.python else target for s in (control, treatment)
     )
@@ -246,9 +281,14 @@ def compare_jobs(
     metrics: list[MetricComparison] = []
     failed: list[str] = []
     notes: list[str] = []
+    not_measured = list(skipped)
     verify_later: list[tuple[int, Callable[[str], PairedEstimate | None]]] = []
     for base in jobs:
-        pair = (side_job(base, control, "control"), side_job(base, treatment, "treatment"))
+        try:
+            pair = (side_job(base, control, "control"), side_job(base, treatment, "treatment"))
+        except UsageError as exc:
+            not_measured.append(f"{base.identity.label}: not compared: {exc}")
+            continue
         mode, why = choose_mode(*pair, (control.python, treatment.python), target, wanted)
         if mode.interleaved:
             runner = session_runner(mode, pair, (control.label, treatment.label),
@@ -298,7 +338,7 @@ def compare_jobs(
     return Comparison(
         control=control.label, treatment=treatment.label, metrics=tuple(metrics),
         min_effect=settings.min_effect, alpha=settings.alpha, looks=settings.looks,
-        notes=tuple(notes), failed=tuple(failed),
+        notes=tuple(notes), failed=tuple(failed), skipped=tuple(not_measured),
     )
 
 

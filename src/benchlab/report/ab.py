@@ -12,7 +12,8 @@ from rich.table import Table
 from benchlab.report.svg import median
 from benchlab.ab.model import Comparison, MetricComparison, Outcome
 
-__all__ = ["comparison_json", "comparison_markdown", "comparison_table", "modes_text"]
+__all__ = ["comparison_json", "comparison_markdown", "comparison_table", "fidelity_cell",
+           "fidelity_text", "modes_text", "regime_text"]
 
 _MARK = {
     Outcome.REGRESSION: "🔴 regression",
@@ -51,6 +52,38 @@ def modes_text(comparison: Comparison) -> str:
     return "; ".join(f"mode {mode.value}: {mode.description}" for mode in comparison.modes)
 
 
+def fidelity_cell(metric: MetricComparison) -> str:
+    """``1.01 / 0.99``: each side's A/B latency over its solo latency; ``solo`` in process
+    pairs, where each side runs alone by construction."""
+    if not metric.mode.interleaved:
+        return "solo"
+    if not metric.fidelity:
+        return "-"
+    return " / ".join(f"{f.ratio:.2f}" + ("" if f.faithful else "!") for f in metric.fidelity)
+
+
+def regime_text(metric: MetricComparison) -> str:
+    """Each side's threading settings as its runtime reported them, once when both agree."""
+    if not metric.regime:
+        return ""
+    shown = {side: ", ".join(f"{k} {v}" for k, v in sorted(facts.items()) if v is not None)
+             for side, facts in sorted(metric.regime.items())}
+    if len(set(shown.values())) == 1:
+        return next(iter(shown.values()))
+    return "; ".join(f"{side}: {text}" for side, text in shown.items())
+
+
+def fidelity_text(metric: MetricComparison) -> str:
+    """One sentence: how each side ran in the mode against itself alone, and the regime."""
+    if not metric.mode.interleaved:
+        return f"{metric.job}: process pairs, each side alone in its own process"
+    said = "; ".join(f.describe() + ("" if f.faithful else " (outside the tolerance)")
+                     for f in metric.fidelity) or "fidelity not measured"
+    regime = regime_text(metric)
+    return f"{metric.job}: {metric.mode.value}, {said}" + (f"; regime: {regime}" if regime
+                                                           else "")
+
+
 def comparison_table(comparison: Comparison) -> Table:
     """One row per job × metric: the mode, both medians, the change with its interval, the
     verdict."""
@@ -58,11 +91,12 @@ def comparison_table(comparison: Comparison) -> Table:
         title=f"{escape(comparison.treatment)} vs {escape(comparison.control)}",
         caption=f"{escape(modes_text(comparison))}. change: Hodges-Lehmann over the paired "
         f"log-ratios; minimum effect {comparison.min_effect:.1%}; q: Benjamini-Hochberg; "
-        "n: process pairs or sessions",
+        "n: process pairs or sessions; fidelity: each side's A/B latency over its solo "
+        "latency (control / treatment)",
         header_style="bold",
     )
     level = comparison.metrics[0].estimate.ci_level if comparison.metrics else 0.95
-    for name in ("job", "metric", "mode", "n", "control", "treatment", "change",
+    for name in ("job", "metric", "mode", "n", "fidelity", "control", "treatment", "change",
                  f"{level:.1%} CI", "q", "verdict"):
         table.add_column(name, no_wrap=name not in ("job", "verdict"))
     for m in comparison.metrics:
@@ -70,7 +104,7 @@ def comparison_table(comparison: Comparison) -> Table:
         style = _STYLE[e.outcome] if m.verified is not False else "yellow"
         table.add_row(
             escape(m.job), m.metric.removeprefix("NET "), m.mode.value, str(e.n_pairs),
-            f"{median(m.control):.4g} {m.unit}", f"{median(m.treatment):.4g} {m.unit}",
+            fidelity_cell(m), f"{median(m.control):.4g} {m.unit}", f"{median(m.treatment):.4g} {m.unit}",
             _pct(e.change), f"[{_pct(e.ci_low)}, {_pct(e.ci_high)}]",
             f"{e.q_value:.3g}" if e.q_value is not None else "-",
             f"[{style}]{_verdict(m)}[/]",
@@ -83,6 +117,7 @@ def comparison_markdown(comparison: Comparison, top_ops: int = 5) -> str:
     regressions = comparison.regressions
     head = (
         f"### benchlab: {len(regressions)} regression(s)" if regressions
+        else "### benchlab: nothing was compared" if comparison.compared_nothing
         else "### benchlab: no regression"
     )
     lines = [
@@ -92,17 +127,18 @@ def comparison_markdown(comparison: Comparison, top_ops: int = 5) -> str:
         f"{_level(comparison)} interval (α split over {len(comparison.looks)} looks); "
         f"minimum effect {comparison.min_effect:.1%}; "
         f"Benjamini-Hochberg q across {len(comparison.metrics)} metrics.", "",
-        "| job | metric | mode | n | control | treatment | change | CI | q | verdict |",
-        "|---|---|---|---:|---:|---:|---:|---|---:|---|",
+        "| job | metric | mode | n | fidelity | control | treatment | change | CI | q | verdict |",
+        "|---|---|---|---:|---|---:|---:|---:|---|---:|---|",
     ]
     for m in comparison.metrics:
         e = m.estimate
         lines.append(
             f"| {m.job} | {m.metric.removeprefix('NET ')} | {m.mode.value} | {e.n_pairs} | "
-            f"{median(m.control):.4g} {m.unit} | {median(m.treatment):.4g} {m.unit} | "
+            f"{fidelity_cell(m)} | {median(m.control):.4g} {m.unit} | {median(m.treatment):.4g} {m.unit} | "
             f"{_pct(e.change)} | [{_pct(e.ci_low)}, {_pct(e.ci_high)}] | "
             f"{e.q_value:.3g} | {_verdict(m)} |" if e.q_value is not None else
-            f"| {m.job} | {m.metric} | {m.mode.value} | {e.n_pairs} | - | - | "
+            f"| {m.job} | {m.metric} | {m.mode.value} | {e.n_pairs} | {fidelity_cell(m)} | "
+            f"- | - | "
             f"{_pct(e.change)} | - | - | "
             f"{_verdict(m)} |"
         )
@@ -120,8 +156,13 @@ def comparison_markdown(comparison: Comparison, top_ops: int = 5) -> str:
                 )
             lines.append("")
         lines.append("</details>")
-    if comparison.notes or comparison.failed:
-        lines += ["", *[f"- {note}" for note in (*comparison.failed, *comparison.notes)]]
+    latency = [m for m in comparison.metrics if m.metric.endswith("latency")]
+    if latency:
+        lines += ["", "Fidelity (each side in the A/B regime against itself alone):", "",
+                  *[f"- {fidelity_text(m)}" for m in latency]]
+    said = (*comparison.failed, *comparison.skipped, *comparison.notes)
+    if said:
+        lines += ["", *[f"- {note}" for note in said]]
     return "\n".join(lines) + "\n"
 
 
@@ -131,4 +172,8 @@ def comparison_json(comparison: Comparison) -> str:
     data["exit_code"] = comparison.exit_code
     data["modes"] = {mode.value: mode.description for mode in comparison.modes}
     data["regressions"] = [m.job + " " + m.metric for m in comparison.regressions]
+    data["compared_nothing"] = comparison.compared_nothing
+    for out, metric in zip(data["metrics"], comparison.metrics, strict=True):
+        for item, fidelity in zip(out["fidelity"], metric.fidelity, strict=True):
+            item["faithful"] = fidelity.faithful
     return json.dumps(data, indent=1, default=str)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from benchlab.ab.model import Comparison, MetricComparison, Outcome
+from benchlab.report.ab import fidelity_cell, fidelity_text
 from benchlab.report.svg import CSS as _CSS
 from benchlab.report.svg import LEFT as _LEFT
 from benchlab.report.svg import RIGHT as _RIGHT
@@ -201,8 +202,8 @@ def _table(comparison: Comparison) -> list[str]:
     levels = {round(m.estimate.ci_level, 6) for m in comparison.metrics}
     # The interval's level follows the looks (1 − α/looks), so it is named, not assumed 95%.
     ci_head = f"{levels.pop() * 100:.3g}% CI" if len(levels) == 1 else "CI"
-    rows = [("<table><thead><tr><th>job</th><th>metric</th><th>mode</th><th>n</th><th>control</th>"
-             f"<th>treatment</th><th>change</th><th>{ci_head}</th><th>q</th><th>verdict</th>"
+    rows = [("<table><thead><tr><th>job</th><th>metric</th><th>mode</th><th>n</th><th>fidelity</th>"
+             f"<th>control</th><th>treatment</th><th>change</th><th>{ci_head}</th><th>q</th><th>verdict</th>"
              "</tr></thead><tbody>")]
     for i, m in enumerate(comparison.metrics):
         e = m.estimate
@@ -210,7 +211,7 @@ def _table(comparison: Comparison) -> list[str]:
         rows.append(
             f'<tr><td><a href="#m{i}">{_e(m.job)}</a></td>'
             f"<td>{_e(m.metric.removeprefix('NET '))}</td><td>{_e(m.mode.value)}</td>"
-            f'<td class="n">{e.n_pairs}</td>'
+            f'<td class="n">{e.n_pairs}</td><td class="n">{_e(fidelity_cell(m))}</td>'
             f'<td class="n">{_num(_median(m.control))} {_e(m.unit)}</td>'
             f'<td class="n">{_num(_median(m.treatment))} {_e(m.unit)}</td>'
             f'<td class="n">{_pct(e.change)}</td>'
@@ -262,16 +263,25 @@ def comparison_html(comparison: Comparison, top_ops: int = 12) -> str:
         + "".join(f'<span><i class="sw" style="background:{_COLOUR[o]}"></i>{_words(o)}'
                   "</span>" for o in Outcome) + "</p>",
     ]
-    if c.failed:
+    if c.failed or c.compared_nothing:
         parts += ['<h2 class="fail">Could not be compared</h2><ul>',
-                  *(f'<li class="fail">{_e(f)}</li>' for f in c.failed), "</ul>"]
+                  *(f'<li class="fail">{_e(f)}</li>' for f in c.failed),
+                  *(f'<li class="fail">{_e(f)}</li>' for f in c.skipped if c.compared_nothing),
+                  *(['<li class="fail">nothing was compared: no job was measured</li>']
+                    if c.compared_nothing and not (c.failed or c.skipped) else []),
+                  "</ul>"]
     if c.metrics:
         parts += ["<h2>Verdicts</h2>", *_table(c),
                   '<ul class="sub">' + "".join(
                       f"<li><b>{_e(mode.value)}</b>: {_e(mode.description)}</li>"
                       for mode in c.modes) + "</ul>",
                   ('<p class="sub">Change: Hodges-Lehmann estimate over the paired log-ratios; '
-                   "q: Benjamini-Hochberg across all metrics.</p>"),
+                   "q: Benjamini-Hochberg across all metrics. Fidelity: each side's latency "
+                   "in the A/B regime over its latency alone (control / treatment; ! outside "
+                   "the tolerance).</p>"),
+                  "<h2>Fidelity</h2><ul>", *(f"<li>{_e(fidelity_text(m))}</li>"
+                                             for m in c.metrics
+                                             if m.metric.endswith("latency")), "</ul>",
                   "<h2>Change per metric</h2>", _forest_svg(c),
                   ('<p class="sub">Diamond: estimated change; line: its interval; grey band: '
                    "the no-change zone (−δ′, +δ). A regression needs the whole interval right "
@@ -290,7 +300,8 @@ def comparison_html(comparison: Comparison, top_ops: int = 12) -> str:
         if m.op_deltas:
             parts += ["<h4>Where the time went (per-operator medians)</h4>",
                       _ops_svg(m, top_ops)]
-    if c.notes:
-        parts += ["<h2>Notes</h2><ul>", *(f"<li>{_e(n)}</li>" for n in c.notes), "</ul>"]
+    notes = (*(() if c.compared_nothing else c.skipped), *c.notes)
+    if notes:
+        parts += ["<h2>Notes</h2><ul>", *(f"<li>{_e(n)}</li>" for n in notes), "</ul>"]
     parts.append("</main></body></html>")
     return "\n".join(parts) + "\n"

@@ -1,0 +1,229 @@
+"""A/B validity on real models: fidelity, A/A width, power and coverage of a known truth.
+
+Ground truth. MobileNetV2's ONNX export from the zoo, and copies that add ``k`` Adds of a
+zero tensor to the last feature map (1×1280×7×7, before the pooling): outputs are equal to the
+bit, and each Add costs about 0.26% of a call here, so ``k`` = 4, 8 and 19 slow the model by
+about 1%, 2% and 5%. The truth of each copy is measured apart from benchlab's A/B machinery:
+fresh processes of a plain script (ONNX Runtime defaults, as a user ships it), one per file
+per round, the files in a rotated order each round; a copy's truth is the Hodges-Lehmann
+ratio of its process medians to the original's over the rounds, with its 95% interval.
+
+Then ``benchlab.compare`` with the two files as sides (``Side(model=...)``), in the mode
+``auto`` picks (in-process for ONNX Runtime):
+
+- **fidelity**: each side's A/B latency over its solo latency, as the compare reports it;
+- **A/A width**: the original against itself, looks fixed at 40 sessions, the interval's width;
+- **power**: each copy against the original with looks 20,40 and verify: how often a verified
+  regression is found (at 1%, ``--min-effect 0.5%``);
+- **coverage**: how often the compare's interval holds the truth;
+- **A/A false regressions** after verify.
+
+Other runtimes and models (``--aa``): one A/A compare of a zoo model on a framework, 20
+sessions: fidelity and width.
+
+Run: ``python bench/ab_validity.py`` (about 30 min on 2 vCPUs); ``--smoke`` for CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import parse_args, write_result  # noqa: E402
+
+#: Adds of a zero tensor per copy, and the slowdown each is meant to give.
+EFFECTS = {"1%": 4, "2%": 8, "5%": 19}
+
+_SOLO = r"""
+import sys, time, statistics, numpy as np, onnxruntime as ort
+session = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+feed = {session.get_inputs()[0].name: np.random.default_rng(0).random((1, 3, 224, 224),
+                                                                     dtype=np.float32)}
+for _ in range(30):
+    session.run(None, feed)
+times = []
+for _ in range(int(sys.argv[2])):
+    t0 = time.perf_counter_ns(); session.run(None, feed); times.append(time.perf_counter_ns() - t0)
+print(statistics.median(times) / 1e6)
+"""
+
+
+def _extra(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--truth-rounds", type=int, default=8)
+    parser.add_argument("--aa", default="minilm:onnxruntime,mobilenet_v2:openvino,"
+                        "mobilenet_v2:executorch",
+                        help="model:framework A/A cells on other runtimes ('' for none)")
+
+
+def slowed_copies(where: Path, effects: dict[str, int]) -> dict[str, Path]:
+    """The original MobileNetV2 ONNX file and one copy per effect (see the module text)."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    from benchlab.artifacts import ArtifactCache, default_cache_dir
+    from benchlab.zoo import export_models
+
+    (export,) = export_models(["mobilenet_v2"], ArtifactCache(default_cache_dir()))
+    original = Path(export.files["onnx"][0])
+    files = {"0%": original}
+    for name, adds in effects.items():
+        model = onnx.load(str(original))
+        graph = model.graph
+        pool = [n for n in graph.node if n.op_type in ("ReduceMean", "GlobalAveragePool")][-1]
+        graph.initializer.append(numpy_helper.from_array(
+            np.zeros((1, 1280, 7, 7), np.float32), "benchlab_zero"))
+        last = pool.input[0]
+        for i in range(adds):
+            graph.node.append(helper.make_node("Add", [last, "benchlab_zero"],
+                                               [f"benchlab_add_{i}"]))
+            last = f"benchlab_add_{i}"
+        pool.input[0] = last
+        path = where / f"mobilenet_v2_plus{adds}adds.onnx"
+        onnx.save(model, str(path))
+        files[name] = path
+    return files
+
+
+def truth(files: dict[str, Path], rounds: int, calls: int) -> dict[str, Any]:
+    """Each copy's slowdown from solo processes, rotated per round (module text)."""
+    from benchlab.ab.stats import hodges_lehmann
+
+    names = list(files)
+    medians: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        order = names[r % len(names):] + names[:r % len(names)]
+        for name in order:
+            out = subprocess.run([sys.executable, "-c", _SOLO, str(files[name]), str(calls)],
+                                 capture_output=True, text=True, check=True)
+            medians[name].append(float(out.stdout.split()[-1]))
+    found = {}
+    for name in names[1:]:
+        logs = [math.log(b / a) for a, b in zip(medians["0%"], medians[name], strict=True)]
+        centre, low, high = hodges_lehmann(logs)
+        found[name] = {"change": math.expm1(centre), "low": math.expm1(low),
+                       "high": math.expm1(high)}
+    return {"rounds": rounds, "calls": calls, "solo_ms": medians, "slowdown": found}
+
+
+def _spec(where: Path, model: Path) -> Path:
+    import onnx
+
+    graph = onnx.load(str(model), load_external_data=False).graph
+    shape = [d.dim_value or 1 for d in graph.input[0].type.tensor_type.shape.dim]
+    spec = {"model": {"name": "mobilenet_v2_file", "format": "onnx",
+                      "framework": "onnxruntime",
+                      "files": {"model": {"location": str(model), "md5": None}}},
+            "tests": [{"identifier": "default", "warmup": 10, "iter": 40,
+                       "inputs": {graph.input[0].name: {"shapes": [shape]}}}]}
+    path = where / "spec.json"
+    path.write_text(json.dumps(spec))
+    return path
+
+
+def _one(spec: Path | None, control: Any, treatment: Any, looks: tuple[int, ...],
+         min_effect: float, verify: bool, models: list[str] | None = None,
+         frameworks: list[Any] | None = None) -> dict[str, Any]:
+    from benchlab import compare
+    from benchlab.ab.pairs import CompareSettings
+
+    started = time.monotonic()
+    comparison = compare([spec] if spec else None, control=control, treatment=treatment,
+                         models=models, frameworks=frameworks,
+                         settings=CompareSettings(min_effect=min_effect, looks=looks,
+                                                  verify=verify))
+    latency = [m for m in comparison.metrics if m.metric.endswith("latency")]
+    if not latency:
+        return {"error": "; ".join((*comparison.failed, *comparison.skipped)) or "nothing",
+                "notes": list(comparison.notes)}
+    m = latency[0]
+    e = m.estimate
+    return {
+        "mode": m.mode.value, "sessions": e.n_pairs, "change": e.change, "low": e.ci_low,
+        "high": e.ci_high, "width_points": 100 * (e.ci_high - e.ci_low),
+        "outcome": e.outcome.value, "verified": m.verified,
+        "regression": m in comparison.regressions,
+        "fidelity": [{"side": f.side, "ratio": f.ratio, "low": f.low, "high": f.high,
+                      "faithful": f.faithful} for f in m.fidelity],
+        "regime": dict(m.regime), "notes": list(comparison.notes),
+        "control_ms": statistics.median(m.control), "seconds": time.monotonic() - started,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from benchlab.ab.pairs import Side
+    from benchlab.spec.types import FrameworkConfig
+
+    args = parse_args(__doc__.splitlines()[0], argv, repeats=3, extra=_extra,
+                      repeats_help="A/A compares, and compares per effect (1% and 5% get "
+                                   "half as many, at least one)")
+    looks = (4,) if args.smoke else (40,)
+    ab_looks = (4,) if args.smoke else (20, 40)
+    figures: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        where = Path(tmp)
+        files = slowed_copies(where, {"2%": 8} if args.smoke else EFFECTS)
+        figures["truth"] = truth(files, 2 if args.smoke else args.truth_rounds,
+                                 20 if args.smoke else 400)
+        print(json.dumps(figures["truth"]["slowdown"], indent=1), flush=True)
+        spec = _spec(where, files["0%"])
+        side = {name: Side(f"{name}:{path.name}", model=path) for name, path in files.items()}
+        figures["aa"] = [_one(spec, side["0%"], Side("again", model=files["0%"]), looks, 0.01,
+                              True) for _ in range(args.repeats)]
+        print(json.dumps(figures["aa"], indent=1), flush=True)
+        figures["ab"] = {}
+        for name in files:
+            if name == "0%":
+                continue
+            count = args.repeats * 2 if name == "2%" else max(1, args.repeats // 2)
+            min_effect = 0.005 if name == "1%" else 0.01
+            figures["ab"][name] = [_one(spec, side["0%"], side[name], ab_looks, min_effect, True)
+                                   for _ in range(count)]
+            print(name, json.dumps(figures["ab"][name], indent=1), flush=True)
+    figures["other_runtimes"] = {}
+    for cell in ([] if args.smoke or not args.aa else args.aa.split(",")):
+        model, framework = cell.split(":")
+        config = FrameworkConfig(framework, {})
+        figures["other_runtimes"][cell] = _one(
+            None, Side("control", framework=config), Side("again", framework=config), (20,),
+            0.01, False, models=[model], frameworks=[config])
+        print(cell, json.dumps(figures["other_runtimes"][cell], indent=1), flush=True)
+    figures["summary"] = summarize(figures)
+    print(json.dumps(figures["summary"], indent=1))
+    write_result("ab_validity", args, figures)
+    return 0
+
+
+def summarize(figures: dict[str, Any]) -> dict[str, Any]:
+    """The goals of the issue, measured: width, power, coverage, false regressions."""
+    aa = [r for r in figures["aa"] if "width_points" in r]
+    out: dict[str, Any] = {
+        "aa_width_points": [round(r["width_points"], 2) for r in aa],
+        "aa_false_regressions": sum(bool(r["regression"]) for r in aa),
+        "fidelity": [round(f["ratio"], 3) for r in aa for f in r["fidelity"]],
+    }
+    truths = figures["truth"]["slowdown"]
+    covered = total = 0
+    for name, runs in figures["ab"].items():
+        done = [r for r in runs if "change" in r]
+        out[f"power_{name}"] = f"{sum(bool(r['regression']) for r in done)}/{len(done)}"
+        for r in done:
+            total += 1
+            covered += r["low"] <= truths[name]["change"] <= r["high"]
+    out["coverage_of_truth"] = f"{covered}/{total}"
+    return out
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
