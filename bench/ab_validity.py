@@ -3,10 +3,14 @@
 Ground truth. MobileNetV2's ONNX export from the zoo, and copies that add ``k`` Adds of a
 zero tensor to the last feature map (1×1280×7×7, before the pooling): outputs are equal to the
 bit, and each Add costs about 0.26% of a call here, so ``k`` = 4, 8 and 19 slow the model by
-about 1%, 2% and 5%. The truth of each copy is measured apart from benchlab's A/B machinery:
-fresh processes of a plain script (ONNX Runtime defaults, as a user ships it), one per file
-per round, the files in a rotated order each round; a copy's truth is the Hodges-Lehmann
-ratio of its process medians to the original's over the rounds, with its 95% interval.
+about 1%, 2% and 5%. The truth of each copy is measured apart from benchlab's A/B machinery,
+by a plain script with ONNX Runtime's defaults (as a user ships it): in each of several fresh
+processes, rounds of solo blocks, one file at a time (its session created, warmed, timed for
+200 calls, then deleted, so only one session and one thread pool ever exist), the files in a
+rotated order each round. A process's figure for a copy is the median over rounds of
+log(copy / original); the truth is the Hodges-Lehmann centre over processes with its 95%
+interval. Separate solo processes were tried first and could not serve: processes on this VM
+settle at levels up to 50% apart, and 8 rounds left intervals of ±40%.
 
 Then ``benchlab.compare`` with the two files as sides (``Side(model=...)``), in the mode
 ``auto`` picks (in-process for ONNX Runtime):
@@ -48,20 +52,27 @@ EFFECTS = {"1%": 4, "2%": 8, "5%": 19}
 
 _SOLO = r"""
 import sys, time, statistics, numpy as np, onnxruntime as ort
-session = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
-feed = {session.get_inputs()[0].name: np.random.default_rng(0).random((1, 3, 224, 224),
-                                                                     dtype=np.float32)}
-for _ in range(30):
-    session.run(None, feed)
-times = []
-for _ in range(int(sys.argv[2])):
-    t0 = time.perf_counter_ns(); session.run(None, feed); times.append(time.perf_counter_ns() - t0)
-print(statistics.median(times) / 1e6)
+paths, rounds, calls = sys.argv[1].split(","), int(sys.argv[2]), int(sys.argv[3])
+feed = np.random.default_rng(0).random((1, 3, 224, 224), dtype=np.float32)
+medians = {path: [] for path in paths}
+for r in range(rounds):
+    for path in paths[r % len(paths):] + paths[:r % len(paths)]:
+        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        feeds = {session.get_inputs()[0].name: feed}
+        for _ in range(20):
+            session.run(None, feeds)
+        times = []
+        for _ in range(calls):
+            t0 = time.perf_counter_ns(); session.run(None, feeds)
+            times.append(time.perf_counter_ns() - t0)
+        medians[path].append(statistics.median(times) / 1e6)
+        del session  # one live session at a time: each file runs as it runs alone
+print(" ".join(",".join(map(str, medians[path])) for path in paths))
 """
 
 
 def _extra(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--truth-rounds", type=int, default=8)
+    parser.add_argument("--truth-processes", type=int, default=8)
     parser.add_argument("--aa", default="minilm:onnxruntime,mobilenet_v2:openvino,"
                         "mobilenet_v2:executorch",
                         help="model:framework A/A cells on other runtimes ('' for none)")
@@ -96,25 +107,30 @@ def slowed_copies(where: Path, effects: dict[str, int]) -> dict[str, Path]:
     return files
 
 
-def truth(files: dict[str, Path], rounds: int, calls: int) -> dict[str, Any]:
-    """Each copy's slowdown from solo processes, rotated per round (module text)."""
+def truth(files: dict[str, Path], processes: int, rounds: int, calls: int) -> dict[str, Any]:
+    """Each copy's slowdown, measured apart from benchlab (module text): per process, the
+    median over rounds of log(copy / original) of solo blocks; Hodges-Lehmann over processes."""
     from benchlab.ab.stats import hodges_lehmann
 
     names = list(files)
-    medians: dict[str, list[float]] = {name: [] for name in names}
-    for r in range(rounds):
-        order = names[r % len(names):] + names[:r % len(names)]
-        for name in order:
-            out = subprocess.run([sys.executable, "-c", _SOLO, str(files[name]), str(calls)],
-                                 capture_output=True, text=True, check=True)
-            medians[name].append(float(out.stdout.split()[-1]))
+    per_process: dict[str, list[float]] = {name: [] for name in names[1:]}
+    solo_ms: list[list[float]] = []
+    for _ in range(processes):
+        out = subprocess.run([sys.executable, "-c", _SOLO, ",".join(str(files[n]) for n in names),
+                              str(rounds), str(calls)], capture_output=True, text=True,
+                             check=True)
+        medians = [[float(v) for v in column.split(",")] for column in out.stdout.split()]
+        solo_ms.append([statistics.median(m) for m in medians])
+        for name, copy in zip(names[1:], medians[1:], strict=True):
+            per_process[name].append(statistics.median(
+                math.log(b / a) for a, b in zip(medians[0], copy, strict=True)))
     found = {}
-    for name in names[1:]:
-        logs = [math.log(b / a) for a, b in zip(medians["0%"], medians[name], strict=True)]
+    for name, logs in per_process.items():
         centre, low, high = hodges_lehmann(logs)
         found[name] = {"change": math.expm1(centre), "low": math.expm1(low),
                        "high": math.expm1(high)}
-    return {"rounds": rounds, "calls": calls, "solo_ms": medians, "slowdown": found}
+    return {"processes": processes, "rounds": rounds, "calls": calls,
+            "solo_ms_per_process": solo_ms, "slowdown": found}
 
 
 def _spec(where: Path, model: Path) -> Path:
@@ -174,8 +190,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         where = Path(tmp)
         files = slowed_copies(where, {"2%": 8} if args.smoke else EFFECTS)
-        figures["truth"] = truth(files, 2 if args.smoke else args.truth_rounds,
-                                 20 if args.smoke else 400)
+        figures["truth"] = truth(files, 2 if args.smoke else args.truth_processes,
+                                 2 if args.smoke else 8, 20 if args.smoke else 200)
         print(json.dumps(figures["truth"]["slowdown"], indent=1), flush=True)
         spec = _spec(where, files["0%"])
         side = {name: Side(f"{name}:{path.name}", model=path) for name, path in files.items()}

@@ -6,7 +6,9 @@ for every step (exactly, so a session's numbers are known in advance); ``--log``
 ``--crash-at N`` exits with status 3 at step N. ``--mode own-loop`` ignores the protocol and
 prints five metric lines; ``--mode ready-then-loop`` prints the ready line and then its own
 ten metric lines without reading stdin; ``--mode silent`` prints nothing and sleeps, deaf to
-SIGTERM.
+SIGTERM. ``--peer-pid-file F`` reports, instead of ``--value-us``, the state of the process
+whose pid is in F at each step: 1000 µs when it is stopped (parked), 2000 when it runs or
+sleeps, 3000 before F exists, 4000 once that process is gone.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ def main() -> None:
     parser.add_argument("--log", type=Path)
     parser.add_argument("--pid-file", type=Path)
     parser.add_argument("--crash-at", type=int)
+    parser.add_argument("--peer-pid-file", type=Path)
     parser.add_argument("--warmup", type=int, default=0)  # the spec's own flags, unused
     parser.add_argument("--iter", type=int, default=10)
     args = parser.parse_args()
@@ -65,7 +68,21 @@ def main() -> None:
         if args.crash_at is not None and index + 1 == args.crash_at:
             print(f"boom at step {index + 1}", file=sys.stderr, flush=True)
             sys.exit(3)
-        print(metric(args.value_us))
+        print(metric(peer_state(args.peer_pid_file) if args.peer_pid_file else args.value_us))
+
+
+def peer_state(pid_file: Path) -> float:
+    """The peer's state as a latency, see the module text."""
+    if not pid_file.exists():
+        return 3000.0
+    try:
+        stat = Path(f"/proc/{pid_file.read_text().strip()}/stat").read_text()
+    except (FileNotFoundError, ValueError):
+        return 4000.0
+    state = stat.rsplit(")", 1)[1].split()[0]
+    if state in ("Z", "X"):
+        return 4000.0
+    return 1000.0 if state in ("T", "t") else 2000.0
 
 
 if __name__ == "__main__":

@@ -60,13 +60,15 @@ def jobs_for(tmp_path: Path, *, commands: list[str] | None = None,
 
 
 def session(tmp_path: Path, control: str, treatment: str, *, index: int = 0, blocks: int = 12,
-            warmup: int = 2, seed: int = 7, timeout: float = 30.0) -> Session:
+            warmup: int = 2, seed: int = 7, timeout: float = 30.0, solo: int = 0,
+            park: bool = True) -> Session:
     """Session ``index`` as compare runs it: a balanced order, the first side alternating."""
     return lockstep_session(
         jobs_for(tmp_path), ("control", "treatment"),
         ({"program": control}, {"program": treatment}), HostTarget(),
         ArtifactCache(tmp_path / "cache"), order=balanced_orders(blocks, seed),
-        started_first="ct"[index % 2], warmup=warmup, timeout=timeout, index=index)
+        started_first="ct"[index % 2], warmup=warmup, timeout=timeout, index=index,
+        solo=solo, park=park)
 
 
 def gone(pid: int) -> bool:
@@ -129,6 +131,40 @@ def test_steps_run_in_the_drawn_order_and_start_alternates_with_the_index(
             expected.append(f"{side} step {block + 2}")
     assert log == expected
     assert result.order == balanced_orders(6, 11)
+
+
+# -- the idle side parked, and each side alone -------------------------------------------------
+
+
+@pytest.mark.parametrize("park, seen_ms", [(True, 1.0), (False, 2.0)])
+def test_the_idle_side_is_parked_while_the_other_steps(
+    tmp_path: Path, park: bool, seen_ms: float
+) -> None:
+    # Each side reports the other's process state at every one of its steps (step_program).
+    sides = [fake(name, tmp_path, f"--peer-pid-file {tmp_path / (peer + '.pid')}")
+             for name, peer in (("c", "t"), ("t", "c"))]
+    result = session(tmp_path, *sides, blocks=8, warmup=1, park=park)
+    assert result.control == result.treatment == (seen_ms,) * 8
+    idle = "parked (SIGSTOP)" if park else "live"
+    assert result.regime == {"control": {"idle": idle}, "treatment": {"idle": idle}}
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_solo_steps_run_before_the_other_starts_and_after_it_exits(
+    tmp_path: Path, index: int
+) -> None:
+    sides = [fake(name, tmp_path, f"--peer-pid-file {tmp_path / (peer + '.pid')}")
+             for name, peer in (("c", "t"), ("t", "c"))]
+    result = session(tmp_path, *sides, blocks=4, warmup=1, solo=3, index=index)
+    first, second = ("control_solo", "treatment_solo")[::1 if index == 0 else -1]
+    assert getattr(result, first) == (3.0,) * 3  # the other has not started
+    assert getattr(result, second) == (4.0,) * 3  # the other has exited
+    assert result.solo_median("c") is not None and result.solo_median("t") is not None
+    log = (tmp_path / "steps.log").read_text().split("\n")[:-1]
+    lead, other = ("c", "t") if index == 0 else ("t", "c")
+    # ready, one warm-up step and three solo steps of the first side before the other starts
+    assert log[:6] == [f"{lead} ready", f"{lead} step 0", f"{lead} step 1", f"{lead} step 2",
+                       f"{lead} step 3", f"{other} ready"]
 
 
 # -- programs that do not step ------------------------------------------------------------------

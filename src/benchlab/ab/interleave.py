@@ -99,7 +99,8 @@ def session_runner(mode: Mode, pair: tuple[Job, Job], labels: tuple[str, str],
 
         return lockstep_session(pair, labels, string_maps, target, cache, order=order,
                                 started_first=first, warmup=warmup,
-                                timeout=control.test.timeout)
+                                timeout=control.test.timeout, index=index,
+                                solo=solo_calls(blocks))
 
     return run
 

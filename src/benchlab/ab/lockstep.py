@@ -99,6 +99,7 @@ class _Program:
         self.stdout_tail: deque[str] = deque(maxlen=_TAIL_LINES)
         self.stderr_tail: deque[str] = deque(maxlen=2 * _TAIL_LINES)
         self.steps = 0
+        self.parked = False
 
     # -- the process ---------------------------------------------------------------------------
 
@@ -130,6 +131,26 @@ class _Program:
             self._lines.put((name, None))
             stream.close()
 
+    def park(self) -> None:
+        """Stop the whole process group (SIGSTOP) while the other side steps: threads that
+        spin when idle (ONNX Runtime's pools) would otherwise take CPU from it."""
+        assert self.proc is not None
+        _signal_group(self.proc.pid, signal.SIGSTOP)
+        self.parked = True
+        # SIGSTOP is delivered asynchronously: wait until the program has stopped, so the
+        # other side's step never overlaps its last moments.
+        deadline = time.monotonic() + _TERM_GRACE_S
+        while _process_state(self.proc.pid) not in ("T", "t", "Z", "X", None):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.0001)
+
+    def resume(self) -> None:
+        """Continue a parked process group (SIGCONT); nothing when it is not parked."""
+        if self.parked and self.proc is not None:
+            _signal_group(self.proc.pid, signal.SIGCONT)
+            self.parked = False
+
     def send(self, line: str) -> bool:
         """Write one line to the program's stdin; False when it no longer reads."""
         assert self.proc is not None and self.proc.stdin is not None
@@ -159,6 +180,7 @@ class _Program:
             except OSError:
                 pass
         if proc.poll() is None:
+            _signal_group(proc.pid, signal.SIGCONT)  # a parked group would not see SIGTERM
             _signal_group(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(timeout=_TERM_GRACE_S)
@@ -301,6 +323,12 @@ class _Program:
         return TargetError(f"{self.label}: the program ended during {what}: {_ended(code)}"
                            + (f"; its output ended with:\n{tail}" if tail else ""))
 
+    def stop(self, timeout: float) -> None:
+        """Send ``stop`` (resuming the program first) and wait for a clean exit."""
+        self.resume()
+        self.send(STOP)
+        self.finish(timeout)
+
     def finish(self, timeout: float) -> None:
         """After ``stop`` was sent: wait for a clean exit."""
         code = self.status(timeout)
@@ -321,6 +349,16 @@ def _short(line: str, limit: int = 160) -> str:
 def _is_metric_line(line: str) -> bool:
     parsed = parse_output(line)
     return bool(parsed.metric_lines or parsed.malformed)
+
+
+def _process_state(pid: int) -> str | None:
+    """The one-letter state of a process (``T`` stopped), None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    return stat.rsplit(b")", 1)[1].split()[0].decode()
 
 
 def _signal_group(pgid: int, sig: int) -> bool:
@@ -390,6 +428,8 @@ def lockstep_session(
     warmup: int = 0,
     timeout: float | None = None,
     index: int = 0,
+    solo: int = 0,
+    park: bool = True,
 ) -> Session:
     """One lock-step session of a job: one step per side in each block of ``order``.
 
@@ -401,6 +441,13 @@ def lockstep_session(
     steps per side, which are discarded; ``timeout`` bounds the wait for each ready line and
     each step (default: the test's timeout); ``index`` is the session's number, the
     repetition the commands see (``{INDEX}``).
+
+    ``park`` stops the idle side's process group (SIGSTOP) while the other steps and
+    continues it (SIGCONT) for its own step: two live runtimes whose idle threads spin would
+    otherwise each run at up to twice their solo latency on a small machine. ``solo`` steps
+    of each side are also timed alone: the side started first before the other starts (after
+    its own ``warmup`` steps), the other after the first has exited; they are the session's
+    solo calls, set beside its interleaved ones to measure fidelity.
 
     Raises :class:`~benchlab.errors.ModeUnavailable` when lock-step cannot measure these sides:
     a target other than the host, a framework other than ``generic``, FAI-PEP host steps, not
@@ -428,22 +475,48 @@ def lockstep_session(
         programs = [_Program(command) for command in commands]
         first = "ct".index(started_first)
         starting = (first, 1 - first)
+        alone: tuple[list[float], list[float]] = ([], [])
+
+        def step(which: int) -> float:
+            program = programs[which]
+            program.resume()
+            value = program.step(wait)
+            if park:
+                program.park()
+            return value
+
         for which in starting:
             programs[which].start()
             programs[which].wait_ready(wait)
-        for step in range(warmup):
-            for which in starting if step % 2 == 0 else starting[::-1]:
-                programs[which].step(wait)
+            if solo and which == first:
+                for _ in range(warmup):
+                    programs[which].step(wait)
+                alone[which].extend(programs[which].step(wait) for _ in range(solo))
+            if park:
+                programs[which].park()
+        for n in range(warmup):
+            for which in starting if n % 2 == 0 else starting[::-1]:
+                step(which)
         times: tuple[list[float], list[float]] = ([], [])
         for letter in order:
             for which in (0, 1) if letter == "c" else (1, 0):
-                times[which].append(programs[which].step(wait))
-        for program in programs:
-            program.send(STOP)
-        for program in programs:
-            program.finish(wait)
+                times[which].append(step(which))
+        if solo:
+            programs[first].stop(wait)
+            second = programs[1 - first]
+            second.resume()
+            alone[1 - first].extend(second.step(wait) for _ in range(solo))
+            second.stop(wait)
+        else:
+            for program in programs:
+                program.resume()
+                program.send(STOP)
+            for program in programs:
+                program.finish(wait)
+        idle = {"idle": "parked (SIGSTOP)" if park else "live"}
         return session_from_blocks(Mode.LOCKSTEP, times[0], times[1], order,
-                                   loaded_first=started_first)
+                                   loaded_first=started_first, solo=alone,
+                                   regime={"control": idle, "treatment": idle})
     finally:
         for program in programs:
             program.kill()
