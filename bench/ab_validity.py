@@ -74,7 +74,7 @@ print(" ".join(",".join(map(str, medians[path])) for path in paths))
 def _extra(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--truth-processes", type=int, default=8)
     parser.add_argument("--aa", default="minilm:onnxruntime,mobilenet_v2:openvino,"
-                        "mobilenet_v2:executorch",
+                        "mobilenet_v2:executorch,mobilenet_v2:pytorch,mobilenet_v2:tflite",
                         help="model:framework A/A cells on other runtimes ('' for none)")
 
 

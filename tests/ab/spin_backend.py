@@ -1,6 +1,10 @@
 """A runner backend with a work knob, for in-process A/B tests: each call spins ``work`` loop
 steps times ``1 + slowdown`` (both runner options), so two configurations of it are two
-"variants" of one runtime with a known difference. Imported by the runner by module name."""
+"variants" of one runtime with a known difference. Imported by the runner by module name.
+
+``crowded`` stands in for runtimes whose idle pools take the machine from a neighbour: while
+another SpinBackend is alive in the same process, each call spins ``1 + crowded`` times as
+long, so an interleaved session runs it slower than it runs alone, by a known factor."""
 
 from __future__ import annotations
 
@@ -15,9 +19,17 @@ from benchlab.runner.config import InputConfig, RunnerConfig
 class SpinBackend:
     """A :class:`benchlab.runner.loop.RuntimeBackend` whose call is integer work."""
 
+    #: The instances alive in this process (a test fake's bookkeeping, see the module text).
+    alive: set[int] = set()
+
     def __init__(self, config: RunnerConfig) -> None:
         options = config.options
         self.steps = int(int(options.get("work", 20_000)) * (1 + float(options.get("slowdown", 0))))
+        self.crowded = float(options.get("crowded", 0))
+        SpinBackend.alive.add(id(self))
+
+    def __del__(self) -> None:
+        SpinBackend.alive.discard(id(self))
 
     def load(self) -> None:
         """Nothing to load."""
@@ -28,11 +40,12 @@ class SpinBackend:
 
     def prepare(self, inputs: dict[str, np.ndarray]) -> Callable[[], Any]:
         """The timed call."""
-        steps = self.steps
+        steps, crowded, alive = self.steps, self.crowded, SpinBackend.alive
 
         def call() -> int:
             total = 0
-            for i in range(steps):
+            n = int(steps * (1 + crowded)) if len(alive) > 1 else steps
+            for i in range(n):
                 total += i * i % 7
             return total
 

@@ -77,7 +77,10 @@ def test_compare_picks_in_process_and_finds_a_known_slowdown(tmp_path: Path) -> 
     jobs = _jobs(tmp_path)
     comparison = compare_jobs(jobs, _side("A", 0.0), _side("B", 0.3), HostTarget(),
                               ArtifactCache(tmp_path / "cache"),
-                              CompareSettings(looks=(8, 16), verify=True))
+                              # fidelity judged in test_fidelity.py; a busy machine can
+                              # move a toy's solo calls
+                              CompareSettings(looks=(8, 16), verify=True,
+                                              fidelity_tolerance=None))
     (latency,) = comparison.metrics
     assert latency.mode is Mode.IN_PROCESS and comparison.modes == [Mode.IN_PROCESS]
     assert latency.estimate.outcome is Outcome.REGRESSION and latency.verified is True

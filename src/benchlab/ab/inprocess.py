@@ -29,6 +29,9 @@ from benchlab.targets.base import CommandResult, Target
 __all__ = ["PairFramework", "inprocess_problem", "inprocess_session"]
 
 _RUNNER_MODULE = "benchlab.runner"
+# The treatment's model files ride in the pair job under this prefix, so that two sides with
+# different files (``Side(model=...)``) are staged together and each side reads its own.
+_TREATMENT_FILES = "treatment__"
 
 
 def inprocess_problem(control: Job, treatment: Job, pythons: Sequence[str | None]) -> str | None:
@@ -79,7 +82,12 @@ class PairFramework:
         wires: dict[str, dict] = {}
         envs: list[Mapping[str, str]] = []
         for side, job in (("control", self.control), ("treatment", self.treatment)):
-            side_ctx = replace(ctx, config=job.config, test=job.test)
+            files = dict(ctx.files)
+            if side == "treatment":
+                files.update({f"files.{key}": ctx.files[f"files.{_TREATMENT_FILES}{key}"]
+                              for key in job.spec.model.files})
+            side_ctx = replace(ctx, spec=job.spec, config=job.config, test=job.test,
+                               files=files)
             wire, env = _runner_wire(job.framework.invocations(side_ctx), side)
             shared = dict(getattr(job.framework, "shared_process_options", {}))
             # The side's own options win: a thread_pool asked for is measured as asked.
@@ -109,7 +117,11 @@ def inprocess_session(
     cannot share one and :class:`TargetError` when the process fails. ``solo`` calls of
     each side are also timed alone (see :mod:`benchlab.runner.pair`)."""
     framework = PairFramework(control, treatment, order, loaded_first, warmup, solo)
-    job = replace(control, framework=framework)  # type: ignore[arg-type]
+    model = control.spec.model
+    both = {**model.files, **{f"{_TREATMENT_FILES}{key}": replace(ref, key=f"{_TREATMENT_FILES}{key}")
+                              for key, ref in treatment.spec.model.files.items()}}
+    job = replace(control, framework=framework,  # type: ignore[arg-type]
+                  spec=replace(control.spec, model=replace(model, files=both)))
     result = run_job(job, target, cache)
     if not result.ok:
         raise TargetError(f"the interleaved process failed: {result.status.value}: "
@@ -117,7 +129,8 @@ def inprocess_session(
     times = {letter: _times(result, side) for letter, side in SIDES.items()}
     cpu = {letter: _times(result, side, Metric.CPU_TIME) for letter, side in SIDES.items()}
     alone = {letter: _times(result, f"{side}_solo") for letter, side in SIDES.items()}
-    regime = result.details.get("interleaved", {}).get("regime", {})
+    detail = result.details.get("interleaved", {})
+    regime = {**detail.get("regime", {}), "process_threads": detail.get("process_threads")}
     return session_from_blocks(Mode.IN_PROCESS, times["c"], times["t"], order, loaded_first,
                                cpu=(cpu["c"], cpu["t"]), solo=(alone["c"], alone["t"]),
                                regime=regime)

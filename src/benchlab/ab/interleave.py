@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from benchlab.ab.model import Fidelity, Mode, PairedEstimate
 from benchlab.ab.sessions import Session, balanced_orders
-from benchlab.ab.stats import decide_log_ratios, hodges_lehmann
+from benchlab.ab.stats import decide_log_ratios, hodges_lehmann, through_looks
 from benchlab.artifacts import ArtifactCache
 from benchlab.errors import ModeUnavailable, UsageError
 from benchlab.jobrun import Job
@@ -123,7 +123,7 @@ class SessionData:
         pairs = [s.medians for s in self.sessions]
         return [c for c, _ in pairs], [t for _, t in pairs]
 
-    def fidelity(self, letter: str, tolerance: float) -> Fidelity | None:
+    def fidelity(self, letter: str, tolerance: float | None) -> Fidelity | None:
         """How side ``c``/``t`` ran interleaved against itself alone, over the sessions that
         timed it alone; None when none did."""
         rounds = [(s.solo_median(letter), s.medians[0 if letter == "c" else 1])
@@ -137,7 +137,7 @@ class SessionData:
         return Fidelity("control" if letter == "c" else "treatment", math.exp(centre),
                         *bounds, len(rounds), tolerance)
 
-    def fidelities(self, tolerance: float) -> tuple[Fidelity, ...]:
+    def fidelities(self, tolerance: float | None) -> tuple[Fidelity, ...]:
         """Both sides' fidelity, where measured."""
         found = (self.fidelity(letter, tolerance) for letter in "ct")
         return tuple(f for f in found if f is not None)
@@ -167,22 +167,27 @@ def run_sessions(
     :class:`ModeUnavailable` saying so, and compare measures the job another way.
     """
     data = SessionData(mode)
-    estimate: PairedEstimate | None = None
     check_at = min(FIDELITY_CHECK, looks[0]) if tolerance is not None else None
-    for look in looks:
+
+    def grow(look: int) -> None:
         while len(data.sessions) < look:
             data.sessions.append(runner(len(data.sessions)))
             if progress:
                 progress(f"{label}: {mode.value} session {len(data.sessions)}/{look}")
             if len(data.sessions) == check_at:
-                off = [f for f in data.fidelities(tolerance) if not f.faithful]
-                if off:
-                    raise ModeUnavailable(
-                        f"{mode.value} did not run the sides as they run alone: "
-                        + "; ".join(f.describe() for f in off)
-                        + f" (tolerance ±{tolerance:.0%})")
-        estimate = decide_log_ratios(data.estimates, min_effect=min_effect, alpha=alpha,
-                                     n_looks=len(looks))
-        if estimate.outcome.value != "undecided":
-            break
-    return data, ({LATENCY_KEY: estimate} if estimate is not None else {})
+                _check_fidelity(data, mode, tolerance)
+
+    def decide_now() -> dict[str, PairedEstimate]:
+        return {LATENCY_KEY: decide_log_ratios(data.estimates, min_effect=min_effect,
+                                               alpha=alpha, n_looks=len(looks))}
+
+    return data, through_looks(looks, grow, decide_now, LATENCY_KEY)
+
+
+def _check_fidelity(data: SessionData, mode: Mode, tolerance: float | None) -> None:
+    """Raise :class:`ModeUnavailable` when a side ran outside ``tolerance`` of itself alone."""
+    off = [f for f in data.fidelities(tolerance or 0.0) if not f.faithful]
+    if off:
+        raise ModeUnavailable(f"{mode.value} did not run the sides as they run alone: "
+                              + "; ".join(f.describe() for f in off)
+                              + f" (tolerance ±{tolerance:.0%})")

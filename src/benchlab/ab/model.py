@@ -103,7 +103,7 @@ class Fidelity:
     regime is the regime the side ships in): the Hodges-Lehmann centre over ``sessions`` of
     each session's log ratio of medians, with its signed-rank interval at ``level``
     (``low``/``high``; None with one session). ``tolerance`` is how far from 1 the ratio may
-    be (0.05: ±5%).
+    be (0.05: ±5%; None: not judged).
     """
 
     side: str
@@ -111,13 +111,13 @@ class Fidelity:
     low: float | None
     high: float | None
     sessions: int
-    tolerance: float
+    tolerance: float | None
     level: float = 0.95
 
     @property
     def faithful(self) -> bool:
         """False when the ratio is outside the tolerance and its interval excludes 1."""
-        if abs(self.ratio - 1.0) <= self.tolerance:
+        if self.tolerance is None or abs(self.ratio - 1.0) <= self.tolerance:
             return True
         if self.low is None or self.high is None:
             return False

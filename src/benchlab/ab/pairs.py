@@ -28,7 +28,7 @@ from benchlab.ab.model import (
     Outcome,
     PairedEstimate,
 )
-from benchlab.ab.stats import apply_bh, decide
+from benchlab.ab.stats import apply_bh, decide, through_looks
 from benchlab.errors import BenchlabError, ModeUnavailable, UsageError
 from benchlab.jobrun import Job, run_job, summarize_samples
 from benchlab.plugins import parse_plugin_text
@@ -99,7 +99,7 @@ class CompareSettings:
     a mode the sides do not allow falls back with a note. ``looks`` count process pairs or
     interleaved sessions. ``fidelity_tolerance``: how far an interleaved mode may move a
     side's latency from its solo latency (0.05: ±5%) before the job is measured in process
-    pairs instead.
+    pairs instead; ``None`` measures and reports fidelity but keeps the mode whatever it is.
     """
 
     min_effect: float = 0.01
@@ -107,7 +107,7 @@ class CompareSettings:
     looks: tuple[int, ...] = (20, 40, 80)
     verify: bool = True
     mode: str = AUTO
-    fidelity_tolerance: float = 0.05
+    fidelity_tolerance: float | None = 0.05
 
 
 class _PythonTarget:
@@ -237,14 +237,11 @@ def _run_looks(
 ) -> tuple[_Sides, dict[str, PairedEstimate]]:
     """Pairs up to each look in turn, stopping at the first look where ``key`` is decided."""
     data = _Sides()
-    estimates: dict[str, PairedEstimate] = {}
-    for look in settings.looks:
+
+    def grow(look: int) -> None:
         _run_pairs(pair, sides, targets, cache, data, look, progress)
-        estimates = _decide_all(data, settings)
-        decided = estimates.get(key)
-        if decided is None or decided.outcome is not Outcome.UNDECIDED:
-            break
-    return data, estimates
+
+    return data, through_looks(settings.looks, grow, lambda: _decide_all(data, settings), key)
 
 
 def _op_deltas(data: _Sides) -> tuple[OpDelta, ...]:

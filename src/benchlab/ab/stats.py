@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from statistics import NormalDist
 
@@ -33,6 +33,7 @@ __all__ = [
     "hodges_lehmann",
     "log_ratios",
     "look_level",
+    "through_looks",
     "wilcoxon_signed_rank",
 ]
 
@@ -326,3 +327,23 @@ def apply_bh(estimates: Sequence[PairedEstimate], alpha: float = 0.05) -> list[P
         outcome = Outcome.UNDECIDED if est.outcome in decisive and q > alpha else est.outcome
         adjusted.append(dataclasses.replace(est, q_value=q, outcome=outcome))
     return adjusted
+
+
+def through_looks(
+    looks: Sequence[int],
+    grow: Callable[[int], None],
+    decide_now: Callable[[], Mapping[str, PairedEstimate]],
+    key: str,
+) -> dict[str, PairedEstimate]:
+    """The staged decision loop every A/B mode shares (process pairs, sessions, their
+    verify re-runs, and track through them): at each look in turn, ``grow`` the evidence to
+    that many pairs or sessions and decide every metric; stop at the first look where
+    ``key`` is decided, or where it cannot be decided at all. Returns the last decisions."""
+    estimates: dict[str, PairedEstimate] = {}
+    for look in looks:
+        grow(look)
+        estimates = dict(decide_now())
+        decided = estimates.get(key)
+        if decided is None or decided.outcome is not Outcome.UNDECIDED:
+            break
+    return estimates

@@ -63,14 +63,17 @@ def fidelity_cell(metric: MetricComparison) -> str:
 
 
 def regime_text(metric: MetricComparison) -> str:
-    """Each side's threading settings as its runtime reported them, once when both agree."""
-    if not metric.regime:
-        return ""
-    shown = {side: ", ".join(f"{k} {v}" for k, v in sorted(facts.items()) if v is not None)
-             for side, facts in sorted(metric.regime.items())}
-    if len(set(shown.values())) == 1:
-        return next(iter(shown.values()))
-    return "; ".join(f"{side}: {text}" for side, text in shown.items())
+    """Each side's threading settings as its runtime reported them (once when both agree),
+    then what the session saw itself (``process_threads``: OS threads with both loaded)."""
+    sides = {side: ", ".join(f"{k} {v}" for k, v in sorted(facts.items()) if v is not None)
+             for side, facts in sorted(metric.regime.items()) if isinstance(facts, dict)}
+    seen = [f"{k.replace('_', ' ')} {v}" for k, v in sorted(metric.regime.items())
+            if not isinstance(v, dict) and v is not None]
+    if len(set(sides.values())) == 1:
+        parts = [next(iter(sides.values()))]
+    else:
+        parts = [f"{side}: {text}" for side, text in sides.items()]
+    return "; ".join(p for p in (*parts, *seen) if p)
 
 
 def fidelity_text(metric: MetricComparison) -> str:

@@ -13,6 +13,7 @@ with the order and each side's threading regime.
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -64,6 +65,15 @@ def _time_calls(call: Callable[[], Any], count: int) -> list[float]:
     return times
 
 
+def _thread_count() -> int | None:
+    """The OS threads of this process with both sides loaded (Linux), None where unknown:
+    how many pools the two sides made is seen here, not taken on the runtime's word."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return None
+
+
 #: The info keys that describe how a side uses the machine's threads (reports show them).
 REGIME_KEYS = ("threads", "intra_op_threads", "inter_op_threads", "thread_pool", "spinning",
                "nstreams", "hint", "mode")
@@ -105,6 +115,7 @@ def measure_pair(config: PairConfig, out: Any) -> None:
             times[letter].append((t1 - t0) / _NS_PER_MS)
     regime = {SIDES[letter]: {k: v for k, v in backends[letter].info().items()
                               if k in REGIME_KEYS} for letter in letters}
+    threads = _thread_count()
     if config.solo:
         del calls[first], backends[first]  # the runtime frees the session and its threads
         gc.collect()
@@ -119,7 +130,8 @@ def measure_pair(config: PairConfig, out: Any) -> None:
         lines += [format_metric(f"{side}_solo", Metric.LATENCY, ms, "ms")
                   for ms in solo[letter]]
     lines.append(format_detail(interleaved={"order": config.order, "loaded_first": first,
-                                            "blocks": len(config.order), "regime": regime}))
+                                            "blocks": len(config.order), "regime": regime,
+                                            "process_threads": threads}))
     out.write("\n".join(lines) + "\n")
     out.flush()
     del backends
