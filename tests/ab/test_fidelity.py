@@ -171,3 +171,20 @@ def test_a_compare_that_compares_nothing_exits_non_zero(tmp_path: Path) -> None:
     assert "odd" in out.stderr and "skipped" in out.stderr
     verdict = json.loads((tmp_path / "v.json").read_text())
     assert verdict["compared_nothing"] is True and verdict["exit_code"] == 1
+
+
+def test_sides_that_name_their_model_by_placeholder_compare_in_process(tmp_path: Path) -> None:
+    one, eight = write_chain(tmp_path / "one.onnx", 1), write_chain(tmp_path / "eight.onnx", 8)
+    spec = write_spec(tmp_path / "spec.json", one)
+    data = json.loads(spec.read_text())
+    data["model"]["files"]["model"].update(location="{program}", filename="model.onnx")
+    spec.write_text(json.dumps(data))
+    comparison = benchlab.compare(
+        [spec], control=make_side("control", program=str(one)),
+        treatment=make_side("treatment", program=str(eight)),
+        db=tmp_path / "r.db", cache_dir=tmp_path / "cache",
+        settings=CompareSettings(looks=(4,), verify=False, min_effect=0.1,
+                                 fidelity_tolerance=None))
+    assert comparison.failed == ()
+    (latency,) = comparison.metrics
+    assert latency.mode is Mode.IN_PROCESS and latency.estimate.change > 1.0

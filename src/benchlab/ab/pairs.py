@@ -33,6 +33,7 @@ from benchlab.errors import BenchlabError, ModeUnavailable, UsageError
 from benchlab.jobrun import Job, run_job, summarize_samples
 from benchlab.plugins import parse_plugin_text
 from benchlab.schema import LATENCY_KEY, JobIdentity, Metric, Result, Sample, Status
+from benchlab.spec.placeholders import substitute
 from benchlab.spec.types import BenchmarkSpec, FileRef, FrameworkConfig
 from benchlab.targets.base import Target
 from benchlab.units import convert
@@ -134,6 +135,8 @@ def side_job(job: Job, side: Side, variant: str) -> Job:
     config = side.framework or job.config
     if side.model is not None:
         job = replace(job, spec=_with_model_file(job, side.model))
+    if side.string_map:
+        job = replace(job, spec=_with_file_placeholders(job.spec, side.string_map))
     identity = replace(
         job.identity, framework=config.name, framework_config=dict(config.options),
         variant=side.variant or variant,
@@ -161,6 +164,15 @@ def _with_model_file(job: Job, model: Path) -> BenchmarkSpec:
     swapped = {**files, **{key: FileRef(key, str(model), model.parent, sha256=digest,
                                         filename=model.name) for key in keys}}
     return replace(job.spec, model=replace(job.spec.model, files=swapped))
+
+
+def _with_file_placeholders(spec: BenchmarkSpec, values: Mapping[str, str]) -> BenchmarkSpec:
+    """The spec with the side's placeholders put into its model files' locations, so a side
+    that names its model as ``{program}`` carries its own file into any mode (an in-process
+    pair stages both sides' files; see :mod:`benchlab.ab.inprocess`)."""
+    files = {key: replace(ref, location=substitute(ref.location, values))
+             for key, ref in spec.model.files.items()}
+    return replace(spec, model=replace(spec.model, files=files))
 
 
 def _observe(result: Result, units: dict[str, str]) -> dict[str, float]:
