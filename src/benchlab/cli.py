@@ -254,6 +254,7 @@ def compare(
     pairs: Annotated[str, typer.Option(help="Looks: pairs after which to decide, e.g. 20,40,80.")] = "20,40,80",  # noqa: E501
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Re-measure regressions before declaring them.")] = True,  # noqa: E501
     mode: Annotated[str, typer.Option(help="How to pair the sides: auto (the strongest they allow), in-process, lockstep or process-pairs.")] = "auto",  # noqa: E501
+    fidelity_tolerance: Annotated[str, typer.Option(help="How far an interleaved mode may move a side from its solo latency before the job goes to process pairs, e.g. 5%; 'off' to report only.")] = "5%",  # noqa: E501
     iterations: Annotated[Optional[int], typer.Option("--iter", help=_help("iter"))] = None,  # noqa: UP007,E501
     warmup: Annotated[Optional[int], typer.Option(help=_help("warmup"))] = None,  # noqa: UP007
     min_time: Annotated[Optional[float], typer.Option(help=_help("min_time"))] = None,  # noqa: UP007,E501
@@ -283,6 +284,8 @@ def compare(
     settings = CompareSettings(
         min_effect=_percent(min_effect, "--min-effect") or 0.01, alpha=alpha, looks=looks,
         verify=verify, mode=mode,
+        fidelity_tolerance=(None if fidelity_tolerance == "off"
+                            else _percent(fidelity_tolerance, "--fidelity-tolerance")),
     )
     if lab:
         if control_model or treatment_model:
@@ -300,7 +303,8 @@ def compare(
                        "treatment": {"program": treatment_program, "config": treatment_config,
                                      "python": treatment_python},
                        "settings": {"min_effect": settings.min_effect, "alpha": alpha,
-                                    "looks": list(looks), "verify": verify, "mode": mode}})
+                                    "looks": list(looks), "verify": verify, "mode": mode,
+                                    "fidelity_tolerance": settings.fidelity_tolerance}})
     comparison = run_compare(
         list(specs),
         control=_side("control", control_program, control_config, control_python,

@@ -118,8 +118,9 @@ def inprocess_session(
     each side are also timed alone (see :mod:`benchlab.runner.pair`)."""
     framework = PairFramework(control, treatment, order, loaded_first, warmup, solo)
     model = control.spec.model
-    both = {**model.files, **{f"{_TREATMENT_FILES}{key}": replace(ref, key=f"{_TREATMENT_FILES}{key}")
-                              for key, ref in treatment.spec.model.files.items()}}
+    both = dict(model.files)
+    for key, ref in treatment.spec.model.files.items():
+        both[_TREATMENT_FILES + key] = replace(ref, key=_TREATMENT_FILES + key)
     job = replace(control, framework=framework,  # type: ignore[arg-type]
                   spec=replace(control.spec, model=replace(model, files=both)))
     result = run_job(job, target, cache)

@@ -107,7 +107,8 @@ def comparison_table(comparison: Comparison) -> Table:
         style = _STYLE[e.outcome] if m.verified is not False else "yellow"
         table.add_row(
             escape(m.job), m.metric.removeprefix("NET "), m.mode.value, str(e.n_pairs),
-            fidelity_cell(m), f"{median(m.control):.4g} {m.unit}", f"{median(m.treatment):.4g} {m.unit}",
+            fidelity_cell(m), f"{median(m.control):.4g} {m.unit}",
+            f"{median(m.treatment):.4g} {m.unit}",
             _pct(e.change), f"[{_pct(e.ci_low)}, {_pct(e.ci_high)}]",
             f"{e.q_value:.3g}" if e.q_value is not None else "-",
             f"[{style}]{_verdict(m)}[/]",
@@ -137,7 +138,8 @@ def comparison_markdown(comparison: Comparison, top_ops: int = 5) -> str:
         e = m.estimate
         lines.append(
             f"| {m.job} | {m.metric.removeprefix('NET ')} | {m.mode.value} | {e.n_pairs} | "
-            f"{fidelity_cell(m)} | {median(m.control):.4g} {m.unit} | {median(m.treatment):.4g} {m.unit} | "
+            f"{fidelity_cell(m)} | {median(m.control):.4g} {m.unit} | "
+            f"{median(m.treatment):.4g} {m.unit} | "
             f"{_pct(e.change)} | [{_pct(e.ci_low)}, {_pct(e.ci_high)}] | "
             f"{e.q_value:.3g} | {_verdict(m)} |" if e.q_value is not None else
             f"| {m.job} | {m.metric} | {m.mode.value} | {e.n_pairs} | {fidelity_cell(m)} | "

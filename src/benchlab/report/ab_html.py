@@ -203,7 +203,8 @@ def _table(comparison: Comparison) -> list[str]:
     # The interval's level follows the looks (1 − α/looks), so it is named, not assumed 95%.
     ci_head = f"{levels.pop() * 100:.3g}% CI" if len(levels) == 1 else "CI"
     rows = [("<table><thead><tr><th>job</th><th>metric</th><th>mode</th><th>n</th><th>fidelity</th>"
-             f"<th>control</th><th>treatment</th><th>change</th><th>{ci_head}</th><th>q</th><th>verdict</th>"
+             f"<th>control</th><th>treatment</th><th>change</th><th>{ci_head}</th><th>q</th>"
+             "<th>verdict</th>"
              "</tr></thead><tbody>")]
     for i, m in enumerate(comparison.metrics):
         e = m.estimate
