@@ -73,6 +73,10 @@ print(" ".join(",".join(map(str, medians[path])) for path in paths))
 
 def _extra(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--truth-processes", type=int, default=8)
+    parser.add_argument("--parts", default="truth,aa,ab,lockstep,other",
+                        help="which parts to run (truth is needed by ab's coverage)")
+    parser.add_argument("--sessions", type=int, default=12,
+                        help="lock-step sessions per setting (parked, live)")
     parser.add_argument("--aa", default="minilm:onnxruntime,mobilenet_v2:openvino,"
                         "mobilenet_v2:executorch,mobilenet_v2:pytorch,mobilenet_v2:tflite",
                         help="model:framework A/A cells on other runtimes ('' for none)")
@@ -86,7 +90,8 @@ def slowed_copies(where: Path, effects: dict[str, int]) -> dict[str, Path]:
     from benchlab.artifacts import ArtifactCache, default_cache_dir
     from benchlab.zoo import export_models
 
-    (export,) = export_models(["mobilenet_v2"], ArtifactCache(default_cache_dir()))
+    (export,) = export_models(["mobilenet_v2"], ArtifactCache(default_cache_dir()),
+                              formats=["onnx"])
     original = Path(export.files["onnx"][0])
     files = {"0%": original}
     for name, adds in effects.items():
@@ -177,6 +182,44 @@ def _one(spec: Path | None, control: Any, treatment: Any, looks: tuple[int, ...]
     }
 
 
+def lockstep_fidelity(model: Path, sessions: int, blocks: int) -> dict[str, Any]:
+    """Lock-step sessions of examples/ab/onnx_bench.py on ``model`` against itself, with the
+    idle side parked and live: each side's fidelity and the A/A session estimates."""
+    from benchlab.ab.interleave import SessionData, solo_calls
+    from benchlab.ab.lockstep import lockstep_session
+    from benchlab.ab.model import Mode
+    from benchlab.ab.pairs import Side, side_job
+    from benchlab.ab.sessions import balanced_orders
+    from benchlab.api import plan_sweep
+    from benchlab.artifacts import ArtifactCache, default_cache_dir
+    from benchlab.targets.host import HostTarget
+
+    examples = Path(__file__).resolve().parents[1] / "examples" / "ab"
+    (job,) = plan_sweep([examples / "onnx.yaml"]).jobs
+    program = f"{sys.executable} {examples / 'onnx_bench.py'} {model}"
+    pair = (side_job(job, Side("c"), "control"), side_job(job, Side("t"), "treatment"))
+    out: dict[str, Any] = {}
+    for park in (True, False):
+        data = SessionData(Mode.LOCKSTEP)
+        started = time.monotonic()
+        for index in range(sessions):
+            data.sessions.append(lockstep_session(
+                pair, ("control", "treatment"), ({"program": program}, {"program": program}),
+                HostTarget(), ArtifactCache(default_cache_dir()),
+                order=balanced_orders(blocks, index), started_first="ct"[index % 2],
+                warmup=5, index=index, solo=solo_calls(blocks), park=park))
+        control_ms, _ = data.medians()
+        out["parked" if park else "live"] = {
+            "fidelity": [{"side": f.side, "ratio": f.ratio, "low": f.low, "high": f.high}
+                         for f in data.fidelities(0.05)],
+            "control_ms": statistics.median(control_ms),
+            "solo_ms": statistics.median(s.solo_median("c") for s in data.sessions),
+            "aa_change": math.expm1(statistics.median(data.estimates)),
+            "seconds": time.monotonic() - started,
+        }
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from benchlab.ab.pairs import Side
     from benchlab.spec.types import FrameworkConfig
@@ -187,20 +230,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     looks = (4,) if args.smoke else (40,)
     ab_looks = (4,) if args.smoke else (20, 40)
     figures: dict[str, Any] = {}
+    parts = set(args.parts.split(","))
     with tempfile.TemporaryDirectory() as tmp:
         where = Path(tmp)
         files = slowed_copies(where, {"2%": 8} if args.smoke else EFFECTS)
-        figures["truth"] = truth(files, 2 if args.smoke else args.truth_processes,
-                                 2 if args.smoke else 8, 20 if args.smoke else 200)
-        print(json.dumps(figures["truth"]["slowdown"], indent=1), flush=True)
+        if "lockstep" in parts:
+            figures["lockstep"] = lockstep_fidelity(files["0%"], 2 if args.smoke else
+                                                    args.sessions, 4 if args.smoke else 40)
+            print(json.dumps(figures["lockstep"], indent=1), flush=True)
+        if "truth" in parts:
+            figures["truth"] = truth(files, 2 if args.smoke else args.truth_processes,
+                                     2 if args.smoke else 8, 20 if args.smoke else 200)
+            print(json.dumps(figures["truth"]["slowdown"], indent=1), flush=True)
         spec = _spec(where, files["0%"])
         side = {name: Side(f"{name}:{path.name}", model=path) for name, path in files.items()}
         figures["aa"] = [_one(spec, side["0%"], Side("again", model=files["0%"]), looks, 0.01,
-                              True) for _ in range(args.repeats)]
+                              True) for _ in range(args.repeats if "aa" in parts else 0)]
         print(json.dumps(figures["aa"], indent=1), flush=True)
         figures["ab"] = {}
         for name in files:
-            if name == "0%":
+            if name == "0%" or "ab" not in parts:
                 continue
             count = args.repeats * 2 if name == "2%" else max(1, args.repeats // 2)
             min_effect = 0.005 if name == "1%" else 0.01
@@ -208,7 +257,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                    for _ in range(count)]
             print(name, json.dumps(figures["ab"][name], indent=1), flush=True)
     figures["other_runtimes"] = {}
-    for cell in ([] if args.smoke or not args.aa else args.aa.split(",")):
+    for cell in ([] if args.smoke or not args.aa or "other" not in parts
+                 else args.aa.split(",")):
         model, framework = cell.split(":")
         config = FrameworkConfig(framework, {})
         figures["other_runtimes"][cell] = _one(
@@ -223,20 +273,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def summarize(figures: dict[str, Any]) -> dict[str, Any]:
     """The goals of the issue, measured: width, power, coverage, false regressions."""
-    aa = [r for r in figures["aa"] if "width_points" in r]
+    aa = [r for r in figures.get("aa", []) if "width_points" in r]
     out: dict[str, Any] = {
         "aa_width_points": [round(r["width_points"], 2) for r in aa],
         "aa_false_regressions": sum(bool(r["regression"]) for r in aa),
         "fidelity": [round(f["ratio"], 3) for r in aa for f in r["fidelity"]],
     }
-    truths = figures["truth"]["slowdown"]
+    truths = figures.get("truth", {}).get("slowdown", {})
     covered = total = 0
-    for name, runs in figures["ab"].items():
+    for name, runs in figures.get("ab", {}).items():
         done = [r for r in runs if "change" in r]
         out[f"power_{name}"] = f"{sum(bool(r['regression']) for r in done)}/{len(done)}"
         for r in done:
-            total += 1
-            covered += r["low"] <= truths[name]["change"] <= r["high"]
+            if name in truths:
+                total += 1
+                covered += r["low"] <= truths[name]["change"] <= r["high"]
     out["coverage_of_truth"] = f"{covered}/{total}"
     return out
 

@@ -28,6 +28,7 @@ from benchlab.ab.stats import (
     hodges_lehmann,
     log_ratios,
     look_level,
+    through_looks,
 )
 
 # Annotations only: the tests load this file without bench/detector on sys.path.
@@ -84,13 +85,15 @@ def run_protocol(draw: Callable[[int, int], np.ndarray],
     then, on a regression, the verify re-run: a fresh draw numbered from 0 again, through the
     same looks (``pairs._verify``).
     """
-    d = np.empty(0)
-    estimate = None
-    for look in settings.looks:
-        d = np.concatenate([d, draw(d.size, look - d.size)])
-        estimate = _decide(d, settings)
-        if estimate.outcome is not Outcome.UNDECIDED:
-            break
+    drawn = [np.empty(0)]
+
+    def grow(look: int) -> None:
+        drawn[0] = np.concatenate([drawn[0], draw(drawn[0].size, look - drawn[0].size)])
+
+    # The library's looks driver, as compare_jobs runs it.
+    estimate = through_looks(settings.looks, grow,
+                             lambda: {"m": _decide(drawn[0], settings)}, "m")["m"]
+    d = drawn[0]
     # One decided metric here, so BH runs over one estimate; it is called anyway so that the
     # flow, and any future change to apply_bh, stays the library's.
     (estimate,) = apply_bh([estimate], alpha=settings.alpha)
@@ -126,11 +129,13 @@ def _verify_variants(d: np.ndarray, n: int, settings: CompareSettings) -> dict[s
     research/regression-detection.md §5.5.
     """
     again = _decide(d[:n], settings)
-    estimate = again
-    for look in settings.looks:
-        estimate = _decide(d[:look], settings)
-        if estimate.outcome is not Outcome.UNDECIDED:
-            break
+    seen = [0]
+
+    def grow(look: int) -> None:
+        seen[0] = look
+
+    estimate = through_looks(settings.looks, grow,
+                             lambda: {"m": _decide(d[:seen[0]], settings)}, "m")["m"]
     level = look_level(settings.alpha, len(settings.looks))
     return {
         "looks": estimate.outcome is Outcome.REGRESSION,

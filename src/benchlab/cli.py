@@ -269,7 +269,12 @@ def compare(
     """A/B: is the treatment slower or faster than the control? Exit code 1 on a regression."""
     from benchlab.api import compare as run_compare
     from benchlab.ab.pairs import CompareSettings
-    from benchlab.report.ab import comparison_json, comparison_markdown, comparison_table
+    from benchlab.report.ab import (
+        comparison_json,
+        comparison_markdown,
+        comparison_table,
+        fidelity_text,
+    )
     from benchlab.harness import TestOverrides
 
     try:
@@ -317,6 +322,9 @@ def compare(
         progress=None if quiet else (lambda text: err_console.print(f"[dim]{escape(text)}[/]")),
     )
     console.print(comparison_table(comparison))
+    for metric in comparison.metrics:
+        if metric.metric.endswith("latency"):
+            console.print(f"[dim]fidelity: {escape(fidelity_text(metric))}[/]")
     for note in (*comparison.failed, *comparison.skipped, *comparison.notes):
         err_console.print(f"[yellow]{escape(note)}[/]")
     if markdown:

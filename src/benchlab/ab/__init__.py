@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
-from benchlab.ab.pairs import CompareSettings, Side, compare_jobs
-from benchlab.ab.model import Comparison, MetricComparison, OpDelta, Outcome, PairedEstimate
+from benchlab.ab.pairs import CompareSettings, Side, compare_jobs, make_side
+from benchlab.ab.model import (
+    Comparison,
+    Fidelity,
+    MetricComparison,
+    Mode,
+    OpDelta,
+    Outcome,
+    PairedEstimate,
+)
 
 __all__ = [
     "CompareSettings",
     "Comparison",
+    "Fidelity",
     "MetricComparison",
+    "Mode",
     "OpDelta",
     "Outcome",
     "PairedEstimate",
     "Side",
     "compare_jobs",
+    "make_side",
 ]

@@ -1,0 +1,39 @@
+"""bench/ab_validity.py keeps working: a smoke run of every part on MobileNetV2 with ONNX
+Runtime (numbers mean nothing), and its summary of the issue's goals."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+@pytest.mark.slow
+def test_the_smoke_run_measures_every_part(tmp_path: Path) -> None:
+    out = tmp_path / "ab.json"
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "ab_validity.py"), "--smoke", "--repeats", "1",
+         "--out", str(out)], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    figures = json.loads(out.read_text())["figures"]
+    for setting in ("parked", "live"):
+        sides = {f["side"] for f in figures["lockstep"][setting]["fidelity"]}
+        assert sides == {"control", "treatment"}
+    assert set(figures["truth"]["slowdown"]) == {"2%"}
+    (aa,) = figures["aa"]
+    assert aa["sessions"] == 4
+    # A busy machine may push a 4-session smoke outside the fidelity tolerance: then the
+    # job is measured in process pairs, and says so.
+    if aa["mode"] == "in-process":
+        assert aa["regime"]["control"]["thread_pool"] == "global"
+    else:
+        assert aa["mode"] == "process-pairs" and "as they run alone" in aa["notes"][0]
+    assert len(figures["ab"]["2%"]) == 2
+    summary = figures["summary"]
+    assert summary["aa_false_regressions"] in (0, 1)
+    assert summary["coverage_of_truth"].endswith("/2")
