@@ -49,8 +49,9 @@ DECIDED_METRICS = (LATENCY_KEY, Metric.FIRST_INFERENCE.key, Metric.LOAD_TIME.key
 class Side:
     """One side of a comparison: what differs from the spec's own job.
 
-    ``framework`` replaces the job's framework configuration (a variant: threads, mode,
-    provider); ``string_map`` adds placeholders (``{program}`` for a binary built elsewhere);
+    ``framework`` is the job's framework configuration for this side: laid over the job's own
+    options when it names the same framework (a variant: threads, mode, provider), else in
+    its place; ``string_map`` adds placeholders (``{program}`` for a binary built elsewhere);
     ``python`` runs runner frameworks under another interpreter (another environment).
     ``model`` replaces the spec's model file of the same format (every file of the spec
     whose name ends like it: ``.onnx``, ``.xml``, ``.pte``...) with this one.
@@ -133,6 +134,10 @@ def side_job(job: Job, side: Side, variant: str) -> Job:
     collection time would ask for more than one process per call.
     """
     config = side.framework or job.config
+    if side.framework is not None and side.framework.name == job.config.name:
+        # A variant of the job's own configuration: the job's options (the int8 file of a
+        # zoo model) stay, the side's are laid over them.
+        config = FrameworkConfig(config.name, {**job.config.options, **side.framework.options})
     if side.model is not None:
         job = replace(job, spec=_with_model_file(job, side.model))
     if side.string_map:
