@@ -118,9 +118,10 @@ def lockstep_session(
     ``park`` stops the idle side's process group (SIGSTOP) while the other steps and
     continues it (SIGCONT) for its own step: two live runtimes whose idle threads spin would
     otherwise each run at up to twice their solo latency on a small machine. ``solo`` steps
-    of each side are also timed alone: the side started first before the other starts (after
-    its own ``warmup`` steps), the other after the first has exited; they are the session's
-    solo calls, set beside its interleaved ones to measure fidelity.
+    of each side are also timed alone: the side started first before the other starts, the
+    other after the first has exited, each after as many untimed steps (``warmup``, or
+    ``solo`` if more); they are the session's solo calls, set beside its interleaved ones to
+    measure fidelity.
 
     Raises :class:`~benchlab.errors.ModeUnavailable` when lock-step cannot measure these sides:
     a target other than the host, a framework other than ``generic``, FAI-PEP host steps, not
@@ -162,7 +163,7 @@ def lockstep_session(
             programs[which].start()
             programs[which].wait_ready(wait)
             if solo and which == first:
-                for _ in range(warmup):
+                for _ in range(max(warmup, solo)):  # as many untimed as timed, at least
                     programs[which].step(wait)
                 alone[which].extend(programs[which].step(wait) for _ in range(solo))
             if park:
@@ -178,6 +179,8 @@ def lockstep_session(
             programs[first].stop(wait)
             second = programs[1 - first]
             second.resume()
+            for _ in range(max(warmup, solo)):
+                second.step(wait)
             alone[1 - first].extend(second.step(wait) for _ in range(solo))
             second.stop(wait)
         else:

@@ -79,6 +79,12 @@ REGIME_KEYS = ("threads", "intra_op_threads", "inter_op_threads", "thread_pool",
                "nstreams", "hint", "mode")
 
 
+def _solo_warmup(config: PairConfig) -> int:
+    """Untimed calls before the solo ones: at least as many as are timed, since a side's
+    first calls (arena growth, a cold cache) would otherwise read as a faster neighbour."""
+    return 1 + max(config.warmup, config.solo)
+
+
 def measure_pair(config: PairConfig, out: Any) -> None:
     """Load both sides, warm both, time the blocks, print the metric lines.
 
@@ -96,7 +102,7 @@ def measure_pair(config: PairConfig, out: Any) -> None:
         backends[letter], calls[letter], loads[letter] = _prepare(
             getattr(config, SIDES[letter]))
         if letter == first and config.solo:
-            _time_calls(calls[letter], 1 + config.warmup)
+            _time_calls(calls[letter], _solo_warmup(config))
             solo[letter] = _time_calls(calls[letter], config.solo)
     for _ in range(1 + config.warmup):  # the first call of each, then the warm-up, alternated
         for letter in letters:
@@ -120,7 +126,7 @@ def measure_pair(config: PairConfig, out: Any) -> None:
         del calls[first], backends[first]  # the runtime frees the session and its threads
         gc.collect()
         second = letters[1]
-        _time_calls(calls[second], 1 + config.warmup)
+        _time_calls(calls[second], _solo_warmup(config))
         solo[second] = _time_calls(calls[second], config.solo)
     lines = []
     for letter, side in SIDES.items():
