@@ -273,7 +273,7 @@ def compare(
         comparison_json,
         comparison_markdown,
         comparison_table,
-        fidelity_text,
+        fidelity_lines,
     )
     from benchlab.harness import TestOverrides
 
@@ -322,9 +322,8 @@ def compare(
         progress=None if quiet else (lambda text: err_console.print(f"[dim]{escape(text)}[/]")),
     )
     console.print(comparison_table(comparison))
-    for metric in comparison.metrics:
-        if metric.metric.endswith("latency"):
-            console.print(f"[dim]fidelity: {escape(fidelity_text(metric))}[/]")
+    for line in fidelity_lines(comparison):
+        console.print(f"[dim]fidelity: {escape(line)}[/]")
     for note in (*comparison.failed, *comparison.skipped, *comparison.notes):
         err_console.print(f"[yellow]{escape(note)}[/]")
     if markdown:

@@ -22,7 +22,7 @@ from benchlab.errors import ModeUnavailable, TargetError
 from benchlab.frameworks.base import NATIVE_BINARY, Invocation, JobContext, RunnerFramework
 from benchlab.jobrun import Job, run_job
 from benchlab.protocol import ParsedOutput, parse_output
-from benchlab.runner.pair import SIDES
+from benchlab.runner.pair import SIDES, SOLO_SIDES
 from benchlab.schema import Metric, Result
 from benchlab.targets.base import CommandResult, Target
 
@@ -129,7 +129,7 @@ def inprocess_session(
                           f"{result.error}")
     times = {letter: _times(result, side) for letter, side in SIDES.items()}
     cpu = {letter: _times(result, side, Metric.CPU_TIME) for letter, side in SIDES.items()}
-    alone = {letter: _times(result, f"{side}_solo") for letter, side in SIDES.items()}
+    alone = {letter: _times(result, side) for letter, side in SOLO_SIDES.items()}
     detail = result.details.get("interleaved", {})
     regime = {**detail.get("regime", {}), "process_threads": detail.get("process_threads")}
     return session_from_blocks(Mode.IN_PROCESS, times["c"], times["t"], order, loaded_first,

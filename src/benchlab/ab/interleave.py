@@ -174,7 +174,7 @@ def run_sessions(
             data.sessions.append(runner(len(data.sessions)))
             if progress:
                 progress(f"{label}: {mode.value} session {len(data.sessions)}/{look}")
-            if len(data.sessions) == check_at:
+            if tolerance is not None and len(data.sessions) == check_at:
                 _check_fidelity(data, mode, tolerance)
 
     def decide_now() -> dict[str, PairedEstimate]:
@@ -184,9 +184,9 @@ def run_sessions(
     return data, through_looks(looks, grow, decide_now, LATENCY_KEY)
 
 
-def _check_fidelity(data: SessionData, mode: Mode, tolerance: float | None) -> None:
+def _check_fidelity(data: SessionData, mode: Mode, tolerance: float) -> None:
     """Raise :class:`ModeUnavailable` when a side ran outside ``tolerance`` of itself alone."""
-    off = [f for f in data.fidelities(tolerance or 0.0) if not f.faithful]
+    off = [f for f in data.fidelities(tolerance) if not f.faithful]
     if off:
         raise ModeUnavailable(f"{mode.value} did not run the sides as they run alone: "
                               + "; ".join(f.describe() for f in off)

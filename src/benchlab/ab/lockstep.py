@@ -12,8 +12,9 @@ Each step is one iteration of a process that is already warm, run right after (o
 the other side's, so the pair shares the machine's state.
 
 Each program is a :class:`~benchlab.ab.stepped.SteppedProgram`. Nothing waits without a
-deadline: the ready line and every step must come within the test's timeout. A program that does not speak the protocol (it exits, prints metric lines of its
-own loop or stays silent before ``ready``, or prints latency lines nobody asked for) raises
+deadline: the ready line and every step must come within the test's timeout. A program that
+does not speak the protocol (it exits, prints metric lines of its own loop or stays silent
+before ``ready``, or prints latency lines nobody asked for) raises
 :class:`~benchlab.errors.ModeUnavailable`, so ``compare`` can fall back to fresh-process
 pairs; one that crashes, hangs or prints garbage after ``ready`` raises
 :class:`~benchlab.errors.TargetError`. Both process groups are killed and the work
@@ -87,6 +88,14 @@ def _prepare(job: Job, label: str, target: Target, index: int, steps: HostSteps,
         env={**os.environ, **invocation.env, ENV: "1"}, cwd=workdir,
         cpu_list=job.test.cpu_list, memory_limit=job.test.memory_limit,
     )
+
+
+def _solo_steps(program: SteppedProgram, warmup: int, solo: int, wait: float) -> list[float]:
+    """``solo`` timed steps of a program running alone, after as many untimed ones (or
+    ``warmup``, if more): its first steps would otherwise read as a faster neighbour."""
+    for _ in range(max(warmup, solo)):
+        program.step(wait)
+    return [program.step(wait) for _ in range(solo)]
 
 
 def lockstep_session(
@@ -163,9 +172,7 @@ def lockstep_session(
             programs[which].start()
             programs[which].wait_ready(wait)
             if solo and which == first:
-                for _ in range(max(warmup, solo)):  # as many untimed as timed, at least
-                    programs[which].step(wait)
-                alone[which].extend(programs[which].step(wait) for _ in range(solo))
+                alone[which].extend(_solo_steps(programs[which], warmup, solo, wait))
             if park:
                 programs[which].park()
         for n in range(warmup):
@@ -179,9 +186,7 @@ def lockstep_session(
             programs[first].stop(wait)
             second = programs[1 - first]
             second.resume()
-            for _ in range(max(warmup, solo)):
-                second.step(wait)
-            alone[1 - first].extend(second.step(wait) for _ in range(solo))
+            alone[1 - first].extend(_solo_steps(second, warmup, solo, wait))
             second.stop(wait)
         else:
             for program in programs:

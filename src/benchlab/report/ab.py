@@ -11,9 +11,10 @@ from rich.table import Table
 
 from benchlab.report.svg import median
 from benchlab.ab.model import Comparison, MetricComparison, Outcome
+from benchlab.schema import LATENCY_KEY
 
 __all__ = ["comparison_json", "comparison_markdown", "comparison_table", "fidelity_cell",
-           "fidelity_text", "modes_text", "regime_text"]
+           "fidelity_lines", "fidelity_text", "modes_text", "regime_text"]
 
 _MARK = {
     Outcome.REGRESSION: "🔴 regression",
@@ -85,6 +86,11 @@ def fidelity_text(metric: MetricComparison) -> str:
     regime = regime_text(metric)
     return f"{metric.job}: {metric.mode.value}, {said}" + (f"; regime: {regime}" if regime
                                                            else "")
+
+
+def fidelity_lines(comparison: Comparison) -> list[str]:
+    """:func:`fidelity_text` of every latency metric (the only one interleaving decides on)."""
+    return [fidelity_text(m) for m in comparison.metrics if m.metric == LATENCY_KEY]
 
 
 def comparison_table(comparison: Comparison) -> Table:
@@ -161,10 +167,10 @@ def comparison_markdown(comparison: Comparison, top_ops: int = 5) -> str:
                 )
             lines.append("")
         lines.append("</details>")
-    latency = [m for m in comparison.metrics if m.metric.endswith("latency")]
-    if latency:
+    fidelity = fidelity_lines(comparison)
+    if fidelity:
         lines += ["", "Fidelity (each side in the A/B regime against itself alone):", "",
-                  *[f"- {fidelity_text(m)}" for m in latency]]
+                  *[f"- {line}" for line in fidelity]]
     said = (*comparison.failed, *comparison.skipped, *comparison.notes)
     if said:
         lines += ["", *[f"- {note}" for note in said]]

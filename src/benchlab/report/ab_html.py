@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from benchlab.ab.model import Comparison, MetricComparison, Outcome
-from benchlab.report.ab import fidelity_cell, fidelity_text
+from benchlab.report.ab import fidelity_cell, fidelity_lines
 from benchlab.report.svg import CSS as _CSS
 from benchlab.report.svg import LEFT as _LEFT
 from benchlab.report.svg import RIGHT as _RIGHT
@@ -280,9 +280,8 @@ def comparison_html(comparison: Comparison, top_ops: int = 12) -> str:
                    "q: Benjamini-Hochberg across all metrics. Fidelity: each side's latency "
                    "in the A/B regime over its latency alone (control / treatment; ! outside "
                    "the tolerance).</p>"),
-                  "<h2>Fidelity</h2><ul>", *(f"<li>{_e(fidelity_text(m))}</li>"
-                                             for m in c.metrics
-                                             if m.metric.endswith("latency")), "</ul>",
+                  "<h2>Fidelity</h2><ul>",
+                  *(f"<li>{_e(line)}</li>" for line in fidelity_lines(c)), "</ul>",
                   "<h2>Change per metric</h2>", _forest_svg(c),
                   ('<p class="sub">Diamond: estimated change; line: its interval; grey band: '
                    "the no-change zone (−δ′, +δ). A regression needs the whole interval right "

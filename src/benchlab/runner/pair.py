@@ -26,10 +26,12 @@ from benchlab.runner.config import RunnerConfig
 from benchlab.runner.loop import _NS_PER_MS, _load_backend, make_inputs
 from benchlab.schema import Metric
 
-__all__ = ["REGIME_KEYS", "PairConfig", "SIDES", "main", "measure_pair"]
+__all__ = ["REGIME_KEYS", "PairConfig", "SIDES", "SOLO_SIDES", "main", "measure_pair"]
 
 #: The two sides, in the letters the block order uses.
 SIDES = {"c": "control", "t": "treatment"}
+#: The metric-line types of each side's calls timed alone.
+SOLO_SIDES = {letter: f"{side}_solo" for letter, side in SIDES.items()}
 
 
 class PairConfig(BaseModel):
@@ -133,7 +135,7 @@ def measure_pair(config: PairConfig, out: Any) -> None:
         lines.append(format_metric(side, Metric.LOAD_TIME, loads[letter], "ms"))
         lines += [format_metric(side, Metric.LATENCY, ms, "ms") for ms in times[letter]]
         lines += [format_metric(side, Metric.CPU_TIME, ms, "ms") for ms in cpu[letter]]
-        lines += [format_metric(f"{side}_solo", Metric.LATENCY, ms, "ms")
+        lines += [format_metric(SOLO_SIDES[letter], Metric.LATENCY, ms, "ms")
                   for ms in solo[letter]]
     lines.append(format_detail(interleaved={"order": config.order, "loaded_first": first,
                                             "blocks": len(config.order), "regime": regime,
