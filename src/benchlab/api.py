@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,7 +21,7 @@ from benchlab.results import Results
 from benchlab.schema import Result
 from benchlab.spec import load
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig
-from benchlab.store import open_store
+from benchlab.store import ResultStore, using_store
 from benchlab.targets.base import Target
 from benchlab.targets.reboot import RebootPolicy
 from benchlab.targets.selection import select_targets, usable_target
@@ -177,7 +177,7 @@ def run(
     frameworks: Sequence[str | FrameworkConfig] | None = None,
     target: str | Target | Sequence[str | Target] = "host",
     exclude_targets: Sequence[str] = (),
-    db: str | Path | None = None,
+    db: str | Path | ResultStore | None = None,
     resume: bool | int | str = False,
     overrides: TestOverrides | None = None,
     time_budget: float | None = None,
@@ -207,6 +207,8 @@ def run(
     elsewhere each result's ``details.energy`` says why it is unavailable.
     ``reboot`` reboots the device before the run, after failures in a row or after an uptime
     (adb targets); each reboot is recorded in the next result's ``details.reboot``.
+    ``db`` is a store URL or SQLite path (default: the per-user store) or an open
+    :class:`~benchlab.store.ResultStore`, which is used as it is and left open.
     ``on_run`` is called with the run's UUID once it is in the store (a new or resumed run);
     ``on_result`` with each result once it is stored (the lab's remote reporter uses it).
     ``order`` is ``"rounds"`` (every job's first process, then every job's second...: drift
@@ -224,7 +226,7 @@ def run(
     targets = select_targets(target, exclude_targets)
     announce = (console or make_console(stderr=True)).print if progress else None
     with _staged(specs, models, frameworks, targets, overrides, cache, root_model_dir,
-                 announce) as staged, closing(open_store(db)) as store:
+                 announce) as staged, using_store(db) as store:
         run_label: list[str] = []
 
         def stored(result: Result) -> None:
@@ -320,7 +322,7 @@ def compare(
     models: Sequence[str] | None = None,
     frameworks: Sequence[str | FrameworkConfig] | None = None,
     target: str | Target = "host",
-    db: str | Path | None = None,
+    db: str | Path | ResultStore | None = None,
     settings: CompareSettings | None = None,
     overrides: TestOverrides | None = None,
     cache_dir: Path | None = None,
@@ -338,8 +340,7 @@ def compare(
     if control.framework is not None and not frameworks:
         frameworks = [control.framework]
     sweep, _ = _plan(specs, models, frameworks, [the_target], overrides, cache, root_model_dir)
-    store = open_store(db)
-    try:
+    with using_store(db) as store:
         record = store.start_run(
             fingerprint=f"ab:{sweep.fingerprint}", host=the_target.describe().get("hostname", ""),
             description=f"compare {treatment.label} vs {control.label}",
@@ -350,8 +351,6 @@ def compare(
             skipped=[f"{skip.label}: skipped: {skip.reason}" for skip in sweep.skipped],
         )
         store.finish_run(record.id)
-    finally:
-        store.close()
     return comparison
 
 
@@ -364,7 +363,7 @@ def track(
     models: Sequence[str] | None = None,
     frameworks: Sequence[str | FrameworkConfig] | None = None,
     target: str | Target = "host",
-    db: str | Path | None = None,
+    db: str | Path | ResultStore | None = None,
     overrides: TestOverrides | None = None,
     cache_dir: Path | None = None,
     progress: Callable[[str], None] | None = None,
@@ -378,8 +377,7 @@ def track(
     cache = ArtifactCache(cache_dir or default_cache_dir())
     the_target = usable_target(target)
     sweep, _ = _plan(specs, models, frameworks, [the_target], overrides, cache, None)
-    store = open_store(db)
-    try:
+    with using_store(db) as store:
         key = track_fingerprint(settings, settings.reference or "", sweep.jobs)
         # A finished track of the same range is extended too: its commits stay measured.
         record = store.latest_run(key)
@@ -401,6 +399,4 @@ def track(
             store.mark_interrupted(record.id)
         else:
             store.finish_run(record.id)
-    finally:
-        store.close()
     return report

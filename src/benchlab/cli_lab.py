@@ -99,7 +99,8 @@ def lab_worker(
     """Run this host's device agent: register its devices and run their jobs until Ctrl-C."""
     import socket
 
-    from benchlab.lab.worker import WorkerSettings, enumerate_devices, run_agent
+    from benchlab.lab.probe import enumerate_devices
+    from benchlab.lab.worker import WorkerSettings, run_agent
 
     host = name or socket.gethostname()
     devices = enumerate_devices(host, include_host=host_device, adb=adb,

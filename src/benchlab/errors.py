@@ -15,6 +15,7 @@ problem it is, because the two call for opposite reactions::
     │   ├── TargetError           a target could not push, run or pull
     │   ├── PluginLoadError       a registered plugin failed to import or is malformed
     │   ├── StoreError            the results store cannot be opened or written
+    │   │   └── StoreUnavailable  its database server is down or the connection was lost
     │   └── WindowNotCoveredError a power meter's readings do not cover a measured window
     └── CommitFailedError         a commit under `track` did not build or its benchmark failed
                                   (exit 1, as a failed job of `run`)
@@ -39,6 +40,7 @@ __all__ = [
     "PluginLoadError",
     "SpecError",
     "StoreError",
+    "StoreUnavailable",
     "TargetError",
     "UnknownPluginError",
     "UsageError",
@@ -115,6 +117,13 @@ class PluginLoadError(InfrastructureError):
 
 class StoreError(InfrastructureError):
     """The results store could not be opened, migrated or written."""
+
+
+class StoreUnavailable(StoreError):
+    """The store's database server cannot be reached now (down, restarting, connection lost).
+
+    Unlike other store errors it is expected to pass: the lab waits and tries again.
+    """
 
 
 class WindowNotCoveredError(InfrastructureError):

@@ -5,6 +5,10 @@ wedged runtime or a crash fails one job and never the worker. The job's run is c
 first attempt and its UUID written to the job row at once; a later attempt (after the worker
 died) resumes that run, so results already stored are kept and none is stored twice. The last
 line on stdout is a JSON summary the worker reads.
+
+The database may go away while the job runs (a restart, a failover): the job's store waits for
+it and spools the results it cannot store on the worker's disk (:mod:`benchlab.lab.spool`),
+so the measurements go on and nothing measured is lost.
 """
 
 from __future__ import annotations
@@ -27,24 +31,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", required=True)
     parser.add_argument("--job", type=int, required=True)
     parser.add_argument("--target", required=True)
+    parser.add_argument("--patience", type=float, default=900.0,
+                        help="How long a store call waits for an unavailable database (s).")
     args = parser.parse_args(argv)
 
+    from benchlab.lab.queue import store_url
+    from benchlab.lab.spool import SpoolingStore, job_spool_dir
+
+    db = store_url(args.db)
+    with SpoolingStore.open(db, job_spool_dir(args.db, args.job),
+                            patience_s=args.patience) as store:
+        return _job(store, args.job, args.target, db)
+
+
+def _job(store: Any, job_id: int, target: str, db: str) -> int:
+    """Run job ``job_id`` with its results in ``store`` (the lab's, spooling)."""
     from benchlab.api import run
     from benchlab.errors import UserError
     from benchlab.harness import TestOverrides
     from benchlab.lab.jobs import get_job, set_job
-    from benchlab.lab.queue import store_url
-    from benchlab.store import open_store
 
-    db = store_url(args.db)
-    with open_store(db) as store:
-        job = get_job(store, args.job)
+    job = store.patiently(get_job, store, job_id)
     request = job.request
 
     def remember_run(run_uuid: str) -> None:
         if run_uuid != job.run_uuid:
-            with open_store(db) as store:
-                set_job(store, job.id, run_uuid=run_uuid)
+            store.patiently(set_job, store, job.id, run_uuid=run_uuid)
 
     # The same folder on every attempt: a spec's path is part of the sweep's fingerprint, and
     # a re-queued attempt must resume the run its first attempt started.
@@ -59,10 +71,10 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(text)
             specs.append(path)
         if request.kind in ("compare", "track"):
-            return _ab(request, specs, args.target, db)
+            return _ab(request, specs, target, store)
         options = dict(
             models=list(request.models) or None, frameworks=list(request.frameworks) or None,
-            target=args.target, db=db, on_run=remember_run,
+            target=target, db=store, on_run=remember_run,
             overrides=TestOverrides(**request.overrides) if request.overrides else None,
         )
         try:
@@ -80,12 +92,12 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     summary = {"run_uuid": results.run_uuid, "results": len(results),
-               "failed": len(results.failed)}
+               "failed": len(results.failed), "spooled": store.spooled}
     print(json.dumps(summary))
     return 0 if not results.failed else 1
 
 
-def _ab(request: Any, specs: list[Path], target: str, db: str) -> int:
+def _ab(request: Any, specs: list[Path], target: str, db: Any) -> int:
     """A compare or track job: both sides (every commit) on this one device; the report is
     printed as the summary line for the worker to keep with the job."""
     import io

@@ -202,6 +202,25 @@ class PostgresServer:
             raise RuntimeError(f"createdb {name} failed:\n{done.stdout}\n{done.stderr}")
         return self.url(name)
 
+    def halt(self) -> None:
+        """Stop the server process (fast shutdown) and keep its cluster, for :meth:`resume`.
+
+        What a database restart or failover looks like to the lab: connections are cut and
+        new ones refused until the server is back.
+        """
+        assert self._root is not None, "server not started"
+        done = self._run([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-m", "fast",
+                          "-w", "stop"], as_server=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"pg_ctl stop failed:\n{done.stdout}\n{done.stderr}")
+
+    def resume(self) -> None:
+        """Start a halted server again on the same port."""
+        started = self._pg_ctl_start()
+        if started.returncode != 0:
+            raise RuntimeError(f"pg_ctl start failed:\n{started.stdout}\n{started.stderr}\n"
+                               f"{self._log_text()}")
+
     def stop(self) -> None:
         """Stop the server (fast shutdown); delete its directory unless it is a kept one."""
         if self._root is None:

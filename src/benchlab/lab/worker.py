@@ -7,7 +7,12 @@ matches. A device that is quarantined, unhealthy or unreachable has no worker, s
 nothing. Each job runs in its own process (:mod:`benchlab.lab.execute`) that dies with the
 agent. A periodic task on ``lab:maintenance`` re-queues jobs whose worker stopped
 heartbeating (procrastinate's heartbeat; the task has a queueing lock and no device lock,
-procrastinate #1408).
+procrastinate #1408), unless the job's device still vouches for it.
+
+The database may restart or fail over under a running agent. Every loop outlives it: a
+procrastinate worker that stopped on a lost connection is started again, the job state the
+agent writes waits for the database to return, and a job process spools the results it cannot
+store (:mod:`benchlab.lab.spool`); the agent delivers what a dead job process left there.
 """
 
 from __future__ import annotations
@@ -21,13 +26,13 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+from benchlab.errors import StoreError, StoreUnavailable
 from benchlab.lab.devices import (
     Device,
-    device_properties,
     get_device,
     heartbeat,
     list_pools,
@@ -40,6 +45,7 @@ from benchlab.lab.devices import (
 )
 from benchlab.lab.jobs import get_job, set_job
 from benchlab.lab.pools import device_queue, pool_queue
+from benchlab.lab.probe import DeviceEntry, health_check, probe
 from benchlab.lab.queue import (
     MAINTENANCE_QUEUE,
     REQUEUE_TASK,
@@ -49,21 +55,14 @@ from benchlab.lab.queue import (
     requeue,
     store_url,
 )
+from benchlab.lab.spool import deliver_spool, job_spool_dir, spool_root, spooled_jobs
 from benchlab.store import open_store
 
-__all__ = ["DeviceEntry", "WorkerSettings", "enumerate_devices", "run_agent"]
+__all__ = ["WorkerSettings", "run_agent"]
 
 _log = logging.getLogger("benchlab.lab.worker")
+T = TypeVar("T")
 _PR_SET_PDEATHSIG = 1
-
-
-@dataclass(frozen=True)
-class DeviceEntry:
-    """A device this host serves: its lab id, kind and benchlab target string."""
-
-    id: str
-    kind: str
-    target: str
 
 
 @dataclass(frozen=True)
@@ -83,78 +82,28 @@ class WorkerSettings:
     """How often a device's eligibility (quarantine, health, reachability) is re-read."""
     labels: Mapping[str, str] = field(default_factory=dict)
     """Extra properties given to every device of this host (``lane=nightly``), for pools."""
+    retry_s: float = 2.0
+    """The pause between tries while the database is unavailable."""
+    grace_s: float = 60.0
+    """On SIGTERM, how long a running job may take to finish before it is handed back."""
 
 
-def enumerate_devices(host: str, *, include_host: bool = True, adb: bool = True,
-                      targets: Sequence[str] = ()) -> list[DeviceEntry]:
-    """The host itself, every attached adb phone and the extra targets (ssh boards)."""
-    from benchlab.targets.selection import usable_target
+class _Outage:
+    """Says once that the lab's database went away and once that it is back, not per try."""
 
-    found = [DeviceEntry(f"host:{host}", "host", "host")] if include_host else []
-    if adb:
-        with contextlib.suppress(Exception):  # no adb on this host: no phones
-            phones = usable_target("adb").fan_out()
-            found += [DeviceEntry(f"adb:{p.chosen_serial()}", "adb",
-                                  f"adb:serial={p.chosen_serial()}") for p in phones]
-    for text in targets:
-        kind = text.split(":", 1)[0]
-        target = usable_target(text)
-        if kind == "adb":
-            name = target.chosen_serial()
-        else:
-            name = getattr(target, "host", None) or target.describe().get("hostname") or text
-        found.append(DeviceEntry(f"{kind}:{name}", kind, text))
-    return found
+    def __init__(self) -> None:
+        self.since: float | None = None
 
+    def down(self, exc: BaseException) -> None:
+        if self.since is None:
+            self.since = time.monotonic()
+            _log.warning("the lab's database is unavailable; waiting for it: %s", exc)
 
-def _probe(entry: DeviceEntry) -> tuple[bool, str, dict[str, Any], dict[str, Any], Any]:
-    """(reachable, reason, properties, device state, the open target) of one device.
-
-    The target is opened and asked for its availability once (``usable_target`` would ask a
-    second time); the health check reuses it for the known benchmark.
-    """
-    from benchlab.plugins import open_target
-
-    try:
-        target = open_target(entry.target)
-        available = target.availability()
-        if not available.ok:
-            return False, available.reason or "unavailable", {}, {}, None
-        description = target.describe()
-        return True, "", device_properties(entry.kind, description), dict(
-            description.get("state") or {}), target
-    except Exception as exc:  # a lost phone raises from anywhere in the probe
-        return False, f"{type(exc).__name__}: {exc}", {}, {}, None
-
-
-def _health_check(entry: DeviceEntry) -> tuple[str, str, dict[str, Any]]:
-    """Liveness plus a tiny known benchmark (a fixed Python loop) on the device.
-
-    Returns the verdict, its reason and the device state read on the way (temperatures,
-    battery), which the registry shows.
-    """
-    reachable, reason, _, state, target = _probe(entry)
-    if not reachable:
-        return "bad", f"unreachable: {reason}", {}
-    health, why = _known_benchmark(target)
-    return health, why, state
-
-
-def _known_benchmark(target: Any) -> tuple[str, str]:
-    from benchlab.targets.base import RunRequest
-
-    try:
-        python = target.python_executable()
-    except Exception:  # a phone without Python: liveness is all we can check
-        python = ""
-    if not python:
-        return "good", "reachable (no Python on the device for the known benchmark)"
-    code = ("import time;t=time.perf_counter();sum(i*i for i in range(200000));"
-            "print(round((time.perf_counter()-t)*1e3,3))")
-    done = target.run(RunRequest(argv=[python, "-c", code], timeout=60.0))
-    if not done.ok:
-        return "bad", f"known benchmark failed: {(done.stderr or done.stdout)[-300:]}"
-    return "good", f"reachable; known benchmark {done.stdout.strip()} ms"
+    def up(self) -> None:
+        if self.since is not None:
+            _log.warning("the lab's database is back after %.0f s",
+                         time.monotonic() - self.since)
+            self.since = None
 
 
 def _die_with_parent() -> None:
@@ -176,6 +125,7 @@ class _Agent:
         self.lab = Lab(url, self.store, self.app)
         self.workers: dict[str, tuple[asyncio.Task[None], tuple[str, ...]]] = {}
         self.busy: set[str] = set()
+        self.outage = _Outage()
         self._register_tasks()
 
     def _register_tasks(self) -> None:
@@ -195,17 +145,19 @@ class _Agent:
     async def run_job(self, device_id: str, lab_job: int) -> None:
         """Run one lab job on ``device_id``, in a child process, and record its outcome."""
         entry = self.devices[device_id]
-        job = await asyncio.to_thread(get_job, self.store, lab_job)
-        if job.status == "cancelled":
+        job = await self._stored(get_job, self.store, lab_job)
+        if job.status in ("cancelled", "finished", "failed"):
+            # Cancelled, or a second ticket for a job that already ended (its first ticket's
+            # status could not be written while the database was away): nothing to do.
             return
         if not await asyncio.to_thread(self._eligible, device_id):
             # Quarantined (or found unhealthy) after its worker took the ticket: hand the job
             # back at once; the supervisor stops this device's worker within a poll.
-            device = await asyncio.to_thread(get_device, self.store, device_id)
+            device = await self._stored(get_device, self.store, device_id)
             why = (f"device {device_id} is quarantined: {device.quarantine_reason}"
                    if device.quarantined else f"device {device_id} is {device.health}"
                    f"/{device.state}")
-            await asyncio.to_thread(requeue, self.lab, job, reason=why)
+            await self._stored(requeue, self.lab, job, reason=why)
             return
         if job.request.kind == "noop":
             await self._noop(entry, job)
@@ -221,12 +173,12 @@ class _Agent:
         # The lab's own probe: no child process, no benchmark. It measures the queue itself
         # (bench/lab.py) and leaves one "noop" event per execution, so a test can prove that
         # no job ran twice.
-        await asyncio.to_thread(set_job, self.store, job.id, status="running",
+        await self._stored(set_job, self.store, job.id, status="running",
                                 device_id=entry.id, started_at=time.time(),
                                 attempts=job.attempts + 1)
         await asyncio.sleep(float(job.request.options.get("sleep_s", 0.0)))
-        await asyncio.to_thread(record_execution, self.store, entry.id, job.id)
-        await asyncio.to_thread(set_job, self.store, job.id, status="finished",
+        await self._stored(record_execution, self.store, entry.id, job.id)
+        await self._stored(set_job, self.store, job.id, status="finished",
                                 reason="no-op", finished_at=time.time())
 
     @contextlib.asynccontextmanager
@@ -238,59 +190,100 @@ class _Agent:
 
         from benchlab.lab.queue import conninfo
 
-        conn = await psycopg.AsyncConnection.connect(conninfo(self.url), autocommit=True)
+        while True:
+            try:
+                conn = await psycopg.AsyncConnection.connect(conninfo(self.url),
+                                                             autocommit=True)
+                await conn.execute("SELECT pg_advisory_lock(hashtext(%s))",
+                                   (f"device:{device_id}",))
+                break
+            except psycopg.OperationalError as exc:
+                self.outage.down(exc)
+                await asyncio.sleep(self.settings.retry_s)
         try:
-            await conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"device:{device_id}",))
             yield
         finally:
-            await conn.close()
+            with contextlib.suppress(psycopg.Error):  # a restart may have closed it already
+                await conn.close()
+
+    async def _stored(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``call`` in a thread, tried until the database answers: a job's state must land."""
+        from procrastinate.exceptions import ConnectorException
+
+        while True:
+            try:
+                value = await asyncio.to_thread(call, *args, **kwargs)
+            except (StoreUnavailable, ConnectorException) as exc:
+                self.outage.down(exc)
+                await asyncio.sleep(self.settings.retry_s)
+                continue
+            self.outage.up()
+            return value
 
     async def _run_locked(self, entry: DeviceEntry, job: Any) -> None:
         store = self.store
-        await asyncio.to_thread(set_job, store, job.id, status="running", device_id=entry.id,
+        await self._stored(set_job, store, job.id, status="running", device_id=entry.id,
                                 started_at=time.time(), attempts=job.attempts + 1,
                                 reason=f"running on {entry.id}")
-        await asyncio.to_thread(set_state, store, entry.id, "busy", job_id=job.id)
-        code, out, err = await self._child(entry, job.id)
+        await self._stored(set_state, store, entry.id, "busy", job_id=job.id)
+        try:
+            code, out, err = await self._child(entry, job.id)
+        except asyncio.CancelledError:
+            # The agent is stopping and the grace period is over: the job process is gone;
+            # hand the job back so another attempt resumes its run (results stored stay).
+            await self._stored(requeue, self.lab, await self._stored(get_job, store, job.id),
+                               reason=f"worker on {self.settings.host} stopped before the job "
+                               "finished; handed back to its queue")
+            await self._stored(set_state, store, entry.id, "idle")
+            raise
+        # A job process that died with results in its spool (the database was away at its
+        # end) leaves them to its worker.
+        await self._stored(deliver_spool, store, job_spool_dir(self.url, job.id))
         summary = _last_json(out)
         if code != 0:
             # A failure may be the device's, not the job's: if it went away, fail this attempt
             # and put the job back (a pool job: any other matching device may take it).
-            reachable, why, *_ = await asyncio.to_thread(_probe, entry)
+            reachable, why, *_ = await asyncio.to_thread(probe, entry)
             if not reachable:
-                await asyncio.to_thread(set_state, store, entry.id, "offline",
-                                        reason=f"lost during job {job.id}: {why}",
-                                        job_id=job.id)
-                await asyncio.to_thread(
-                    requeue, self.lab, await asyncio.to_thread(get_job, store, job.id),
+                await self._stored(set_state, store, entry.id, "offline",
+                                   reason=f"lost during job {job.id}: {why}", job_id=job.id)
+                await self._stored(
+                    requeue, self.lab, await self._stored(get_job, store, job.id),
                     reason=f"device {entry.id} lost mid-job ({why}); re-queued", new_run=True)
                 return
         if code in (0, 1) and summary is not None and "results" in summary:
             failed = summary.get("failed", 0)
             reason = (f"{summary['results']} results, {failed} failed"
                       if failed else f"{summary['results']} results")
+            if summary.get("spooled"):
+                reason += (f" ({summary['spooled']} kept in the worker's spool while the "
+                           "database was away, then stored)")
             extra = {}
             if summary.get("report") is not None:
                 report = summary["report"]
                 reason = f"{job.request.kind} done, exit code {report.get('exit_code')}"
                 extra["report_json"] = json.dumps(report)
-            await asyncio.to_thread(set_job, store, job.id, status="finished", reason=reason,
-                                    finished_at=time.time(), **extra)
+            await self._stored(set_job, store, job.id, status="finished", reason=reason,
+                               finished_at=time.time(), **extra)
         else:
             detail = (summary or {}).get("error") or _tail(err) or f"exit code {code}"
-            await asyncio.to_thread(set_job, store, job.id, status="failed",
-                                    reason=f"job process failed: {detail}",
-                                    finished_at=time.time())
-        await asyncio.to_thread(set_state, store, entry.id, "idle")
+            await self._stored(set_job, store, job.id, status="failed",
+                               reason=f"job process failed: {detail}", finished_at=time.time())
+        await self._stored(set_state, store, entry.id, "idle")
 
     async def _child(self, entry: DeviceEntry, job_id: int) -> tuple[int | None, str, str]:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "benchlab.lab.execute", "--db", self.url, "--job",
-            str(job_id), "--target", entry.target, stdout=asyncio.subprocess.PIPE,
+            str(job_id), "--target", entry.target,
+            "--patience", str(self.settings.job_timeout_s), stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, preexec_fn=_die_with_parent,
         )
         try:
             out, err = await asyncio.wait_for(proc.communicate(), self.settings.job_timeout_s)
+        except asyncio.CancelledError:
+            proc.kill()
+            await proc.wait()
+            raise
         except asyncio.TimeoutError:
             proc.kill()
             out, err = await proc.communicate()
@@ -299,34 +292,56 @@ class _Agent:
         return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 
     async def requeue_stalled(self) -> None:
-        """Re-queue jobs whose worker stopped heartbeating (killed host, lost network)."""
+        """Re-queue jobs whose worker stopped heartbeating (killed host, lost network).
+
+        A procrastinate worker stops its heartbeat when it loses the database and waits for
+        its running job; the job's device, vouched for by its agent, then still says the job
+        is alive, and it is left to finish.
+        """
         manager = self.app.job_manager
         stalled = await manager.get_stalled_jobs(
             seconds_since_heartbeat=self.settings.stalled_after_s, task_name=RUN_TASK)
         for stale in stalled:
-            await manager.retry_job(stale)
             lab_job = stale.task_kwargs.get("lab_job")
+            if lab_job is not None and await asyncio.to_thread(self._still_running, int(lab_job)):
+                continue
+            await manager.retry_job(stale)
             if lab_job is not None:
                 await asyncio.to_thread(
                     set_job, self.store, int(lab_job), status="waiting", device_id=None,
                     reason="its worker stopped heartbeating; re-queued")
             _log.warning("re-queued stalled job %s", stale.id)
 
+    def _still_running(self, lab_job: int) -> bool:
+        """Whether a device whose heartbeat is fresh says it is running ``lab_job``."""
+        job = get_job(self.store, lab_job)
+        if job.status != "running" or not job.device_id:
+            return False
+        device = get_device(self.store, job.device_id)
+        return (device.current_job == lab_job
+                and device.heartbeat_age_s < self.settings.stalled_after_s)
+
     # Devices
 
     async def register_all(self) -> None:
         """Register every device with its properties and the pools it matches."""
-        pools = await asyncio.to_thread(list_pools, self.store)
+        pools = await self._stored(list_pools, self.store)
         for entry in self.devices.values():
-            reachable, reason, props, state, _ = await asyncio.to_thread(_probe, entry)
+            reachable, reason, props, state, _ = await asyncio.to_thread(probe, entry)
             props = {**props, **self.settings.labels}
-            await asyncio.to_thread(
+            await self._stored(
                 register_device, self.store, device_id=entry.id, host=self.settings.host,
                 kind=entry.kind, target=entry.target, properties=props,
                 pools=matching_pools(props, pools), device_state=state)
             if not reachable:
-                await asyncio.to_thread(set_state, self.store, entry.id, "offline",
-                                        reason=reason)
+                await self._stored(set_state, self.store, entry.id, "offline", reason=reason)
+
+    async def deliver_leftovers(self) -> None:
+        """Store what job processes of an earlier agent on this host left in the spool."""
+        for folder in spooled_jobs(spool_root(self.url)):
+            delivered = await self._stored(deliver_spool, self.store, folder)
+            if delivered:
+                _log.warning("delivered %d spooled results from %s", delivered, folder)
 
     def _eligible(self, device_id: str, device: Device | None = None) -> bool:
         device = device or get_device(self.store, device_id)
@@ -342,25 +357,49 @@ class _Agent:
     async def supervise(self, device_id: str) -> None:
         """Keep a procrastinate worker running for the device exactly while it is eligible."""
         while True:
-            eligible, queues = await asyncio.to_thread(self._standing, device_id)
-            running = self.workers.get(device_id)
-            if running and running[1] != queues:
-                await asyncio.to_thread(set_pools, self.store, device_id,
-                                        [q.removeprefix("pool:") for q in queues[1:]])
-            if running and (not eligible or running[1] != queues) and device_id not in self.busy:
-                await self._stop_worker(device_id)
-                running = None
-            if eligible and running is None:
-                task = asyncio.create_task(self.app.run_worker_async(
-                    queues=list(queues), name=f"device:{device_id}", concurrency=1,
-                    additional_context={"device_id": device_id}, install_signal_handlers=False,
-                    update_heartbeat_interval=self.settings.heartbeat_s,
-                    stalled_worker_timeout=self.settings.stalled_after_s,
-                    listen_notify=True, fetch_job_polling_interval=self.settings.poll_s))
-                self.workers[device_id] = (task, queues)
-            if not eligible:
-                await self._maybe_back_online(device_id)
+            try:
+                await self._supervise_once(device_id)
+            except StoreUnavailable as exc:
+                # The device's queue worker stops by itself (its connection is gone) and is
+                # started again once the database answers.
+                self.outage.down(exc)
+            except StoreError as exc:
+                _log.error("device %s: %s", device_id, exc)
             await asyncio.sleep(self.settings.poll_s)
+
+    async def _supervise_once(self, device_id: str) -> None:
+        running = self.workers.get(device_id)
+        if running and running[0].done():
+            # procrastinate stops a worker whose connection broke (after its running job):
+            # forget it, and start a new one below once the device is known eligible.
+            self._reap(f"device {device_id}", running[0])
+            del self.workers[device_id]
+        eligible, queues = await asyncio.to_thread(self._standing, device_id)
+        running = self.workers.get(device_id)
+        if running and running[1] != queues:
+            await asyncio.to_thread(set_pools, self.store, device_id,
+                                    [q.removeprefix("pool:") for q in queues[1:]])
+        if running and (not eligible or running[1] != queues) and device_id not in self.busy:
+            await self._stop_worker(device_id)
+            running = None
+        if eligible and running is None:
+            task = asyncio.create_task(self.app.run_worker_async(
+                queues=list(queues), name=f"device:{device_id}", concurrency=1,
+                additional_context={"device_id": device_id}, install_signal_handlers=False,
+                update_heartbeat_interval=self.settings.heartbeat_s,
+                stalled_worker_timeout=self.settings.stalled_after_s,
+                shutdown_graceful_timeout=self.settings.grace_s,
+                listen_notify=True, fetch_job_polling_interval=self.settings.poll_s))
+            self.workers[device_id] = (task, queues)
+        if not eligible:
+            await self._maybe_back_online(device_id)
+
+    @staticmethod
+    def _reap(what: str, task: asyncio.Task[None]) -> None:
+        failure = None if task.cancelled() else task.exception()
+        _log.warning("%s: its queue worker stopped (%s); starting another", what,
+                     f"{type(failure).__name__}: {failure}".strip() if failure
+                     else "its connection broke")
 
     async def _stop_worker(self, device_id: str) -> None:
         task, _ = self.workers.pop(device_id)
@@ -372,16 +411,26 @@ class _Agent:
         device = await asyncio.to_thread(get_device, self.store, device_id)
         if device.state != "offline":
             return
-        reachable, *_ = await asyncio.to_thread(_probe, self.devices[device_id])
+        reachable, *_ = await asyncio.to_thread(probe, self.devices[device_id])
         if reachable:
             await asyncio.to_thread(set_state, self.store, device_id, "idle",
                                     reason="reachable again")
 
     async def heartbeats(self) -> None:
-        """Vouch for every device every ``heartbeat_s`` (with its state, cheaply read)."""
+        """Vouch for every device every ``heartbeat_s`` (with its state, cheaply read).
+
+        While the database is away nothing is vouched for, so the registry shows the devices'
+        heartbeats ageing and, past a minute, the devices offline.
+        """
         while True:
-            for device_id in self.devices:
-                await asyncio.to_thread(heartbeat, self.store, device_id)
+            try:
+                for device_id in self.devices:
+                    await asyncio.to_thread(heartbeat, self.store, device_id)
+                self.outage.up()
+            except StoreUnavailable as exc:
+                self.outage.down(exc)
+            except StoreError as exc:
+                _log.error("heartbeat not recorded: %s", exc)
             await asyncio.sleep(self.settings.heartbeat_s)
 
     async def health_checks(self) -> None:
@@ -390,25 +439,39 @@ class _Agent:
             for device_id, entry in self.devices.items():
                 if device_id in self.busy:
                     continue
-                health, reason, state = await asyncio.to_thread(_health_check, entry)
-                await asyncio.to_thread(set_health, self.store, device_id, health, reason)
+                health, reason, state = await asyncio.to_thread(health_check, entry)
+                await self._stored(set_health, self.store, device_id, health, reason)
                 if state:
-                    await asyncio.to_thread(heartbeat, self.store, device_id,
-                                            device_state=state)
+                    await self._stored(heartbeat, self.store, device_id, device_state=state)
             await asyncio.sleep(self.settings.health_every_s)
+
+    async def maintenance(self) -> None:
+        """Run the maintenance queue's worker, starting it again whenever it stops."""
+        while True:
+            task = asyncio.create_task(self.app.run_worker_async(
+                queues=[MAINTENANCE_QUEUE], name=f"maintenance:{self.settings.host}",
+                concurrency=1, install_signal_handlers=False,
+                update_heartbeat_interval=self.settings.heartbeat_s,
+                stalled_worker_timeout=self.settings.stalled_after_s))
+            try:
+                await asyncio.wait([task])
+            except asyncio.CancelledError:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+                raise
+            self._reap("maintenance", task)
+            await asyncio.sleep(self.settings.retry_s)
 
     async def run(self) -> None:
         """Register, then run workers, heartbeats, health checks and maintenance until cancelled."""
         async with self.app.open_async():
             await self.register_all()
+            await self.deliver_leftovers()
             background = [
                 asyncio.create_task(self.heartbeats()),
                 asyncio.create_task(self.health_checks()),
-                asyncio.create_task(self.app.run_worker_async(
-                    queues=[MAINTENANCE_QUEUE], name=f"maintenance:{self.settings.host}",
-                    concurrency=1, install_signal_handlers=False,
-                    update_heartbeat_interval=self.settings.heartbeat_s,
-                    stalled_worker_timeout=self.settings.stalled_after_s)),
+                asyncio.create_task(self.maintenance()),
                 *(asyncio.create_task(self.supervise(d)) for d in self.devices),
             ]
             try:

@@ -13,6 +13,7 @@ from benchlab.store.store import (
     RunRef,
     RunStatus,
     open_store,
+    using_store,
 )
 from benchlab.store.tables import STORE_SCHEMA_VERSION
 
@@ -25,4 +26,5 @@ __all__ = [
     "RunStatus",
     "default_store_path",
     "open_store",
+    "using_store",
 ]

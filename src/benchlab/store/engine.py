@@ -8,10 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import URL, Connection, Engine, create_engine, event, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import (
+    ArgumentError,
+    DBAPIError,
+    InterfaceError,
+    OperationalError,
+    SQLAlchemyError,
+)
 from sqlalchemy.pool import StaticPool
 
-from benchlab.errors import StoreError
+from benchlab.errors import StoreError, StoreUnavailable
 from benchlab.store.paths import default_store_path
 
 __all__ = ["WRITE_OPTION", "create_store_engine", "resolve_url", "store_errors"]
@@ -125,7 +131,22 @@ def store_errors(action: str) -> Iterator[None]:
         if any(full in what.lower() for full in _DISK_FULL):
             what += ("; the results stored before this one are kept: free some space, then "
                      "finish the sweep with 'benchlab run --resume'")
+        elif _unreachable(exc):
+            raise StoreUnavailable(f"could not {action}: the database is unavailable: "
+                                   f"{what}") from exc
         raise StoreError(f"could not {action}: {what}") from exc
+
+
+def _unreachable(exc: SQLAlchemyError) -> bool:
+    """Whether the server is down or the connection was lost, rather than the query wrong.
+
+    Only PostgreSQL's drivers count: SQLite's OperationalError also means a bad file or a
+    full disk, which waiting does not cure.
+    """
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return True
+    driver = type(getattr(exc, "orig", None)).__module__ or ""
+    return isinstance(exc, (OperationalError, InterfaceError)) and driver.startswith("psycopg")
 
 
 def _describe(exc: SQLAlchemyError) -> str:

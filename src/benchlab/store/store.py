@@ -137,6 +137,20 @@ def open_store(url_or_path: str | Path | None = None) -> ResultStore:
     return _open(url_or_path)
 
 
+@contextmanager
+def using_store(db: str | Path | ResultStore | None) -> Iterator[ResultStore]:
+    """The store ``db`` names, opened for the block and closed after it; an open
+    :class:`ResultStore` is used as it is and left open (its owner closes it)."""
+    if isinstance(db, ResultStore):
+        yield db
+        return
+    store = open_store(db)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
 def _open(
     url_or_path: str | Path | None,
     *,
@@ -167,6 +181,11 @@ class ResultStore:
         """Wrap an engine whose database :func:`open_store` has already set up."""
         self._engine = engine
         self._writer = engine.execution_options(**{WRITE_OPTION: True})
+
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine (for a store that wraps this one's database)."""
+        return self._engine
 
     @property
     def url(self) -> str:

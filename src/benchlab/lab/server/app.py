@@ -5,12 +5,34 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
 
+from benchlab.errors import StoreUnavailable
 from benchlab.lab.queue import open_lab
 from benchlab.lab.server.auth import ServerSettings
 
-__all__ = ["create_app"]
+__all__ = ["RETRY_AFTER_S", "create_app"]
+
+RETRY_AFTER_S = 5
+"""What a 503 asks a client to wait while the database is away (a restart takes seconds)."""
+
+_UNAVAILABLE = "the lab's database is unavailable (restarting or failing over); try again shortly"
+
+
+def _database_unavailable(request: Request, exc: Exception) -> Response:
+    # The API says so in JSON with Retry-After; a page says so in words. Never a 500 or a
+    # stack trace: nothing is wrong with the request, and it will work again by itself.
+    headers = {"Retry-After": str(RETRY_AFTER_S)}
+    if request.url.path.startswith("/api/"):
+        return JSONResponse({"detail": _UNAVAILABLE}, status_code=503, headers=headers)
+    from benchlab.lab.server.pages import error_page
+
+    page = error_page(request, "Database unavailable",
+                      f"{_UNAVAILABLE[0].upper()}{_UNAVAILABLE[1:]}. This page will work "
+                      "again once it is back; nothing is lost meanwhile.", status_code=503)
+    page.headers.update(headers)
+    return page
 
 
 def create_app(url: str, *, anonymous_read: bool = True) -> FastAPI:
@@ -27,6 +49,10 @@ def create_app(url: str, *, anonymous_read: bool = True) -> FastAPI:
     app.state.settings = ServerSettings(anonymous_read=anonymous_read)
     from benchlab.lab.server import api, ingest, pages
 
+    from procrastinate.exceptions import ConnectorException
+
+    app.add_exception_handler(StoreUnavailable, _database_unavailable)
+    app.add_exception_handler(ConnectorException, _database_unavailable)
     app.include_router(api.router)
     app.include_router(ingest.router)
     pages.install(app)

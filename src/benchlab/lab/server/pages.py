@@ -34,7 +34,7 @@ from benchlab.report.matrix import matrix_cells
 from benchlab.report.matrix_html import matrix_html
 from benchlab.report.svg import WIDTH, domain, esc, left_axis, num, scale, short, svg
 
-__all__ = ["install", "router"]
+__all__ = ["error_page", "install", "router"]
 
 _HERE = Path(__file__).parent
 _PALETTE = ("#3b6fb6", "#e07b39", "#2e7d32", "#8e44ad", "#00838f", "#f9a825", "#6d4c41",
@@ -99,8 +99,13 @@ def _page(request: Request, name: str, status_code: int = 200, **context: Any) -
     return templates.TemplateResponse(request, name, context, status_code=status_code)
 
 
+def error_page(request: Request, title: str, message: str, status_code: int) -> HTMLResponse:
+    """The error page: a title and a sentence, with the overview one click away."""
+    return _page(request, "error.html", status_code=status_code, title=title, message=message)
+
+
 def _missing(request: Request, what: str) -> HTMLResponse:
-    return _page(request, "error.html", status_code=404, title="Not found", message=what)
+    return error_page(request, "Not found", what, status_code=404)
 
 
 # Charts
