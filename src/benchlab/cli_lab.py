@@ -59,13 +59,10 @@ def lab_serve(
     anonymous_read: Annotated[bool, typer.Option(help="Let visitors without a token read pages and the API.")] = True,  # noqa: E501
 ) -> None:
     """Serve the dashboard and the JSON API (/api/v1, OpenAPI at /openapi.json)."""
-    import uvicorn
+    from benchlab.lab.server.app import serve
 
-    from benchlab.lab.server.app import create_app
-
-    app = create_app(_url(db), anonymous_read=anonymous_read)
     _err.print(f"lab server on http://{host}:{port}/")
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    serve(_url(db), host=host, port=port, anonymous_read=anonymous_read)
 
 
 def _boards(config: Path | None, boards: list[str]) -> list[str]:
@@ -95,8 +92,13 @@ def lab_worker(
     stalled_after: Annotated[float, typer.Option(help="Re-queue a job whose worker is silent this long (s).")] = 30.0,  # noqa: E501
     health_every: Annotated[float, typer.Option(help="Seconds between health checks.")] = 300.0,  # noqa: E501
     label: Annotated[list[str], typer.Option("--label", help="An extra property of this host's devices, KEY=VALUE, for pool rules (repeatable).")] = [],  # noqa: B006,E501
+    grace: Annotated[float, typer.Option(help="On SIGTERM/SIGINT/SIGHUP, seconds a running job may take to finish before it is handed back to its queue.")] = 60.0,  # noqa: E501
 ) -> None:
-    """Run this host's device agent: register its devices and run their jobs until Ctrl-C."""
+    """Run this host's device agent: register its devices and run their jobs until stopped.
+
+    SIGTERM, SIGINT and SIGHUP stop it cleanly: a running job finishes within --grace or goes
+    back to its queue, and the devices show as offline.
+    """
     import socket
 
     from benchlab.lab.probe import enumerate_devices
@@ -117,7 +119,7 @@ def lab_worker(
         labels[key.strip()] = value.strip()
     run_agent(_url(db), devices, WorkerSettings(
         host=host, heartbeat_s=heartbeat, stalled_after_s=stalled_after,
-        health_every_s=health_every, labels=labels))
+        health_every_s=health_every, labels=labels, grace_s=grace))
 
 
 @lab_app.command("submit")
@@ -301,14 +303,10 @@ def lab_up(
     _console.print(f"lab: {lab.web_url}")
     _console.print(f"database: {escape(lab.database_url)}")
     _console.print("submit: benchlab lab submit SPEC --db DATABASE --pool kind=host --wait")
-    try:
-        while all(child.poll() is None for child in lab.children):
-            time.sleep(1.0)
-        _err.print("[red]a lab process exited; stopping the lab[/]")
-    except KeyboardInterrupt:
-        pass
-    finally:
-        lab.stop()
+    why = lab.wait()
+    _err.print(f"lab stopped: {escape(why)}")
+    if why.startswith("a lab process exited"):
+        raise typer.Exit(1)
 
 
 # The lab side of `run --lab`, `compare --lab` and `track --lab` (cli.py calls these).

@@ -2,8 +2,10 @@
 
 It starts a PostgreSQL server of its own from the installed server binaries (kept in a data
 directory, so a second ``up`` finds the same results), initialises the lab database, then runs
-the server and a worker for this host as child processes and prints the URL. Ctrl-C stops
-all three. A real lab runs ``lab serve`` and ``lab worker`` against a shared PostgreSQL.
+the server and a worker for this host as child processes and prints the URL. Ctrl-C, SIGTERM
+or SIGHUP stops all three (the worker first, which finishes or hands back its job, then the
+server, then PostgreSQL). A real lab runs ``lab serve`` and ``lab worker`` against a shared
+PostgreSQL.
 """
 
 from __future__ import annotations
@@ -22,9 +24,15 @@ from benchlab.errors import InfrastructureError, UsageError
 from benchlab.lab.localpg import PostgresServer, PostgresUnavailable, find_pg_bin
 from benchlab.lab.queue import init_lab
 
-__all__ = ["LocalLab", "default_data_dir", "start_local_lab"]
+__all__ = ["STOP_SIGNALS", "LocalLab", "default_data_dir", "start_local_lab"]
 
 _DATABASE = "benchlab"
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""What stops a lab process cleanly: Ctrl-C, a service manager's stop, a closed terminal."""
+
+_CHILD_GRACE_S = 90.0
+"""How long a child may take to stop: the worker's grace for a running job (60 s) and more."""
 
 
 def default_data_dir() -> Path:
@@ -42,17 +50,41 @@ class LocalLab:
     children: list[subprocess.Popen]
 
     def stop(self) -> None:
-        """Stop the worker and server (SIGINT, then SIGKILL), then the database."""
-        for child in self.children:
+        """Stop the worker, then the server (SIGTERM, then SIGKILL), then the database."""
+        for child in reversed(self.children):  # the worker first: it still needs the server
             if child.poll() is None:
-                child.send_signal(signal.SIGINT)
-        for child in self.children:
+                child.send_signal(signal.SIGTERM)
             try:
-                child.wait(timeout=20)
+                child.wait(timeout=_CHILD_GRACE_S)
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait()
         self.pg.stop()
+
+    def wait(self) -> str:
+        """Run until a stop signal arrives or a lab process exits; then stop everything.
+
+        Returns why it stopped. Meant for the main thread (it installs signal handlers).
+        """
+        received: list[int] = []
+        previous = {sig: signal.signal(sig, lambda sig, _frame: received.append(sig))
+                    for sig in STOP_SIGNALS}
+        try:
+            while not received and all(child.poll() is None for child in self.children):
+                time.sleep(0.2)
+            if received:
+                why = f"stopped by {signal.Signals(received[0]).name}"
+            else:
+                exited = next(c for c in self.children if c.poll() is not None)
+                why = f"a lab process exited: 'lab {exited.args[4]}' with code {exited.returncode}"
+            # A second signal during the stop must not cut it short and leave orphans.
+            for sig in STOP_SIGNALS:
+                signal.signal(sig, signal.SIG_IGN)
+            self.stop()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        return why
 
 
 def _create_database(pg: PostgresServer) -> str:

@@ -503,14 +503,17 @@ def _tail(text: str, limit: int = 400) -> str:
 
 def run_agent(url: str, devices: Sequence[DeviceEntry],
               settings: WorkerSettings | None = None) -> None:
-    """Run a host's agent until SIGINT/SIGTERM; its devices then show as offline."""
+    """Run a host's agent until SIGINT, SIGTERM or SIGHUP; its devices then show as offline.
+
+    A running job gets ``settings.grace_s`` to finish, then is handed back to its queue.
+    """
     agent = _Agent(url, devices, settings or WorkerSettings())
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(sig, task.cancel)
         with contextlib.suppress(asyncio.CancelledError):
             await agent.run()

@@ -12,7 +12,7 @@ from benchlab.errors import StoreUnavailable
 from benchlab.lab.queue import open_lab
 from benchlab.lab.server.auth import ServerSettings
 
-__all__ = ["RETRY_AFTER_S", "create_app"]
+__all__ = ["RETRY_AFTER_S", "create_app", "serve"]
 
 RETRY_AFTER_S = 5
 """What a 503 asks a client to wait while the database is away (a restart takes seconds)."""
@@ -57,3 +57,18 @@ def create_app(url: str, *, anonymous_read: bool = True) -> FastAPI:
     app.include_router(ingest.router)
     pages.install(app)
     return app
+
+
+def serve(url: str, *, host: str = "127.0.0.1", port: int = 8470,
+          anonymous_read: bool = True) -> None:
+    """Serve the lab until SIGINT, SIGTERM or SIGHUP; each lets requests in flight finish."""
+    import signal
+
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(create_app(url, anonymous_read=anonymous_read),
+                                           host=host, port=port, log_level="warning"))
+    # uvicorn handles SIGINT and SIGTERM itself; a closed terminal (SIGHUP) would otherwise
+    # kill the server without its shutdown.
+    signal.signal(signal.SIGHUP, server.handle_exit)
+    server.run()
