@@ -21,7 +21,7 @@ from benchlab.lab.tokens import create_token
 from benchlab.schema import JobIdentity, Result, Sample, Status
 from benchlab.stats import summarize
 from benchlab.store import ResultStore, open_store
-from benchlab.store.lab_tables import lab_devices
+from benchlab.lab.tables import lab_devices
 
 pytestmark = pytest.mark.postgres
 

@@ -221,18 +221,19 @@ def test_committed_results_survive_sigkill(tmp_path: Path) -> None:
         assert len(store.finished_job_keys(run.id)) == 2
 
 
-def test_version_1_store_gains_the_lab_tables(tmp_path: Path) -> None:
-    """The real 1 -> 2 migration: a store written before the lab gets the lab's tables."""
+def test_version_1_store_migrates_to_2_and_a_local_store_has_no_lab_tables(
+        tmp_path: Path) -> None:
+    """The real 1 -> 2 migration: version 2 once added the lab's tables; the lab owns them now
+    (``lab init`` creates them), so neither a migrated nor a fresh local store has them."""
     path = tmp_path / "results.db"
     with open_store(path) as store:
         store.start_run(fingerprint="fp")
     with sqlite3.connect(path) as conn:  # make it exactly what benchlab 1 wrote
-        for table in ("lab_device_events", "lab_jobs", "lab_devices", "lab_pools", "lab_tokens"):
-            conn.execute(f"DROP TABLE {table}")
         conn.execute("UPDATE meta SET value = '1' WHERE key = 'store_schema_version'")
     with open_store(path) as store:
         assert len(store.list_runs()) == 1
     assert meta_values(path)["store_schema_version"] == str(STORE_SCHEMA_VERSION) == "2"
     with sqlite3.connect(path) as conn:
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-    assert {"lab_devices", "lab_jobs", "lab_tokens", "lab_pools", "lab_device_events"} <= names
+    assert {"runs", "results", "samples", "meta"} <= names
+    assert not {name for name in names if name.startswith("lab_")}

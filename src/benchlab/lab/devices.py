@@ -20,7 +20,7 @@ from sqlalchemy import Connection, select, update
 from benchlab.errors import UsageError
 from benchlab.lab.pools import PoolRule
 from benchlab.store import ResultStore
-from benchlab.store.lab_tables import lab_device_events, lab_devices, lab_pools
+from benchlab.lab.tables import lab_device_events, lab_devices, lab_pools
 
 __all__ = [
     "COUNT_TABS",

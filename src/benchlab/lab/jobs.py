@@ -22,7 +22,7 @@ from benchlab.errors import UsageError
 from benchlab.lab.devices import Device, add_pool, list_devices
 from benchlab.lab.pools import PoolRule, device_queue, pool_queue
 from benchlab.store import ResultStore
-from benchlab.store.lab_tables import lab_jobs
+from benchlab.lab.tables import lab_jobs
 
 __all__ = [
     "JOB_STATUSES",

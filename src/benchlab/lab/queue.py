@@ -24,6 +24,7 @@ from sqlalchemy.exc import ArgumentError
 
 from benchlab.errors import StoreError, UsageError
 from benchlab.lab.jobs import LabJob, LabRequest, get_job, new_jobs, set_job
+from benchlab.lab.tables import LAB_SCHEMA_VERSION, create_lab_tables
 from benchlab.store import ResultStore, open_store
 from benchlab.store.tables import meta
 
@@ -46,6 +47,7 @@ RUN_TASK = "benchlab.lab.run_job"
 REQUEUE_TASK = "benchlab.lab.requeue_stalled"
 MAINTENANCE_QUEUE = "lab:maintenance"
 _SCHEMA_KEY = "procrastinate_schema"
+_LAB_SCHEMA_KEY = "lab_schema_version"
 
 
 def _lab_url(url: str) -> URL:
@@ -105,13 +107,19 @@ def _schema_applied(store: ResultStore) -> str | None:
 
 
 def init_lab(url: str) -> str:
-    """Create the store's tables (with the lab's) and procrastinate's schema; idempotent.
+    """Create the store's tables, the lab's and procrastinate's schema; idempotent.
 
     Returns a sentence saying what was done.
     """
     import procrastinate
 
     with contextlib.closing(open_store(store_url(url))) as store:
+        with store.transaction("create the lab's tables") as conn:
+            create_lab_tables(conn)
+            recorded = conn.execute(select(meta.c.value).where(meta.c.key == _LAB_SCHEMA_KEY))
+            if recorded.scalar() is None:
+                conn.execute(meta.insert().values(key=_LAB_SCHEMA_KEY,
+                                                  value=str(LAB_SCHEMA_VERSION)))
         version = _schema_applied(store)
         if version is not None:
             return f"lab database ready (procrastinate schema {version} already applied)"

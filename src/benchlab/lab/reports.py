@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from benchlab.lab.jobs import LabJob, get_job
 from benchlab.store import ResultStore
-from benchlab.store.lab_tables import lab_jobs
+from benchlab.lab.tables import lab_jobs
 
 __all__ = ["ab_reports"]
 

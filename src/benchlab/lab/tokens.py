@@ -12,9 +12,12 @@ from sqlalchemy import select, update
 
 from benchlab.errors import UsageError
 from benchlab.store import ResultStore
-from benchlab.store.lab_tables import lab_tokens
+from benchlab.lab.tables import lab_tokens
 
-__all__ = ["Scope", "TokenInfo", "create_token", "find_token", "list_tokens", "revoke_token"]
+__all__ = [
+    "Scope", "TokenInfo", "create_token", "find_token", "live_token", "list_tokens",
+    "revoke_token",
+]
 
 _PREFIX = "bl_"
 
@@ -102,6 +105,18 @@ def find_token(store: ResultStore, token: str) -> TokenInfo | None:
         return None
     with store.connection("check a lab token") as conn:
         row = conn.execute(select(lab_tokens).where(lab_tokens.c.token_hash == _hash(token))).first()
+    if row is None or row.revoked_at is not None:
+        return None
+    return _info(row)
+
+
+def live_token(store: ResultStore, token_id: int) -> TokenInfo | None:
+    """The stored info of the token with this id, or None if there is none or it was revoked.
+
+    For a page session, which names its token by id: revoking the token ends the session.
+    """
+    with store.connection("check a lab token") as conn:
+        row = conn.execute(select(lab_tokens).where(lab_tokens.c.id == token_id)).first()
     if row is None or row.revoked_at is not None:
         return None
     return _info(row)

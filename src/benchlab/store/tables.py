@@ -7,8 +7,9 @@
 History of ``STORE_SCHEMA_VERSION``:
 
 1. First layout: ``meta``, ``runs``, ``results``, ``samples``.
-2. The lab's tables (:mod:`benchlab.store.lab_tables`): ``lab_devices``, ``lab_device_events``,
-   ``lab_pools``, ``lab_jobs``, ``lab_tokens``.
+2. Once the lab's tables; the lab now owns and creates them (:mod:`benchlab.lab.tables`), so
+   going from 1 to 2 changes nothing here. Stores made at version 2 before that may hold the
+   lab's tables; the core store never reads them.
 
 To change the layout: bump ``STORE_SCHEMA_VERSION``, change the tables below to the new shape
 (fresh stores are created from them directly), and add to ``MIGRATIONS`` a function keyed by the
@@ -139,13 +140,11 @@ Migration = Callable[[Connection], None]
 
 
 
-def _add_lab_tables(conn: Connection) -> None:
-    from benchlab.store.lab_tables import LAB_TABLES
-
-    metadata.create_all(conn, tables=list(LAB_TABLES))
+def _nothing_since_the_lab_moved(conn: Connection) -> None:
+    """Version 2 added the lab's tables, which :mod:`benchlab.lab.tables` now creates."""
 
 
-MIGRATIONS: Mapping[int, Migration] = MappingProxyType({1: _add_lab_tables})
+MIGRATIONS: Mapping[int, Migration] = MappingProxyType({1: _nothing_since_the_lab_moved})
 
 _STORE_VERSION_KEY = "store_schema_version"
 _RESULT_VERSION_KEY = "result_schema_version"
@@ -224,7 +223,3 @@ def lock_for_setup(conn: Connection) -> None:
     if conn.dialect.name == "postgresql":
         # Any fixed 64-bit key works; this one spells "benchlab" in ASCII.
         conn.execute(text("SELECT pg_advisory_xact_lock(7090194561597464930)"))
-
-
-# Registers the lab's tables on ``metadata`` so that a fresh store is created with them.
-from benchlab.store import lab_tables as _lab_tables  # noqa: E402,F401

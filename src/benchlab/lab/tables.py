@@ -1,29 +1,56 @@
 """The lab's tables: devices, their history, pools, submitted jobs and API tokens.
 
-They live in the results database beside ``runs`` and ``results`` (one server holds the queue,
-the device registry and the results), share the store's ``metadata`` and so its versioning:
-store schema version 2 added them. Times here are epoch seconds (``Double``): the lab computes
-ages (heartbeat, waiting time) from them, which ISO text would make awkward in SQL.
+They live in the lab's PostgreSQL beside the store's ``runs`` and ``results`` (one server
+holds the queue, the device registry and the results), but belong to the lab: the core store
+knows nothing of them, and a local SQLite store never has them. ``lab init`` creates them
+(:func:`create_lab_tables`) and records ``LAB_SCHEMA_VERSION`` in the store's ``meta``.
+
+Times here are epoch seconds (``Double``): the lab computes ages (heartbeat, waiting time)
+from them, which ISO text would make awkward in SQL.
+
+History of ``LAB_SCHEMA_VERSION``:
+
+1. ``lab_devices``, ``lab_device_events``, ``lab_pools``, ``lab_jobs``, ``lab_tokens`` (until
+   benchlab's store schema 2 these were created by the core store, in every store).
+
+To change the layout: bump ``LAB_SCHEMA_VERSION``, change the tables, and make
+:func:`create_lab_tables` bring a database at the old version to the new one.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import Column, Double, ForeignKey, Index, Integer, String, Table, Text
-
-from benchlab.store.tables import metadata
+from sqlalchemy import (
+    Column,
+    Connection,
+    Double,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
 
 __all__ = [
+    "LAB_SCHEMA_VERSION",
     "LAB_TABLES",
+    "create_lab_tables",
     "lab_device_events",
     "lab_devices",
     "lab_jobs",
+    "lab_metadata",
     "lab_pools",
     "lab_tokens",
 ]
 
+LAB_SCHEMA_VERSION = 1
+
+lab_metadata = MetaData()
+
 lab_devices = Table(
     "lab_devices",
-    metadata,
+    lab_metadata,
     # "host:<hostname>", "adb:<serial>", "ssh:<host>": also the procrastinate queue and lock
     # suffix ("device:<id>").
     Column("id", String(200), primary_key=True),
@@ -46,7 +73,7 @@ lab_devices = Table(
 
 lab_device_events = Table(
     "lab_device_events",
-    metadata,
+    lab_metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("device_id", String(200), ForeignKey("lab_devices.id", ondelete="CASCADE"),
            nullable=False),
@@ -63,7 +90,7 @@ lab_device_events = Table(
 
 lab_pools = Table(
     "lab_pools",
-    metadata,
+    lab_metadata,
     # The canonical rule text is the pool's name: "abi=arm64-v8a,model=Pixel 8".
     Column("name", String(400), primary_key=True),
     Column("created_at", Double(), nullable=False),
@@ -71,7 +98,7 @@ lab_pools = Table(
 
 lab_jobs = Table(
     "lab_jobs",
-    metadata,
+    lab_metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("submission", String(36), nullable=False),
     Column("request_json", Text, nullable=False),
@@ -98,7 +125,7 @@ lab_jobs = Table(
 
 lab_tokens = Table(
     "lab_tokens",
-    metadata,
+    lab_metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("name", Text, nullable=False),
     # sha256 of the token: tokens are 256 random bits, so a fast hash loses nothing and a
@@ -113,4 +140,9 @@ lab_tokens = Table(
 )
 
 LAB_TABLES = (lab_devices, lab_device_events, lab_pools, lab_jobs, lab_tokens)
-"""Every lab table, in creation order (store schema version 2)."""
+"""Every lab table, in creation order."""
+
+
+def create_lab_tables(conn: Connection) -> None:
+    """Create the lab's tables that are missing (a lab from before version 1 has them all)."""
+    lab_metadata.create_all(conn, tables=list(LAB_TABLES), checkfirst=True)

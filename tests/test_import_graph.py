@@ -1,0 +1,100 @@
+"""benchlab's modules import one another in one direction: no cycle among module-level imports.
+
+Read statically (ast), so a cycle is caught even where import order happens to hide it at run
+time. Imports inside functions (a runtime's adapter, a lazy CLI command) and under
+``TYPE_CHECKING`` are not module-level and do not count.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import benchlab
+
+SRC = Path(benchlab.__file__).resolve().parent
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _top_level_imports(tree: ast.Module, name: str, is_package: bool) -> set[str]:
+    found: set[str] = set()
+    body = list(tree.body)
+    while body:
+        node = body.pop(0)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            continue
+        if isinstance(node, (ast.If, ast.Try)):
+            body.extend(node.body)
+            body.extend(getattr(node, "orelse", []))
+            for handler in getattr(node, "handlers", []):
+                body.extend(handler.body)
+            continue
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_package else name.split(".")[:-1]
+                base = base[:len(base) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            found.add(module)
+            found |= {f"{module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """benchlab module -> the benchlab modules it imports at module level."""
+    files = {_module_name(p): p for p in SRC.rglob("*.py")}
+    graph = {}
+    for name, path in files.items():
+        tree = ast.parse(path.read_text(), str(path))
+        wanted = _top_level_imports(tree, name, path.name == "__init__.py")
+        # A module's own packages are imported before it whatever it says: not an edge.
+        graph[name] = {m for m in wanted
+                       if m in files and m != name and not name.startswith(m + ".")}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle (its modules in order), or [] when there is none."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        stack.pop()
+        state[node] = 2
+        return []
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return []
+
+
+def test_no_import_cycle_among_benchlab_modules() -> None:
+    cycle = find_cycle(import_graph())
+    assert not cycle, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_core_store_knows_nothing_of_the_lab() -> None:
+    graph = import_graph()
+    store = {name for name in graph if name.startswith("benchlab.store")}
+    assert store
+    assert not {m for name in store for m in graph[name] if m.startswith("benchlab.lab")}
