@@ -44,6 +44,7 @@ from benchlab.lab.devices import (
     set_state,
 )
 from benchlab.lab.jobs import get_job, set_job
+from benchlab.lab.outage import Outage, until_stored
 from benchlab.lab.pools import device_queue, pool_queue
 from benchlab.lab.probe import DeviceEntry, health_check, probe
 from benchlab.lab.queue import (
@@ -56,7 +57,7 @@ from benchlab.lab.queue import (
     store_url,
 )
 from benchlab.lab.spool import deliver_spool, job_spool_dir, spool_root, spooled_jobs
-from benchlab.store import open_store
+from benchlab.store import ResultStore, open_store
 
 __all__ = ["WorkerSettings", "run_agent"]
 
@@ -88,24 +89,6 @@ class WorkerSettings:
     """On SIGTERM, how long a running job may take to finish before it is handed back."""
 
 
-class _Outage:
-    """Says once that the lab's database went away and once that it is back, not per try."""
-
-    def __init__(self) -> None:
-        self.since: float | None = None
-
-    def down(self, exc: BaseException) -> None:
-        if self.since is None:
-            self.since = time.monotonic()
-            _log.warning("the lab's database is unavailable; waiting for it: %s", exc)
-
-    def up(self) -> None:
-        if self.since is not None:
-            _log.warning("the lab's database is back after %.0f s",
-                         time.monotonic() - self.since)
-            self.since = None
-
-
 def _die_with_parent() -> None:
     # The job process must not outlive a worker killed with SIGKILL: its attempt is re-queued
     # and a survivor would write beside the next attempt.
@@ -120,13 +103,26 @@ class _Agent:
         self.url = url
         self.devices = {d.id: d for d in devices}
         self.settings = settings
-        self.store = open_store(store_url(url))
+        self.outage = Outage()
+        self.store = self._open_store()
         self.app = make_app(url)
         self.lab = Lab(url, self.store, self.app)
         self.workers: dict[str, tuple[asyncio.Task[None], tuple[str, ...]]] = {}
         self.busy: set[str] = set()
-        self.outage = _Outage()
         self._register_tasks()
+
+    def _open_store(self) -> ResultStore:
+        # An agent started while the database is away (a host booting during a database
+        # upgrade) waits for it instead of exiting.
+        while True:
+            try:
+                store = open_store(store_url(self.url))
+            except StoreUnavailable as exc:
+                self.outage.down(exc)
+                time.sleep(self.settings.retry_s)
+                continue
+            self.outage.up()
+            return store
 
     def _register_tasks(self) -> None:
         app = self.app
@@ -208,17 +204,7 @@ class _Agent:
 
     async def _stored(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``call`` in a thread, tried until the database answers: a job's state must land."""
-        from procrastinate.exceptions import ConnectorException
-
-        while True:
-            try:
-                value = await asyncio.to_thread(call, *args, **kwargs)
-            except (StoreUnavailable, ConnectorException) as exc:
-                self.outage.down(exc)
-                await asyncio.sleep(self.settings.retry_s)
-                continue
-            self.outage.up()
-            return value
+        return await until_stored(self.outage, self.settings.retry_s, call, *args, **kwargs)
 
     async def _run_locked(self, entry: DeviceEntry, job: Any) -> None:
         store = self.store
