@@ -192,13 +192,17 @@ def _account(lab: Lab, ids: list[int], faults: list[Fault], folder: Path,
     jobs = _jobs(lab.url, ids)
     by_status = Counter(j.status for j in jobs)
     ok_per_model: Counter[str] = Counter()
+    where: dict[str, list[str]] = {}
     with open_store(store_url(lab.url)) as store:
         for run in store.list_runs(limit=len(ids) * 3):
             for result in store.results(run.id):
                 if result.ok:
                     ok_per_model[result.identity.model_name] += 1
+                    where.setdefault(result.identity.model_name, []).append(
+                        f"run {run.uuid[:8]} on {result.identity.device}")
     executions = [len(read_marks(folder / f"marks-{n}.jsonl")) for n in range(len(ids))]
     finished = [j for j in jobs if j.status == "finished"]
+    number = {job_id: n for n, job_id in enumerate(ids)}  # job id -> its spec's number
     recoveries = [_recovery(lab, f, jobs) for f in faults]
     measured = [r["recovery_s"] for r in recoveries if r["recovery_s"] is not None]
     return {
@@ -214,6 +218,12 @@ def _account(lab: Lab, ids: list[int], faults: list[Fault], folder: Path,
         "executions_per_job": dict(Counter(executions)),
         "attempts_per_finished_job": dict(Counter(j.attempts for j in finished)),
         "jobs_per_device": dict(Counter(j.device_id for j in finished)),
+        "anomalies": [
+            {"job": j.id, "status": j.status, "attempts": j.attempts, "device": j.device_id,
+             "reason": j.reason[-300:], "ok_results": where.get(f"chaos{number[j.id]}", []),
+             "executions": executions[number[j.id]]}
+            for j in jobs
+            if j.status != "finished" or ok_per_model[f"chaos{number[j.id]}"] != 1],
         "faults": recoveries,
         "recovery_max_s": max(measured) if measured else None,
         "recovery_median_s": statistics.median(measured) if measured else None,

@@ -23,6 +23,10 @@ from benchlab_standin import StandinPhone
 from benchlab_standin.adbserver import AdbServer, isolated_adb_server
 from benchlab_standin.board import LoopbackBoard, find_sshd
 
+# A test that needs PostgreSQL or the browser fails the run when it skips, unless
+# --allow-skip names the dependency (required_deps.py).
+pytest_plugins = ["required_deps"]
+
 _CASES = pytest.StashKey[list[tuple[str, str]]]()
 _TORCH_LEAKS = pytest.StashKey[list[tuple[str, list[str]]]]()
 

@@ -155,6 +155,8 @@ def run(
 
         # Built before the sweep, so a missing token or a bad URL stops it before any job.
         reporter = Reporter(report_to, run_info=store_run_info(db))
+    # The lab is told the run finished only if the sweep returns; anything else stopped it.
+    ended = "interrupted"
     try:
         results = run_sweep(
             list(specs), db=db, resume=resume_run or resume, time_budget=time_budget,
@@ -165,9 +167,10 @@ def run(
             on_result=reporter.on_result if reporter else None,
             **common,  # type: ignore[arg-type]
         )
+        ended = "finished"
     finally:
         if reporter is not None:
-            for line in reporter.close().lines():
+            for line in reporter.close(ended).lines():
                 err_console.print(escape(line), highlight=False, soft_wrap=True)
     _print_results(list(results), f"benchlab run {results.run_id}", warnings=warnings)
     for label, reason in results.skipped:

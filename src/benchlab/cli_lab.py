@@ -134,15 +134,27 @@ def lab_submit(
     wait: Annotated[bool, typer.Option("--wait", help="Wait until every job has ended.")] = False,  # noqa: E501
     timeout: Annotated[float, typer.Option(help="With --wait: give up after this many seconds.")] = 3600.0,  # noqa: E501
 ) -> None:
-    """Queue a spec for lab devices; prints the job ids (and, with --wait, their outcomes)."""
-    from benchlab.lab.client import submit_to_lab as submit
+    """Queue a spec for lab devices; prints the job ids (and, with --wait, their outcomes).
 
-    jobs = submit(_url(db), specs, device=device, pool=pool, fan_out=not any_device,
+    With --wait it exits as ``benchlab run`` does: 1 when any job or result failed.
+    """
+    from benchlab.lab.client import job_outcomes, submit_to_lab as submit
+
+    url = _url(db)
+    jobs = submit(url, specs, device=device, pool=pool, fan_out=not any_device,
                   models=[m for m in (models or "").split(",") if m],
                   frameworks=frameworks, wait=wait, timeout=timeout)
     _jobs_table(jobs)
-    if wait and any(j.status != "finished" for j in jobs):
+    if wait and not _print_failures(job_outcomes(url, jobs)):
         raise typer.Exit(1)
+
+
+def _print_failures(outcomes: list) -> bool:  # noqa: ANN001
+    """Print each failed job's lines; True when every job succeeded."""
+    for outcome in outcomes:
+        for line in outcome.lines():
+            _err.print(f"[red]{escape(line)}[/]", highlight=False, soft_wrap=True)
+    return all(outcome.ok for outcome in outcomes)
 
 
 def _jobs_table(jobs: list) -> None:  # noqa: ANN001
@@ -319,21 +331,17 @@ def run_on_lab(url: str, specs: list[Path], models: list[str], frameworks: list[
 
     Returns the results the jobs stored, and whether every job finished with ok results.
     """
-    from benchlab.lab.client import submit_to_lab
-    from benchlab.lab.queue import store_url
-    from benchlab.store import open_store
+    from benchlab.lab.client import job_outcomes, submit_to_lab
 
     jobs = submit_to_lab(url, specs, device=device, pool=pool, models=models,
                         frameworks=frameworks, overrides=overrides, wait=True)
-    results = []
-    with open_store(store_url(url)) as store:
-        for job in jobs:
-            if job.run_uuid:
-                results += store.results(job.run_uuid)
-            _err.print(f"lab job {job.id} on {escape(job.device_id or job.route)}: "
-                       f"{job.status} ({escape(job.reason)})")
-    ok = all(job.status == "finished" for job in jobs) and all(r.ok for r in results)
-    return results, ok
+    outcomes = job_outcomes(url, jobs, with_samples=True)
+    for outcome in outcomes:
+        job = outcome.job
+        _err.print(f"lab job {job.id} on {escape(outcome.where)}: "
+                   f"{job.status} ({escape(job.reason)})")
+    ok = _print_failures(outcomes)
+    return [r for outcome in outcomes for r in outcome.results], ok
 
 
 def ab_on_lab(url: str, device: str | None, kind: str, specs: list[Path], models: str | None,

@@ -96,7 +96,8 @@ def test_the_spooling_store_waits_then_gives_up(own_pg: PostgresServer, outage_l
 def test_the_server_answers_503_while_the_database_is_away(own_pg: PostgresServer,
                                                           outage_lab: str) -> None:
     with TestClient(create_app(outage_lab), raise_server_exceptions=False) as client:
-        value, _ = create_token(client.app.state.lab.store, "ci", "submit")  # type: ignore[attr-defined]
+        store = client.app.state.lab.store  # type: ignore[attr-defined]
+        value, _ = create_token(store, "ci", "submit")
         auth = {"Authorization": f"Bearer {value}"}
         assert client.get("/api/v1/devices").status_code == 200
         own_pg.halt()

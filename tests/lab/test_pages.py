@@ -306,3 +306,111 @@ def test_ab_reports_from_lab_devices_are_listed_and_shown(
     assert c.get("/jobs/99999").status_code == 404
     listed = c.get(f"/api/v1/jobs/{job_id}").json()
     assert listed["report"]["exit_code"] == 1
+
+
+def _ok_result(model: str, framework: str, device: str, metrics: dict[str, float],
+               status: Status = Status.OK, environment: dict | None = None,
+               finished_at: str = "2026-02-01T03:04:09+00:00") -> Result:
+    target, _, host = device.partition(":")
+    summaries = {key: summarize([value] * 5, "dB" if "sqnr" in key else "ms")
+                 for key, value in metrics.items()} if status is Status.OK else {}
+    return Result(
+        identity=JobIdentity(spec="specs/zoo.yaml", model_name=model, model_hash="sha256:2",
+                             test_identifier="default", framework=framework,
+                             framework_config={}, target=target, device=host),
+        status=status, summaries=summaries, error=None if status is Status.OK else "crashed",
+        environment=environment or {"hostname": host},
+        started_at=finished_at.replace("03:04:09", "03:04:05"), finished_at=finished_at)
+
+
+def test_trends_offer_only_what_the_model_has(lab_url: str) -> None:
+    with open_store(store_url(lab_url)) as store:
+        run = store.start_run(fingerprint="fp", description="two models", host="ci")
+        store.add_result(run.id, _ok_result("resnet50", "generic", "host:box-a",
+                                            {"NET latency": 9.0, "NET sqnr": 40.0}))
+        store.add_result(run.id, _ok_result("mobilenet_v2", "tflite", "adb:pixel-7",
+                                            {"NET latency": 4.0}))
+        # A failed result is not something the model "has": its backend is not offered.
+        store.add_result(run.id, _ok_result("mobilenet_v2", "onnxruntime", "host:box-a", {},
+                                            status=Status.FAILED))
+        store.finish_run(run.id)
+    with TestClient(build_app(lab_url)) as c:
+        for params in ({"model": "mobilenet_v2"},
+                       # the form keeps the last model's choices when the model changes
+                       {"model": "mobilenet_v2", "backend": "generic", "device": "host:box-a",
+                        "metric": "NET sqnr"}):
+            data = c.get("/api/v1/trends", params=params).json()
+            assert data["frameworks"] == ["tflite"] and data["devices"] == ["adb:pixel-7"]
+            assert data["metrics"] == ["NET latency"]
+            assert data["filters"] == {"model": "mobilenet_v2", "backend": "tflite",
+                                       "device": "", "metric": "NET latency"}
+            (series,) = data["series"]
+            assert [p["p50"] for p in series["points"]] == [4.0]
+            html = c.get("/trends", params=params).text
+            assert "No ok result" not in html and "generic" not in html
+            assert "onnxruntime" not in html and "host:box-a" not in html
+            assert '<option value="tflite" selected>' in html
+        other = c.get("/api/v1/trends", params={"model": "resnet50"}).json()
+        assert other["frameworks"] == ["generic"] and other["devices"] == ["host:box-a"]
+        assert other["metrics"] == ["NET latency", "NET sqnr"]
+        assert other["models"] == ["mobilenet_v2", "resnet50"]
+
+
+def test_run_page_shows_the_environment_as_tables(lab_url: str) -> None:
+    environment = {"hostname": "box-a", "kernel": None, "turbo": False, "gpus": [],
+                   "flags": ["avx2", "fma"],
+                   "cpus": {"cpu0": {"governor": "performance", "mhz": 3000},
+                            "cpu1": {"governor": "powersave", "mhz": None}}}
+    with open_store(store_url(lab_url)) as store:
+        run = store.start_run(fingerprint="fp", description="env", host="ci")
+        store.add_result(run.id, _ok_result("resnet50", "generic", "host:box-a",
+                                            {"NET latency": 9.0}, environment=environment))
+        store.finish_run(run.id)
+    with TestClient(build_app(lab_url)) as c:
+        html = c.get(f"/runs/{run.id}").text
+    section = html.split('id="environment"', 1)[1].split("</details>", 1)[0]
+    for repr_text in ("{'", "None", "True", "False", "[]", "['"):
+        assert repr_text not in section, repr_text
+    # nested mappings are nested key/value tables, lists are lists, nothing is a dash
+    assert re.search(r"<th>cpus</th><td><table class=\"kv\"><tbody><tr><th>cpu0</th><td>"
+                     r"<table class=\"kv\"><tbody><tr><th>governor</th><td>performance</td>",
+                     section)
+    assert "<th>mhz</th><td>3000</td>" in section and "<th>mhz</th><td>–</td>" in section
+    assert '<ul class="kv"><li>avx2</li><li>fma</li></ul>' in section
+    assert "<th>kernel</th><td>–</td>" in section and "<th>gpus</th><td>–</td>" in section
+    assert "<th>turbo</th><td>no</td>" in section
+
+
+def test_a_quiet_running_run_is_shown_abandoned(client: tuple[TestClient, dict]) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from benchlab.lab.run_state import ABANDONED_AFTER_S
+
+    c, _ = client
+    store = c.app.state.lab.store  # type: ignore[attr-defined]
+
+    def ago(seconds: float) -> str:
+        return (datetime.now(UTC) - timedelta(seconds=seconds)).isoformat()
+
+    quiet = store.start_run(fingerprint="fp", description="quiet", host="box")
+    store.add_result(quiet.id, _ok_result("resnet50", "generic", "host:box-a",
+                                          {"NET latency": 9.0},
+                                          finished_at=ago(ABANDONED_AFTER_S + 600)))
+    busy = store.start_run(fingerprint="fp", description="busy", host="box")
+    store.add_result(busy.id, _ok_result("resnet50", "generic", "host:box-a",
+                                         {"NET latency": 9.0}, finished_at=ago(60)))
+    listed = {r["id"]: r for r in c.get("/api/v1/runs").json()}
+    assert (listed[quiet.id]["status"], listed[quiet.id]["stored_status"]) == (
+        "abandoned", "running")
+    assert (listed[busy.id]["status"], listed[busy.id]["stored_status"]) == (
+        "running", "running")
+    assert listed[quiet.id]["last_result_at"].startswith(ago(ABANDONED_AFTER_S + 600)[:13])
+    assert c.get(f"/api/v1/runs/{quiet.id}").json()["run"]["status"] == "abandoned"
+    assert c.get(f"/api/v1/runs/{quiet.id}/detail").json()["run"]["status"] == "abandoned"
+    assert re.search(r'id="run-status"[^>]*>abandoned<', c.get(f"/runs/{quiet.id}").text)
+    assert re.search(r'id="run-status"[^>]*>running<', c.get(f"/runs/{busy.id}").text)
+    assert "<td>abandoned</td>" in c.get("/").text
+    # derived when shown: the store still says running, and finishing the run ends it
+    assert store.get_run(quiet.id).status.value == "running"
+    store.finish_run(quiet.id)
+    assert c.get(f"/api/v1/runs/{quiet.id}").json()["run"]["status"] == "finished"

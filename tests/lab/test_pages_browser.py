@@ -20,7 +20,7 @@ import pytest
 
 from .test_pages import build_app, seeded
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.browser]
 
 
 def _free_port() -> int:
@@ -128,3 +128,64 @@ def test_pages_in_chromium(server: tuple[str, dict], browser: object) -> None:
     visit(f"/jobs/{info['report_job']}")
     assert "regression" in page.locator("#report").inner_text()
     assert errors == [] and failed == []
+
+
+def test_a_person_logs_in_and_acts_from_the_pages(server: tuple[str, dict], browser: object,
+                                                  lab_url: str) -> None:
+    from benchlab.lab.devices import get_device
+    from benchlab.lab.jobs import get_job
+    from benchlab.lab.queue import store_url
+    from benchlab.store import open_store
+
+    base, info = server
+    shots = os.environ.get("BENCHLAB_SCREENSHOTS")
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    job = info["jobs"][1]  # waiting for pixel-idle
+
+    page.goto(f"{base}/jobs/{job}")
+    assert page.locator("#cancel").count() == 0  # anonymous: no admin buttons
+    page.click("#login")
+    page.fill("#token", info["admin"])
+    page.click("form.login button[type=submit]")
+    page.wait_for_load_state()
+    assert page.url == f"{base}/jobs/{job}"  # back where the person was
+    assert "signed in as admin" in page.locator("nav").inner_text()
+    (cookie,) = [c for c in context.cookies() if c["name"] == "benchlab_session"]
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    assert cookie["value"] != info["admin"]
+    assert page.evaluate("document.cookie") == ""  # script cannot read the session
+
+    page.click("#cancel")
+    page.wait_for_load_state()
+    assert page.locator("#job-status").inner_text() == "cancelled"
+    with open_store(store_url(lab_url)) as store:
+        assert get_job(store, job).status == "cancelled"
+
+    page.goto(f"{base}/devices/pixel-idle")
+    page.fill("#reason", "fan noise, checking it")
+    if shots:
+        Path(shots).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(shots) / "device-admin.png"), full_page=True)
+    page.click("#quarantine")
+    page.wait_for_load_state()
+    assert "fan noise, checking it" in page.locator("#quarantined").inner_text()
+    with open_store(store_url(lab_url)) as store:
+        device = get_device(store, "pixel-idle")
+        assert device.quarantined and device.quarantined_by == "admin"
+    page.click("#release")
+    page.wait_for_load_state()
+    assert page.locator("#quarantined").count() == 0 and page.locator("#quarantine").count()
+    with open_store(store_url(lab_url)) as store:
+        assert not get_device(store, "pixel-idle").quarantined
+
+    page.click("#logout")
+    page.wait_for_load_state()
+    assert page.locator("#login").count() == 1
+    page.goto(f"{base}/devices/pixel-idle")
+    assert page.locator("#quarantine").count() == 0
+    assert errors == []
+    context.close()

@@ -17,8 +17,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import uvicorn
@@ -31,7 +32,7 @@ from benchlab.lab.reporter import Reporter, RunInfo, resolve_token
 from benchlab.lab.server.app import create_app
 from benchlab.lab.tokens import create_token
 from benchlab.schema import JobIdentity, Result, Sample, Status, Summary
-from benchlab.store import ResultStore, open_store
+from benchlab.store import ResultStore, RunStatus, open_store
 
 pytestmark = pytest.mark.postgres
 
@@ -50,8 +51,23 @@ def _app(url: str) -> FastAPI:
     return create_app(url)
 
 
+def _older_lab(app: Any) -> Any:
+    """The lab as a server from before ``/finish`` existed: that route answers 404 (with the
+    framework's own text, as a server without the route does); everything else is the lab."""
+
+    async def older(scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].endswith("/finish"):
+            await send({"type": "http.response.start", "status": 404,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": b'{"detail":"Not Found"}'})
+            return
+        await app(scope, receive, send)
+
+    return older
+
+
 @contextlib.contextmanager
-def serve(url: str, port: int) -> Iterator[str]:
+def serve(url: str, port: int, wrap: Callable[[Any], Any] = lambda app: app) -> Iterator[str]:
     """The lab app on 127.0.0.1:``port`` until the block ends; yields its base URL.
 
     ``log_config=None``: uvicorn's default logging setup is ``logging.config.dictConfig``, which
@@ -59,7 +75,7 @@ def serve(url: str, port: int) -> Iterator[str]:
     stream is pytest's captured stderr if absl was imported in an earlier test: the whole
     session then died with "lost sys.stderr" in a shuffled order (issue 24).
     """
-    server = uvicorn.Server(uvicorn.Config(_app(url), host="127.0.0.1", port=port,
+    server = uvicorn.Server(uvicorn.Config(wrap(_app(url)), host="127.0.0.1", port=port,
                                            log_level="warning",
                                            log_config=None))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -119,7 +135,11 @@ def test_results_arrive_under_the_runs_uuid_once(lab_store: ResultStore, lab_url
     stored = lab_store.results(RUN.uuid)
     assert [r.identity.test_identifier for r in stored] == ["cpu", "gpu"]
     assert [r.to_dict() for r in stored] == [r.to_dict() for r in sent]
-    assert summary.lines() == [f"reported 3 results to {url}"]
+    # close() told the lab the run ended
+    assert summary.finished_as == "finished" and run.status is RunStatus.FINISHED
+    assert run.finished_at is not None
+    assert summary.lines() == [f"reported 3 results to {url}",
+                               f"the lab records run {RUN.uuid} as finished"]
 
 
 def test_the_endpoint_says_duplicate_and_refuses_malformed_results(
@@ -274,6 +294,91 @@ def test_a_worker_token_posts_only_for_its_own_hosts_devices(
         assert outcomes[name].spooled == 0  # refused for good: not re-sent
     assert "box2" in outcomes["other"].problems[0]
     assert [r.identity.test_identifier for r in lab_store.results(RUN.uuid)] == ["own"]
+    # the worker finished the run it reported; the others reported nothing, so tried nothing
+    assert outcomes["own"].finished_as == "finished"
+    assert outcomes["other"].run_uuid is None and outcomes["other"].finish_problem == ""
+
+
+def test_finish_moves_a_reported_run_to_its_end_state(lab_store: ResultStore, lab_url: str
+                                                      ) -> None:
+    import httpx
+
+    register_device(lab_store, device_id="host:box1", host="box1", kind="host", target="host",
+                    properties={"hostname": "box1"}, pools=[])
+    tokens = {name: create_token(lab_store, name, scope, host=host)[0] for name, scope, host in (
+        ("ci", "report", ""), ("own", "worker", "box1"), ("other", "worker", "box2"),
+        ("submitter", "submit", ""))}
+    other_run = RunInfo("0a1b2c3d-4e5f-4a6b-8c7d-8e9f0a1b2c3d")
+    finish = f"/api/v1/runs/{RUN.uuid}/finish"
+    with serve(lab_url, _free_port()) as url, httpx.Client(base_url=url) as client:
+
+        def post(path: str, token: str | None, body: Any = None) -> httpx.Response:
+            headers = {"Content-Type": "application/json"}
+            if token:
+                headers["Authorization"] = f"Bearer {token}"
+            # json.dumps, as the reporter does: a result's samples may be infinite
+            content = None if body is None else json.dumps(body)
+            return client.post(path, content=content, headers=headers)
+
+        for run in (RUN, other_run):
+            posted = post("/api/v1/results", tokens["ci"],
+                          {"run": run.to_json(), "result": make_result().to_dict()})
+            assert posted.status_code == 200, posted.text
+        before = client.get(f"/api/v1/runs/{RUN.uuid}").json()["run"]
+        # its one result ended in 2025: long quiet, so shown abandoned, though stored running
+        assert (before["status"], before["stored_status"]) == ("abandoned", "running")
+        assert post(finish, None).status_code == 401
+        assert post(finish, tokens["submitter"]).status_code == 403
+        assert post(finish, tokens["other"]).status_code == 403  # box1's results, not box2's
+        assert post(finish, tokens["ci"], {"status": "failed"}).status_code == 422
+        unknown = post("/api/v1/runs/00000000-0000-4000-8000-000000000000/finish",
+                       tokens["ci"])
+        assert unknown.status_code == 404
+        assert post("/api/v1/runs/latest/finish", tokens["ci"]).status_code == 422
+        assert lab_store.get_run(RUN.uuid).status is RunStatus.RUNNING  # nothing changed
+
+        done = post(finish, tokens["ci"])
+        assert done.status_code == 200, done.text
+        assert (done.json()["status"], done.json()["stored_status"]) == ("finished",
+                                                                          "finished")
+        stopped = post(f"/api/v1/runs/{other_run.uuid}/finish", tokens["own"],
+                       {"status": "interrupted"})
+        assert stopped.status_code == 200, stopped.text
+        listed = {r["uuid"]: r["status"] for r in client.get("/api/v1/runs").json()}
+    assert listed == {RUN.uuid: "finished", other_run.uuid: "interrupted"}
+    assert lab_store.get_run(RUN.uuid).status is RunStatus.FINISHED
+    assert lab_store.get_run(other_run.uuid).status is RunStatus.INTERRUPTED
+
+
+def test_an_older_lab_without_finish_does_not_break_the_run(
+        lab_store: ResultStore, lab_url: str, tmp_path: Path) -> None:
+    token, _ = create_token(lab_store, "ci", "report")
+    with serve(lab_url, _free_port(), wrap=_older_lab) as url:
+        reporter = Reporter(url, token=token, spool_dir=tmp_path / "spool",
+                            run_info=lambda uuid: RUN, log=lambda line: None, **FAST)
+        reporter.on_run(RUN.uuid)
+        reporter.on_result(make_result())
+        summary = reporter.close()
+    assert (summary.delivered, summary.rejected, summary.spooled) == (1, 0, 0)
+    assert summary.finished_as is None and "HTTP 404" in summary.finish_problem
+    (first, line) = summary.lines()
+    assert first == f"reported 1 result to {url}"
+    assert line.startswith(f"could not tell the lab that run {RUN.uuid} ended")
+    assert "older than this benchlab" in line and "abandoned" in line
+    assert lab_store.get_run(RUN.uuid).status is RunStatus.RUNNING
+
+
+def test_a_run_stopped_by_an_error_is_reported_interrupted(
+        lab_store: ResultStore, lab_url: str, tmp_path: Path) -> None:
+    token, _ = create_token(lab_store, "ci", "report")
+    with serve(lab_url, _free_port()) as url:
+        with pytest.raises(KeyboardInterrupt), Reporter(
+                url, token=token, spool_dir=tmp_path / "spool", run_info=lambda uuid: RUN,
+                log=lambda line: None, **FAST) as reporter:
+            reporter.on_run(RUN.uuid)
+            reporter.on_result(make_result())
+            raise KeyboardInterrupt
+    assert lab_store.get_run(RUN.uuid).status is RunStatus.INTERRUPTED
 
 
 def test_the_token_comes_from_env_then_config(tmp_path: Path) -> None:
@@ -324,3 +429,5 @@ def test_benchlab_run_report_to(lab_store: ResultStore, lab_url: str, tmp_path: 
     assert sorted(r.identity.key for r in remote) == sorted(r.identity.key for r in mine)
     assert [r.samples for r in remote] == [r.samples for r in mine]
     assert lab_store.get_run(run.uuid).fingerprint == run.fingerprint
+    assert lab_store.get_run(run.uuid).status is RunStatus.FINISHED
+    assert f"the lab records run {run.uuid} as finished" in proc.stderr

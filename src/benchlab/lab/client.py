@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,9 @@ from benchlab.lab.jobs import LabJob, LabRequest, get_job
 from benchlab.lab.pools import PoolRule
 from benchlab.lab.queue import open_lab, submit
 
-__all__ = ["request_for", "submit_to_lab", "wait_for"]
+__all__ = ["JobOutcome", "job_outcomes", "request_for", "submit_to_lab", "wait_for"]
+
+_ENDED = ("finished", "failed", "cancelled")
 
 
 def request_for(specs: Sequence[str | Path] = (), *, models: Sequence[str] = (),
@@ -42,7 +45,7 @@ def wait_for(url: str, job_ids: Sequence[int], *, timeout: float = 3600.0,
     with open_lab(url) as lab:
         while True:
             jobs = [get_job(lab.store, job_id) for job_id in job_ids]
-            if all(j.status in ("finished", "failed", "cancelled") for j in jobs):
+            if all(j.status in _ENDED for j in jobs):
                 return jobs
             if time.monotonic() > deadline:
                 return jobs
@@ -71,3 +74,70 @@ def submit_to_lab(url: str, specs: Sequence[str | Path] = (), *, device: str | N
     if wait:
         return wait_for(url, [j.id for j in jobs], timeout=timeout)
     return jobs
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """Whether one lab job did what ``benchlab run`` would call a success, and if not, why.
+
+    A job's status alone does not say: a run job whose process measured every cell ends
+    ``finished`` even when some of its results failed (its reason counts them), just as
+    ``benchlab run`` completes but exits 1. ``results`` are the results its run stored.
+    """
+
+    job: LabJob
+    ok: bool
+    why: str
+    """One line for a job that did not succeed ("" for one that did)."""
+    failed_results: tuple[tuple[str, str], ...] = ()
+    """(label, error) of each failed result of the job's run."""
+    results: tuple[Any, ...] = ()
+
+    @property
+    def where(self) -> str:
+        """The device that ran the job, or the route it was waiting on."""
+        job = self.job
+        return job.device_id or (job.route if job.route_kind == "device"
+                                 else f"pool {job.route}")
+
+    def lines(self) -> list[str]:
+        """The failure for people: the job, its device and why, then each failed result."""
+        if self.ok:
+            return []
+        head = f"lab job {self.job.id} on {self.where}: {self.why}"
+        return [head, *(f"  {label}: {error}" for label, error in self.failed_results)]
+
+
+def job_outcomes(url: str, jobs: Sequence[LabJob], *,
+                 with_samples: bool = False) -> list[JobOutcome]:
+    """Judge ended (or waited-for) jobs the way ``benchlab run`` judges its results.
+
+    A job fails when it is ``failed`` or ``cancelled``, when it had not ended when the wait
+    gave up, when its run stored a result that is not ok, or when its compare or track
+    report carries a non-zero exit code. The failed results are read from the lab's store
+    through the job's run, so each is named with its own error, not just counted.
+    """
+    from benchlab.lab.queue import store_url
+    from benchlab.store import open_store
+
+    outcomes = []
+    with open_store(store_url(url)) as store:
+        for job in jobs:
+            results = (tuple(store.results(job.run_uuid, with_samples=with_samples))
+                       if job.run_uuid else ())
+            failed = tuple((r.identity.label, r.error or r.status.value)
+                           for r in results if not r.ok)
+            exit_code = (job.report or {}).get("exit_code") or 0
+            if job.status not in _ENDED:
+                why = f"still {job.status} when the wait ended ({job.reason})"
+            elif job.status != "finished":
+                why = f"{job.status}: {job.reason}"
+            elif failed:
+                why = f"{len(failed)} of {len(results)} results failed"
+            elif exit_code:
+                why = f"{job.request.kind} exited with code {exit_code} ({job.reason})"
+            else:
+                why = ""
+            outcomes.append(JobOutcome(job, ok=not why, why=why, failed_results=failed,
+                                       results=results))
+    return outcomes

@@ -50,9 +50,19 @@ def _job(store: Any, job_id: int, target: str, db: str) -> int:
     from benchlab.errors import UserError
     from benchlab.harness import TestOverrides
     from benchlab.lab.jobs import get_job, set_job
+    from benchlab.store import RunStatus
 
     job = store.patiently(get_job, store, job_id)
     request = job.request
+    if request.kind == "run" and job.run_uuid:
+        done = store.get_run(job.run_uuid)
+        if done.status is RunStatus.FINISHED:
+            # An earlier attempt finished the run and its worker died before recording that
+            # (killed, or cut off from the database): the job is done. Measuring again here,
+            # possibly on a device of another kind, would store its results twice.
+            print(json.dumps({"run_uuid": done.uuid, "results": done.result_count,
+                              "failed": done.failed_count, "spooled": 0}))
+            return 0 if not done.failed_count else 1
 
     def remember_run(run_uuid: str) -> None:
         if run_uuid != job.run_uuid:

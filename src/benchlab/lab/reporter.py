@@ -21,6 +21,12 @@ each file is deleted only after the lab acknowledged it. The lab's store keeps o
 (run, job key), so a result delivered twice (a crash between the reply and the delete) is
 stored once.
 
+When the run ends, :meth:`Reporter.close` tells the lab how (``POST
+/api/v1/runs/<uuid>/finish``: finished, or interrupted), but only for a run the lab holds a
+result of from this reporter. A lab that cannot take it (an older server answers 404, or it is
+unreachable) does not fail the run: the summary says so, and the lab keeps showing the run as
+running until it counts as abandoned.
+
 The token comes from the ``token`` argument, else ``BENCHLAB_LAB_TOKEN``, else
 ``~/.config/benchlab/lab.toml`` (``[report] token = "..."``, used only when that file names no
 other ``url``). It travels only in the ``Authorization`` header and never appears in a
@@ -63,6 +69,7 @@ TOKEN_ENV = "BENCHLAB_LAB_TOKEN"
 """The environment variable a reporter reads its token from."""
 
 RESULTS_PATH = "/api/v1/results"
+FINISH_PATH = "/api/v1/runs/{uuid}/finish"
 _REJECTED = "rejected"
 _OFFLINE_S = 60.0  # after a delivery failed for good, spool without trying for this long
 _RETRIED_STATUSES = frozenset({408, 429})
@@ -95,6 +102,12 @@ class ReportSummary:
     rejected: int
     spool_dir: Path
     problems: tuple[str, ...] = ()
+    run_uuid: str | None = None
+    """The run the lab was told the end of (or tried to be); None when it was not reported."""
+    finished_as: str | None = None
+    """How the lab now records that run's end (``finished``, ``interrupted``)."""
+    finish_problem: str = ""
+    """Why the lab could not record the run's end."""
 
     @property
     def rejected_dir(self) -> Path:
@@ -111,6 +124,12 @@ class ReportSummary:
         if self.rejected:
             out.append(f"{self.rejected} result{'s' * (self.rejected != 1)} refused by the lab "
                        f"(kept in {self.spool_dir}): " + "; ".join(self.problems[-3:]))
+        if self.finished_as:
+            out.append(f"the lab records run {self.run_uuid} as {self.finished_as}")
+        elif self.finish_problem:
+            out.append(f"could not tell the lab that run {self.run_uuid} ended "
+                       f"({self.finish_problem}); the run's results are there, but the lab "
+                       "shows it as running until it counts as abandoned")
         return out
 
 
@@ -263,6 +282,9 @@ class Reporter:
         self._offline_until = 0.0
         self._auth_failed = False
         self._closed = False
+        self._reported: set[str] = set()  # runs the lab holds a result of from this reporter
+        self._finished_as: str | None = None
+        self._finish_problem = ""
 
     # The hooks
 
@@ -306,6 +328,8 @@ class Reporter:
                 if outcome.kind == "delivered":
                     path.unlink(missing_ok=True)
                     delivered += 1
+                    with contextlib.suppress(KeyError, TypeError):
+                        self._reported.add(str(body["run"]["uuid"]))
                 elif outcome.kind == "rejected":
                     self._reject(path, body, outcome.message)
                 else:
@@ -318,17 +342,30 @@ class Reporter:
             self._say(f"sent {delivered} spooled result{'s' * (delivered != 1)} to {self.url}")
         return delivered
 
-    def close(self) -> ReportSummary:
-        """Send the spool once more, release the connection, and say what happened."""
+    def close(self, status: str = "finished") -> ReportSummary:
+        """Send the spool once more, tell the lab the run ended as ``status`` (``finished``
+        or ``interrupted``) if it holds the run, release the connection, and say what
+        happened. Never raises for the lab's sake."""
+        if status not in ("finished", "interrupted"):
+            raise ValueError(f"a run ends as 'finished' or 'interrupted', not {status!r}")
         if not self._closed:
             if not self._auth_failed:
                 self.flush()
+            if self._run is not None and self._run.uuid in self._reported:
+                try:
+                    self._finish(self._run.uuid, status)
+                except Exception as exc:  # noqa: BLE001 - the run is over; only say so
+                    self._finish_problem = str(exc)
             with contextlib.suppress(Exception):  # closing a socket must not fail the run
                 self._client.close()
             self._closed = True
+        tried = self._run is not None and self._run.uuid in self._reported
         return ReportSummary(url=self.url, delivered=self._delivered,
                              spooled=sum(1 for _ in self._spooled()), rejected=self._rejected,
-                             spool_dir=self.spool_dir, problems=tuple(self._problems))
+                             spool_dir=self.spool_dir, problems=tuple(self._problems),
+                             run_uuid=self._run.uuid if tried and self._run else None,
+                             finished_as=self._finished_as,
+                             finish_problem=self._finish_problem.replace(self._token, "<token>"))
 
     def __enter__(self) -> Reporter:
         """The reporter; it is closed when the block ends."""
@@ -336,8 +373,8 @@ class Reporter:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        """Close the reporter."""
-        self.close()
+        """Close the reporter; a block left by an exception reports the run interrupted."""
+        self.close("finished" if exc_type is None else "interrupted")
 
     # Inside
 
@@ -356,6 +393,7 @@ class Reporter:
         outcome = self._post(body, attempts=1 + self._retries)
         if outcome.kind == "delivered":
             self._delivered += 1
+            self._reported.add(self._run.uuid)
             path.unlink(missing_ok=True)  # an older copy of this result may sit in the spool
         elif outcome.kind == "rejected":
             self._reject(path, body, outcome.message)
@@ -363,7 +401,21 @@ class Reporter:
             _write_atomic(path, body)
             self._went_away(outcome)
 
-    def _post(self, body: dict[str, Any], attempts: int) -> _Outcome:
+    def _finish(self, run_uuid: str, status: str) -> None:
+        """Tell the lab how the run ended; remember what it answered for the summary."""
+        offline = time.monotonic() < self._offline_until
+        outcome = self._post({"status": status}, attempts=1 if offline else 1 + self._retries,
+                             path=FINISH_PATH.format(uuid=run_uuid))
+        if outcome.kind == "delivered":
+            self._finished_as = status
+        elif outcome.message == "HTTP 404: Not Found":
+            # What a server without the route answers (the framework's own 404 text).
+            self._finish_problem = (f"{outcome.message}: a lab server older than this "
+                                    "benchlab, without the finish endpoint")
+        else:
+            self._finish_problem = outcome.message
+
+    def _post(self, body: dict[str, Any], attempts: int, path: str = RESULTS_PATH) -> _Outcome:
         """POST once per attempt, pausing between attempts; classify the last answer."""
         content = json.dumps(body, default=str).encode()
         outcome = _Outcome("retry", "not attempted")
@@ -371,7 +423,7 @@ class Reporter:
             if attempt:
                 time.sleep(self._backoff[min(attempt - 1, len(self._backoff) - 1)])
             try:
-                response = self._client.post(self.url + RESULTS_PATH, content=content,
+                response = self._client.post(self.url + path, content=content,
                                              headers={"Content-Type": "application/json"})
             except httpx.TransportError as exc:
                 # Only the exception's class and text: the request (with its header) is not

@@ -101,4 +101,4 @@ def run_detail(store: ResultStore, run: str | int) -> RunDetail:
             stop_reason=result.stop_reason.value if result.stop_reason else None,
             repetitions=result.repetitions, sample_count=len(result.samples), metrics=metrics,
             device_flags=[dict(f) for f in result.device_flags]))
-    return RunDetail(run_info(record), env, items, loaded)
+    return RunDetail(run_info(store, record), env, items, loaded)

@@ -20,15 +20,15 @@ from benchlab.report.history import runtime_changes
 from benchlab.report.matrix import config_label, summary_in
 from benchlab.schema import LATENCY_KEY, DetailKey, Status, Summary, device_label
 from benchlab.store import ResultStore
-from benchlab.store.store import RunRecord
 from benchlab.store.tables import results
 from benchlab.tracking.changepoint import find_change_points
 from benchlab.lab.flags import FLAG_HISTORY, changed
+from benchlab.lab.run_state import RunInfo, run_info, run_infos
 from benchlab.units import Dimension, dimension_of
 
 __all__ = [
     "CompareRow", "Comparison", "Overview", "OverviewRow", "RunInfo", "TrendPoint",
-    "TrendSeries", "Trends", "compare", "overview", "run_info", "trends",
+    "TrendSeries", "Trends", "compare", "overview", "run_info", "run_infos", "trends",
 ]
 
 TREND_LIMIT = 200
@@ -53,33 +53,6 @@ def _device_clause(label: str) -> Any:
     """The SQL condition for a device label (``target:device``, or a bare target)."""
     target, _, device = label.partition(":")
     return and_(results.c.target == target, results.c.device == device)
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """A stored run as the pages name it."""
-
-    id: int
-    uuid: str
-    created_at: str
-    finished_at: str | None
-    status: str
-    description: str
-    host: str
-    ok_count: int
-    failed_count: int
-
-    @property
-    def label(self) -> str:
-        """``#12 nightly (2026-01-02)``: what a run picker shows."""
-        desc = f" {self.description}" if self.description else ""
-        return f"#{self.id}{desc} ({self.created_at[:16].replace('T', ' ')})"
-
-
-def run_info(run: RunRecord) -> RunInfo:
-    """The page's view of a :class:`RunRecord`."""
-    return RunInfo(run.id, run.uuid, run.created_at, run.finished_at, run.status.value,
-                   run.description, run.host, run.ok_count, run.failed_count)
 
 
 def _options(store: ResultStore) -> tuple[list[str], list[str], list[str]]:
@@ -285,6 +258,31 @@ class Trends:
     metrics: list[str]
 
 
+def _trend_choices(store: ResultStore, model: str | None, backend: str | None,
+                   device: str | None) -> tuple[list[str], list[str], list[str], tuple[str, ...]]:
+    """The models with an ok result, and the chosen model's backends and devices with one.
+
+    Returns the three lists and the choice ``(model, backend, device)``: a model, backend or
+    device that is missing or that the model never ran ok on falls back to the first one it
+    did (all devices for a device), so picking another model never lands on an empty page.
+    """
+    ok = results.c.status == Status.OK.value
+    with store.connection("list trend choices") as conn:
+        models = sorted(conn.execute(select(results.c.model_name).where(ok).distinct())
+                        .scalars())
+        model = model or (models[0] if models else "")
+        backends = sorted(conn.execute(
+            select(results.c.framework).where(ok, results.c.model_name == model).distinct())
+            .scalars())
+        backend = backend if backend in backends else (backends[0] if backends else "")
+        pairs = conn.execute(
+            select(results.c.target, results.c.device)
+            .where(ok, results.c.model_name == model, results.c.framework == backend)
+            .distinct()).all()
+    devices = sorted(device_label(t, d) for t, d in pairs)
+    return models, backends, devices, (model, backend, device if device in devices else "")
+
+
 def trends(store: ResultStore, model: str | None = None, backend: str | None = None,
            device: str | None = None, metric: str | None = None,
            limit: int = TREND_LIMIT) -> Trends:
@@ -292,13 +290,13 @@ def trends(store: ResultStore, model: str | None = None, backend: str | None = N
     backend options, device), with change points (:mod:`benchlab.tracking.changepoint` on the
     log-medians) and runtime-version changes marked.
 
-    A missing model or backend picks the first one the store knows, so the page always shows
-    something.
+    The choices offered are what the model has ok results for: its backends, the devices it
+    ran on with the chosen backend, and the metrics those results carry. A missing choice, or
+    one the model does not have, picks the first it does (the median latency for the
+    metric), so the page always shows something.
     """
-    models, frameworks, devices = _options(store)
-    model = model or (models[0] if models else "")
-    backend = backend or (frameworks[0] if frameworks else "")
-    metric = metric or LATENCY_KEY
+    models, frameworks, devices, (model, backend, device) = _trend_choices(
+        store, model, backend, device)
     query = (select(results.c.id, results.c.run_id, results.c.job_key, results.c.test_identifier,
                     results.c.target, results.c.device, results.c.started_at,
                     results.c.identity_json, results.c.summaries_json, results.c.details_json)
@@ -311,18 +309,19 @@ def trends(store: ResultStore, model: str | None = None, backend: str | None = N
         query = query.where(_device_clause(device))
     with store.connection("read trends") as conn:
         fetched = conn.execute(query).all()
-    metric_keys: set[str] = set()
+    rows = [(row, json.loads(row.summaries_json)) for row in reversed(fetched)]
+    keys = sorted({key for _, summaries in rows for key in summaries},
+                  key=lambda k: (not k.startswith("NET "), k))
+    if metric not in keys:
+        metric = LATENCY_KEY if LATENCY_KEY in keys or not keys else keys[0]
     grouped: dict[str, list[tuple[Any, Summary]]] = {}
-    for row in reversed(fetched):
-        summaries = json.loads(row.summaries_json)
-        metric_keys.update(summaries)
+    for row, summaries in rows:
         raw = summaries.get(metric)
         if raw is not None:
             grouped.setdefault(row.job_key, []).append((row, Summary.from_dict(raw)))
-    series = [_series(key, rows[-limit:]) for key, rows in grouped.items()]
+    series = [_series(key, found[-limit:]) for key, found in grouped.items()]
     series.sort(key=lambda s: s.label)
-    filters = {"model": model, "backend": backend, "device": device or "", "metric": metric}
-    keys = sorted(metric_keys | {LATENCY_KEY}, key=lambda k: (not k.startswith("NET "), k))
+    filters = {"model": model, "backend": backend, "device": device, "metric": metric}
     return Trends(filters, series, models, frameworks, devices, keys)
 
 
@@ -417,14 +416,14 @@ def compare(store: ResultStore, run_a: str | int | None, run_b: str | int | None
     (two runs on different devices) they are matched ignoring the device. Missing runs default
     to the two newest (A the older). An unknown run is a :class:`~benchlab.errors.UsageError`.
     """
-    runs = [run_info(r) for r in store.list_runs(100)]
+    runs = run_infos(store, store.list_runs(100))
     if run_b in (None, "") and runs:
         run_b = runs[0].id
-    b = run_info(store.get_run(run_b)) if run_b not in (None, "") else None
+    b = run_info(store, store.get_run(run_b)) if run_b not in (None, "") else None
     if run_a in (None, "") and b is not None:
         # Default A: the run just before B, so "compare with…" from a run page just works.
         run_a = next((r.id for r in runs if r.id < b.id), None)
-    a = run_info(store.get_run(run_a)) if run_a not in (None, "") else None
+    a = run_info(store, store.get_run(run_a)) if run_a not in (None, "") else None
     if a is None or b is None:
         return Comparison(a, b, metric, [], [], [], False, runs)
     cells_a, cells_b = _cells(store, a, metric), _cells(store, b, metric)

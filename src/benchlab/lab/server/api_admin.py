@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Path, Query
 
 from benchlab.lab.queue import Lab
+from benchlab.lab.run_state import run_info, run_infos
 from benchlab.lab.server.api_models import (
     RowId,
     RunDetailOut,
@@ -20,7 +21,6 @@ from benchlab.lab.server.api_models import (
 )
 from benchlab.lab.server.auth import Caller, get_lab, require, require_read
 from benchlab.lab.tokens import Scope, TokenInfo, create_token, list_tokens, revoke_token
-from benchlab.store import RunRecord
 
 __all__ = ["router"]
 
@@ -31,19 +31,12 @@ RunRefParam = Annotated[str, Path(
     description="A run id, a prefix of its UUID, or 'latest'")]
 
 
-def _run(run: RunRecord) -> dict[str, Any]:
-    return {"id": run.id, "uuid": run.uuid, "created_at": run.created_at,
-            "finished_at": run.finished_at, "status": run.status.value,
-            "fingerprint": run.fingerprint, "description": run.description, "host": run.host,
-            "ok_count": run.ok_count, "failed_count": run.failed_count,
-            "result_count": run.result_count}
-
-
 @router.get("/runs", response_model=list[RunOut], responses=errors(401), tags=["results"])
 def get_runs(limit: Annotated[int, Query(ge=1, le=1000)] = 20, lab: Lab = Depends(get_lab),
-             _: Caller = Depends(require_read)) -> list[dict[str, Any]]:
+             _: Caller = Depends(require_read)) -> list[RunOut]:
     """The most recent runs first, with their counts of ok and failed results."""
-    return [_run(run) for run in lab.store.list_runs(limit)]
+    return [RunOut.model_validate(info)
+            for info in run_infos(lab.store, lab.store.list_runs(limit))]
 
 
 @router.get("/runs/{run}", response_model=RunDetailOut, responses=errors(401, 404),
@@ -60,7 +53,7 @@ def get_run(run: RunRefParam, lab: Lab = Depends(get_lab),
         data = result.to_dict()
         data.pop("samples", None)
         shown.append(finite(data))
-    return {"run": _run(record), "results": shown}
+    return {"run": RunOut.model_validate(run_info(lab.store, record)), "results": shown}
 
 
 def _token(info: TokenInfo) -> dict[str, Any]:

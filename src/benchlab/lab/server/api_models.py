@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 from fastapi import HTTPException, Path, Query
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from benchlab.errors import UsageError
 from benchlab.lab.tokens import Scope
@@ -25,8 +25,8 @@ __all__ = [
     "MAX_ID", "MAX_INT", "DeviceDetailOut", "DeviceEventOut", "DeviceId", "DeviceIn",
     "DeviceListOut", "DeviceOut", "ErrorOut", "HealthIn", "HeartbeatIn", "IdentityOut", "JobOut",
     "JobSubmitIn", "OkOut", "PoolIn", "PoolOut", "QuarantineIn", "QueueRowOut", "ResultOut",
-    "RowId", "RunDetailOut", "RunOut", "ShortId", "SummaryOut", "Text", "TokenCreatedOut",
-    "TokenIn", "TokenOut", "errors", "finite", "usage_errors",
+    "RowId", "RunDetailOut", "RunFinishIn", "RunOut", "ShortId", "SummaryOut", "Text",
+    "TokenCreatedOut", "TokenIn", "TokenOut", "errors", "finite", "usage_errors",
 ]
 
 _NO_NUL = r"^[^\x00]*$"
@@ -245,13 +245,23 @@ class PoolOut(BaseModel):
 
 
 class RunOut(BaseModel):
-    """A stored run with its counts of ok and failed results."""
+    """A stored run with its counts of ok and failed results.
+
+    ``status`` is ``abandoned`` for a run the store still calls ``running``
+    (``stored_status``) that has had no new result for six hours
+    (:data:`benchlab.lab.run_state.ABANDONED_AFTER_S`); derived when read, never stored.
+    """
+
+    # Built from :class:`benchlab.lab.run_state.RunInfo`, the view the pages show too.
+    model_config = ConfigDict(from_attributes=True)
 
     id: int
     uuid: str
     created_at: str
     finished_at: str | None
-    status: RunStatus
+    status: Literal["running", "finished", "interrupted", "abandoned"]
+    stored_status: RunStatus
+    last_result_at: str | None = Field(description="When the run's newest result ended")
     fingerprint: str
     description: str
     host: str
@@ -310,6 +320,12 @@ class ResultOut(BaseModel):
     environment: dict[str, Any]
     details: dict[str, Any]
     summaries: dict[str, SummaryOut]
+
+
+class RunFinishIn(BaseModel):
+    """How a reported run ended: ``finished`` (failed jobs included) or ``interrupted``."""
+
+    status: Literal["finished", "interrupted"] = "finished"
 
 
 class RunDetailOut(BaseModel):

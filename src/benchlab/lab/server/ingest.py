@@ -10,19 +10,26 @@ measured on a device its own host registered. "Its device" means a registered de
 ``host`` is the token's host, whose ``kind`` is the result's target (``adb``, ``ssh``,
 ``host``), and whose id is the result's device label (``host:box1``) or whose ``hostname``
 property is the result's device. An ``admin`` token may post anything.
+
+``POST /api/v1/runs/<uuid>/finish``: the reporter says how the run ended once it has, so the
+lab stops showing it as running. The same callers may: a ``report`` token for any run, a
+``worker`` token for a run whose every result it could have posted itself.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, Body, Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from sqlalchemy.exc import DataError, IntegrityError
 
 from benchlab.errors import StoreError, UsageError
 from benchlab.lab.devices import list_devices
+from benchlab.lab.run_state import finish_reported_run
+from benchlab.lab.server.api_models import RunFinishIn, RunOut, errors, usage_errors
 from benchlab.lab.server.auth import Caller, get_lab, require
 from benchlab.lab.tokens import Scope
 from benchlab.schema import SCHEMA_VERSION, JobIdentity, Result
@@ -150,3 +157,34 @@ def post_result(body: PostedResult, request: Request,
         raise HTTPException(503, f"the lab could not store the result: {exc}") from None
     return IngestReply(result_id=result_id, run_uuid=run.uuid,
                        duplicate=result.identity.key in known)
+
+
+@router.post("/runs/{run_uuid}/finish", response_model=RunOut,
+             responses={**errors(400, 401, 403, 404),
+                        503: {"description": "the lab's database failed; retry later"}})
+def post_finish(run_uuid: uuid.UUID, request: Request,
+                body: Annotated[RunFinishIn | None, Body()] = None,
+                caller: Caller = Depends(_poster)) -> RunOut:
+    """Record how a reported run ended (``finished`` unless the body says ``interrupted``).
+
+    Until then the lab shows the run as running, and as abandoned once it has had no new
+    result for six hours. Finishing again overwrites (a run resumed where it ran may end
+    differently the second time).
+    """
+    store = get_lab(request).store
+    with usage_errors(404):
+        record = store.get_run(str(run_uuid))
+    token = caller.token
+    assert token is not None
+    if not token.allows(Scope.REPORT):
+        # A worker token: only a run whose results all came from its own host's devices.
+        stored = store.results(record.id, with_samples=False)
+        if not stored:
+            raise HTTPException(403, f"the worker token {token.name!r} may finish only runs "
+                                     "holding results from its own host's devices")
+        for result in stored:
+            _check_device(caller, result.identity, request)
+    with usage_errors():
+        info = finish_reported_run(store, record.uuid,
+                                   "finished" if body is None else body.status)
+    return RunOut.model_validate(info)

@@ -28,29 +28,34 @@ from benchlab.lab.devices import COUNT_TABS, device_counts, device_events, get_d
 from benchlab.lab.jobs import STUCK_AFTER_S, get_job, list_jobs, queue_summary, route_problem
 from benchlab.lab.queue import cancel_job
 from benchlab.lab.reports import ab_reports
-from benchlab.lab.server.auth import Caller, get_lab, require, require_read
+from benchlab.lab.server.auth import Caller, get_lab, require
+from benchlab.lab.server.page_session import PageRefusal, current_session, page_reader
 from benchlab.lab.tokens import Scope
 from benchlab.report.matrix import matrix_cells
 from benchlab.report.matrix_html import matrix_html
 from benchlab.report.svg import WIDTH, domain, esc, left_axis, num, scale, short, svg
 
-__all__ = ["error_page", "install", "router"]
+__all__ = ["error_page", "install", "render", "router"]
 
 _HERE = Path(__file__).parent
 _PALETTE = ("#3b6fb6", "#e07b39", "#2e7d32", "#8e44ad", "#00838f", "#f9a825", "#6d4c41",
             "#ad1457")
 
-router = APIRouter(dependencies=[Depends(require_read)], include_in_schema=False)
+router = APIRouter(dependencies=[Depends(page_reader)], include_in_schema=False)
 
 
 def install(app: FastAPI) -> None:
-    """Add the pages, their JSON twins (``/api/v1``) and ``/static`` to ``app``."""
-    from benchlab.lab.server import views_api
+    """Add the pages, their JSON twins (``/api/v1``), signing in, the pages' admin forms and
+    ``/static`` to ``app``."""
+    from benchlab.lab.server import login, page_actions, views_api
 
     templates = Jinja2Templates(directory=str(_HERE / "templates"))
     templates.env.filters.update(age=age, when=when, num=fmt, pct=pct)
     app.state.lab_templates = templates
     app.include_router(router)
+    app.include_router(login.router)
+    app.include_router(page_actions.router)
+    app.add_exception_handler(PageRefusal, _refused)
     app.include_router(views_api.router)
     app.mount("/static", StaticFiles(directory=str(_HERE / "static")), name="lab-static")
 
@@ -93,15 +98,29 @@ def pct(value: float | None) -> str:
     return "–" if value is None else f"{value * 100:+.1f}%"
 
 
-def _page(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+def render(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    """The template ``name`` with ``context``, the time, and who is signed in (the header
+    greets them, and forms that write carry their session's CSRF token)."""
     templates: Jinja2Templates = request.app.state.lab_templates
     context.setdefault("now", time.time())
+    if "session" not in context:
+        context["session"] = current_session(request)
     return templates.TemplateResponse(request, name, context, status_code=status_code)
 
 
 def error_page(request: Request, title: str, message: str, status_code: int) -> HTMLResponse:
     """The error page: a title and a sentence, with the overview one click away."""
-    return _page(request, "error.html", status_code=status_code, title=title, message=message)
+    # A 5xx may mean the database is away: do not ask it who is signed in.
+    extra = {"session": None} if status_code >= 500 else {}
+    return render(request, "error.html", status_code=status_code, title=title,
+                  message=message, **extra)
+
+
+def _refused(request: Request, exc: Exception) -> HTMLResponse:
+    assert isinstance(exc, PageRefusal)
+    titles = {403: "Not allowed", 404: "Not found", 409: "Not possible now"}
+    return error_page(request, titles.get(exc.status_code, "Refused"), exc.message,
+                      status_code=exc.status_code)
 
 
 def _missing(request: Request, what: str) -> HTMLResponse:
@@ -267,9 +286,9 @@ def overview_page(request: Request) -> HTMLResponse:
     """The latest model × backend × device matrix, filtered by model, backend and device."""
     store = get_lab(request).store
     data = views.overview(store, {k: _q(request, k) for k in ("model", "backend", "device")})
-    return _page(request, "overview.html", title="Overview", nav="overview", data=data,
-                 chart=Markup(_overview_svg(data.rows)),
-                 runs=[views.run_info(r) for r in store.list_runs(10)])
+    return render(request, "overview.html", title="Overview", nav="overview", data=data,
+                  chart=Markup(_overview_svg(data.rows)),
+                  runs=views.run_infos(store, store.list_runs(10)))
 
 
 @router.get("/trends", response_class=HTMLResponse)
@@ -281,9 +300,9 @@ def trends_page(request: Request) -> HTMLResponse:
     f = data.filters
     title = f"{f['model']} on {f['backend']}: {f['metric']}"
     reports = ab_reports(get_lab(request).store, model=f["model"] or None, limit=20)
-    return _page(request, "trends.html", title="Trends", nav="trends", data=data,
-                 chart=Markup(_trends_svg(data.series, title)), chart_title=title,
-                 reports=reports)
+    return render(request, "trends.html", title="Trends", nav="trends", data=data,
+                  chart=Markup(_trends_svg(data.series, title)), chart_title=title,
+                  reports=reports)
 
 
 @router.get("/compare", response_class=HTMLResponse)
@@ -294,9 +313,9 @@ def compare_page(request: Request) -> HTMLResponse:
                              _q(request, "b") or None, _q(request, "metric") or "NET latency")
     except UsageError as exc:
         return _missing(request, str(exc))
-    return _page(request, "compare.html", title="Compare", nav="compare", data=data,
-                 chart=Markup(_compare_svg(data.rows)),
-                 reports=ab_reports(get_lab(request).store, limit=20))
+    return render(request, "compare.html", title="Compare", nav="compare", data=data,
+                  chart=Markup(_compare_svg(data.rows)),
+                  reports=ab_reports(get_lab(request).store, limit=20))
 
 
 @router.get("/jobs/{job_id}", response_class=HTMLResponse)
@@ -306,7 +325,7 @@ def job_page(request: Request, job_id: int) -> HTMLResponse:
         job = get_job(get_lab(request).store, job_id)
     except UsageError as exc:
         return _missing(request, str(exc))
-    return _page(request, "job.html", title=f"Job {job.id}", nav="queue", job=job)
+    return render(request, "job.html", title=f"Job {job.id}", nav="queue", job=job)
 
 
 @router.get("/devices", response_class=HTMLResponse)
@@ -316,9 +335,9 @@ def devices_page(request: Request) -> HTMLResponse:
     if tab not in COUNT_TABS:
         tab = "all"
     devices = list_devices(get_lab(request).store)
-    return _page(request, "devices.html", title="Devices", nav="devices", tab=tab,
-                 tabs=COUNT_TABS, counts=device_counts(devices),
-                 devices=[d for d in devices if d.in_tab(tab)])
+    return render(request, "devices.html", title="Devices", nav="devices", tab=tab,
+                  tabs=COUNT_TABS, counts=device_counts(devices),
+                  devices=[d for d in devices if d.in_tab(tab)])
 
 
 @router.get("/devices/{device_id}", response_class=HTMLResponse)
@@ -329,9 +348,9 @@ def device_page(request: Request, device_id: str) -> HTMLResponse:
         device = get_device(store, device_id)
     except UsageError as exc:
         return _missing(request, str(exc))
-    return _page(request, "device.html", title=device.id, nav="devices", device=device,
-                 events=device_events(store, device_id, limit=100),
-                 jobs=list_jobs(store, device=device_id, limit=20))
+    return render(request, "device.html", title=device.id, nav="devices", device=device,
+                  events=device_events(store, device_id, limit=100),
+                  jobs=list_jobs(store, device=device_id, limit=20))
 
 
 @router.get("/queue", response_class=HTMLResponse)
@@ -341,9 +360,9 @@ def queue_page(request: Request) -> HTMLResponse:
     devices = list_devices(store)
     waiting = list_jobs(store, status="waiting", limit=200)
     problems = {job.id: route_problem(job.route_kind, job.route, devices) for job in waiting}
-    return _page(request, "queue.html", title="Queue", nav="queue", rows=queue_summary(store),
-                 waiting=waiting, problems=problems, recent=list_jobs(store, limit=30),
-                 stuck_after=STUCK_AFTER_S, base_url=str(request.base_url).rstrip("/"))
+    return render(request, "queue.html", title="Queue", nav="queue", rows=queue_summary(store),
+                  waiting=waiting, problems=problems, recent=list_jobs(store, limit=30),
+                  stuck_after=STUCK_AFTER_S, base_url=str(request.base_url).rstrip("/"))
 
 
 @router.get("/runs/{run}", response_class=HTMLResponse)
@@ -354,12 +373,12 @@ def run_page(request: Request, run: str) -> HTMLResponse:
     except UsageError as exc:
         return _missing(request, str(exc))
     report = matrix_html(matrix_cells(data.results), title="") if data.results else ""
-    return _page(request, "run.html", title=f"Run {data.run.id}", nav="runs", data=data,
-                 report=Markup(_report_body(report)) if report else "")
+    return render(request, "run.html", title=f"Run {data.run.id}", nav="runs", data=data,
+                  report=Markup(_report_body(report)) if report else "")
 
 
-# The one write a page offers. Tokens travel only in the Authorization header (see auth), so
-# the queue page documents it as a curl command instead of a form a browser could not sign.
+# A cancel for scripts, with a bearer token as the API takes it (the queue page shows it as a
+# curl command). People signed in on the pages use the job page's form (page_actions.py).
 write_router = APIRouter(include_in_schema=False)
 
 

@@ -28,13 +28,16 @@ class _View(BaseModel):
 
 
 class RunInfoModel(_View):
-    """A stored run."""
+    """A stored run; ``status`` is ``abandoned`` for a stale ``running`` one (see
+    ``stored_status`` for what the store holds)."""
 
     id: int
     uuid: str
     created_at: str
     finished_at: str | None
     status: str
+    stored_status: str
+    last_result_at: str | None
     description: str
     host: str
     ok_count: int

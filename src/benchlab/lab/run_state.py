@@ -1,0 +1,139 @@
+"""Stored runs as the lab shows them: finished, interrupted, running, or abandoned.
+
+A run posted with ``benchlab run --report-to`` is created by the lab on its first result and
+stays ``running`` in the store until its reporter calls ``POST /api/v1/runs/<uuid>/finish``.
+A reporter that was killed, lost its network for good, or predates that endpoint never does.
+So the pages and the API show a run that is still ``running`` but has had no new result for
+:data:`ABANDONED_AFTER_S` as ``abandoned``. That is derived when shown, never written: the
+store keeps ``running`` (``stored_status``), and a late result or a finish call brings the run
+back to what it really is.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import func, select
+
+from benchlab.errors import UsageError
+from benchlab.store import ResultStore, RunRecord, RunStatus
+from benchlab.store.tables import results
+
+__all__ = ["ABANDONED_AFTER_S", "RunInfo", "finish_reported_run", "run_info",
+           "run_infos", "shown_status"]
+
+ABANDONED_AFTER_S = 6 * 3600.0
+"""How long a ``running`` run may go without a new result before it is shown as abandoned.
+
+Six hours: well beyond one benchmark job (the lab's job processes time out after 3 h), so a
+run that is merely slow is never called abandoned, while one whose machine died overnight is
+by the next morning. Measured from the newest result's end, or from the run's start before
+it has any result.
+"""
+
+ABANDONED = "abandoned"
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """A stored run as the pages and the API show it.
+
+    ``status`` is what is shown: the stored status, except ``abandoned`` for a run the store
+    still calls ``running`` whose newest result is older than :data:`ABANDONED_AFTER_S`.
+    """
+
+    id: int
+    uuid: str
+    created_at: str
+    finished_at: str | None
+    status: str
+    description: str
+    host: str
+    ok_count: int
+    failed_count: int
+    stored_status: str
+    fingerprint: str
+    result_count: int
+    last_result_at: str | None
+
+    @property
+    def label(self) -> str:
+        """``#12 nightly (2026-01-02)``: what a run picker shows."""
+        desc = f" {self.description}" if self.description else ""
+        return f"#{self.id}{desc} ({self.created_at[:16].replace('T', ' ')})"
+
+
+def _epoch(text: str) -> float:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return math.nan
+    # Results are stamped in UTC; a time without an offset is read as UTC too.
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def shown_status(stored: str, last_activity: str, now: float) -> str:
+    """``abandoned`` for a ``running`` run quiet since ``last_activity`` (ISO) for longer than
+    :data:`ABANDONED_AFTER_S`; otherwise the stored status."""
+    if stored != RunStatus.RUNNING.value:
+        return stored
+    since = _epoch(last_activity)
+    # An unreadable time proves nothing: keep what the store says.
+    return ABANDONED if math.isfinite(since) and now - since > ABANDONED_AFTER_S else stored
+
+
+def _last_results(store: ResultStore, run_ids: Sequence[int]) -> dict[int, str]:
+    """The end time of each run's newest result (runs without one are left out)."""
+    if not run_ids:
+        return {}
+    query = (select(results.c.run_id, func.max(results.c.finished_at))
+             .where(results.c.run_id.in_(list(run_ids))).group_by(results.c.run_id))
+    with store.connection("read when runs last had a result") as conn:
+        return {int(run_id): last for run_id, last in conn.execute(query).all()}
+
+
+def _info(run: RunRecord, last_result_at: str | None, now: float) -> RunInfo:
+    stored = run.status.value
+    return RunInfo(
+        id=run.id, uuid=run.uuid, created_at=run.created_at, finished_at=run.finished_at,
+        status=shown_status(stored, last_result_at or run.created_at, now),
+        description=run.description, host=run.host, ok_count=run.ok_count,
+        failed_count=run.failed_count, stored_status=stored, fingerprint=run.fingerprint,
+        result_count=run.result_count, last_result_at=last_result_at)
+
+
+def run_infos(store: ResultStore, runs: Sequence[RunRecord], *,
+              now: float | None = None) -> list[RunInfo]:
+    """The shown view of several runs, with one query for their newest results."""
+    moment = time.time() if now is None else now
+    last = _last_results(store, [run.id for run in runs])
+    return [_info(run, last.get(run.id), moment) for run in runs]
+
+
+def run_info(store: ResultStore, run: RunRecord, *, now: float | None = None) -> RunInfo:
+    """The shown view of one run."""
+    return run_infos(store, [run], now=now)[0]
+
+
+def finish_reported_run(store: ResultStore, run_uuid: str,
+                        status: str = RunStatus.FINISHED.value) -> RunInfo:
+    """Record how a reported run ended and stamp its end: ``finished`` (failed jobs
+    included: they are its failed results) or ``interrupted`` (stopped before its last job),
+    the store's two end states.
+
+    Finishing again overwrites: a run interrupted, resumed where it ran and then finished is
+    ``finished``. An unknown run or status is a :class:`~benchlab.errors.UsageError`.
+    """
+    try:
+        canonical = str(uuid.UUID(run_uuid))
+    except ValueError:
+        # Only a whole UUID: "latest" or an id would let a poster finish someone else's run.
+        raise UsageError(f"{run_uuid!r} is not a run UUID") from None
+    record = store.get_run(canonical)
+    store.finish_run(record.id, status)
+    return run_info(store, store.get_run(record.id))
