@@ -273,7 +273,7 @@ def test_run_detail_and_unknown_run(client: tuple[TestClient, dict]) -> None:
     assert "Xeon Gold" in html and "runtime crashed: SIGSEGV" in html
     assert "Conv latency" in html and "NET sqnr" in html and "accuracy" in html
     assert 'class="plot dist"' in html  # the matrix report's sample distribution
-    data = c.get(f"/api/v1/runs/{run}/detail").json()
+    data = c.get(f"/api/v1/runs/{run}").json()
     assert data["run"]["id"] == run and data["environment"]["cpu_model"] == "Xeon Gold"
     assert len(data["items"]) == len(MODELS) * len(FRAMEWORKS) * len(DEVICES)
     ok = next(i for i in data["items"] if i["status"] == "ok")
@@ -281,7 +281,8 @@ def test_run_detail_and_unknown_run(client: tuple[TestClient, dict]) -> None:
     assert latency["count"] == 40 and _num(latency["p50"]) in html
     missing = c.get("/runs/424242")
     assert missing.status_code == 404 and "no run" in missing.text
-    assert c.get("/api/v1/runs/424242/detail").status_code == 404
+    assert c.get("/api/v1/runs/424242").status_code == 404
+    assert c.get(f"/api/v1/runs/{run}/detail").status_code == 404  # one run endpoint
 
 
 def test_static_css_and_empty_lab(lab_url: str) -> None:
@@ -406,7 +407,6 @@ def test_a_quiet_running_run_is_shown_abandoned(client: tuple[TestClient, dict])
         "running", "running")
     assert listed[quiet.id]["last_result_at"].startswith(ago(ABANDONED_AFTER_S + 600)[:13])
     assert c.get(f"/api/v1/runs/{quiet.id}").json()["run"]["status"] == "abandoned"
-    assert c.get(f"/api/v1/runs/{quiet.id}/detail").json()["run"]["status"] == "abandoned"
     assert re.search(r'id="run-status"[^>]*>abandoned<', c.get(f"/runs/{quiet.id}").text)
     assert re.search(r'id="run-status"[^>]*>running<', c.get(f"/runs/{busy.id}").text)
     assert "<td>abandoned</td>" in c.get("/").text

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Literal
 
 from sqlalchemy import func, select
 
@@ -51,15 +52,17 @@ class RunInfo:
     uuid: str
     created_at: str
     finished_at: str | None
-    status: str
+    status: Literal["running", "finished", "interrupted", "abandoned"]
     description: str
     host: str
     ok_count: int
     failed_count: int
-    stored_status: str
+    stored_status: Literal["running", "finished", "interrupted"]
+    """What the store holds."""
     fingerprint: str
     result_count: int
     last_result_at: str | None
+    """When the run's newest result ended (None before its first)."""
 
     @property
     def label(self) -> str:

@@ -394,6 +394,9 @@ class Comparison:
     only_b: list[str]
     matched_ignoring_device: bool
     runs: list[RunInfo]
+    """Recent runs, the choices of the page's two run pickers."""
+    unpaired: bool = True
+    """Always true: two stored runs are not paired measurements (say so wherever shown)."""
 
 
 def _cells(store: ResultStore, run: RunInfo, metric: str) -> dict[tuple[str, ...], Any]:

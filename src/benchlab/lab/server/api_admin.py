@@ -7,11 +7,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Path, Query
 
 from benchlab.lab.queue import Lab
-from benchlab.lab.run_state import run_info, run_infos
+from benchlab.lab.run_state import RunInfo, run_infos
+from benchlab.lab.run_view import run_detail
 from benchlab.lab.server.api_models import (
     RowId,
     RunDetailOut,
-    RunOut,
     TokenCreatedOut,
     TokenIn,
     TokenOut,
@@ -31,29 +31,28 @@ RunRefParam = Annotated[str, Path(
     description="A run id, a prefix of its UUID, or 'latest'")]
 
 
-@router.get("/runs", response_model=list[RunOut], responses=errors(401), tags=["results"])
+@router.get("/runs", response_model=list[RunInfo], responses=errors(401), tags=["results"])
 def get_runs(limit: Annotated[int, Query(ge=1, le=1000)] = 20, lab: Lab = Depends(get_lab),
-             _: Caller = Depends(require_read)) -> list[RunOut]:
+             _: Caller = Depends(require_read)) -> list[RunInfo]:
     """The most recent runs first, with their counts of ok and failed results."""
-    return [RunOut.model_validate(info)
-            for info in run_infos(lab.store, lab.store.list_runs(limit))]
+    return run_infos(lab.store, lab.store.list_runs(limit))
 
 
 @router.get("/runs/{run}", response_model=RunDetailOut, responses=errors(401, 404),
             tags=["results"])
 def get_run(run: RunRefParam, lab: Lab = Depends(get_lab),
             _: Caller = Depends(require_read)) -> dict[str, Any]:
-    """A run and its results' summaries (raw samples left out: they can be very many)."""
+    """A run as its page shows it, and its results' summaries (raw samples left out)."""
     # An unknown or ambiguous reference is a 404 either way: there is no one run to show.
     with usage_errors(404):
-        record = lab.store.get_run(run)
-    results = lab.store.results(record.id, with_samples=False)
+        detail = run_detail(lab.store, run)
     shown = []
-    for result in results:
+    for result in detail.results:
         data = result.to_dict()
         data.pop("samples", None)
         shown.append(finite(data))
-    return {"run": RunOut.model_validate(run_info(lab.store, record)), "results": shown}
+    return {"run": detail.run, "environment": detail.environment, "items": detail.items,
+            "results": shown}
 
 
 def _token(info: TokenInfo) -> dict[str, Any]:

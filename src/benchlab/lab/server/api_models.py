@@ -18,14 +18,15 @@ from fastapi import HTTPException, Path, Query
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from benchlab.errors import UsageError
+from benchlab.lab.run_state import RunInfo
+from benchlab.lab.run_view import ResultDetail
 from benchlab.lab.tokens import Scope
-from benchlab.store import RunStatus
 
 __all__ = [
     "MAX_ID", "MAX_INT", "DeviceDetailOut", "DeviceEventOut", "DeviceId", "DeviceIn",
     "DeviceListOut", "DeviceOut", "ErrorOut", "HealthIn", "HeartbeatIn", "IdentityOut", "JobOut",
     "JobSubmitIn", "OkOut", "PoolIn", "PoolOut", "QuarantineIn", "QueueRowOut", "ResultOut",
-    "RowId", "RunDetailOut", "RunFinishIn", "RunOut", "ShortId", "SummaryOut", "Text",
+    "RowId", "RunDetailOut", "RunFinishIn", "ShortId", "SummaryOut", "Text",
     "TokenCreatedOut", "TokenIn", "TokenOut", "errors", "finite", "usage_errors",
 ]
 
@@ -40,7 +41,6 @@ Text = Annotated[str, StringConstraints(pattern=_NO_NUL)]
 """Text PostgreSQL can store (no NUL)."""
 QueryText = Annotated[str, Query(pattern=_NO_NUL)]
 """A query-string filter PostgreSQL can compare with (no NUL)."""
-RunRefPath = Annotated[str, Path(pattern=_NO_NUL, min_length=1, max_length=MAX_ID)]
 """A run in a URL: its id, a UUID prefix or ``latest``."""
 ShortId = Annotated[str, StringConstraints(pattern=_NO_NUL, min_length=1, max_length=MAX_ID)]
 DeviceId = Annotated[str, Path(pattern=_NO_NUL, min_length=1, max_length=MAX_ID,
@@ -244,32 +244,6 @@ class PoolOut(BaseModel):
 # Runs and results
 
 
-class RunOut(BaseModel):
-    """A stored run with its counts of ok and failed results.
-
-    ``status`` is ``abandoned`` for a run the store still calls ``running``
-    (``stored_status``) that has had no new result for six hours
-    (:data:`benchlab.lab.run_state.ABANDONED_AFTER_S`); derived when read, never stored.
-    """
-
-    # Built from :class:`benchlab.lab.run_state.RunInfo`, the view the pages show too.
-    model_config = ConfigDict(from_attributes=True)
-
-    id: int
-    uuid: str
-    created_at: str
-    finished_at: str | None
-    status: Literal["running", "finished", "interrupted", "abandoned"]
-    stored_status: RunStatus
-    last_result_at: str | None = Field(description="When the run's newest result ended")
-    fingerprint: str
-    description: str
-    host: str
-    ok_count: int
-    failed_count: int
-    result_count: int
-
-
 class SummaryOut(BaseModel):
     """Summary statistics of one metric (non-finite numbers are null)."""
 
@@ -329,9 +303,16 @@ class RunFinishIn(BaseModel):
 
 
 class RunDetailOut(BaseModel):
-    """A run and its results."""
+    """A run: what the run page shows (its environment, each result's metrics) and every
+    result's summaries, raw samples left out (they can be very many)."""
 
-    run: RunOut
+    model_config = ConfigDict(from_attributes=True)
+
+    run: RunInfo = Field(description="``status`` is ``abandoned`` for a run the store still "
+                         "calls running (``stored_status``) that has had no new result for "
+                         "six hours; derived when read, never stored")
+    environment: dict[str, Any]
+    items: list[ResultDetail]
     results: list[ResultOut]
 
 
