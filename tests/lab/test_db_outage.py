@@ -3,6 +3,7 @@ under real worker processes, idle and in the middle of a job."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from benchlab.errors import StoreUnavailable
-from benchlab.lab.client import submit_to_lab
+from benchlab.lab.client import submit_to_lab, wait_for
 from benchlab.lab.devices import get_device
 from benchlab.lab.server.app import create_app
 from benchlab.lab.tokens import create_token
@@ -65,9 +66,14 @@ def test_a_job_running_through_an_outage_stores_its_results_once(
         time.sleep(2)
         spool = job_spool_dir(outage_lab, job.id)
         assert list(spool.glob("*.json")), f"nothing spooled in {spool}\n{lab_agents.log_text()}"
+        waited: list = []
+        waiter = threading.Thread(target=lambda: waited.extend(
+            wait_for(outage_lab, [job.id], timeout=120, poll=0.2)))
+        waiter.start()  # `lab submit --wait` polling through the outage, not failing on it
+        time.sleep(1)
         own_pg.resume()
-        wait_until(lambda: lab_agents.job(job.id).status == "finished", 60,
-                   "the job to finish once the database is back")
+        waiter.join(150)
+        assert [j.status for j in waited] == ["finished"], lab_agents.log_text()
         done = lab_agents.job(job.id)
         assert done.attempts == 1, lab_agents.log_text()
         assert "spool" in done.reason

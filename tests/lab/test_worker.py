@@ -311,3 +311,18 @@ def test_a_job_whose_run_finished_is_not_measured_again(lab_url: str, tmp_path: 
         assert again.run_uuid == job.run_uuid and again.device_id == f"ssh:{board.alias}"
         assert len(read_marks(marks)) == 1, lab_agents.log_text()
         assert len(_results_of(lab_url, job.run_uuid)) == 1
+
+
+def test_a_board_that_is_down_does_not_keep_its_host_from_serving(lab_url: str,
+                                                                  tmp_path: Path) -> None:
+    """One unreachable board in a host's config: the agent starts, serves its other devices
+    and registers the board offline with the reason (it comes back once it answers)."""
+    with agents(lab_url, tmp_path) as lab_agents:
+        proc = lab_agents.start("hostA", "--board", "ssh:host=nowhere.invalid,user=bench")
+        lab_agents.wait_registered("host:hostA")
+        assert proc.poll() is None, lab_agents.log_text()
+        with open_lab(lab_url) as lab:
+            board = get_device(lab.store, "ssh:nowhere.invalid")
+            history = device_events(lab.store, "ssh:nowhere.invalid")
+        assert board.state == "offline" and not board.alive
+        assert any(e.kind == "state" and e.value == "offline" and e.reason for e in history)

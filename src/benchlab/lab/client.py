@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchlab.errors import SpecError, UsageError
+from benchlab.errors import SpecError, StoreUnavailable, UsageError
 from benchlab.lab.jobs import LabJob, LabRequest, get_job
 from benchlab.lab.pools import PoolRule
 from benchlab.lab.queue import open_lab, submit
@@ -40,15 +40,23 @@ def request_for(specs: Sequence[str | Path] = (), *, models: Sequence[str] = (),
 
 def wait_for(url: str, job_ids: Sequence[int], *, timeout: float = 3600.0,
              poll: float = 1.0) -> list[LabJob]:
-    """Poll until every job has ended (finished, failed, cancelled) or ``timeout`` passes."""
+    """Poll until every job has ended (finished, failed, cancelled) or ``timeout`` passes.
+
+    A database restart meanwhile is waited out (the jobs go on without us); only a database
+    still away at the deadline raises :class:`~benchlab.errors.StoreUnavailable`.
+    """
     deadline = time.monotonic() + timeout
-    with open_lab(url) as lab:
-        while True:
-            jobs = [get_job(lab.store, job_id) for job_id in job_ids]
-            if all(j.status in _ENDED for j in jobs):
-                return jobs
+    while True:
+        try:
+            with open_lab(url) as lab:
+                while True:
+                    jobs = [get_job(lab.store, job_id) for job_id in job_ids]
+                    if all(j.status in _ENDED for j in jobs) or time.monotonic() > deadline:
+                        return jobs
+                    time.sleep(poll)
+        except StoreUnavailable:
             if time.monotonic() > deadline:
-                return jobs
+                raise
             time.sleep(poll)
 
 

@@ -39,14 +39,24 @@ def enumerate_devices(host: str, *, include_host: bool = True, adb: bool = True,
             found += [DeviceEntry(f"adb:{p.chosen_serial()}", "adb",
                                   f"adb:serial={p.chosen_serial()}") for p in phones]
     for text in targets:
-        kind = text.split(":", 1)[0]
-        target = usable_target(text)
-        if kind == "adb":
-            name = target.chosen_serial()
-        else:
-            name = getattr(target, "host", None) or target.describe().get("hostname") or text
-        found.append(DeviceEntry(f"{kind}:{name}", kind, text))
+        found.append(DeviceEntry(f"{text.split(':', 1)[0]}:{_board_name(text)}",
+                                 text.split(":", 1)[0], text))
     return found
+
+
+def _board_name(text: str) -> str:
+    """A configured device's name, from its target text alone: a board that is down when the
+    agent starts is still served (registered offline, taken back once it answers) instead of
+    keeping the agent and its other devices from starting."""
+    from benchlab.plugins import open_target, parse_plugin_text
+
+    target = open_target(text)  # a misspelt kind or option fails here, before anything runs
+    _, options = parse_plugin_text(text, "target")
+    named = options.get("serial") or options.get("host")
+    if named:
+        return str(named)
+    # A bare "adb": the one phone attached, asked for its serial.
+    return str(target.chosen_serial() if hasattr(target, "chosen_serial") else text)
 
 
 def probe(entry: DeviceEntry) -> tuple[bool, str, dict[str, Any], dict[str, Any], Any]:

@@ -182,7 +182,10 @@ def requeue(lab: Lab, job: LabJob, *, route_kind: str | None = None, route: str 
 
 
 def cancel_job(lab: Lab, job_id: int, *, who: str) -> bool:
-    """Cancel a waiting job; a running or finished one is left alone (False)."""
+    """Cancel a waiting job; a running or finished one is left alone (False).
+
+    An unknown job is a :class:`UsageError`.
+    """
     job = get_job(lab.store, job_id)
     if job.status != "waiting":
         return False

@@ -12,7 +12,6 @@ from fastapi.responses import RedirectResponse
 
 from benchlab.errors import UsageError
 from benchlab.lab import devices as registry
-from benchlab.lab.jobs import get_job
 from benchlab.lab.queue import cancel_job
 from benchlab.lab.server.auth import get_lab
 from benchlab.lab.server.page_session import PageRefusal, form_fields, signed_in_for
@@ -39,12 +38,11 @@ def cancel_from_page(request: Request, job_id: int,
                      fields: dict[str, str] = Depends(form_fields)) -> RedirectResponse:
     """Cancel a waiting job (the API's cancel needs ``admin``), then show its page."""
     session = signed_in_for(request, fields, Scope.ADMIN)
-    lab = get_lab(request)
     try:
-        get_job(lab.store, job_id)
-    except UsageError as exc:
+        cancelled = cancel_job(get_lab(request), job_id, who=session.name)
+    except UsageError as exc:  # no such job
         raise PageRefusal(404, str(exc)) from None
-    if not cancel_job(lab, job_id, who=session.name):
+    if not cancelled:
         raise PageRefusal(409, f"Job {job_id} is no longer waiting, so it was not cancelled.")
     return _back(request, "job_page", job_id=job_id)
 

@@ -386,12 +386,11 @@ write_router = APIRouter(include_in_schema=False)
 def cancel_page(request: Request, job_id: int,
                 caller: Caller = Depends(require(Scope.ADMIN))) -> dict[str, Any]:
     """Cancel a waiting job (admin token); 404 for an unknown job, 409 once it started."""
-    lab = get_lab(request)
     try:
-        get_job(lab.store, job_id)
-    except UsageError as exc:
+        cancelled = cancel_job(get_lab(request), job_id, who=caller.name)
+    except UsageError as exc:  # no such job
         raise HTTPException(404, str(exc)) from exc
-    if not cancel_job(lab, job_id, who=caller.name):
+    if not cancelled:
         raise HTTPException(409, f"job {job_id} is no longer waiting; it was not cancelled")
     return {"job_id": job_id, "cancelled": True, "by": caller.name}
 
