@@ -28,7 +28,7 @@ from fastapi import FastAPI
 from benchlab.errors import UsageError
 from benchlab.lab.devices import register_device
 from benchlab.lab.queue import store_url
-from benchlab.lab.reporter import Reporter, RunInfo, resolve_token
+from benchlab.lab.reporter import Reporter, ReportedRun, resolve_token
 from benchlab.lab.server.app import create_app
 from benchlab.lab.tokens import create_token
 from benchlab.schema import JobIdentity, Result, Sample, Status, Summary
@@ -36,7 +36,7 @@ from benchlab.store import ResultStore, RunStatus, open_store
 
 pytestmark = pytest.mark.postgres
 
-RUN = RunInfo("3f2b8c1e-5d6a-4b7c-9e0f-a1b2c3d4e5f6", "fp-1", "nightly", "box1",
+RUN = ReportedRun("3f2b8c1e-5d6a-4b7c-9e0f-a1b2c3d4e5f6", "fp-1", "nightly", "box1",
               "2025-01-02T03:04:05+00:00")
 FAST = {"backoff": (0.05,), "retries": 1, "timeout": 5.0}
 
@@ -216,7 +216,7 @@ def test_a_new_reporter_sends_what_an_earlier_one_spooled(lab_store: ResultStore
     assert (left.delivered, left.spooled) == (0, 1)
     assert "it is sent on the next run" in left.lines()[1]
 
-    later = RunInfo("9c1d2e3f-4a5b-4c6d-8e7f-001122334455")
+    later = ReportedRun("9c1d2e3f-4a5b-4c6d-8e7f-001122334455")
     with serve(lab_url, port) as url:
         reporter = Reporter(url, token=token, spool_dir=spool, log=lambda line: None, **FAST)
         reporter.on_run(later.uuid)  # sends the spool first
@@ -308,7 +308,7 @@ def test_finish_moves_a_reported_run_to_its_end_state(lab_store: ResultStore, la
     tokens = {name: create_token(lab_store, name, scope, host=host)[0] for name, scope, host in (
         ("ci", "report", ""), ("own", "worker", "box1"), ("other", "worker", "box2"),
         ("submitter", "submit", ""))}
-    other_run = RunInfo("0a1b2c3d-4e5f-4a6b-8c7d-8e9f0a1b2c3d")
+    other_run = ReportedRun("0a1b2c3d-4e5f-4a6b-8c7d-8e9f0a1b2c3d")
     finish = f"/api/v1/runs/{RUN.uuid}/finish"
     with serve(lab_url, _free_port()) as url, httpx.Client(base_url=url) as client:
 

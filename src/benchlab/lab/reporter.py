@@ -57,8 +57,8 @@ from benchlab.schema import Result
 __all__ = [
     "TOKEN_ENV",
     "ReportSummary",
+    "ReportedRun",
     "Reporter",
-    "RunInfo",
     "config_path",
     "default_spool_dir",
     "resolve_token",
@@ -76,10 +76,12 @@ _RETRIED_STATUSES = frozenset({408, 429})
 
 
 @dataclass(frozen=True)
-class RunInfo:
-    """The run a result belongs to, as the lab records it (under the same UUID)."""
+class ReportedRun:
+    """The run a reported result belongs to, as the machine that ran it recorded it: the ``run``
+    member of a post, which the lab's ingest endpoint validates as this same dataclass."""
 
     uuid: str
+    """The run's UUID where it ran; the lab keeps it."""
     fingerprint: str = ""
     description: str = ""
     host: str = ""
@@ -196,15 +198,15 @@ def default_spool_dir(url: str, environ: Mapping[str, str] | None = None) -> Pat
                                                  for c in name)
 
 
-def store_run_info(db: str | Path | None) -> Callable[[str], RunInfo]:
+def store_run_info(db: str | Path | None) -> Callable[[str], ReportedRun]:
     """A ``run_info`` for :class:`Reporter` that reads the run from the local store ``db``."""
 
-    def read(run_uuid: str) -> RunInfo:
+    def read(run_uuid: str) -> ReportedRun:
         from benchlab.store import open_store
 
         with closing(open_store(db)) as store:
             run = store.get_run(run_uuid)
-        return RunInfo(run.uuid, run.fingerprint, run.description, run.host, run.created_at)
+        return ReportedRun(run.uuid, run.fingerprint, run.description, run.host, run.created_at)
 
     return read
 
@@ -252,7 +254,7 @@ class Reporter:
     def __init__(self, url: str, token: str | None = None, spool_dir: Path | None = None,
                  timeout: float = 10.0, retries: int = 3, *,
                  backoff: Sequence[float] = (0.5, 1.0, 2.0),
-                 run_info: Callable[[str], RunInfo] | None = None,
+                 run_info: Callable[[str], ReportedRun] | None = None,
                  log: Callable[[str], None] = _stderr,
                  environ: Mapping[str, str] | None = None) -> None:
         """Check the URL and find the token now, so a bad setup fails before the run."""
@@ -275,7 +277,7 @@ class Reporter:
         self._log = log
         self._client = httpx.Client(timeout=timeout, headers={
             "Authorization": f"Bearer {self._token}", "User-Agent": "benchlab-reporter"})
-        self._run: RunInfo | None = None
+        self._run: ReportedRun | None = None
         self._delivered = 0
         self._rejected = 0
         self._problems: list[str] = []
@@ -290,7 +292,7 @@ class Reporter:
 
     def on_run(self, run_uuid: str) -> None:
         """Remember the run whose results follow; send what earlier runs left in the spool."""
-        info = RunInfo(run_uuid)
+        info = ReportedRun(run_uuid)
         if self._run_info is not None:
             try:
                 info = self._run_info(run_uuid)

@@ -23,18 +23,19 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from sqlalchemy.exc import DataError, IntegrityError
 
 from benchlab.errors import StoreError, UsageError
 from benchlab.lab.devices import list_devices
+from benchlab.lab.reporter import ReportedRun
 from benchlab.lab.run_state import RunInfo, finish_reported_run
 from benchlab.lab.server.api_models import RunFinishIn, errors, usage_errors
 from benchlab.lab.server.auth import Caller, get_lab, require
 from benchlab.lab.tokens import Scope
 from benchlab.schema import SCHEMA_VERSION, JobIdentity, Result
 
-__all__ = ["IngestReply", "PostedResult", "PostedRun", "router"]
+__all__ = ["IngestReply", "PostedResult", "router"]
 
 router = APIRouter(prefix="/api/v1", tags=["results"])
 
@@ -44,20 +45,10 @@ _RESULT = TypeAdapter(Result)
 _bearer = HTTPBearer(auto_error=False, description="A benchlab lab token (bl_...).")
 
 
-class PostedRun(BaseModel):
-    """The run a posted result belongs to, as the machine that ran it recorded it."""
-
-    uuid: str = Field(description="The run's UUID where it ran; the lab keeps it.")
-    fingerprint: str = ""
-    description: str = ""
-    host: str = ""
-    created_at: str | None = None
-
-
 class PostedResult(BaseModel):
     """One result (``Result.to_dict()``) and its run."""
 
-    run: PostedRun
+    run: ReportedRun
     result: dict[str, Any]
 
 
