@@ -19,11 +19,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
-from sqlalchemy import func, select
-
 from benchlab.errors import UsageError
 from benchlab.store import ResultStore, RunRecord, RunStatus
-from benchlab.store.tables import results
+from benchlab.store.summary_rows import newest_result_times
 
 __all__ = ["ABANDONED_AFTER_S", "RunInfo", "finish_reported_run", "run_info",
            "run_infos", "shown_status"]
@@ -90,16 +88,6 @@ def shown_status(stored: str, last_activity: str, now: float) -> str:
     return ABANDONED if math.isfinite(since) and now - since > ABANDONED_AFTER_S else stored
 
 
-def _last_results(store: ResultStore, run_ids: Sequence[int]) -> dict[int, str]:
-    """The end time of each run's newest result (runs without one are left out)."""
-    if not run_ids:
-        return {}
-    query = (select(results.c.run_id, func.max(results.c.finished_at))
-             .where(results.c.run_id.in_(list(run_ids))).group_by(results.c.run_id))
-    with store.connection("read when runs last had a result") as conn:
-        return {int(run_id): last for run_id, last in conn.execute(query).all()}
-
-
 def _info(run: RunRecord, last_result_at: str | None, now: float) -> RunInfo:
     stored = run.status.value
     return RunInfo(
@@ -114,7 +102,7 @@ def run_infos(store: ResultStore, runs: Sequence[RunRecord], *,
               now: float | None = None) -> list[RunInfo]:
     """The shown view of several runs, with one query for their newest results."""
     moment = time.time() if now is None else now
-    last = _last_results(store, [run.id for run in runs])
+    last = newest_result_times(store, [run.id for run in runs])
     return [_info(run, last.get(run.id), moment) for run in runs]
 
 

@@ -1,8 +1,9 @@
 """The data behind the lab's pages and their JSON twins, read from the results store.
 
 Every function here is pure: a store and some filters in, frozen dataclasses out. Overview and
-trends read only the stored summaries (never the samples), aggregating in SQL where that is
-easy, so they stay fast on stores with millions of samples; only a run's detail page
+trends read only the stored summaries (never the samples), through the store's own queries
+(:mod:`benchlab.store.summary_rows`: the lab writes no SQL against the store's tables), so
+they stay fast on stores with millions of samples; only a run's detail page
 (:mod:`benchlab.lab.run_view`), which draws every sample of one run, loads samples.
 """
 
@@ -14,13 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select
-
 from benchlab.report.history import runtime_changes
 from benchlab.report.matrix import config_label, summary_in
 from benchlab.schema import LATENCY_KEY, DetailKey, Status, Summary, device_label
 from benchlab.store import ResultStore
-from benchlab.store.tables import results
+from benchlab.store.summary_rows import SummaryRow, newest_rows, ok_rows, result_choices
 from benchlab.tracking.changepoint import find_change_points
 from benchlab.lab.flags import FLAG_HISTORY, changed
 from benchlab.lab.run_state import RunInfo, run_info, run_infos
@@ -47,21 +46,6 @@ def _display_unit(unit: str) -> str:
 
 def _stat(summary: Summary, attr: str) -> float | None:
     return _finite(summary_in(summary, _display_unit(summary.unit), attr))
-
-
-def _device_clause(label: str) -> Any:
-    """The SQL condition for a device label (``target:device``, or a bare target)."""
-    target, _, device = label.partition(":")
-    return and_(results.c.target == target, results.c.device == device)
-
-
-def _options(store: ResultStore) -> tuple[list[str], list[str], list[str]]:
-    """Every model, framework and device label in the store (the filters' choices)."""
-    with store.connection("list models") as conn:
-        models = sorted(conn.execute(select(results.c.model_name).distinct()).scalars())
-        frameworks = sorted(conn.execute(select(results.c.framework).distinct()).scalars())
-        pairs = conn.execute(select(results.c.target, results.c.device).distinct()).all()
-    return models, frameworks, sorted(device_label(t, d) for t, d in pairs)
 
 
 # Overview
@@ -134,45 +118,19 @@ def overview(store: ResultStore, filters: Mapping[str, str | None] | None = None
     """
     wanted = {k: v for k, v in (filters or {}).items()
               if k in ("model", "backend", "device") and v}
-    conditions = []
-    if wanted.get("model"):
-        conditions.append(results.c.model_name == wanted["model"])
-    if wanted.get("backend"):
-        conditions.append(results.c.framework == wanted["backend"])
-    if wanted.get("device"):
-        conditions.append(_device_clause(wanted["device"]))
-    order = (results.c.started_at.desc(), results.c.id.desc())
-    ranked = select(
-        results.c.id,
-        func.row_number().over(partition_by=results.c.job_key, order_by=order).label("rn"),
-        func.row_number().over(partition_by=(results.c.job_key, results.c.status),
-                               order_by=order).label("ok_rn"),
-    ).where(*conditions).subquery()
-    query = (
-        select(results.c.id, results.c.run_id, results.c.job_key, results.c.model_name,
-               results.c.test_identifier, results.c.framework, results.c.target,
-               results.c.device, results.c.status, results.c.error, results.c.started_at,
-               results.c.identity_json, results.c.summaries_json, results.c.details_json,
-               ranked.c.rn)
-        .join(ranked, ranked.c.id == results.c.id)
-        .where(or_(ranked.c.rn == 1,
-                   and_(results.c.status == Status.OK.value,
-                        ranked.c.ok_rn <= FLAG_HISTORY + 2)))
-        .order_by(results.c.job_key, results.c.started_at.desc(), results.c.id.desc())
-    )
-    with store.connection("read the overview") as conn:
-        fetched = conn.execute(query).all()
-    by_job: dict[str, list[Any]] = {}
+    fetched = newest_rows(store, model=wanted.get("model"), framework=wanted.get("backend"),
+                          device=wanted.get("device"), ok_history=FLAG_HISTORY + 2)
+    by_job: dict[str, list[SummaryRow]] = {}
     for row in fetched:
         by_job.setdefault(row.job_key, []).append(row)
     rows = [_overview_row(group) for group in by_job.values()]
     rows.sort(key=lambda r: (r.model, r.test, r.backend, r.device))
-    models, frameworks, devices = _options(store)
-    return Overview(dict(wanted), rows, models, frameworks, devices)
+    choices = result_choices(store)
+    return Overview(dict(wanted), rows, choices.models, choices.frameworks, choices.devices)
 
 
-def _overview_row(group: Sequence[Any]) -> OverviewRow:
-    latest = next(row for row in group if row.rn == 1)
+def _overview_row(group: Sequence[SummaryRow]) -> OverviewRow:
+    latest = next(row for row in group if row.rank == 1)
     earlier = [row for row in group if row.id != latest.id
                and row.status == Status.OK.value and row.started_at <= latest.started_at]
     before = earlier[0] if earlier else None
@@ -266,20 +224,11 @@ def _trend_choices(store: ResultStore, model: str | None, backend: str | None,
     device that is missing or that the model never ran ok on falls back to the first one it
     did (all devices for a device), so picking another model never lands on an empty page.
     """
-    ok = results.c.status == Status.OK.value
-    with store.connection("list trend choices") as conn:
-        models = sorted(conn.execute(select(results.c.model_name).where(ok).distinct())
-                        .scalars())
-        model = model or (models[0] if models else "")
-        backends = sorted(conn.execute(
-            select(results.c.framework).where(ok, results.c.model_name == model).distinct())
-            .scalars())
-        backend = backend if backend in backends else (backends[0] if backends else "")
-        pairs = conn.execute(
-            select(results.c.target, results.c.device)
-            .where(ok, results.c.model_name == model, results.c.framework == backend)
-            .distinct()).all()
-    devices = sorted(device_label(t, d) for t, d in pairs)
+    models = result_choices(store, ok_only=True).models
+    model = model or (models[0] if models else "")
+    backends = result_choices(store, ok_only=True, model=model).frameworks
+    backend = backend if backend in backends else (backends[0] if backends else "")
+    devices = result_choices(store, ok_only=True, model=model, framework=backend).devices
     return models, backends, devices, (model, backend, device if device in devices else "")
 
 
@@ -297,24 +246,15 @@ def trends(store: ResultStore, model: str | None = None, backend: str | None = N
     """
     models, frameworks, devices, (model, backend, device) = _trend_choices(
         store, model, backend, device)
-    query = (select(results.c.id, results.c.run_id, results.c.job_key, results.c.test_identifier,
-                    results.c.target, results.c.device, results.c.started_at,
-                    results.c.identity_json, results.c.summaries_json, results.c.details_json)
-             .where(results.c.model_name == model, results.c.framework == backend,
-                    results.c.status == Status.OK.value)
-             .order_by(results.c.started_at.desc(), results.c.id.desc())
-             # Every series keeps up to ``limit`` points; five series' worth is read at most.
-             .limit(limit * 5))
-    if device:
-        query = query.where(_device_clause(device))
-    with store.connection("read trends") as conn:
-        fetched = conn.execute(query).all()
+    # Every series keeps up to ``limit`` points; five series' worth is read at most.
+    fetched = ok_rows(store, model=model, framework=backend, device=device or None,
+                      limit=limit * 5)
     rows = [(row, json.loads(row.summaries_json)) for row in reversed(fetched)]
     keys = sorted({key for _, summaries in rows for key in summaries},
                   key=lambda k: (not k.startswith("NET "), k))
     if metric not in keys:
         metric = LATENCY_KEY if LATENCY_KEY in keys or not keys else keys[0]
-    grouped: dict[str, list[tuple[Any, Summary]]] = {}
+    grouped: dict[str, list[tuple[SummaryRow, Summary]]] = {}
     for row, summaries in rows:
         raw = summaries.get(metric)
         if raw is not None:
@@ -325,7 +265,7 @@ def trends(store: ResultStore, model: str | None = None, backend: str | None = N
     return Trends(filters, series, models, frameworks, devices, keys)
 
 
-def _series(job_key: str, rows: Sequence[tuple[Any, Summary]]) -> TrendSeries:
+def _series(job_key: str, rows: Sequence[tuple[SummaryRow, Summary]]) -> TrendSeries:
     first_row, first = rows[0]
     identity = json.loads(first_row.identity_json)
     label = (f"{first_row.test_identifier} · "
