@@ -109,14 +109,6 @@ class Lab:
         self.procs[name] = self.agents.start(name, *args, host_device=host_device)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _jobs(url: str, ids: list[int]) -> list[LabJob]:
     wanted = set(ids)
     with open_lab(url) as lab:
@@ -253,7 +245,7 @@ def main() -> None:
         write_result("lab_chaos", args, {"available": False, "reason": "no PostgreSQL"})
         return
     from benchlab_standin import StandinPhone
-    from benchlab_standin.adbserver import isolated_adb_server
+    from benchlab_standin.adbserver import free_port, isolated_adb_server
     from benchlab_standin.board import LoopbackBoard
 
     try:
@@ -279,7 +271,7 @@ def main() -> None:
                        (f"adb:{phone.serial}",)),
                 "c3": (("--label", POOL), ("host:c3",)),
             }
-            lab = Lab(pg, url, _free_port(), Agents(url, folder / "logs"), workers, phone, adb)
+            lab = Lab(pg, url, free_port(), Agents(url, folder / "logs"), workers, phone, adb)
             try:
                 lab.start_server()
                 for name in workers:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from benchlab_standin.adbserver import free_port
 
 from benchlab.lab.client import submit_to_lab
 from benchlab.lab.localpg import find_pg_bin
@@ -23,12 +24,6 @@ from benchlab.store import open_store
 from .agents import agents, nap_spec, read_marks, wait_until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _descendants(pid: int) -> set[int]:
@@ -63,7 +58,7 @@ def test_a_signal_to_lab_up_alone_leaves_no_process_behind(sig: signal.Signals,
     if find_pg_bin() is None:
         pytest.skip("PostgreSQL server binaries are not installed")
     data = Path(tempfile.mkdtemp(prefix="benchlab-up-"))
-    port = _free_port()
+    port = free_port()
     out = tmp_path / "up.out"
     with open(out, "w") as sink:
         # Its own session, as under a service manager: the signal reaches `lab up` only,
@@ -100,7 +95,7 @@ def _devices(port: int) -> list:
 
 
 def test_lab_serve_stops_on_sighup(lab_url: str, tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "benchlab", "lab", "serve", "--db", lab_url,
                              "--port", str(port)], stderr=subprocess.PIPE, text=True)
     try:
