@@ -13,7 +13,7 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import Connection, select, update
 
@@ -26,6 +26,8 @@ __all__ = [
     "COUNT_TABS",
     "Device",
     "DeviceEvent",
+    "DeviceState",
+    "Health",
     "STALE_AFTER_S",
     "add_pool",
     "device_counts",
@@ -48,6 +50,11 @@ __all__ = [
 STALE_AFTER_S = 60.0
 """A device whose heartbeat is older than this counts as offline."""
 
+DeviceState = Literal["idle", "busy", "offline"]
+"""What a worker says of a device (``offline`` also when its heartbeat is stale)."""
+Health = Literal["good", "bad", "unknown"]
+"""The last health check's verdict."""
+
 COUNT_TABS = ("all", "alive", "busy", "idle", "offline", "quarantined")
 """The device list's count tabs, in display order."""
 
@@ -62,8 +69,8 @@ class Device:
     target: str
     properties: Mapping[str, Any]
     pools: tuple[str, ...]
-    state: str
-    health: str
+    state: DeviceState
+    health: Health
     health_reason: str
     quarantined: bool
     quarantined_by: str
@@ -80,7 +87,7 @@ class Device:
         return max(0.0, self.now - self.last_heartbeat)
 
     @property
-    def effective_state(self) -> str:
+    def effective_state(self) -> DeviceState:
         """``offline`` when the heartbeat is stale, else the state the worker reported."""
         return "offline" if self.heartbeat_age_s > STALE_AFTER_S else self.state
 

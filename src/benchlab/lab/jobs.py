@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from sqlalchemy import func, select, update
 
@@ -26,9 +26,11 @@ from benchlab.lab.tables import lab_jobs
 
 __all__ = [
     "JOB_STATUSES",
+    "JobStatus",
     "LabJob",
     "LabRequest",
     "QueueRow",
+    "RouteKind",
     "STUCK_AFTER_S",
     "get_job",
     "list_jobs",
@@ -38,7 +40,10 @@ __all__ = [
     "set_job",
 ]
 
-JOB_STATUSES = ("waiting", "running", "finished", "failed", "cancelled")
+JobStatus = Literal["waiting", "running", "finished", "failed", "cancelled"]
+JOB_STATUSES: tuple[JobStatus, ...] = get_args(JobStatus)
+RouteKind = Literal["device", "pool"]
+"""A job waits for one device (``device``) or for any device of a pool (``pool``)."""
 
 STUCK_AFTER_S = 300.0
 """A job waiting longer than this is flagged by ``lab status`` and the queue page."""
@@ -96,11 +101,11 @@ class LabJob:
     id: int
     submission: str
     request: LabRequest
-    route_kind: str
+    route_kind: RouteKind
     route: str
     device_id: str | None
     queue_job_id: int | None
-    status: str
+    status: JobStatus
     reason: str
     run_uuid: str | None
     attempts: int

@@ -26,7 +26,7 @@ from benchlab.lab.run_state import RunInfo, run_info, run_infos
 from benchlab.units import Dimension, dimension_of
 
 __all__ = [
-    "CompareRow", "Comparison", "Overview", "OverviewRow", "RunInfo", "TrendPoint",
+    "CompareRow", "Comparison", "Filtered", "Overview", "OverviewRow", "RunInfo", "TrendPoint",
     "TrendSeries", "Trends", "compare", "overview", "run_info", "run_infos", "trends",
 ]
 
@@ -84,14 +84,20 @@ class OverviewRow:
 
 
 @dataclass(frozen=True)
-class Overview:
-    """The latest model × backend × device matrix with its filters and their choices."""
+class Filtered:
+    """A page's filters, as chosen, and the models, frameworks and devices it offers."""
 
     filters: Mapping[str, str]
-    rows: list[OverviewRow]
     models: list[str]
     frameworks: list[str]
     devices: list[str]
+
+
+@dataclass(frozen=True)
+class Overview(Filtered):
+    """The latest model × backend × device matrix with its filters and their choices."""
+
+    rows: list[OverviewRow]
 
     @property
     def row_devices(self) -> list[str]:
@@ -126,7 +132,8 @@ def overview(store: ResultStore, filters: Mapping[str, str | None] | None = None
     rows = [_overview_row(group) for group in by_job.values()]
     rows.sort(key=lambda r: (r.model, r.test, r.backend, r.device))
     choices = result_choices(store)
-    return Overview(dict(wanted), rows, choices.models, choices.frameworks, choices.devices)
+    return Overview(filters=dict(wanted), models=choices.models, frameworks=choices.frameworks,
+                    devices=choices.devices, rows=rows)
 
 
 def _overview_row(group: Sequence[SummaryRow]) -> OverviewRow:
@@ -205,14 +212,10 @@ class TrendSeries:
 
 
 @dataclass(frozen=True)
-class Trends:
+class Trends(Filtered):
     """The chosen model × backend (× device) × metric over time, one series per job."""
 
-    filters: Mapping[str, str]
     series: list[TrendSeries]
-    models: list[str]
-    frameworks: list[str]
-    devices: list[str]
     metrics: list[str]
 
 
@@ -262,7 +265,8 @@ def trends(store: ResultStore, model: str | None = None, backend: str | None = N
     series = [_series(key, found[-limit:]) for key, found in grouped.items()]
     series.sort(key=lambda s: s.label)
     filters = {"model": model, "backend": backend, "device": device, "metric": metric}
-    return Trends(filters, series, models, frameworks, devices, keys)
+    return Trends(filters=filters, models=models, frameworks=frameworks, devices=devices,
+                  series=series, metrics=keys)
 
 
 def _series(job_key: str, rows: Sequence[tuple[SummaryRow, Summary]]) -> TrendSeries:

@@ -10,14 +10,17 @@ never refuses them after the lab's own row was written.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
-from collections.abc import Iterator
-from typing import Annotated, Any, Literal
+from collections.abc import Iterator, Mapping
+from typing import Annotated, Any, Literal, get_type_hints
 
 from fastapi import HTTPException, Path, Query
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
 
 from benchlab.errors import UsageError
+from benchlab.lab.devices import Device, DeviceEvent, DeviceState
+from benchlab.lab.jobs import LabJob, QueueRow
 from benchlab.lab.run_state import RunInfo
 from benchlab.lab.run_view import ResultDetail
 from benchlab.lab.tokens import Scope
@@ -27,7 +30,8 @@ __all__ = [
     "DeviceListOut", "DeviceOut", "ErrorOut", "HealthIn", "HeartbeatIn", "IdentityOut", "JobOut",
     "JobSubmitIn", "OkOut", "PoolIn", "PoolOut", "QuarantineIn", "QueueRowOut", "ResultOut",
     "RowId", "RunDetailOut", "RunFinishIn", "ShortId", "SummaryOut", "Text",
-    "TokenCreatedOut", "TokenIn", "TokenOut", "errors", "finite", "usage_errors",
+    "TokenCreatedOut", "TokenIn", "TokenOut", "errors", "finite", "response_model",
+    "usage_errors",
 ]
 
 _NO_NUL = r"^[^\x00]*$"
@@ -94,42 +98,35 @@ class OkOut(BaseModel):
     ok: bool
 
 
+
+def response_model(name: str, shape: type, doc: str, *, drop: tuple[str, ...] = (),
+                   added: Mapping[str, Any] | None = None) -> type[BaseModel]:
+    """The response model of a frozen dataclass's ``to_json()``: the dataclass's own fields and
+    types, less those ``drop`` names, plus the ``added`` fields (name: type) that it computes.
+
+    One definition of the shape: a field added to the dataclass appears in the API's schema,
+    and a test checks that ``to_json()`` gives exactly these keys.
+    """
+    hints = get_type_hints(shape)
+    fields: dict[str, Any] = {f.name: (hints[f.name], ...) for f in dataclasses.fields(shape)
+                              if f.name not in drop}
+    fields.update({key: (kind, ...) for key, kind in (added or {}).items()})
+    return create_model(name, __doc__=doc, **fields)
+
+
 # Devices
 
 
-class DeviceOut(BaseModel):
-    """A registered device; ``state`` is ``offline`` once its heartbeat is stale."""
-
-    id: str
-    host: str
-    kind: str
-    target: str
-    properties: dict[str, Any]
-    pools: list[str]
-    state: Literal["idle", "busy", "offline"]
-    reported_state: Literal["idle", "busy", "offline"]
-    health: Literal["good", "bad", "unknown"]
-    health_reason: str
-    quarantined: bool
-    quarantined_by: str
-    quarantine_reason: str
-    current_job: int | None
-    registered_at: float
-    last_heartbeat: float
-    heartbeat_age_s: float
-    temperatures_c: Any = None
-    battery: Any = None
+DeviceOut = response_model(
+    "DeviceOut", Device,
+    "A registered device; ``state`` is ``offline`` once its heartbeat is stale.",
+    drop=("device_state", "now"),
+    added={"reported_state": DeviceState, "heartbeat_age_s": float, "temperatures_c": Any,
+           "battery": Any})
 
 
-class DeviceEventOut(BaseModel):
-    """One change in a device's history."""
-
-    at: float
-    kind: str
-    value: str
-    reason: str
-    who: str
-    job_id: int | None
+DeviceEventOut = response_model("DeviceEventOut", DeviceEvent,
+                                "One change in a device's history.")
 
 
 class DeviceListOut(BaseModel):
@@ -140,27 +137,10 @@ class DeviceListOut(BaseModel):
     devices: list[DeviceOut]
 
 
-class JobOut(BaseModel):
-    """A lab job: where it may run and what became of it."""
-
-    id: int
-    submission: str
-    label: str
-    kind: str
-    route_kind: Literal["device", "pool"]
-    route: str
-    device_id: str | None
-    status: Literal["waiting", "running", "finished", "failed", "cancelled"]
-    reason: str
-    run_uuid: str | None
-    attempts: int
-    submitted_by: str
-    created_at: float
-    started_at: float | None
-    finished_at: float | None
-    waiting_s: float
-    stuck: bool
-    report: dict[str, Any] | None = None
+JobOut = response_model(
+    "JobOut", LabJob, "A lab job: where it may run and what became of it.",
+    drop=("request", "queue_job_id"),
+    added={"label": str, "kind": str, "waiting_s": float, "stuck": bool})
 
 
 class DeviceDetailOut(BaseModel):
@@ -217,14 +197,10 @@ class JobSubmitIn(BaseModel):
     fan_out: bool = True
 
 
-class QueueRowOut(BaseModel):
-    """One queue's jobs per status, its oldest waiting job's age and why nothing takes it."""
-
-    queue: str
-    counts: dict[str, int]
-    oldest_waiting_s: float | None
-    stuck: bool
-    problem: str
+QueueRowOut = response_model(
+    "QueueRowOut", QueueRow,
+    "One queue's jobs per status, its oldest waiting job's age and why nothing takes it.",
+    drop=("oldest_waiting_at",), added={"oldest_waiting_s": float | None, "stuck": bool})
 
 
 class PoolIn(BaseModel):

@@ -15,6 +15,7 @@ from benchlab.lab import devices as registry
 from benchlab.lab.queue import cancel_job
 from benchlab.lab.server.auth import get_lab
 from benchlab.lab.server.page_session import PageRefusal, form_fields, signed_in_for
+from benchlab.lab.sessions import Session
 from benchlab.lab.tokens import Scope
 
 __all__ = ["router"]
@@ -22,11 +23,14 @@ __all__ = ["router"]
 router = APIRouter(include_in_schema=False)
 
 
-def _known_device(request: Request, device_id: str) -> None:
+def _device_admin(request: Request, fields: dict[str, str], device_id: str) -> Session:
+    """The signed-in admin acting on a device that exists (else the page refuses, 404)."""
+    session = signed_in_for(request, fields, Scope.ADMIN)
     try:
         registry.get_device(get_lab(request).store, device_id)
     except UsageError as exc:
         raise PageRefusal(404, str(exc)) from None
+    return session
 
 
 def _back(request: Request, route: str, **params: object) -> RedirectResponse:
@@ -51,8 +55,7 @@ def cancel_from_page(request: Request, job_id: int,
 def quarantine_from_page(request: Request, device_id: str,
                          fields: dict[str, str] = Depends(form_fields)) -> RedirectResponse:
     """Take a device out of rotation with the reason given (``admin``), then show its page."""
-    session = signed_in_for(request, fields, Scope.ADMIN)
-    _known_device(request, device_id)
+    session = _device_admin(request, fields, device_id)
     try:
         registry.quarantine(get_lab(request).store, device_id, who=session.name,
                             reason=fields.get("reason", "").strip())
@@ -65,7 +68,6 @@ def quarantine_from_page(request: Request, device_id: str,
 def release_from_page(request: Request, device_id: str,
                       fields: dict[str, str] = Depends(form_fields)) -> RedirectResponse:
     """Put a quarantined device back in rotation (``admin``), then show its page."""
-    session = signed_in_for(request, fields, Scope.ADMIN)
-    _known_device(request, device_id)
-    registry.release(get_lab(request).store, device_id, who=session.name)
+    registry.release(get_lab(request).store, device_id,
+                     who=_device_admin(request, fields, device_id).name)
     return _back(request, "device_page", device_id=device_id)

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
@@ -26,11 +26,9 @@ from benchlab.errors import UsageError
 from benchlab.lab import run_view, views
 from benchlab.lab.devices import COUNT_TABS, device_counts, device_events, get_device, list_devices
 from benchlab.lab.jobs import STUCK_AFTER_S, get_job, list_jobs, queue_summary, route_problem
-from benchlab.lab.queue import cancel_job
 from benchlab.lab.reports import ab_reports
-from benchlab.lab.server.auth import Caller, get_lab, require
+from benchlab.lab.server.auth import get_lab
 from benchlab.lab.server.page_session import PageRefusal, current_session, page_reader
-from benchlab.lab.tokens import Scope
 from benchlab.report.matrix import matrix_cells
 from benchlab.report.matrix_html import matrix_html
 from benchlab.report.svg import WIDTH, domain, esc, left_axis, num, scale, short, svg
@@ -375,24 +373,3 @@ def run_page(request: Request, run: str) -> HTMLResponse:
     report = matrix_html(matrix_cells(data.results), title="") if data.results else ""
     return render(request, "run.html", title=f"Run {data.run.id}", nav="runs", data=data,
                   report=Markup(_report_body(report)) if report else "")
-
-
-# A cancel for scripts, with a bearer token as the API takes it (the queue page shows it as a
-# curl command). People signed in on the pages use the job page's form (page_actions.py).
-write_router = APIRouter(include_in_schema=False)
-
-
-@write_router.post("/queue/{job_id}/cancel")
-def cancel_page(request: Request, job_id: int,
-                caller: Caller = Depends(require(Scope.ADMIN))) -> dict[str, Any]:
-    """Cancel a waiting job (admin token); 404 for an unknown job, 409 once it started."""
-    try:
-        cancelled = cancel_job(get_lab(request), job_id, who=caller.name)
-    except UsageError as exc:  # no such job
-        raise HTTPException(404, str(exc)) from exc
-    if not cancelled:
-        raise HTTPException(409, f"job {job_id} is no longer waiting; it was not cancelled")
-    return {"job_id": job_id, "cancelled": True, "by": caller.name}
-
-
-router.include_router(write_router)
