@@ -17,7 +17,7 @@ from rich.markup import escape
 from benchlab.cli_lab import lab_app
 from benchlab.cli_zoo import zoo_app
 from benchlab.errors import BenchlabError, UsageError
-from benchlab.report.terminal import make_console
+from benchlab.cli_output import console, err_console
 from benchlab.schema import LATENCY_KEY
 from benchlab.settings import setting_info
 
@@ -36,8 +36,6 @@ app.add_typer(zoo_app, name="zoo")
 app.add_typer(lab_app, name="lab")
 
 
-console = make_console()
-err_console = make_console(stderr=True)
 
 DbOption = Annotated[
     Optional[str],  # noqa: UP007 - typer needs Optional here

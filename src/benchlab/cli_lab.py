@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchlab.errors import UsageError
-from benchlab.report.terminal import make_console
+from benchlab.cli_output import console, err_console
 
 __all__ = ["lab_app"]
 
@@ -26,8 +26,6 @@ lab_app = typer.Typer(help="The lab: many hosts and devices, one PostgreSQL, a d
                       no_args_is_help=True)
 token_app = typer.Typer(help="API tokens: create, list, revoke.", no_args_is_help=True)
 lab_app.add_typer(token_app, name="token")
-_console = make_console()
-_err = make_console(stderr=True)
 
 LabDb = Annotated[
     Optional[str],  # noqa: UP007 - typer needs Optional here
@@ -48,7 +46,7 @@ def lab_init(db: LabDb = None) -> None:
     """Create the lab's tables and the queue's schema in a PostgreSQL database (idempotent)."""
     from benchlab.lab.queue import init_lab
 
-    _console.print(init_lab(_url(db)))
+    console.print(init_lab(_url(db)))
 
 
 @lab_app.command("serve")
@@ -61,7 +59,7 @@ def lab_serve(
     """Serve the dashboard and the JSON API (/api/v1, OpenAPI at /openapi.json)."""
     from benchlab.lab.server.app import serve
 
-    _err.print(f"lab server on http://{host}:{port}/")
+    err_console.print(f"lab server on http://{host}:{port}/")
     serve(_url(db), host=host, port=port, anonymous_read=anonymous_read)
 
 
@@ -110,7 +108,7 @@ def lab_worker(
     if not devices:
         raise UsageError("this host has no device to serve (no host device, no phone, no board)")
     for device in devices:
-        _err.print(f"serving {escape(device.id)} ({escape(device.target)})")
+        err_console.print(f"serving {escape(device.id)} ({escape(device.target)})")
     labels = {}
     for item in label:
         key, sep, value = item.partition("=")
@@ -153,7 +151,7 @@ def _print_failures(outcomes: list) -> bool:  # noqa: ANN001
     """Print each failed job's lines; True when every job succeeded."""
     for outcome in outcomes:
         for line in outcome.lines():
-            _err.print(f"[red]{escape(line)}[/]", highlight=False, soft_wrap=True)
+            err_console.print(f"[red]{escape(line)}[/]", highlight=False, soft_wrap=True)
     return all(outcome.ok for outcome in outcomes)
 
 
@@ -165,7 +163,7 @@ def _jobs_table(jobs: list) -> None:  # noqa: ANN001
         table.add_row(str(job.id), escape(f"{job.route_kind}:{job.route}"),
                       escape(job.device_id or ""), job.status, escape(job.reason),
                       (job.run_uuid or "")[:8])
-    _console.print(table)
+    console.print(table)
 
 
 @lab_app.command("status")
@@ -182,12 +180,12 @@ def lab_status(
         devices = list_devices(lab.store)
         queues = queue_summary(lab.store)
     if as_json:
-        _console.print_json(json.dumps({
+        console.print_json(json.dumps({
             "counts": device_counts(devices), "devices": [d.to_json() for d in devices],
             "queues": [q.to_json() for q in queues]}))
         return
     counts = device_counts(devices)
-    _console.print("  ".join(f"{tab} {n}" for tab, n in counts.items()))
+    console.print("  ".join(f"{tab} {n}" for tab, n in counts.items()))
     table = Table(title="devices", header_style="bold")
     for column in ("device", "host", "state", "health", "heartbeat", "job", "note"):
         table.add_column(column)
@@ -196,7 +194,7 @@ def lab_status(
                 else d.health_reason)
         table.add_row(escape(d.id), escape(d.host), d.effective_state, d.health,
                       f"{d.heartbeat_age_s:.0f} s ago", str(d.current_job or ""), escape(note))
-    _console.print(table)
+    console.print(table)
     qtable = Table(title="queues", header_style="bold")
     for column in ("queue", "waiting", "running", "finished", "failed", "oldest waiting", "why"):
         qtable.add_column(column)
@@ -206,7 +204,7 @@ def lab_status(
         shown = "" if age is None else f"{age:.0f} s" + (" [red]STUCK[/]" if row["stuck"] else "")
         qtable.add_row(escape(q.queue), *(str(q.counts[s]) for s in
                        ("waiting", "running", "finished", "failed")), shown, escape(q.problem))
-    _console.print(qtable)
+    console.print(qtable)
 
 
 @lab_app.command("quarantine")
@@ -220,7 +218,7 @@ def lab_quarantine(device: str, reason: Annotated[str, typer.Option(help="Why.")
 
     with open_lab(_url(db)) as lab:
         quarantine(lab.store, device, who=who or os.environ.get("USER", "cli"), reason=reason)
-    _console.print(f"{escape(device)} quarantined")
+    console.print(f"{escape(device)} quarantined")
 
 
 @lab_app.command("release")
@@ -231,7 +229,7 @@ def lab_release(device: str, db: LabDb = None) -> None:
 
     with open_lab(_url(db)) as lab:
         release(lab.store, device, who=os.environ.get("USER", "cli"))
-    _console.print(f"{escape(device)} released")
+    console.print(f"{escape(device)} released")
 
 
 @lab_app.command("cancel")
@@ -243,7 +241,7 @@ def lab_cancel(job: int, db: LabDb = None) -> None:
         done = cancel_job(lab, job, who=os.environ.get("USER", "cli"))
     if not done:
         raise UsageError(f"job {job} is not waiting; only waiting jobs can be cancelled")
-    _console.print(f"job {job} cancelled")
+    console.print(f"job {job} cancelled")
 
 
 @lab_app.command("pool")
@@ -253,7 +251,7 @@ def lab_pool(rule: str, db: LabDb = None) -> None:
     from benchlab.lab.queue import open_lab
 
     with open_lab(_url(db)) as lab:
-        _console.print(f"pool {escape(add_pool(lab.store, rule).name)}")
+        console.print(f"pool {escape(add_pool(lab.store, rule).name)}")
 
 
 @token_app.command("create")
@@ -267,7 +265,7 @@ def token_create(name: str, scopes: Annotated[str, typer.Option(help="worker,sub
 
     with open_lab(_url(db)) as lab:
         token, info = create_token(lab.store, name, scopes, host=host)
-    _err.print(f"token {info.id} ({', '.join(sorted(info.scopes))}); it is shown only now:")
+    err_console.print(f"token {info.id} ({', '.join(sorted(info.scopes))}); it is shown only now:")
     print(token)
 
 
@@ -286,7 +284,7 @@ def token_list(db: LabDb = None) -> None:
         table.add_row(str(t.id), escape(t.name), ",".join(sorted(t.scopes)), escape(t.host),
                       time.strftime("%Y-%m-%d %H:%M", time.gmtime(t.created_at)),
                       "revoked" if t.revoked else "live")
-    _console.print(table)
+    console.print(table)
 
 
 @token_app.command("revoke")
@@ -298,7 +296,7 @@ def token_revoke(token_id: int, db: LabDb = None) -> None:
     with open_lab(_url(db)) as lab:
         if not revoke_token(lab.store, token_id):
             raise UsageError(f"no live token {token_id}")
-    _console.print(f"token {token_id} revoked")
+    console.print(f"token {token_id} revoked")
 
 
 @lab_app.command("up")
@@ -311,12 +309,12 @@ def lab_up(
     from benchlab.lab.up import start_local_lab
 
     lab = start_local_lab(data_dir=data_dir, port=port, pg_port=pg_port,
-                          log=lambda line: _err.print(escape(line)))
-    _console.print(f"lab: {lab.web_url}")
-    _console.print(f"database: {escape(lab.database_url)}")
-    _console.print("submit: benchlab lab submit SPEC --db DATABASE --pool kind=host --wait")
+                          log=lambda line: err_console.print(escape(line)))
+    console.print(f"lab: {lab.web_url}")
+    console.print(f"database: {escape(lab.database_url)}")
+    console.print("submit: benchlab lab submit SPEC --db DATABASE --pool kind=host --wait")
     why = lab.wait()
-    _err.print(f"lab stopped: {escape(why)}")
+    err_console.print(f"lab stopped: {escape(why)}")
     if why.startswith("a lab process exited"):
         raise typer.Exit(1)
 
@@ -338,7 +336,7 @@ def run_on_lab(url: str, specs: list[Path], models: list[str], frameworks: list[
     outcomes = job_outcomes(url, jobs, with_samples=True)
     for outcome in outcomes:
         job = outcome.job
-        _err.print(f"lab job {job.id} on {escape(outcome.where)}: "
+        err_console.print(f"lab job {job.id} on {escape(outcome.where)}: "
                    f"{job.status} ({escape(job.reason)})")
     ok = _print_failures(outcomes)
     return [r for outcome in outcomes for r in outcome.results], ok
@@ -357,11 +355,11 @@ def ab_on_lab(url: str, device: str | None, kind: str, specs: list[Path], models
         frameworks=frameworks, kind=kind, wait=True,
         overrides=_drop_none(overrides),
         options=_drop_none(options))
-    _err.print(f"lab job {job.id} on {escape(job.device_id or job.route)}: "
+    err_console.print(f"lab job {job.id} on {escape(job.device_id or job.route)}: "
                f"{job.status} ({escape(job.reason)})")
     if job.report is None:
         raise typer.Exit(3)
-    _console.print(escape(job.report["text"]), highlight=False)
+    console.print(escape(job.report["text"]), highlight=False)
     raise typer.Exit(int(job.report["exit_code"]))
 
 

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from benchlab.report.terminal import make_console
+from benchlab.cli_output import console, err_console
 
 if TYPE_CHECKING:
     from benchlab.artifacts import ArtifactCache
@@ -20,8 +20,6 @@ __all__ = ["zoo_app"]
 
 zoo_app = typer.Typer(help="The built-in model zoo: list, export, write specs.",
                       no_args_is_help=True)
-_console = make_console()
-_err = make_console(stderr=True)
 
 CacheOption = Annotated[
     Optional[Path],  # noqa: UP007 - typer needs Optional here
@@ -52,7 +50,7 @@ def zoo_list() -> None:
             else "seeded"
         table.add_row(f"{name}{mark}", model.task, inputs, weights, " ".join(model.formats),
                       escape(model.description))
-    _console.print(table)
+    console.print(table)
 
 
 @zoo_app.command("export")
@@ -72,7 +70,7 @@ def zoo_export(
 
     wanted = [f.strip() for f in formats.split(",") if f.strip()] if formats else None
     exports = export_models(names or list(DEFAULT_MODELS), _cache(cache_dir),
-                            formats=wanted, force=force, progress=lambda m: _err.print(m))
+                            formats=wanted, force=force, progress=lambda m: err_console.print(m))
     table = Table(title="zoo export", header_style="bold")
     for column in ("model", "params", "GFLOPs", "file", "MiB", "status"):
         table.add_column(column, no_wrap=column != "status")
@@ -94,10 +92,10 @@ def zoo_export(
             table.add_row(export.model.name if first else "", "", "", fmt, "",
                           f"[red]failed[/]: {escape(reason)}")
             first = False
-    _console.print(table)
+    console.print(table)
     if failed:
         # A model a converter rejects is a finding, not a failure of the command.
-        _err.print(f"{failed} format(s) could not be exported; their cells will say why")
+        err_console.print(f"{failed} format(s) could not be exported; their cells will say why")
 
 
 @zoo_app.command("spec")
@@ -109,10 +107,10 @@ def zoo_spec(
     """A benchlab spec for one zoo model (exported first), to copy and edit."""
     from benchlab.zoo import export_models, spec_document
 
-    export = export_models([name], _cache(cache_dir), progress=lambda m: _err.print(m))[0]
+    export = export_models([name], _cache(cache_dir), progress=lambda m: err_console.print(m))[0]
     text = json.dumps(spec_document(export), indent=2) + "\n"
     if output is None:
         sys.stdout.write(text)
     else:
         output.write_text(text)
-        _err.print(f"wrote {output}")
+        err_console.print(f"wrote {output}")

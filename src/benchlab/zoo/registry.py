@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 from benchlab.zoo.catalog import DEFAULT_FORMATS, ZooModel
 
@@ -34,17 +35,23 @@ def _tiny(name: str, description: str, task: str, shape: tuple[int, ...]) -> Zoo
     )
 
 
-def _classifier(name: str, description: str, formats: tuple[str, ...]) -> ZooModel:
+def _arch(module: str, name: str, description: str, task: str,
+          input_shapes: tuple[tuple[int, ...], ...] = _IMAGE, **more: Any) -> ZooModel:
+    """A model whose factory ``name`` lives in ``benchlab.zoo.archs.<module>``."""
     return ZooModel(
         name=name,
         description=description,
-        task="classification",
-        input_shapes=_IMAGE,
-        entry=f"{_ARCHS}.classifiers:{name}",
-        sources=(f"{_ARCHS}.classifiers", _COMMON),
-        formats=formats,
-        tags=("vision",),
+        task=task,
+        input_shapes=input_shapes,
+        entry=f"{_ARCHS}.{module}:{name}",
+        sources=(f"{_ARCHS}.{module}", _COMMON),
+        tags=("text",) if module == "text" else ("vision",),
+        **more,
     )
+
+
+def _classifier(name: str, description: str, formats: tuple[str, ...]) -> ZooModel:
+    return _arch("classifiers", name, description, "classification", formats=formats)
 
 
 # The real ONNX model-zoo graphs (opset 9) that the onnx package ships for its backend tests,
@@ -98,46 +105,19 @@ _MODELS: tuple[ZooModel, ...] = (
         "resnet18", "ResNet-18 (11.7M params), 1x3x224x224 → 1000 logits, seeded",
         DEFAULT_FORMATS,
     ),
-    ZooModel(
-        name="unet",
-        description="small U-Net person segmentation, 1x3x256x256 → 1x1x256x256 mask logits",
-        task="segmentation",
-        input_shapes=((1, 3, 256, 256),),
-        entry=f"{_ARCHS}.dense:unet",
-        sources=(f"{_ARCHS}.dense", _COMMON),
-        tags=("vision",),
-    ),
-    ZooModel(
-        name="style_transfer",
-        description="Johnson et al. fast neural style transfer, 1x3x224x224 → 1x3x224x224 image",
-        task="style_transfer",
-        input_shapes=_IMAGE,
-        entry=f"{_ARCHS}.dense:style_transfer",
-        sources=(f"{_ARCHS}.dense", _COMMON),
-        tags=("vision",),
-    ),
-    ZooModel(
-        name="ssdlite",
-        description=(
-            "SSDLite detector on a MobileNetV2 backbone, 1x3x320x320 → 3234 boxes x (4 coords, "
-            "91 class scores), no NMS"
-        ),
-        task="detection",
-        input_shapes=((1, 3, 320, 320),),
-        entry=f"{_ARCHS}.detection:ssdlite",
-        sources=(f"{_ARCHS}.detection", _COMMON),
-        tags=("vision",),
-    ),
-    ZooModel(
-        name="transformer_encoder",
-        description="BERT-style encoder, 4 layers x 256 wide, 1x128 int64 token ids → 1x128x256",
-        task="embedding",
-        input_shapes=((1, 128),),
-        input_dtypes=("int64",),
-        entry=f"{_ARCHS}.text:transformer_encoder",
-        sources=(f"{_ARCHS}.text", _COMMON),
-        tags=("text",),
-    ),
+    _arch("dense", "unet",
+          "small U-Net person segmentation, 1x3x256x256 → 1x1x256x256 mask logits",
+          "segmentation", ((1, 3, 256, 256),)),
+    _arch("dense", "style_transfer",
+          "Johnson et al. fast neural style transfer, 1x3x224x224 → 1x3x224x224 image",
+          "style_transfer"),
+    _arch("detection", "ssdlite",
+          "SSDLite detector on a MobileNetV2 backbone, 1x3x320x320 → 3234 boxes x (4 coords, "
+          "91 class scores), no NMS",
+          "detection", ((1, 3, 320, 320),)),
+    _arch("text", "transformer_encoder",
+          "BERT-style encoder, 4 layers x 256 wide, 1x128 int64 token ids → 1x128x256",
+          "embedding", ((1, 128),), input_dtypes=("int64",)),
     ZooModel(
         name="efficientnet_lite0",
         description="EfficientNet-Lite0, ImageNet-pretrained, 1x3x224x224 → 1000 logits",
