@@ -95,6 +95,7 @@ def run(
     threads: Annotated[Optional[int], typer.Option(help=_help("threads"))] = None,  # noqa: UP007
     cpu_list: Annotated[Optional[str], typer.Option(help=_help("cpu_list"))] = None,  # noqa: UP007,E501
     profile_ops: Annotated[bool, typer.Option("--profile-ops", help=_help("profile_ops"))] = False,  # noqa: E501
+    layer_errors: Annotated[bool, typer.Option("--layer-errors", help=_help("layer_errors"))] = False,  # noqa: E501
     timeout: Annotated[Optional[float], typer.Option(help=_help("timeout"))] = None,  # noqa: UP007,E501
     cooldown: Annotated[Optional[float], typer.Option(help=_help("cooldown"))] = None,  # noqa: UP007,E501
     string_map: Annotated[Optional[str], typer.Option(help="Placeholders: JSON or K=v,K2=v2.")] = None,  # noqa: UP007,E501
@@ -124,7 +125,7 @@ def run(
         warmup=warmup, iter=iterations, repeat=repeat, min_time=min_time,
         target_ci=_percent(target_ci), threads=threads, cpu_list=cpu_list,
         profile_ops=True if profile_ops else None, timeout=timeout, cooldown=cooldown,
-        temperature_gate=temperature_gate,
+        temperature_gate=temperature_gate, layer_errors=True if layer_errors else None,
     )
     policy = RebootPolicy(
         before_run=reboot, after_failures=reboot_after_failures,

@@ -122,6 +122,17 @@ class Metric(StrEnum):
     COSINE_SIMILARITY = "cosine_similarity"  #: of the outputs and the reference outputs
     TOP1_AGREEMENT = "top1_agreement"  #: share of inputs whose top class matches the reference
     TOP5_AGREEMENT = "top5_agreement"  #: share of inputs whose top 5 classes match the reference
+    #: dB, what the quantization recipe costs: its simulated (fake-quantized) outputs against
+    #: the fp32 reference, as SQNR (docs/accuracy.md, "Where the error comes from")
+    QUANTIZATION_SQNR = "quantization_sqnr"
+    #: ‖simulated − fp32 reference‖₂ over ‖fp32 reference‖₂
+    QUANTIZATION_L2_REL = "quantization_l2_rel"
+    #: dB, what the runtime's kernels add: its outputs against the simulated ones (signal: the
+    #: fp32 reference, so the two parts share one scale)
+    LOWERING_SQNR = "lowering_sqnr"
+    #: ‖runtime − simulated‖₂ over ‖fp32 reference‖₂; with the quantization part it brackets
+    #: error_l2_rel (the error vectors add up)
+    LOWERING_L2_REL = "lowering_l2_rel"
 
     @property
     def key(self) -> str:
@@ -156,6 +167,8 @@ class DetailKey(StrEnum):
     TRACK_ESTIMATE = "track_estimate"  #: mapping, the tracker's change estimate
     COMMIT = "commit"  #: str, the commit a tracked result measured
     REBOOT = "reboot"  #: mapping, the device reboot just before this job (targets/reboot.py)
+    DELEGATION = "delegation"  #: mapping, what the delegate or provider took (diagnosis.Coverage)
+    LAYER_ERRORS = "layer_errors"  #: mapping, per-layer error table (diagnosis.LayerTable)
 
 
 class EnvKey(StrEnum):

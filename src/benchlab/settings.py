@@ -116,6 +116,9 @@ class TestSettings:
     cpu_list: str | None = _setting(None, "CPUs to pin every process to, e.g. '0-3,6'.")
     threads: int | None = _setting(None, "Intra-op threads of the runtime.", ge=1)
     profile_ops: bool = _setting(False, "Also measure per-operator times.")
+    layer_errors: bool = _setting(
+        False, "Also compare every layer's output with the reference model's (ONNX Runtime, "
+        "PyTorch) and mark the first that diverges.")
     memory_limit: int | None = _setting(None, "Address-space cap per process.", unit="MiB", ge=1)
     temperature_gate: float | None = _setting(
         None, "Before each process, wait until the device is below this.", unit="°C")

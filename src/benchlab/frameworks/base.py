@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from benchlab.errors import UsageError
 from benchlab.frameworks.common import (
     REFERENCE_KEY,
+    SIMULATED_PREFIX,
     distribution_availability,
     file_key_with_suffix,
 )
@@ -122,12 +123,15 @@ def runner_invocation(
     model_path: str | None,
     options: Mapping[str, Any],
     extra_files: Mapping[str, str] | None = None,
+    layer_reference: str | None = None,
 ) -> Invocation:
     """The command that starts benchlab's runner for one repetition.
 
     A model file keyed ``reference`` (an ``.npz`` of inputs and expected outputs, see
-    :mod:`benchlab.runner.accuracy`) turns on the accuracy check. ``extra_files`` are other
-    target paths the backend needs (OpenVINO's weights next to its ``.xml``).
+    :mod:`benchlab.runner.accuracy`) turns on the accuracy check, and one keyed
+    ``simulated_<key of the model file>`` the split of its error (quantization, lowering).
+    ``extra_files`` are other target paths the backend needs (OpenVINO's weights next to its
+    ``.xml``); ``layer_reference`` the model the layer table compares with (``--layer-errors``).
 
     The runner's whole configuration travels as one JSON argument, so the same command works
     on a host, over ssh or through adb without writing a file first.
@@ -155,6 +159,9 @@ def runner_invocation(
             options=dict(options),
             extra_files=dict(extra_files or {}),
             reference=ctx.files.get(f"files.{REFERENCE_KEY}"),
+            simulated_reference=_simulated_reference(ctx, model_path),
+            layer_errors=test.layer_errors,
+            layer_reference=layer_reference if test.layer_errors else None,
         )
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
@@ -162,6 +169,14 @@ def runner_invocation(
     wire = json.dumps(config.model_dump(exclude_defaults=True), sort_keys=True)
     argv = [ctx.python, "-m", "benchlab.runner", wire]
     return Invocation(argv=argv, env={**thread_env(threads), **test.env})
+
+
+def _simulated_reference(ctx: JobContext, model_path: str | None) -> str | None:
+    """The ``simulated_<key>`` file of the model file the runner loads, if the spec has one."""
+    keys = [name.removeprefix("files.") for name, path in ctx.files.items()
+            if path == model_path and name.startswith("files.")]
+    return next((ctx.files[f"files.{SIMULATED_PREFIX}{key}"] for key in keys
+                 if f"files.{SIMULATED_PREFIX}{key}" in ctx.files), None)
 
 
 def spec_command_invocations(ctx: JobContext) -> list[Invocation]:

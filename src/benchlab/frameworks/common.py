@@ -12,6 +12,7 @@ from benchlab.targets.base import Availability
 
 __all__ = [
     "REFERENCE_KEY",
+    "SIMULATED_PREFIX",
     "distribution_availability",
     "file_key_with_suffix",
     "file_keys_with_suffix",
@@ -20,6 +21,10 @@ __all__ = [
 
 #: The model file key of a reference ``.npz`` (inputs + expected outputs) for accuracy checks.
 REFERENCE_KEY = "reference"
+#: ``simulated_<key>`` names an ``.npz`` (the reference's layout) with the outputs of the
+#: quantization recipe behind the model file ``<key>``, run exactly: the zoo writes one per
+#: int8 file, and the runner splits that file's error into quantization and lowering with it.
+SIMULATED_PREFIX = "simulated_"
 
 
 def distribution_availability(
@@ -43,7 +48,7 @@ def file_keys_with_suffix(model: ModelDef, suffixes: tuple[str, ...]) -> list[st
     return [
         key
         for key, ref in model.files.items()
-        if key != REFERENCE_KEY and (ref.filename or ref.location).lower().endswith(suffixes)
+        if key != REFERENCE_KEY and not key.startswith(SIMULATED_PREFIX) and (ref.filename or ref.location).lower().endswith(suffixes)
     ]
 
 

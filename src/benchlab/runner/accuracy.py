@@ -23,11 +23,14 @@ import numpy as np
 from benchlab.schema import Metric
 
 __all__ = [
+    "ATTRIBUTION_METRICS",
     "ERROR_METRICS",
     "Reference",
+    "attribution_stats",
     "error_stats",
     "load_reference",
     "save_reference",
+    "sqnr_db",
     "to_arrays",
 ]
 
@@ -44,6 +47,13 @@ ERROR_METRICS: dict[str, str] = {
     Metric.COSINE_SIMILARITY: "cos",
     Metric.TOP1_AGREEMENT: "ratio",
     Metric.TOP5_AGREEMENT: "ratio",
+}
+#: Metric name → unit of every statistic :func:`attribution_stats` reports.
+ATTRIBUTION_METRICS: dict[str, str] = {
+    Metric.QUANTIZATION_SQNR: "dB",
+    Metric.QUANTIZATION_L2_REL: "rel",
+    Metric.LOWERING_SQNR: "dB",
+    Metric.LOWERING_L2_REL: "rel",
 }
 # SQNR of bit-identical outputs is infinite; the metric protocol carries finite numbers only,
 # so identical outputs read as this ceiling (documented in docs/accuracy.md).
@@ -205,12 +215,7 @@ def error_stats(
     scale = float(np.max(np.abs(want))) if want.size else 0.0
     signal = float(np.sum(want * want))
     noise = float(np.sum(diff * diff))
-    if noise == 0.0:
-        sqnr = SQNR_CEILING_DB
-    elif signal == 0.0:
-        sqnr = -SQNR_CEILING_DB
-    else:
-        sqnr = min(SQNR_CEILING_DB, 10.0 * float(np.log10(signal / noise)))
+    sqnr = sqnr_db(signal, noise)
     norms = float(np.linalg.norm(got) * np.linalg.norm(want))
     l2 = float(np.sqrt(noise))
     ref_norm = float(np.sqrt(signal))
@@ -233,4 +238,47 @@ def error_stats(
             stats[Metric.TOP5_AGREEMENT] = _topk_agreement(actual, expected, 5)
             stats[Metric.CROSS_ENTROPY], stats[Metric.KL_DIVERGENCE] = _entropies(
                 actual, expected)
+    return stats
+
+
+def _flat(pairs: Sequence[tuple[np.ndarray, np.ndarray]], side: int) -> np.ndarray:
+    return np.concatenate([p[side].astype(np.float64).reshape(-1) for p in pairs])
+
+
+def sqnr_db(signal: float, noise: float) -> float:
+    """``10·log10(signal / noise)``, held to ±:data:`SQNR_CEILING_DB` (identical: the ceiling)."""
+    if noise == 0.0:
+        return SQNR_CEILING_DB
+    if signal == 0.0:
+        return -SQNR_CEILING_DB
+    return min(SQNR_CEILING_DB, 10.0 * float(np.log10(signal / noise)))
+
+
+def attribution_stats(
+    outputs: Sequence[np.ndarray], simulated: Sequence[np.ndarray],
+    reference: Sequence[np.ndarray],
+) -> dict[str, float]:
+    """Split a quantized model's error against the fp32 ``reference`` in two.
+
+    ``simulated`` are the outputs of the quantization recipe run exactly (the fake-quantized
+    eager model, or the quantized graph's own arithmetic): against the reference they are the
+    *quantization* error; the runtime's ``outputs`` against them are the *lowering* error (what
+    its kernels add). Both are measured on the reference's scale (its L2 norm is the signal),
+    and since runtime − fp32 = (simulated − fp32) + (runtime − simulated), the two relative
+    L2 errors bracket the total ``error_l2_rel``: |q − l| ≤ total ≤ q + l.
+    """
+    quant = _pair_outputs(simulated, reference)
+    lowering = _pair_outputs(outputs, [s for s, _ in quant])
+    want = _flat(quant, 1)
+    sim = _flat(quant, 0)
+    got = _flat(lowering, 0)
+    signal = float(np.sum(want * want))
+    quant_noise = float(np.sum((sim - want) ** 2))
+    lowering_noise = float(np.sum((got - sim) ** 2))
+    norm = float(np.sqrt(signal))
+    stats = {Metric.QUANTIZATION_SQNR: sqnr_db(signal, quant_noise),
+             Metric.LOWERING_SQNR: sqnr_db(signal, lowering_noise)}
+    if norm > 0:
+        stats[Metric.QUANTIZATION_L2_REL] = float(np.sqrt(quant_noise)) / norm
+        stats[Metric.LOWERING_L2_REL] = float(np.sqrt(lowering_noise)) / norm
     return stats

@@ -43,6 +43,7 @@ class RunnerConfig(BaseModel):
     target_ci: float | None = _setting("target_ci")
     threads: int | None = _setting("threads")
     profile_ops: bool = _setting("profile_ops")
+    layer_errors: bool = _setting("layer_errors")
     profile_iterations: int = Field(10, ge=1)
     seed: int = 0
     options: dict[str, Any] = Field(default_factory=dict)
@@ -51,6 +52,14 @@ class RunnerConfig(BaseModel):
     )
     reference: str | None = Field(
         None, description="reference .npz: inputs to feed and the outputs to compare against"
+    )
+    simulated_reference: str | None = Field(
+        None, description="outputs of the quantization recipe run exactly (.npz, the reference's "
+        "layout): splits the error into quantization and lowering"
+    )
+    layer_reference: str | None = Field(
+        None, description="the model whose intermediate outputs the layer table compares with "
+        "(default: the backend's own choice, e.g. the eager model)"
     )
     dump_outputs: str | None = Field(
         None, description="write the last call's outputs to this .npz (the outputs API)"

@@ -15,9 +15,17 @@ from typing import Any, Protocol, TextIO
 
 import numpy as np
 
+from benchlab.diagnosis import LayerTable
 from benchlab.protocol import format_detail, format_metric
 from benchlab.schema import DetailKey, Metric
-from benchlab.runner.accuracy import ERROR_METRICS, error_stats, load_reference
+from benchlab.runner.accuracy import (
+    ATTRIBUTION_METRICS,
+    ERROR_METRICS,
+    attribution_stats,
+    error_stats,
+    load_reference,
+)
+from benchlab.runner.layers import compare_layers
 from benchlab.runner.config import InputConfig, RunnerConfig
 from benchlab.stats import AdaptiveStop
 
@@ -47,6 +55,13 @@ class RuntimeBackend(Protocol):
 
     The constructor imports the runtime; :meth:`load` loads the model (timed as load time);
     :meth:`prepare` binds inputs and returns the zero-argument call that is timed per iteration.
+
+    Two optional methods explain a cell (see :mod:`benchlab.diagnosis`):
+    ``delegation() -> Coverage | None``, what the delegate or execution provider took; and
+    ``layer_outputs(inputs, reference) -> (own, reference's, order, what the reference is)``,
+    the intermediate outputs of the model and of a reference model (``reference`` is the
+    configured reference model's path, or ``None`` for the backend's default) as dicts of
+    arrays by tensor name, with the model's ``(name, op type)`` in execution order.
     """
 
     def __init__(self, config: RunnerConfig) -> None: ...
@@ -147,6 +162,45 @@ def _load_backend(path: str, config: RunnerConfig) -> RuntimeBackend:
     return cls(config)
 
 
+def _attribution_lines(path: str, got: list[list[np.ndarray]],
+                       want: list[list[np.ndarray]]) -> list[str]:
+    """The quantization and lowering parts of the error, from the simulated outputs' file.
+
+    Its sets must be those of the reference (the zoo writes both from the same inputs).
+    """
+    simulated = load_reference(path)
+    sets = [simulated.outputs, *(outs for _, outs in simulated.more)]
+    if len(sets) < len(want):
+        raise ValueError(f"{path} holds {len(sets)} output sets; the reference has {len(want)}")
+    stats = attribution_stats(_stack(got), _stack(sets[:len(want)]), _stack(want))
+    return [format_metric("NET", k, v, ATTRIBUTION_METRICS[k]) for k, v in stats.items()]
+
+
+def _diagnosis(backend: RuntimeBackend, config: RunnerConfig,
+               inputs: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Delegation coverage (when the backend can tell) and, if asked, the layer table.
+
+    Both are optional backend methods: ``delegation() -> Coverage | None`` and
+    ``layer_outputs(inputs, reference) -> (own, reference's, order, what the reference is)``.
+    """
+    found: dict[str, Any] = {}
+    delegation = getattr(backend, "delegation", None)
+    if delegation is not None:
+        coverage = delegation()
+        if coverage is not None:
+            found[DetailKey.DELEGATION] = coverage.to_detail()
+    if config.layer_errors:
+        capture = getattr(backend, "layer_outputs", None)
+        if capture is None:
+            table = LayerTable(reference="", note=f"{type(backend).__name__} cannot expose its "
+                               "intermediate outputs, so there is no layer table")
+        else:
+            own, theirs, order, described = capture(inputs, config.layer_reference)
+            table = compare_layers(own, theirs, order, described)
+        found[DetailKey.LAYER_ERRORS] = table.to_detail()
+    return found
+
+
 def measure(config: RunnerConfig, out: TextIO) -> None:
     """Run the whole measurement described by ``config`` and print its metric lines."""
     clock = time.perf_counter_ns
@@ -244,6 +298,8 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
         details["reference_sets"] = len(got)
         lines += [format_metric("NET", k, v, ERROR_METRICS[k]) for k, v in stats.items()]
         details["reference_task"] = reference.task
+        if config.simulated_reference:
+            lines += _attribution_lines(config.simulated_reference, got, want)
     if config.profile_ops:
         try:
             for per_op in backend.profile_ops(config.profile_iterations):
@@ -251,6 +307,7 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
         except ProfilingUnavailable as why:
             details[DetailKey.OP_PROFILE_UNAVAILABLE] = str(why)
     details.update(backend.info())
+    details.update(_diagnosis(backend, config, inputs))
     details.update(decision.to_detail())
     details[DetailKey.INPUTS] = {s.name: [s.shape, s.dtype] for s in specs}
     details[DetailKey.MEASURE_WINDOW] = window
