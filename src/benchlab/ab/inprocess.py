@@ -60,7 +60,8 @@ def _runner_wire(invocations: Sequence[Invocation], side: str) -> tuple[dict, Ma
         raise ModeUnavailable(f"{side} does not run benchlab's runner")
     wire = json.loads(argv[3])
     for unused in ("reference", "dump_outputs", "target_ci", "min_time", "max_time",
-                   "profile_ops", "layer_errors", "simulated_reference", "layer_reference"):
+                   "profile_ops", "layer_errors", "simulated_reference", "layer_reference",
+                   "delegation"):
         wire.pop(unused, None)  # the pair process times fixed blocks and checks nothing else
     return wire, invocations[0].env
 

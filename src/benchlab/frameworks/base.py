@@ -160,7 +160,10 @@ def runner_invocation(
             extra_files=dict(extra_files or {}),
             reference=ctx.files.get(f"files.{REFERENCE_KEY}"),
             simulated_reference=_simulated_reference(ctx, model_path),
-            layer_errors=test.layer_errors,
+            # The diagnosis is a property of the model and configuration, the same in every
+            # process: the job's first process alone pays for it.
+            delegation=ctx.repetition == 0,
+            layer_errors=test.layer_errors and ctx.repetition == 0,
             layer_reference=layer_reference if test.layer_errors else None,
         )
     except ValidationError as exc:

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from benchlab.diagnosis import Coverage, LayerTable
 from benchlab.report.svg import median
 from benchlab.units import convert, dimension_of
 from benchlab.schema import LATENCY_KEY, DetailKey, Metric, Result, Status, Summary
@@ -98,6 +99,14 @@ class Cell:
     cosine: float | None = None
     top1: float | None = None
     top5: float | None = None
+    #: The int8 error split (docs/accuracy.md): what the recipe costs, what the kernels add.
+    quant_sqnr: float | None = None
+    lowering_sqnr: float | None = None
+    quant_l2_rel: float | None = None
+    lowering_l2_rel: float | None = None
+    #: What the delegate or execution provider took, and the layer table when asked for.
+    delegation: Coverage | None = None
+    layers: LayerTable | None = None
     ops: Mapping[str, float] = field(default_factory=dict)
     ops_unavailable: str | None = None
     #: Whole-model metrics benchlab has no column for (a FAI-PEP postprocess's
@@ -239,7 +248,13 @@ def cell_of(result: Result) -> Cell:
         sqnr=_value(s.get(Metric.SQNR.key)),
         cosine=_value(s.get(Metric.COSINE_SIMILARITY.key)),
         top1=_value(s.get(Metric.TOP1_AGREEMENT.key)),
-        top5=_value(s.get(Metric.TOP5_AGREEMENT.key)), ops=ops,
+        top5=_value(s.get(Metric.TOP5_AGREEMENT.key)),
+        quant_sqnr=_value(s.get(Metric.QUANTIZATION_SQNR.key)),
+        lowering_sqnr=_value(s.get(Metric.LOWERING_SQNR.key)),
+        quant_l2_rel=_value(s.get(Metric.QUANTIZATION_L2_REL.key)),
+        lowering_l2_rel=_value(s.get(Metric.LOWERING_L2_REL.key)),
+        delegation=Coverage.from_detail(details.get(DetailKey.DELEGATION)),
+        layers=LayerTable.from_detail(details.get(DetailKey.LAYER_ERRORS)), ops=ops,
         ops_unavailable=details.get(DetailKey.OP_PROFILE_UNAVAILABLE),
         other=_other_metrics(s),
         warnings=tuple(latency.warnings) if latency else (),

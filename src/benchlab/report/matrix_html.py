@@ -22,6 +22,8 @@ from benchlab.report.matrix import (
     pareto_front,
     per_device,
 )
+from benchlab.diagnosis import coverage_warning
+from benchlab.report.explain import diagnosis_html
 from benchlab.schema import EnvKey
 from benchlab.report.svg import CSS, LEFT, RIGHT, WIDTH, esc, num, short, svg, write_page
 
@@ -37,6 +39,8 @@ _EXTRA_CSS = """
 td.fast{font-weight:600}td.tie{font-style:italic}.heat td.n{min-width:70px}.skip{color:#777}
 td.failed{color:#c62828}.wide{overflow-x:auto}
 td.changed,.changed-note{color:#b26a00;font-weight:600}td.changed{white-space:nowrap}
+.why .warn{color:#b26a00;font-weight:600}.why .muted{color:#777}
+table.layers tr.diverging td{background:#ffe0b2;font-weight:600}
 """
 
 
@@ -225,8 +229,8 @@ def _runtime(cell: Cell, changes: Mapping[tuple[str, str], str]) -> str:
 def _table(cells: Sequence[Cell], changes: Mapping[tuple[str, str], str]) -> list[str]:
     head = ("model", "backend", "runtime", "precision", "status", "p50 ms", "p90 ms", "±95%",
             "items/s", "load ms", "first ms", "peak MiB", "+load MiB", "size MiB",
-            "energy mJ", "power W", "max |err|", "L2 rel", "SQNR dB", "cosine", "top-1",
-            "top-5", "KL nats", "other metrics")
+            "energy mJ", "power W", "max |err|", "L2 rel", "SQNR dB", "quant dB", "lowering dB",
+            "cosine", "top-1", "top-5", "KL nats", "delegated", "other metrics")
     rows = ["<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in head)
             + "</tr></thead><tbody>"]
     for c in cells:
@@ -242,10 +246,13 @@ def _table(cells: Sequence[Cell], changes: Mapping[tuple[str, str], str]) -> lis
             _fmt(c.throughput, ".4g"), _fmt(c.load), _fmt(c.first), _fmt(c.memory_peak, ".0f"),
             _fmt(c.memory_load, ".1f"), _fmt(c.size, ".2f"), _fmt(c.energy, ".4g"),
             _fmt(c.power, ".3g"), _fmt(c.error_max_abs, ".2e"), _fmt(c.error_l2_rel, ".2e"),
-            _fmt(c.sqnr, ".1f"), _fmt(c.cosine, ".6f"),
+            _fmt(c.sqnr, ".1f"), _fmt(c.quant_sqnr, ".1f"), _fmt(c.lowering_sqnr, ".1f"),
+            _fmt(c.cosine, ".6f"),
             _fmt(c.top1 * 100 if c.top1 is not None else None, ".0f", "%"),
             _fmt(c.top5 * 100 if c.top5 is not None else None, ".0f", "%"),
             _fmt(c.kl_divergence, ".2e"),
+            (("⚠ " if coverage_warning(c.delegation) else "") + c.delegation.summary())
+            if c.delegation else "–",
             "; ".join(f"{name} {value:.4g} {unit}" for name, (value, unit) in c.other.items())
             or "–",
         )
@@ -416,6 +423,9 @@ def matrix_html(
             parts.append('<ul class="sub">' + "".join(
                 f"<li>{esc(label)}: no per-operator times — {esc(why)}</li>"
                 for label, why in missing) + "</ul>")
+    why = diagnosis_html(cells)
+    if why:
+        parts.append(why)
     parts.append("</main></body></html>")
     return "\n".join(parts) + "\n"
 

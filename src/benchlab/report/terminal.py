@@ -21,6 +21,8 @@ from rich.progress import (
 from rich.table import Table
 
 from benchlab.report.matrix import cell_of as _cell_of
+from benchlab.diagnosis import coverage_warning
+from benchlab.report.explain import diagnosis_lines
 from benchlab.report.matrix import device_spread, devices_of, other_metric_names
 from benchlab.schema import LATENCY_KEY, Metric, Result, Status, StopReason, Summary
 from benchlab.units import convert
@@ -134,6 +136,7 @@ def result_notes(results: Sequence[Result], *, warnings: bool = True) -> list[st
                          f"{latency.count} samples")
         for flag in _device_flags(result):
             notes.append(f"{label}: device {flag['flag'].replace('_', ' ')}: {flag['detail']}")
+        notes += [f"{label}: {line}" for line in diagnosis_lines(_cell_of(result))]
         energy = result.energy
         if energy is not None:
             if energy.get("status") == "ok":
@@ -188,7 +191,9 @@ def results_table(results: Sequence[Result], title: str = "benchlab results") ->
                   "is expected (95%, from the spread between processes; ¹: one process, its "
                   "own precision only); err: max "
                   "|output − reference|; L2rel: ‖output − reference‖ / ‖reference‖; KL: "
-                  "KL divergence of the classes, nats", header_style="bold",
+                  "KL divergence of the classes, nats; q/l dB: SQNR of the int8 error's "
+                  "quantization and lowering parts; deleg: share of operators the delegate "
+                  "or provider took (or its partitions)", header_style="bold",
                   expand=False)
     cells = {id(r): _cell_of(r) for r in results}
     extra = [
@@ -201,6 +206,8 @@ def results_table(results: Sequence[Result], title: str = "benchlab results") ->
         ("SQNR", any(c.sqnr is not None for c in cells.values())),
         ("top1", any(c.top1 is not None for c in cells.values())),
         ("KL", any(c.kl_divergence is not None for c in cells.values())),
+        ("q/l dB", any(c.quant_sqnr is not None for c in cells.values())),
+        ("deleg", any(c.delegation is not None for c in cells.values())),
     ]
     shown = [name for name, present in extra if present]
     precision = ["prec"] if "prec" in shown else []
@@ -228,6 +235,10 @@ def results_table(results: Sequence[Result], title: str = "benchlab results") ->
         notes += [_FLAG_TAGS[f["flag"]] for f in _device_flags(result)]
         if cell.unit_notes:
             notes.append("unit")
+        if cell.delegation is not None and coverage_warning(cell.delegation):
+            notes.append("fallback")
+        if cell.layers is not None and cell.layers.first_diverging is not None:
+            notes.append("layer")
         ci = "-"
         if latency is not None:
             ci = f"{latency.ci_rel_halfwidth * 100:.1f}%"
@@ -250,6 +261,9 @@ def results_table(results: Sequence[Result], title: str = "benchlab results") ->
             "SQNR": f"{cell.sqnr:.1f}" if cell.sqnr is not None else "-",
             "KL": _sci(cell.kl_divergence),
             "top1": f"{cell.top1:.0%}" if cell.top1 is not None else "-",
+            "q/l dB": "-" if cell.quant_sqnr is None or cell.lowering_sqnr is None
+            else f"{cell.quant_sqnr:.1f}/{cell.lowering_sqnr:.1f}",
+            "deleg": escape(cell.delegation.summary()) if cell.delegation else "-",
             "notes": ",".join(dict.fromkeys(notes)),
             **{name: f"{cell.other[name][0]:.4g} {cell.other[name][1]}" if name in cell.other
                else "-" for name in other},

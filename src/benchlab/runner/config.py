@@ -44,6 +44,10 @@ class RunnerConfig(BaseModel):
     threads: int | None = _setting("threads")
     profile_ops: bool = _setting("profile_ops")
     layer_errors: bool = _setting("layer_errors")
+    delegation: bool = Field(
+        True, description="report what the delegate or execution provider took (a job asks "
+        "its first process only: the answer is the same in every one)"
+    )
     profile_iterations: int = Field(10, ge=1)
     seed: int = 0
     options: dict[str, Any] = Field(default_factory=dict)

@@ -184,7 +184,7 @@ def _diagnosis(backend: RuntimeBackend, config: RunnerConfig,
     ``layer_outputs(inputs, reference) -> (own, reference's, order, what the reference is)``.
     """
     found: dict[str, Any] = {}
-    delegation = getattr(backend, "delegation", None)
+    delegation = getattr(backend, "delegation", None) if config.delegation else None
     if delegation is not None:
         coverage = delegation()
         if coverage is not None:

@@ -12,6 +12,8 @@ import numpy as np
 import onnxruntime as ort
 from onnxruntime.capi.onnxruntime_pybind11_state import Fail as OrtFail
 
+from benchlab.diagnosis import Coverage
+from benchlab.frameworks.onnxruntime.placement import coverage_from_events
 from benchlab.runner.config import InputConfig, RunnerConfig
 
 __all__ = ["OnnxRuntimeBackend"]
@@ -134,8 +136,9 @@ class OnnxRuntimeBackend:
         """Nothing beyond the loop's own measurements."""
         return {}
 
-    def profile_ops(self, iterations: int) -> list[dict[str, float]]:
-        """Per-iteration kernel times per op type, from a separate profiling session."""
+    def _profiled_events(self, iterations: int) -> list[dict[str, Any]]:
+        """The profiler's events of a separate session, configured as the timed one, run
+        ``iterations`` times on the prepared feeds."""
         with tempfile.TemporaryDirectory() as tmp:
             session = ort.InferenceSession(
                 self._config.model_path,
@@ -145,7 +148,16 @@ class OnnxRuntimeBackend:
             for _ in range(iterations):
                 session.run(None, self._feeds)
             with open(session.end_profiling()) as handle:
-                events = json.load(handle)
+                events: list[dict[str, Any]] = json.load(handle)
+        return events
+
+    def delegation(self) -> Coverage:
+        """Which provider ran each node, from one profiled run (see ``placement.py``)."""
+        return coverage_from_events(self._profiled_events(1), self._providers())
+
+    def profile_ops(self, iterations: int) -> list[dict[str, float]]:
+        """Per-iteration kernel times per op type, from a separate profiling session."""
+        events = self._profiled_events(iterations)
         runs = sorted(
             (e["ts"], e["ts"] + e["dur"])
             for e in events
