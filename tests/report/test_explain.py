@@ -87,3 +87,11 @@ def test_html_report_shows_coverage_attribution_and_the_diverging_layer(tmp_path
     # The diverging row's orange and the warnings' amber are painted, not just in the markup.
     assert colour_pixels(shot, "#ffe0b2", tolerance=4) > 2000
     assert colour_pixels(shot, "#b26a00", tolerance=30) > 50
+
+
+def test_the_progress_line_warns_as_soon_as_the_job_ends() -> None:
+    from benchlab.report.terminal import cell_line
+
+    azure, xnnpack = _sweep()
+    assert "⚠ AzureExecutionProvider was asked for but took no operator" in cell_line(azure)
+    assert "⚠" not in cell_line(xnnpack)  # partitions taken: not flagged

@@ -327,6 +327,9 @@ def cell_line(result: Result) -> str:
         parts.append("measured")
     if cell.sqnr is not None:
         parts.append(f"SQNR {cell.sqnr:.1f} dB")
+    warning = coverage_warning(cell.delegation) if cell.delegation else None
+    if warning:
+        parts.append(f"[yellow]⚠ {escape(warning)}[/]")
     return " ".join(parts)
 
 
