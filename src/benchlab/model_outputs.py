@@ -18,12 +18,15 @@ from typing import Any
 import numpy as np
 
 from benchlab.artifacts import ArtifactCache, default_cache_dir
+from benchlab.diagnosis import LayerTable
 from benchlab.errors import InfrastructureError, UsageError
 from benchlab.frameworks.base import Framework, JobContext, Unsupported
 from benchlab.frameworks.common import REFERENCE_KEY
 from benchlab.jobrun import fetch_files
 from benchlab.plugins import load_framework, open_target
+from benchlab.protocol import parse_output
 from benchlab.runner.accuracy import error_stats, load_reference, save_reference
+from benchlab.schema import DetailKey
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
 from benchlab.targets.base import RunRequest, Target
 from benchlab.zoo import ZOO, zoo_specs
@@ -36,7 +39,8 @@ class ModelOutputs:
     """What one backend returned for one set of inputs.
 
     ``errors`` holds benchlab's statistics (``error_max_abs``, ``sqnr``...) against
-    ``reference`` and is empty when there is no reference to compare with.
+    ``reference`` and is empty when there is no reference to compare with. ``layers`` is the
+    per-layer error table when it was asked for (``outputs(..., layer_errors=True)``).
     """
 
     model: str
@@ -45,6 +49,7 @@ class ModelOutputs:
     outputs: list[np.ndarray]
     reference: list[np.ndarray] | None = None
     errors: dict[str, float] = field(default_factory=dict)
+    layers: LayerTable | None = None
 
     def as_torch(self) -> list[Any]:
         """The outputs as torch tensors (imports torch)."""
@@ -74,6 +79,7 @@ def outputs(
     target: str | Target = "host",
     cache_dir: Path | None = None,
     timeout: float = 600.0,
+    layer_errors: bool = False,
 ) -> ModelOutputs:
     """Run ``model`` (a zoo name, a spec file or a loaded spec) once on ``framework``.
 
@@ -83,6 +89,8 @@ def outputs(
     reference was made from the same inputs. ``target`` (``"ssh:host=pi,python=..."``,
     ``"adb:serial=X,python=..."`` or a target object) runs it on that device: the model and
     inputs are pushed, the outputs pulled back, and the errors computed here, as on the host.
+    ``layer_errors`` also compares every layer's output with the reference model's, in the
+    runner as ``--layer-errors`` does (:attr:`ModelOutputs.layers`).
     """
     from benchlab.api import parse_framework
 
@@ -99,7 +107,7 @@ def outputs(
         raise UsageError(f"outputs() runs benchlab's runner on the device, and target "
                          f"{device.name!r} has no Python; give it one (python=...)")
     test = replace(spec.tests[0], warmup=0, iter=1, min_time=0.0, repeat=1, profile_ops=False,
-                   target_ci=None, max_time=None)
+                   target_ci=None, max_time=None, layer_errors=layer_errors)
     with tempfile.TemporaryDirectory(prefix="benchlab-outputs-") as tmp:
         local = fetch_files(spec, test, cache)
         reference = None
@@ -113,7 +121,7 @@ def outputs(
                            reference.task if reference else "")
             local[f"files.{REFERENCE_KEY}"] = given
             reference = load_reference(given)
-        got = _run_on(device, adapter, spec, test, chosen, local, Path(tmp), timeout)
+        got, details = _run_on(device, adapter, spec, test, chosen, local, Path(tmp), timeout)
         if reference is not None and reference.inputs:
             used = dict(reference.inputs)
         else:  # the runner's seeded inputs for repetition 0, made the same way here
@@ -127,13 +135,15 @@ def outputs(
     if expected is not None:
         errors = error_stats(got, expected, reference.task if reference else "")
     return ModelOutputs(model=spec.model.name, framework=chosen, inputs=used, outputs=got,
-                        reference=expected, errors=errors)
+                        reference=expected, errors=errors,
+                        layers=LayerTable.from_detail(details.get(DetailKey.LAYER_ERRORS)))
 
 
 def _run_on(device: Target, adapter: Framework, spec: BenchmarkSpec, test: TestCase,
             config: FrameworkConfig, local: dict[str, Path], tmp: Path,
-            timeout: float) -> list[np.ndarray]:
-    """Push the files, run the runner once with ``dump_outputs``, pull the dump and read it."""
+            timeout: float) -> tuple[list[np.ndarray], dict[str, Any]]:
+    """Push the files, run the runner once with ``dump_outputs``, pull the dump and read it;
+    the runner's details come along."""
     workdir = device.make_workdir(f"outputs-{spec.model.name}")
     try:
         # Files keep their names on the device: the runner finds the reference by its path.
@@ -163,5 +173,7 @@ def _run_on(device: Target, adapter: Framework, spec: BenchmarkSpec, test: TestC
                                       f"({exc})") from exc
     finally:
         device.remove_workdir(workdir)
+    details = parse_output(done.stdout).details
     with np.load(pulled) as archive:
-        return [archive[k] for k in sorted(archive.keys(), key=lambda k: int(k.split(".")[1]))]
+        arrays = [archive[k] for k in sorted(archive.keys(), key=lambda k: int(k.split(".")[1]))]
+    return arrays, details

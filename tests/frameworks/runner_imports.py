@@ -67,9 +67,12 @@ def assert_runner_loads_only_its_backend(invocation: Invocation, framework: str,
     unwanted = sorted(m for m in everything for f in forbidden if m == f or m.startswith(f + "."))
     assert not unwanted, f"the runner process loaded {unwanted[:10]}"
     package = f"benchlab.frameworks.{framework}"
+    # The runner-side modules an adapter package may have (its backend and what only the
+    # backend imports); never its adapter.py, which belongs to the harness.
+    runner_side = ("backend", "options", "placement", "program", "layers")
     allowed = runner_modules() | {"benchlab.runner.__main__", "benchlab.frameworks",
                                   "benchlab.frameworks.lazy", package,
-                                  f"{package}.backend", f"{package}.options"}
+                                  *(f"{package}.{name}" for name in runner_side)}
     assert f"{package}.backend" in loaded
     assert loaded <= allowed, f"the runner process loaded {sorted(loaded - allowed)}"
     parsed = parse_output(proc.stdout)

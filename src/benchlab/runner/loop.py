@@ -30,6 +30,7 @@ from benchlab.runner.config import InputConfig, RunnerConfig
 from benchlab.stats import AdaptiveStop
 
 __all__ = [
+    "LayersUnavailable",
     "ProfilingUnavailable",
     "RuntimeBackend",
     "main",
@@ -50,6 +51,14 @@ class ProfilingUnavailable(Exception):
     """
 
 
+class LayersUnavailable(Exception):
+    """Raised by a backend's ``layer_outputs`` when this configuration cannot expose its layers
+    (a compiled model whose intermediate tensors never exist, no reference to compare with).
+
+    The message says why; the layer table records it as its note instead of rows.
+    """
+
+
 class RuntimeBackend(Protocol):
     """The runner side of a framework: the only code that imports the runtime.
 
@@ -61,7 +70,8 @@ class RuntimeBackend(Protocol):
     ``layer_outputs(inputs, reference) -> (own, reference's, order, what the reference is)``,
     the intermediate outputs of the model and of a reference model (``reference`` is the
     configured reference model's path, or ``None`` for the backend's default) as dicts of
-    arrays by tensor name, with the model's ``(name, op type)`` in execution order.
+    arrays by tensor name, with the model's ``(name, op type)`` in execution order; it raises
+    :class:`LayersUnavailable` where the configuration cannot expose its layers.
     """
 
     def __init__(self, config: RunnerConfig) -> None: ...
@@ -195,8 +205,11 @@ def _diagnosis(backend: RuntimeBackend, config: RunnerConfig,
             table = LayerTable(reference="", note=f"{type(backend).__name__} cannot expose its "
                                "intermediate outputs, so there is no layer table")
         else:
-            own, theirs, order, described = capture(inputs, config.layer_reference)
-            table = compare_layers(own, theirs, order, described)
+            try:
+                own, theirs, order, described = capture(inputs, config.layer_reference)
+                table = compare_layers(own, theirs, order, described)
+            except LayersUnavailable as why:
+                table = LayerTable(reference="", note=str(why))
         found[DetailKey.LAYER_ERRORS] = table.to_detail()
     return found
 

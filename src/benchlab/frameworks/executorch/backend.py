@@ -3,6 +3,9 @@
 One timed iteration is a call of the runtime's method object on torch tensors made once in
 :meth:`ExecuTorchBackend.prepare`; the returned output tensors are part of the call (the
 runtime allocates them), converting them to numpy is not.
+
+Delegation coverage (:meth:`ExecuTorchBackend.delegation`) is read from the program file
+itself by :mod:`benchlab.frameworks.executorch.program`.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import torch
 # extension links against libtorch, as the wrapper's own comment says.
 from executorch.extension.pybindings import _portable_lib as portable_lib
 
+from benchlab.diagnosis import Coverage
+from benchlab.frameworks.executorch.program import pte_coverage
 from benchlab.runner.accuracy import to_arrays
 from benchlab.runner.config import InputConfig, RunnerConfig
 from benchlab.runner.loop import ProfilingUnavailable
@@ -34,7 +39,6 @@ _SCALAR_TYPES = {
     7: "float64", 11: "bool",
 }
 _VERSION = importlib.metadata.version("executorch")
-
 
 class ExecuTorchBackend:
     """A program's method in the ExecuTorch runtime, its threadpool sized to ``threads``."""
@@ -139,6 +143,11 @@ class ExecuTorchBackend:
             "built with EXECUTORCH_ENABLE_EVENT_TRACER=ON (e.g. executor_runner on the target) "
             "gives them"
         )
+
+    def delegation(self) -> Coverage:
+        """The partitions the delegate took and the operators left out (:func:`pte_coverage`)."""
+        return pte_coverage(str(self._config.model_path), self._options.get("delegate"),
+                            self._method_name)
 
     def info(self) -> dict[str, Any]:
         """ExecuTorch version, threadpool size, delegate and precision of the file, the file."""

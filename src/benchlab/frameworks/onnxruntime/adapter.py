@@ -20,10 +20,10 @@ from benchlab.frameworks.common import (
 from benchlab.frameworks.native import parse_perf_test, perf_test_argv
 from benchlab.spec.types import FrameworkConfig, ModelDef
 
-__all__ = ["INT8_KEY", "OnnxRuntimeFramework"]
+__all__ = ["FP32_KEY", "INT8_KEY", "OnnxRuntimeFramework"]
 
-#: The zoo's key of the int8-quantized ONNX file.
-INT8_KEY = "onnx_int8"
+#: The zoo's keys of the fp32 ONNX file and of its int8-quantized copy.
+FP32_KEY, INT8_KEY = "onnx", "onnx_int8"
 
 
 class OnnxRuntimeFramework(RunnerFramework):
@@ -70,8 +70,12 @@ class OnnxRuntimeFramework(RunnerFramework):
                 extra=self.native_flags(ctx),
             ))]
         precision = "int8" if key == INT8_KEY else str(ctx.config.options.get("precision", "fp32"))
+        # The layer table of another file (the int8 one, say) compares with the fp32 model;
+        # the fp32 file itself with its own unoptimised graph (the backend's default).
+        fp32 = ctx.files.get(f"files.{FP32_KEY}") if key != FP32_KEY else None
         return [runner_invocation(ctx, backend=self.backend, model_path=ctx.files[f"files.{key}"],
-                                  options={**ctx.config.options, "precision": precision})]
+                                  options={**ctx.config.options, "precision": precision},
+                                  layer_reference=fp32)]
 
 
 def _file_key(model: ModelDef, options: Mapping[str, Any]) -> tuple[str | None, str | None]:
@@ -82,4 +86,4 @@ def _file_key(model: ModelDef, options: Mapping[str, Any]) -> tuple[str | None, 
     if precision == "int8":
         return select_file_key(model, options, preferred=INT8_KEY, suffixes=(".onnx",),
                                strict=True)
-    return select_file_key(model, options, preferred="onnx", suffixes=(".onnx",))
+    return select_file_key(model, options, preferred=FP32_KEY, suffixes=(".onnx",))

@@ -174,6 +174,17 @@ class OnnxRuntimeBackend:
                     break
         return per_run
 
+    def layer_outputs(
+        self, inputs: dict[str, np.ndarray], reference: str | None
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], list[tuple[str, str]], str]:
+        """Every layer's output here and in ``reference`` (default: this file) on the CPU
+        provider, unoptimised; see :mod:`benchlab.frameworks.onnxruntime.layers`."""
+        from benchlab.frameworks.onnxruntime.layers import capture_layers
+
+        assert self._session is not None and self._config.model_path
+        return capture_layers(self._config.model_path, reference, inputs,
+                              self._session_options(), self._providers(), self._session)
+
     def info(self) -> dict[str, Any]:
         """onnxruntime version and the session configuration in effect."""
         assert self._session is not None

@@ -4,25 +4,75 @@ Where the time goes: ``load_time`` is ``read_model`` (for an ``.onnx`` file that
 conversion to OpenVINO's graph) plus ``compile_model`` for the CPU. Inputs are bound to the
 infer request(s) once, sharing the numpy buffers, so a timed call is the inference itself plus
 a few microseconds of Python binding; outputs stay in the request's own tensors (no copy).
+
+Delegation coverage (:func:`query_coverage`) is OpenVINO's own answer to which operations a
+device supports (``Core.query_model``), asked once after timing.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
 import numpy as np
 import openvino as ov
 
+from benchlab.diagnosis import Coverage
 from benchlab.frameworks.openvino.options import HINTS, canonical_precision
 from benchlab.runner.config import InputConfig, RunnerConfig
 
-__all__ = ["OpenVinoBackend"]
+__all__ = ["NOT_COUNTED", "OpenVinoBackend", "query_coverage"]
 
 _DEVICE = "CPU"
 _MICROSECOND = timedelta(microseconds=1)
+#: Operation types that carry data rather than compute: a model's inputs, outputs and weights.
+#: They are left out of the coverage's operator count (every device "supports" them).
+NOT_COUNTED = frozenset({"Parameter", "Result", "Constant"})
+_COVERAGE_METHOD = "Core.query_model: the device that supports each operation"
+
+
+def _runs_on(device: str) -> Callable[[str | None], bool]:
+    """Whether a device named by ``query_model`` is the engine ``device`` asks for.
+
+    ``HETERO:A,B`` asks for ``A`` first and falls back to the rest, so only ``A`` counts; any
+    other device string answers with the device itself (``CPU``), or with its own name
+    (``AUTO``, ``MULTI``) for what it can place: any answer counts.
+    """
+    head, _, rest = device.partition(":")
+    if head.upper() == "HETERO" and rest:
+        preferred = rest.split(",")[0].strip()
+        return lambda assigned: assigned == preferred
+    return lambda assigned: assigned is not None
+
+
+def query_coverage(core: ov.Core, model: ov.Model, device: str,
+                   config: Mapping[str, Any] | None = None) -> Coverage:
+    """How much of ``model`` ``device`` supports, by OpenVINO's ``Core.query_model``.
+
+    ``nodes`` counts the model's operations except :data:`NOT_COUNTED` (Parameter, Result,
+    Constant), those of the top-level graph (an If or Loop counts once, its bodies not
+    apart); ``delegated`` those the query assigns to the device, ``fallback`` the types of
+    the rest. Plain ``CPU`` is what the backend always compiles for, not a choice: it is
+    not ``asked``, so a CPU-only run is never flagged; any other device string is.
+    """
+    assigned: dict[str, str] = dict(core.query_model(model, device, dict(config or {})))
+    counted = [op for op in model.get_ordered_ops() if op.get_type_name() not in NOT_COUNTED]
+    runs_on = _runs_on(device)
+    by_engine = Counter(assigned[op.get_friendly_name()] for op in counted
+                        if op.get_friendly_name() in assigned)
+    fallback = Counter(op.get_type_name() for op in counted
+                       if not runs_on(assigned.get(op.get_friendly_name())))
+    unplaced = sum(1 for op in counted if op.get_friendly_name() not in assigned)
+    note = (f"no device of {device} supports {unplaced} of the model's operations: the "
+            "model cannot be compiled for it") if unplaced else ""
+    return Coverage(
+        engine=device, method=_COVERAGE_METHOD, asked=device.upper() != "CPU",
+        nodes=len(counted), delegated=len(counted) - sum(fallback.values()), partitions=None,
+        fallback=dict(fallback), by_engine=dict(by_engine), note=note,
+    )
 
 
 def _node_averages(request: ov.InferRequest) -> dict[str, tuple[str, int]]:
@@ -197,6 +247,19 @@ class OpenVinoBackend:
             per_iteration.append(ops)
             previous = current
         return per_iteration
+
+    def delegation(self) -> Coverage:
+        """What the CPU plugin supports of the model, for the configuration compiled.
+
+        A query that fails gives a coverage whose note says why: the diagnosis never fails
+        the measured job.
+        """
+        assert self._model is not None
+        try:
+            return query_coverage(self._core, self._model, _DEVICE, self._compile_config())
+        except Exception as error:  # noqa: BLE001 - any failure: say so, keep the measurement
+            return Coverage(engine=_DEVICE, method=_COVERAGE_METHOD,
+                            note=f"Core.query_model failed: {error}")
 
     def info(self) -> dict[str, Any]:
         """The configuration the compiled model actually uses, read back from it."""

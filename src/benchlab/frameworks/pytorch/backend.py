@@ -231,6 +231,20 @@ class PyTorchBackend:
             per_iteration.append(ops)
         return per_iteration
 
+    def layer_outputs(
+        self, inputs: dict[str, np.ndarray], reference: str | None
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], list[tuple[str, str]], str]:
+        """Every export-graph node's output here and in the reference (the entry's fp32 model,
+        or the ``reference`` .pt2); see :mod:`benchlab.frameworks.pytorch.layers`."""
+        from benchlab.frameworks.pytorch.layers import capture_layers
+
+        entry = self._config.entry
+        return capture_layers(
+            self._mode, torch.bfloat16 if self._precision == "bf16" else None, self._model, inputs,
+            reference, (lambda: build_from_entry(entry).eval()) if entry else None,
+            self.outputs,
+        )
+
     def _compile_info(self) -> dict[str, Any]:
         options = self._config.options
         info: dict[str, Any] = {

@@ -5,25 +5,37 @@ input buffers) followed by ``invoke()``. That is what an application pays per in
 this API; the alternative of writing the inputs once and timing ``invoke()`` alone would make
 LiteRT look cheaper than the runtimes whose timed call takes the inputs (ONNX Runtime,
 ExecuTorch). Reading the outputs is not timed, as for the other backends.
+
+Delegation coverage (:func:`node_coverage`): applying a delegate in ``allocate_tensors``
+appends one ``DELEGATE`` node per partition to the subgraph and leaves the nodes it replaced
+in the node list (they no longer run). The nodes a ``DELEGATE`` node replaced are those
+between its input and its output tensors, which the interpreter's node list gives.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import ai_edge_litert
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
+from benchlab.diagnosis import Coverage
 from benchlab.runner.config import InputConfig, RunnerConfig
 from benchlab.runner.loop import ProfilingUnavailable
 
-__all__ = ["TfliteBackend", "from_output", "to_input"]
+__all__ = ["BUILTIN", "XNNPACK", "TfliteBackend", "from_output", "node_coverage", "to_input"]
 
 _QUANTIZED = (np.int8, np.uint8, np.int16)
+XNNPACK = "XNNPACK"
+BUILTIN = "builtin"
+_DELEGATE_OP = "DELEGATE"
+_COVERAGE_METHOD = ("the interpreter's nodes after allocate_tensors: each DELEGATE node "
+                    "replaces the nodes between its input and output tensors")
 
 
 def _natural(name: str) -> list[Any]:
@@ -54,6 +66,57 @@ def from_output(detail: dict[str, Any], array: np.ndarray) -> np.ndarray:
     if np.dtype(detail["dtype"]).type in _QUANTIZED and scale:
         return ((array.astype(np.float32) - zero_point) * scale).astype(np.float32)
     return array
+
+
+def _replaced(delegate: Mapping[str, Any], producers: Mapping[int, Mapping[str, Any]]
+              ) -> set[int]:
+    """The nodes one ``DELEGATE`` node replaced: from its outputs back to its inputs.
+
+    The interpreter gives a delegate kernel's node exactly the input and output tensors of
+    the partition it replaces (constants included), so walking producers back from its
+    outputs, stopping at its inputs, visits that partition's nodes and no other.
+    """
+    boundary = {int(t) for t in delegate["inputs"]}
+    pending = [int(t) for t in delegate["outputs"]]
+    seen: set[int] = set()
+    nodes: set[int] = set()
+    while pending:
+        tensor = pending.pop()
+        if tensor in seen or tensor in boundary or tensor not in producers:
+            continue  # a partition input, a constant or a model input: outside
+        seen.add(tensor)
+        node = producers[tensor]
+        if int(node["index"]) not in nodes:
+            nodes.add(int(node["index"]))
+            pending.extend(int(t) for t in node["inputs"] if t >= 0)  # -1: optional, absent
+    return nodes
+
+
+def node_coverage(ops: Sequence[Mapping[str, Any]], *, xnnpack: bool) -> Coverage:
+    """XNNPACK's coverage from the interpreter's node list (``_get_ops_details()``).
+
+    ``ops`` is the first subgraph's node list after ``allocate_tensors``: the model's own
+    nodes, then one ``DELEGATE`` node per partition the delegate took. ``nodes`` counts the
+    model's own, ``delegated`` those some ``DELEGATE`` node replaced, ``fallback`` the types
+    of the rest, which run on LiteRT's built-in kernels. XNNPACK is ``asked`` when the
+    ``xnnpack`` option is on (its default): benchlab applies it on purpose. Without it the
+    engine is the built-in kernels, which run every node.
+    """
+    own = [op for op in ops if op["op_name"] != _DELEGATE_OP]
+    if not xnnpack:
+        return Coverage(engine=BUILTIN, method=_COVERAGE_METHOD, nodes=len(own),
+                        delegated=len(own), by_engine={BUILTIN: len(own)})
+    producers = {int(t): op for op in own for t in op["outputs"] if t >= 0}
+    partitions = [op for op in ops if op["op_name"] == _DELEGATE_OP]
+    taken: set[int] = set()
+    for partition in partitions:
+        taken |= _replaced(partition, producers)
+    fallback = Counter(str(op["op_name"]) for op in own if int(op["index"]) not in taken)
+    return Coverage(
+        engine=XNNPACK, method=_COVERAGE_METHOD, asked=True, nodes=len(own),
+        delegated=len(taken), partitions=len(partitions), fallback=dict(fallback),
+        by_engine={XNNPACK: len(taken), BUILTIN: len(own) - len(taken)},
+    )
 
 
 class TfliteBackend:
@@ -182,6 +245,22 @@ class TfliteBackend:
             "per-operator profiler (libLiteRt's profiler has no Python binding); run LiteRT's "
             "benchmark_model --enable_op_profiling=true on the target for per-op times"
         )
+
+    def delegation(self) -> Coverage:
+        """What XNNPACK took of the model (:func:`node_coverage`); a note if LiteRT cannot say.
+
+        The node list comes from the interpreter's private ``_get_ops_details``, the only
+        place LiteRT's Python API shows delegate nodes.
+        """
+        assert self._interpreter is not None
+        engine = XNNPACK if self._xnnpack else BUILTIN
+        try:
+            ops = self._interpreter._get_ops_details()  # noqa: SLF001 - no public equivalent
+            return node_coverage(ops, xnnpack=self._xnnpack)
+        except Exception as error:  # noqa: BLE001 - a private API; say so, never fail the run
+            return Coverage(engine=engine, method=_COVERAGE_METHOD, asked=self._xnnpack,
+                            note=f"ai-edge-litert {ai_edge_litert.__version__} gives no usable "
+                                 f"node list to Python ({error}), so the coverage is unknown")
 
     def _delegated(self) -> bool | None:
         """Whether a delegate (XNNPACK here) took over any nodes; ``None`` if unknowable."""
