@@ -25,6 +25,10 @@ def test_derived_views_agree_with_the_registry() -> None:
     assert ALL_FORMATS == tuple(FORMATS)
     assert set(DEFAULT_FORMATS) == set(ALL_FORMATS) - {"aoti", "pte_portable"}
     assert FORMAT_FILES["openvino"] == ("openvino", "openvino_bin")
+    # The int8 formats write their recipe's simulated outputs too (optional files).
+    assert FORMAT_FILES["onnx_int8"] == ("onnx_int8", "simulated_onnx_int8")
+    assert FORMATS["pte_xnnpack_int8"].simulated_files == ("simulated_pte_xnnpack_int8",)
+    assert [f.name for f in FORMATS.values() if f.simulated] == ["onnx_int8", "pte_xnnpack_int8"]
     assert format_of("reference") is REFERENCE and format_of("onnx") is FORMATS["onnx"]
     # ONNX is written before the formats converted from it.
     assert ALL_FORMATS.index("onnx") < min(ALL_FORMATS.index("onnx_int8"),
@@ -34,7 +38,9 @@ def test_derived_views_agree_with_the_registry() -> None:
 def test_cache_key_names_the_packages_and_the_revision() -> None:
     key = format_key("fp", "onnx_int8")
     assert key.startswith("fp|onnx_int8|torch==") and "onnxruntime==" in key
-    assert key.endswith("|rev2")
+    # Its simulated outputs hold the reference's input sets: a new reference is a miss too.
+    assert key.endswith(f"|rev3|ref{REFERENCE.revision}")
+    assert format_key("fp", "pte_xnnpack_int8").endswith(f"|rev1|ref{REFERENCE.revision}")
     assert format_key("fp", "reference").endswith("|rev2") and "numpy==" in format_key(
         "fp", "reference")
     assert "|rev" not in format_key("fp", "torchscript")

@@ -111,7 +111,8 @@ def convnet_errors(convnet: Job) -> dict[str, dict[str, float]]:
     ref = load_reference(files["reference"])
     return {
         key: error_stats(run_file(key, path, ref), ref.outputs, ref.task)
-        for key, path in files.items() if key not in ("reference", "openvino_bin")
+        for key, path in files.items()
+        if key not in ("reference", "openvino_bin") and not key.startswith("simulated_")
     }
 
 
@@ -154,6 +155,25 @@ def test_reference_holds_eager_output(convnet: Job) -> None:
     with torch.no_grad():
         expected = build()(torch.from_numpy(ref.inputs["input0"])).numpy()
     np.testing.assert_allclose(ref.outputs[0], expected, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("key", ["onnx_int8", "pte_xnnpack_int8"])
+def test_int8_files_come_with_their_simulated_outputs(convnet: Job, key: str) -> None:
+    files = convnet.result["files"]
+    ref = load_reference(files["reference"])
+    simulated = load_reference(files[f"simulated_{key}"])
+    assert Path(files[f"simulated_{key}"]).name == (
+        "convnet.int8.simulated.npz" if key == "onnx_int8" else
+        "convnet.xnnpack-int8.simulated.npz")
+    # The reference's input sets, in its order, so the runner pairs them set by set.
+    assert simulated.task == ref.task and len(simulated.more) == len(ref.more) == 7
+    for (ins, outs), (ref_ins, ref_outs) in zip([(simulated.inputs, simulated.outputs),
+                                                 *simulated.more],
+                                                [(ref.inputs, ref.outputs), *ref.more]):
+        assert ins.keys() == ref_ins.keys()
+        assert all(np.array_equal(ins[k], ref_ins[k]) for k in ins)
+        stats = error_stats(outs, ref_outs)
+        assert 0 < stats["error_l2_rel"] < 0.05, stats  # quantized, and close
 
 
 @pytest.mark.parametrize("key", ["torchscript", "pt2", "onnx", "tflite", "pte_xnnpack",
@@ -219,10 +239,10 @@ def test_one_failing_exporter_loses_nothing_else(tmp_path: Path, update_baseline
     assert list(result["failed"]) == ["torchscript"]
     assert result["failed"]["torchscript"].startswith("RuntimeError: ")
     assert len(result["failed"]["torchscript"]) <= 300
-    assert set(result["files"]) == {"reference", "onnx_int8"}
+    assert set(result["files"]) == {"reference", "onnx_int8", "simulated_onnx_int8"}
     # The fp32 ONNX file was only a step towards int8: it is not left behind.
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
-        "dm.int8.onnx", "dm.reference.npz"]
+        "dm.int8.onnx", "dm.int8.simulated.npz", "dm.reference.npz"]
     ref = load_reference(result["files"]["reference"])
     stats = error_stats(run_file("onnx_int8", result["files"]["onnx_int8"], ref), ref.outputs)
     # Dynamic quantization of two Gemms with 7-bit weights: about 38 dB on any x86-64 CPU.

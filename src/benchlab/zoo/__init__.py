@@ -260,13 +260,14 @@ def _index_report(index: ExportIndex, cache: ArtifactCache, fingerprint: str,
     failed: dict[str, str] = report.get("failed", {})
     seconds: dict[str, float] = report.get("seconds", {})
     for fmt in todo:
-        keys = format_of(fmt).files
-        if fmt in failed or not all(k in files for k in keys):
+        spec = format_of(fmt)
+        if fmt in failed or not all(k in files for k in spec.files):
             reason = failed.get(fmt, "the exporter wrote no file")
             index.put(format_key(fingerprint, fmt), FormatEntry(error=reason))
             continue
         stored = {}
-        for key in keys:
+        # Simulated outputs are kept when written: models without a reference have none.
+        for key in [*spec.files, *(k for k in spec.simulated_files if k in files)]:
             stored[key] = file_record(*cache.put(Path(files[key])))
         index.put(format_key(fingerprint, fmt), FormatEntry(files=stored,
                                                             seconds=seconds.get(fmt)))

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.artifacts import ArtifactCache, sha256_of
-from benchlab.zoo.catalog import ZooModel, format_of
+from benchlab.zoo.catalog import REFERENCE, ZooModel, format_of
 
 __all__ = ["ExportIndex", "FormatEntry", "file_record", "format_key", "model_fingerprint"]
 
@@ -70,10 +70,15 @@ def model_fingerprint(model: ZooModel, onnx_bytes: bytes | None = None) -> str:
 
 
 def format_key(fingerprint: str, fmt: str) -> str:
-    """The index key of one format of one model definition, exporter versions included."""
+    """The index key of one format of one model definition, exporter versions included.
+
+    A format that writes simulated outputs holds the reference's input sets in them, so the
+    reference's revision is part of its key: a new reference layout exports it again too.
+    """
     spec = format_of(fmt)
     versions = ",".join(f"{d}=={_version(d)}" for d in spec.packages)
-    return f"{fingerprint}|{fmt}|{versions}" + (f"|rev{spec.revision}" if spec.revision else "")
+    return (f"{fingerprint}|{fmt}|{versions}" + (f"|rev{spec.revision}" if spec.revision else "")
+            + (f"|ref{REFERENCE.revision}" if spec.simulated else ""))
 
 
 @dataclass(frozen=True, slots=True)

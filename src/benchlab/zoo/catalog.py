@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from benchlab.frameworks.common import SIMULATED_PREFIX
+
 __all__ = [
     "ALL_FORMATS",
     "DEFAULT_FORMATS",
@@ -35,6 +37,9 @@ class ExportFormat:
     distributions whose versions decide what it writes (part of its export-cache key).
     ``revision``: bumped when its exporter changes in a way those versions do not capture, so
     only this format is exported again. ``default``: exported unless a model says otherwise.
+    ``simulated``: an int8 format that also writes ``simulated_<key>`` beside its file, the
+    quantization recipe's exact outputs on the reference's input sets
+    (:mod:`benchlab.zoo.simulate`), whenever the model has a reference.
     The exporter is the function ``export_<name>`` of :mod:`benchlab.zoo.exporters`.
     """
 
@@ -43,6 +48,13 @@ class ExportFormat:
     packages: tuple[str, ...] = ("torch",)
     revision: str = ""
     default: bool = True
+    simulated: bool = False
+
+    @property
+    def simulated_files(self) -> tuple[str, ...]:
+        """The keys of its simulated outputs. Optional: ONNX-only models have no reference
+        to take the inputs from, and an export without them still counts."""
+        return tuple(SIMULATED_PREFIX + key for key in self.files) if self.simulated else ()
 
     @property
     def exporter(self) -> str:
@@ -61,18 +73,22 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
     ExportFormat("pt2", ("pt2",)),
     ExportFormat("onnx", ("onnx",), _ONNX_PACKAGES),
     ExportFormat("openvino", ("openvino", "openvino_bin"), (*_ONNX_PACKAGES, "openvino")),
-    # 2: 7-bit weights (quantize.REDUCE_RANGE), the same on every x86 CPU
-    ExportFormat("onnx_int8", ("onnx_int8",), (*_ONNX_PACKAGES, "onnxruntime"), revision="2"),
+    # 2: 7-bit weights (quantize.REDUCE_RANGE), the same on every x86 CPU; 3: simulated outputs
+    ExportFormat("onnx_int8", ("onnx_int8",), (*_ONNX_PACKAGES, "onnxruntime"), revision="3",
+                 simulated=True),
     ExportFormat("tflite", ("tflite",), ("torch", "litert-torch")),
     ExportFormat("pte_xnnpack", ("pte_xnnpack",), ("torch", "executorch")),
     ExportFormat("pte_portable", ("pte_portable",), ("torch", "executorch"), default=False),
-    ExportFormat("pte_xnnpack_int8", ("pte_xnnpack_int8",), ("torch", "executorch", "torchao")),
+    # 1: simulated outputs
+    ExportFormat("pte_xnnpack_int8", ("pte_xnnpack_int8",), ("torch", "executorch", "torchao"),
+                 revision="1", simulated=True),
     ExportFormat("aoti", ("aoti",), default=False),
 )}
 #: The PyTorch fp32 outputs every export writes beside its files (2: eight input sets).
 REFERENCE = ExportFormat("reference", ("reference",), ("torch", "numpy"), revision="2")
-#: Format → the model file keys it writes.
-FORMAT_FILES: dict[str, tuple[str, ...]] = {name: f.files for name, f in FORMATS.items()}
+#: Format → the model file keys it writes (simulated outputs included).
+FORMAT_FILES: dict[str, tuple[str, ...]] = {name: (*f.files, *f.simulated_files)
+                                            for name, f in FORMATS.items()}
 ALL_FORMATS = tuple(FORMATS)
 #: What a zoo model exports to unless it says otherwise.
 DEFAULT_FORMATS = tuple(name for name, f in FORMATS.items() if f.default)

@@ -11,12 +11,16 @@ by every format built on it without being retried.
 from __future__ import annotations
 
 import shutil
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from benchlab.zoo.simulate import Simulator
 
 __all__ = [
     "ExportContext",
@@ -155,12 +159,41 @@ def export_onnx(ctx: ExportContext) -> dict[str, Path]:
 
 
 def export_onnx_int8(ctx: ExportContext) -> dict[str, Path]:
-    """ONNX Runtime int8 quantization of the fp32 ONNX file (``NAME.int8.onnx``)."""
+    """ONNX Runtime int8 quantization of the fp32 ONNX file (``NAME.int8.onnx``), and for
+    torch models its simulated outputs (``NAME.int8.simulated.npz``, see
+    :mod:`benchlab.zoo.simulate`)."""
     from benchlab.zoo.quantize import quantize_onnx
+    from benchlab.zoo.simulate import onnx_simulator
 
     target = ctx.path(".int8.onnx")
     quantize_onnx(ctx.fp32_onnx(), target, ctx.calibration)
-    return {"onnx_int8": target}
+    written = {"onnx_int8": target}
+    written.update(_simulated(ctx, "onnx_int8", target, lambda: onnx_simulator(target)[0]))
+    return written
+
+
+def _simulated(ctx: ExportContext, key: str, model_file: Path,
+               simulator: Callable[[], Simulator]) -> dict[str, Path]:
+    """``{simulated_<key>: path}``: the simulated outputs of the int8 ``model_file``, the
+    recipe (``simulator()``) run on every input set of the reference file.
+
+    Nothing without a reference (ONNX-only models), nor when the recipe cannot be run exactly
+    (an op ``onnx.reference`` lacks): the int8 file is worth benchmarking without its error
+    split, so that is said on stderr and the export goes on.
+    """
+    from benchlab.zoo.simulate import simulated_key, simulated_path, write_simulated
+
+    if ctx.reference is None:
+        return {}
+    target = simulated_path(model_file)
+    try:
+        write_simulated(ctx.reference, target, simulator())
+    except Exception as error:
+        target.unlink(missing_ok=True)
+        print(f"benchlab.zoo.export: no simulated outputs for {model_file.name}, so no "
+              f"quantization/lowering split: {type(error).__name__}: {error}", file=sys.stderr)
+        return {}
+    return {simulated_key(key): target}
 
 
 def export_tflite(ctx: ExportContext) -> dict[str, Path]:
@@ -228,13 +261,18 @@ def export_pte_portable(ctx: ExportContext) -> dict[str, Path]:
 
 
 def export_pte_xnnpack_int8(ctx: ExportContext) -> dict[str, Path]:
-    """ExecuTorch XNNPACK with PT2E static int8 quantization (``NAME.xnnpack-int8.pte``)."""
+    """ExecuTorch XNNPACK with PT2E int8 quantization (``NAME.xnnpack-int8.pte``), and the
+    fake-quantized model's outputs (``NAME.xnnpack-int8.simulated.npz``)."""
     from benchlab.zoo.quantize import quantize_pt2e_xnnpack
+    from benchlab.zoo.simulate import torch_simulator
 
     target = ctx.path(".xnnpack-int8.pte")
-    program = quantize_pt2e_xnnpack(ctx.exported_program(), ctx.args, ctx.calibration)
-    _write_pte(program, target, ctx.args)
-    return {"pte_xnnpack_int8": target}
+    made = quantize_pt2e_xnnpack(ctx.exported_program(), ctx.args, ctx.calibration)
+    _write_pte(made.program, target, ctx.args)
+    written = {"pte_xnnpack_int8": target}
+    written.update(_simulated(ctx, "pte_xnnpack_int8", target,
+                              lambda: torch_simulator(made.fake_quantized)))
+    return written
 
 
 def export_openvino(ctx: ExportContext) -> dict[str, Path]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,9 @@ __all__ = [
     "ORT_STATIC_OPS",
     "PER_CHANNEL_OPSET",
     "REDUCE_RANGE",
+    "Pt2eInt8",
+    "fake_quantize_pt2e_xnnpack",
+    "lower_pt2e_xnnpack",
     "quantize_onnx",
     "quantize_pt2e_xnnpack",
 ]
@@ -134,26 +138,45 @@ def quantize_onnx(
     return "static-qdq" if static else "dynamic"
 
 
+@dataclass(frozen=True)
+class Pt2eInt8:
+    """What :func:`quantize_pt2e_xnnpack` makes: the ExecuTorch program (``.buffer`` is the
+    ``.pte`` file) and the fake-quantized ``GraphModule`` it was lowered from."""
+
+    program: Any
+    fake_quantized: Any
+
+
 def quantize_pt2e_xnnpack(
     program: Any, args: tuple[Any, ...], calibration: Sequence[tuple[np.ndarray, ...]]
-) -> Any:
-    """ExecuTorch program of ``program`` (an ExportedProgram) with int8 XNNPACK kernels.
+) -> Pt2eInt8:
+    """ExecuTorch program of ``program`` (an ExportedProgram) with int8 XNNPACK kernels, and
+    the fake-quantized model it was lowered from.
 
     PT2E flow: annotate the exported graph with XNNPACK's symmetric per-channel config, observe
     activation ranges on ``calibration``, convert to quantize/dequantize pairs, export again and
     lower to XNNPACK, which fuses the pairs into int8 kernels. As for ONNX Runtime, graphs with
     convolutions get static activation scales and the rest dynamic ones (per inference): static
     int8 activations lose too much in transformers (MiniLM: cosine 0.86 against the fp32
-    output; tiny transformer: 0.9998 static, 0.999996 dynamic). Returns the ExecuTorch program
-    (``.buffer`` is the ``.pte`` file).
+    output; tiny transformer: 0.9998 static, 0.999996 dynamic). The converted model is
+    returned too: run in eager PyTorch it is the recipe computed exactly (the simulated
+    outputs, :mod:`benchlab.zoo.simulate`), so calibration runs once for both.
     """
+    converted = fake_quantize_pt2e_xnnpack(program, calibration)
+    return Pt2eInt8(program=lower_pt2e_xnnpack(converted, args), fake_quantized=converted)
+
+
+def fake_quantize_pt2e_xnnpack(
+    program: Any, calibration: Sequence[tuple[np.ndarray, ...]]
+) -> Any:
+    """The fake-quantized ``GraphModule`` of ``program``: XNNPACK's quantizer annotates it
+    (static activation scales when it has convolutions, dynamic ones otherwise), observers see
+    ``calibration``, and ``convert_pt2e`` replaces them with quantize/dequantize ops."""
     import torch
-    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
         XNNPACKQuantizer,
         get_symmetric_quantization_config,
     )
-    from executorch.exir import to_edge_transform_and_lower
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
     class Quantizer(XNNPACKQuantizer):  # type: ignore[misc]
@@ -175,7 +198,16 @@ def quantize_pt2e_xnnpack(
     with torch.no_grad():
         for inputs in calibration:
             prepared(*(torch.from_numpy(np.ascontiguousarray(a)) for a in inputs))
-    converted = convert_pt2e(prepared)
+    return convert_pt2e(prepared)
+
+
+def lower_pt2e_xnnpack(converted: Any, args: tuple[Any, ...]) -> Any:
+    """The ExecuTorch program of a fake-quantized ``GraphModule``, its int8 pairs fused into
+    XNNPACK kernels (``.buffer`` is the ``.pte`` file)."""
+    import torch
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+
     quantized = torch.export.export(converted, args)
     lowered = to_edge_transform_and_lower(quantized, partitioner=[XnnpackPartitioner()])
     return lowered.to_executorch()
