@@ -75,3 +75,13 @@ def test_layer_error_of_a_scaled_tensor_is_its_known_sqnr() -> None:
     error = layer_error("x", "Mul", want * 1.1, want)
     assert error.sqnr == pytest.approx(20.0)  # noise is 0.1 of the signal: 10·log10(100)
     assert error.l2_rel == pytest.approx(0.1) and error.max_abs == pytest.approx(0.1)
+
+
+def test_a_lowering_error_near_its_rounding_floor_is_read_as_flips() -> None:
+    from benchlab.diagnosis import ROUNDING_FLOOR_MARGIN_DB, at_rounding_floor
+
+    assert at_rounding_floor(26.0, 28.0)  # 2 dB below: within the floor's own spread
+    assert at_rounding_floor(28.0 - ROUNDING_FLOOR_MARGIN_DB, 28.0)
+    assert at_rounding_floor(40.0, 28.0)  # better than the floor
+    assert not at_rounding_floor(25.9, 33.6)  # MobileNetV2's XNNPACK int8 cell: 7.7 dB above
+    assert not at_rounding_floor(25.0, None) and not at_rounding_floor(None, 25.0)

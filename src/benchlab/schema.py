@@ -133,6 +133,13 @@ class Metric(StrEnum):
     #: ‖runtime − simulated‖₂ over ‖fp32 reference‖₂; with the quantization part it brackets
     #: error_l2_rel (the error vectors add up)
     LOWERING_L2_REL = "lowering_l2_rel"
+    #: dB, the rounding floor under the lowering error: the runtime's own outputs moved by a
+    #: one-ulp change of every float input, against its unmoved outputs (signal: the fp32
+    #: reference). A lowering error near it is rounding flips spreading through a deep int8
+    #: net, not a kernel that computes something else (docs/accuracy.md)
+    LOWERING_FLOOR_SQNR = "lowering_floor_sqnr"
+    #: ‖runtime(x nudged one ulp) − runtime(x)‖₂ over ‖fp32 reference‖₂
+    LOWERING_FLOOR_L2_REL = "lowering_floor_l2_rel"
 
     @property
     def key(self) -> str:

@@ -34,7 +34,9 @@ def _result(framework: str, config: dict, details: dict, *, int8: bool = False) 
     if int8:
         samples += [Sample("quantization_sqnr", 33.0, "dB"), Sample("lowering_sqnr", 36.5, "dB"),
                     Sample("quantization_l2_rel", 0.0224, "rel"),
-                    Sample("lowering_l2_rel", 0.015, "rel")]
+                    Sample("lowering_l2_rel", 0.015, "rel"),
+                    Sample("lowering_floor_sqnr", 38.0, "dB"),
+                    Sample("lowering_floor_l2_rel", 0.01, "rel")]
     identity = JobIdentity(spec="zoo:mobilenet_v2", model_name="mobilenet_v2", model_hash="h",
                            test_identifier="default", framework=framework,
                            framework_config=config, target="host")
@@ -72,6 +74,8 @@ def test_terminal_shows_the_columns_and_says_why_in_the_notes() -> None:
     assert "fell back: Conv ×52, Add ×3" in notes
     assert "first below 40 dB: conv1 (Conv, 11.2 dB)" in notes
     assert "int8 error: quantization 33.0 dB, lowering 36.5 dB (total 31.0 dB)" in notes
+    # 36.5 dB of lowering error against a 38 dB floor: within 3 dB, read as rounding flips.
+    assert "rounding floor 38.0 dB (the lowering error is within it" in notes
     assert "fell back: aten::mean.out ×1" in notes
 
 

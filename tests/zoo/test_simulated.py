@@ -25,7 +25,9 @@ from benchlab.artifacts import ArtifactCache
 from benchlab.runner.accuracy import (
     attribution_stats,
     error_stats,
+    floor_stats,
     load_reference,
+    nudged,
     save_reference,
 )
 from benchlab.schema import Metric, Result, Status
@@ -66,6 +68,29 @@ def test_a_lowering_that_undoes_the_quantization_error() -> None:
     assert same[Metric.LOWERING_SQNR] == 300.0 and same[Metric.LOWERING_L2_REL] == 0.0
     zero = attribution_stats([np.ones(3)], [np.ones(3)], [np.zeros(3)])
     assert set(zero) == {Metric.QUANTIZATION_SQNR, Metric.LOWERING_SQNR}
+
+
+def test_nudged_inputs_move_every_float_by_one_ulp_and_no_integer() -> None:
+    x = np.linspace(-2, 2, 1000, dtype=np.float32).reshape(10, 100)
+    ids = np.arange(7, dtype=np.int64)
+    moved = nudged({"x": x, "ids": ids}, seed=3)
+    assert moved is not None and np.array_equal(moved["ids"], ids)
+    up, down = np.nextafter(x, np.inf), np.nextafter(x, -np.inf)
+    assert np.all((moved["x"] == up) | (moved["x"] == down))
+    ups = np.mean(moved["x"] > x)
+    assert 0.4 < ups < 0.6  # a seeded sign per element, about half each way
+    again = nudged({"x": x, "ids": ids}, seed=3)
+    assert again is not None and np.array_equal(again["x"], moved["x"])  # reproducible
+    assert nudged({"ids": ids}) is None  # token ids alone: no ulp to move
+
+
+def test_floor_is_measured_on_the_references_scale() -> None:
+    reference = [np.array([3.0, 4.0])]
+    outputs = [np.array([3.0, 4.1])]
+    stats = floor_stats([np.array([3.0, 4.6])], outputs, reference)
+    assert stats[Metric.LOWERING_FLOOR_L2_REL] == pytest.approx(0.5 / 5)
+    assert stats[Metric.LOWERING_FLOOR_SQNR] == pytest.approx(20.0)
+    assert floor_stats(outputs, outputs, reference)[Metric.LOWERING_FLOOR_SQNR] == 300.0
 
 
 def _integer_graph(path: Path) -> None:
@@ -202,6 +227,11 @@ def test_int8_error_splits_into_quantization_and_lowering(
           f"({_value(result, Metric.QUANTIZATION_SQNR):.1f} dB), lowering {lowering:.3e} "
           f"({_value(result, Metric.LOWERING_SQNR):.1f} dB)")
     assert abs(quantization - lowering) - SLACK <= total <= quantization + lowering + SLACK
+    # The rounding floor is measured beside them (float inputs: both models take images or
+    # feature vectors), at or below the lowering error whenever that one is not exact.
+    assert Metric.LOWERING_FLOOR_SQNR.key in result.summaries
+    floor = _value(result, Metric.LOWERING_FLOOR_L2_REL)
+    assert 0 <= floor < 0.05
     # The recipe itself loses something: not all of an int8 file's error is the runtime's.
     assert 1e-4 < quantization < 0.05
     assert _value(result, Metric.QUANTIZATION_SQNR) < 80

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from benchlab.diagnosis import Coverage, LayerTable, coverage_warning
+from benchlab.diagnosis import Coverage, LayerTable, at_rounding_floor, coverage_warning
 from benchlab.report.matrix import Cell
 from benchlab.report.svg import esc
 
@@ -49,6 +49,15 @@ def _attribution_line(cell: Cell) -> str | None:
         line += f"; L2rel {cell.quant_l2_rel:.3g} + {cell.lowering_l2_rel:.3g}"
         if cell.error_l2_rel is not None:
             line += f" → {cell.error_l2_rel:.3g}"
+    if cell.floor_l2_rel == 0:
+        line += "; a one-ulp input change moves no output (no rounding floor)"
+    elif cell.floor_sqnr is not None:
+        line += f"; rounding floor {cell.floor_sqnr:.1f} dB"
+        if cell.lowering_l2_rel and cell.lowering_sqnr is not None:
+            above = cell.floor_sqnr - cell.lowering_sqnr
+            line += (" (the lowering error is within it: rounding flips, not the kernels)"
+                     if at_rounding_floor(cell.lowering_sqnr, cell.floor_sqnr) else
+                     f" (the lowering error is {above:.1f} dB above it)")
     return line
 
 

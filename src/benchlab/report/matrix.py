@@ -104,6 +104,9 @@ class Cell:
     lowering_sqnr: float | None = None
     quant_l2_rel: float | None = None
     lowering_l2_rel: float | None = None
+    #: The rounding floor under the lowering part: one ulp of input change, same scale.
+    floor_sqnr: float | None = None
+    floor_l2_rel: float | None = None
     #: What the delegate or execution provider took, and the layer table when asked for.
     delegation: Coverage | None = None
     layers: LayerTable | None = None
@@ -253,6 +256,8 @@ def cell_of(result: Result) -> Cell:
         lowering_sqnr=_value(s.get(Metric.LOWERING_SQNR.key)),
         quant_l2_rel=_value(s.get(Metric.QUANTIZATION_L2_REL.key)),
         lowering_l2_rel=_value(s.get(Metric.LOWERING_L2_REL.key)),
+        floor_sqnr=_value(s.get(Metric.LOWERING_FLOOR_SQNR.key)),
+        floor_l2_rel=_value(s.get(Metric.LOWERING_FLOOR_L2_REL.key)),
         delegation=Coverage.from_detail(details.get(DetailKey.DELEGATION)),
         layers=LayerTable.from_detail(details.get(DetailKey.LAYER_ERRORS)), ops=ops,
         ops_unavailable=details.get(DetailKey.OP_PROFILE_UNAVAILABLE),

@@ -25,10 +25,13 @@ from benchlab.schema import Metric
 __all__ = [
     "ATTRIBUTION_METRICS",
     "ERROR_METRICS",
+    "FLOOR_METRICS",
     "Reference",
     "attribution_stats",
     "error_stats",
+    "floor_stats",
     "load_reference",
+    "nudged",
     "save_reference",
     "sqnr_db",
     "to_arrays",
@@ -54,6 +57,11 @@ ATTRIBUTION_METRICS: dict[str, str] = {
     Metric.QUANTIZATION_L2_REL: "rel",
     Metric.LOWERING_SQNR: "dB",
     Metric.LOWERING_L2_REL: "rel",
+}
+#: Metric name → unit of every statistic :func:`floor_stats` reports.
+FLOOR_METRICS: dict[str, str] = {
+    Metric.LOWERING_FLOOR_SQNR: "dB",
+    Metric.LOWERING_FLOOR_L2_REL: "rel",
 }
 # SQNR of bit-identical outputs is infinite; the metric protocol carries finite numbers only,
 # so identical outputs read as this ceiling (documented in docs/accuracy.md).
@@ -281,4 +289,42 @@ def attribution_stats(
     if norm > 0:
         stats[Metric.QUANTIZATION_L2_REL] = float(np.sqrt(quant_noise)) / norm
         stats[Metric.LOWERING_L2_REL] = float(np.sqrt(lowering_noise)) / norm
+    return stats
+
+
+def nudged(inputs: Mapping[str, np.ndarray], seed: int = 0) -> dict[str, np.ndarray] | None:
+    """``inputs`` with every float element moved one ulp up or down (a seeded sign per
+    element), integers left alone; ``None`` when no input is a float (token ids: there is no
+    rounding-sized change to make).
+
+    The smallest change a float pipeline can see: in a deep int8 network it still flips a few
+    activations sitting on a rounding boundary, and those flips spread, which is the floor
+    under any comparison of two int8 computations of the same recipe.
+    """
+    rng = np.random.default_rng(seed)
+    moved: dict[str, np.ndarray] = {}
+    changed = False
+    for name, array in inputs.items():
+        array = np.asarray(array)
+        if np.issubdtype(array.dtype, np.floating):
+            towards = np.where(rng.random(array.shape) < 0.5, -np.inf, np.inf).astype(array.dtype)
+            array = np.nextafter(array, towards)
+            changed = True
+        moved[name] = array
+    return moved if changed else None
+
+
+def floor_stats(moved: Sequence[np.ndarray], outputs: Sequence[np.ndarray],
+                reference: Sequence[np.ndarray]) -> dict[str, float]:
+    """The lowering error's rounding floor: the runtime's outputs on :func:`nudged` inputs
+    (``moved``) against its ``outputs`` on the inputs as they are, on the fp32 ``reference``'s
+    scale like :func:`attribution_stats`, so the figures compare with the lowering ones."""
+    pairs = _pair_outputs(outputs, reference)
+    shifted = _pair_outputs(moved, [o for o, _ in pairs])
+    want = _flat(pairs, 1)
+    noise = float(np.sum((_flat(shifted, 0) - _flat(pairs, 0)) ** 2))
+    signal = float(np.sum(want * want))
+    stats = {Metric.LOWERING_FLOOR_SQNR: sqnr_db(signal, noise)}
+    if signal > 0:
+        stats[Metric.LOWERING_FLOOR_L2_REL] = float(np.sqrt(noise / signal))
     return stats

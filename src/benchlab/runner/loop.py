@@ -21,9 +21,12 @@ from benchlab.schema import DetailKey, Metric
 from benchlab.runner.accuracy import (
     ATTRIBUTION_METRICS,
     ERROR_METRICS,
+    FLOOR_METRICS,
     attribution_stats,
     error_stats,
+    floor_stats,
     load_reference,
+    nudged,
 )
 from benchlab.runner.layers import compare_layers
 from benchlab.runner.config import InputConfig, RunnerConfig
@@ -186,6 +189,24 @@ def _attribution_lines(path: str, got: list[list[np.ndarray]],
     return [format_metric("NET", k, v, ATTRIBUTION_METRICS[k]) for k, v in stats.items()]
 
 
+def _floor_lines(backend: RuntimeBackend, sets: list[dict[str, np.ndarray]],
+                 got: list[list[np.ndarray]], want: list[list[np.ndarray]]) -> list[str]:
+    """The rounding floor under the lowering error: every input set run again nudged one ulp
+    (:func:`~benchlab.runner.accuracy.nudged`), its outputs against those of the set as it is.
+    Nothing when the inputs hold no float (there is no ulp to move). The first set is
+    prepared again afterwards, so what follows runs on the timed inputs."""
+    moved_sets = [m for k, inputs in enumerate(sets) if (m := nudged(inputs, seed=k)) is not None]
+    if len(moved_sets) < len(sets):
+        return []
+    moved = []
+    for inputs in moved_sets:
+        backend.prepare(inputs)
+        moved.append(backend.outputs())
+    backend.prepare(dict(sets[0]))
+    stats = floor_stats(_stack(moved), _stack(got), _stack(want))
+    return [format_metric("NET", k, v, FLOOR_METRICS[k]) for k, v in stats.items()]
+
+
 def _diagnosis(backend: RuntimeBackend, config: RunnerConfig,
                inputs: dict[str, np.ndarray]) -> dict[str, Any]:
     """Delegation coverage (when the backend can tell) and, if asked, the layer table.
@@ -301,18 +322,20 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
     if skipped_reference:
         details["accuracy_skipped"] = skipped_reference
     if reference is not None and reference.outputs:
-        got, want = [outputs], [reference.outputs]
+        got, want, sets = [outputs], [reference.outputs], [inputs]
         for more_inputs, more_outputs in reference.more:
             if more_outputs:
                 backend.prepare(dict(more_inputs))
                 got.append(backend.outputs())
                 want.append(more_outputs)
+                sets.append(dict(more_inputs))
         stats = error_stats(_stack(got), _stack(want), reference.task)
         details["reference_sets"] = len(got)
         lines += [format_metric("NET", k, v, ERROR_METRICS[k]) for k, v in stats.items()]
         details["reference_task"] = reference.task
         if config.simulated_reference:
             lines += _attribution_lines(config.simulated_reference, got, want)
+            lines += _floor_lines(backend, sets, got, want)
     if config.profile_ops:
         try:
             for per_op in backend.profile_ops(config.profile_iterations):
