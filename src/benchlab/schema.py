@@ -123,7 +123,7 @@ class Metric(StrEnum):
     TOP1_AGREEMENT = "top1_agreement"  #: share of inputs whose top class matches the reference
     TOP5_AGREEMENT = "top5_agreement"  #: share of inputs whose top 5 classes match the reference
     #: dB, what the quantization recipe costs: its simulated (fake-quantized) outputs against
-    #: the fp32 reference, as SQNR (docs/accuracy.md, "Where the error comes from")
+    #: the fp32 reference, as SQNR (docs/accuracy.md, "The int8 error, split")
     QUANTIZATION_SQNR = "quantization_sqnr"
     #: ‖simulated − fp32 reference‖₂ over ‖fp32 reference‖₂
     QUANTIZATION_L2_REL = "quantization_l2_rel"
