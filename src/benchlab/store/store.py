@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 import contextlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, Row, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
@@ -98,6 +98,7 @@ class HistoryPoint:
 
 RunRef = int | str | RunRecord
 """A run named by its id, a prefix of its UUID, ``"latest"``, or its :class:`RunRecord`."""
+_T = TypeVar("_T")
 
 
 # Newest first, so that a limit keeps the latest points.
@@ -277,22 +278,17 @@ class ResultStore:
             "description": description,
             "host": host,
         }
-        for attempt in (1, 2):
-            try:
-                with self._write("record a run") as conn:
-                    found = conn.execute(
-                        select(runs.c.id).where(runs.c.run_uuid == canonical)).scalar()
-                    if found is None:
-                        found = conn.execute(runs.insert().values(**values)
-                                             ).inserted_primary_key[0]
-                    return self._load_run(conn, int(found))
-            except StoreError as exc:
-                # Another writer inserted the same UUID between our read and our insert; the
-                # second attempt reads its row.
-                if attempt == 1 and isinstance(exc.__cause__, IntegrityError):
-                    continue
-                raise
-        raise AssertionError("unreachable")
+
+        def record() -> RunRecord:
+            with self._write("record a run") as conn:
+                found = conn.execute(
+                    select(runs.c.id).where(runs.c.run_uuid == canonical)).scalar()
+                if found is None:
+                    found = conn.execute(runs.insert().values(**values)).inserted_primary_key[0]
+                return self._load_run(conn, int(found))
+
+        # Another writer may insert the same UUID between our read and our insert.
+        return _again_after_a_race(record)
 
     def find_resumable_run(
         self, fingerprint: str | None = None, run_id: RunRef | None = None
@@ -381,17 +377,14 @@ class ResultStore:
         result replaces a failed one: that is a retried job which now succeeded.
         """
         row = result_row(result)
-        for attempt in (1, 2):
-            try:
-                with self._write("store a result") as conn:
-                    return self._insert_result(conn, self._resolve(conn, run_id), row, result)
-            except StoreError as exc:
-                # Two PostgreSQL writers raced on the same job key; the second attempt sees
-                # the winner's row and applies the rules above to it.
-                if attempt == 1 and isinstance(exc.__cause__, IntegrityError):
-                    continue
-                raise
-        raise AssertionError("unreachable")
+
+        def store() -> int:
+            with self._write("store a result") as conn:
+                return self._insert_result(conn, self._resolve(conn, run_id), row, result)
+
+        # Two PostgreSQL writers may race on the same job key; the rules above then apply to
+        # the winner's row.
+        return _again_after_a_race(store)
 
     def _insert_result(
         self, conn: Connection, run_pk: int, row: dict[str, Any], result: Result
@@ -546,3 +539,15 @@ def _run_record(row: Row[Any]) -> RunRecord:
         ok_count=int(row.ok_count),
         failed_count=int(row.failed_count),
     )
+
+
+def _again_after_a_race(write: Callable[[], _T]) -> _T:
+    """``write()``, and once more when it lost a race on a unique key to another writer (an
+    ``IntegrityError`` under the :class:`StoreError`): the second attempt reads the winner's
+    row instead of inserting its own."""
+    try:
+        return write()
+    except StoreError as exc:
+        if not isinstance(exc.__cause__, IntegrityError):
+            raise
+    return write()
