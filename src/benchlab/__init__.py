@@ -17,7 +17,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from benchlab.api import compare, parse_framework, plan_sweep, run, track
+    from benchlab.api import compare, plan_sweep, run, track
     from benchlab.doctor import diagnose
     from benchlab.energy.session import EnergySettings
     from benchlab.plugins import open_target
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from benchlab.spec import load_spec, load_suite
     from benchlab.stats import summarize
     from benchlab.store import open_store
+    from benchlab.sweep import Sweep, parse_framework
 
 __version__ = "0.1.0"
 
@@ -56,6 +57,7 @@ __all__ = [
     "SshTarget",
     "Status",
     "Summary",
+    "Sweep",
     "TestOverrides",
     "UserError",
     "compare",
@@ -97,7 +99,8 @@ _HOMES = {
     "load_spec": "benchlab.spec",
     "load_suite": "benchlab.spec",
     "open_store": "benchlab.store",
-    "parse_framework": "benchlab.api",
+    "parse_framework": "benchlab.sweep",
+    "Sweep": "benchlab.sweep",
     "plan_sweep": "benchlab.api",
     "run": "benchlab.api",
     "summarize": "benchlab.stats",

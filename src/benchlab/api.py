@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from benchlab.artifacts import ArtifactCache, default_cache_dir
 from benchlab.ab.pairs import CompareSettings, Side, compare_jobs
@@ -14,13 +14,13 @@ from benchlab.ab.model import Comparison
 from benchlab.energy.session import EnergySettings
 from benchlab.errors import InfrastructureError, UsageError
 from benchlab.harness import Plan, StagedPlan, TestOverrides, across_devices, execute, plan
-from benchlab.plugins import FRAMEWORK_GROUP, available_names, parse_plugin_text
 from benchlab.report.jsondir import write_result_json
 from benchlab.report.terminal import SweepProgress, download_bar, make_console
 from benchlab.results import Results
 from benchlab.schema import Result
 from benchlab.spec import load
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig
+from benchlab.sweep import SpecsArg, Sweep, TargetsArg, framework_configs
 from benchlab.store import ResultStore, using_store
 from benchlab.targets.base import Target
 from benchlab.targets.reboot import RebootPolicy
@@ -39,48 +39,35 @@ from benchlab.zoo import DEFAULT_MODELS, ExportSession, resolve_model_names, spe
 if TYPE_CHECKING:  # rich is the reporters' business; the API only passes a console through
     from rich.console import Console
 
-__all__ = ["compare", "parse_framework", "plan_sweep", "run", "track"]
-
-
-def parse_framework(text: str) -> FrameworkConfig:
-    """Parse ``name`` or ``name:key=value,key=value`` (values parsed as int/float/bool if they
-    look like one), e.g. ``pytorch:mode=torchscript`` or ``onnxruntime:intra_op_threads=1``."""
-    name, options = parse_plugin_text(text, "framework")
-    return FrameworkConfig(name, options)
-
-
-def _framework_configs(frameworks: Sequence[str | FrameworkConfig] | None
-                       ) -> list[FrameworkConfig]:
-    configs = [parse_framework(f) if isinstance(f, str) else f for f in frameworks or ()]
-    if any(c.name == "all" for c in configs):
-        # "all" = every installed framework's defaults, except those configured explicitly.
-        # Alone, it leaves each spec to its own defaults (what no -f at all does).
-        explicit = [c for c in configs if c.name != "all"]
-        named = {c.name for c in explicit}
-        configs = [FrameworkConfig(n) for n in available_names(FRAMEWORK_GROUP)
-                   if n != "generic" and n not in named] + explicit if explicit else []
-    return configs
+__all__ = ["compare", "plan_sweep", "run", "track"]
 
 
 @dataclass(frozen=True, slots=True)
 class _Staged:
-    """A staged sweep, the plans of the stages taken so far, the framework configurations."""
+    """A staged sweep, the plans of the stages taken so far."""
 
     sweep: StagedPlan
     taken: list[Plan]
-    configs: list[FrameworkConfig]
     zoo_models: int
+
+
+def _as_sweep(specs: SpecsArg | Sweep, **fields: Any) -> Sweep:
+    """``specs`` when it is a :class:`Sweep` already (then no other field may be given),
+    else the sweep those arguments describe (:meth:`Sweep.of`)."""
+    if not isinstance(specs, Sweep):
+        return Sweep.of(specs, **fields)
+    given = sorted(name for name, value in fields.items() if value not in (None, (), "host"))
+    if given:
+        raise UsageError(f"give a Sweep or its fields, not both ({', '.join(given)} given "
+                         "beside a Sweep)")
+    return specs
 
 
 @contextmanager
 def _staged(
-    specs: Sequence[str | Path] | str | Path | None,
-    models: Sequence[str] | None,
-    frameworks: Sequence[str | FrameworkConfig] | None,
+    sweep: Sweep,
     targets: Sequence[Target],
-    overrides: TestOverrides | None,
     cache: ArtifactCache,
-    root_model_dir: Path | None,
     progress: Callable[[str], None] | None = None,
     pause: bool = True,
 ) -> Iterator[_Staged]:
@@ -90,11 +77,10 @@ def _staged(
     :class:`benchlab.zoo.ExportSession`). The sweep's fingerprint is known before any
     export: it digests the spec files' job keys and each zoo model's definition.
     """
-    configs = _framework_configs(frameworks)
-    paths = [specs] if isinstance(specs, (str, Path)) else list(specs or ())
-    loaded = [spec for path in paths for spec in load(Path(path), root_dir=root_model_dir)]
-    names = (resolve_model_names(models) if models
-             else [] if paths else list(DEFAULT_MODELS))
+    configs = list(sweep.frameworks)
+    loaded = [spec for path in sweep.specs for spec in load(path, root_dir=sweep.root_model_dir)]
+    names = (resolve_model_names(list(sweep.models)) if sweep.models
+             else [] if sweep.specs else list(DEFAULT_MODELS))
     if not loaded and not names:
         raise UsageError("nothing to run: the given specs contain no tests")
     for spec in loaded if progress else ():
@@ -106,18 +92,19 @@ def _staged(
 
     def plan_of(batch: list[BenchmarkSpec]) -> Plan:
         return across_devices([plan(batch, target, frameworks=configs or None,
-                                    overrides=overrides, device=device)
+                                    overrides=sweep.overrides, device=device)
                                for target, device in zip(targets, devices, strict=True)])
 
     with ExportSession(names, cache, progress=progress) as session:
         first = plan_of(loaded)
         requested = [job.identity.key for job in first.jobs]
+        legacy = list(requested)
         if names:
             where = ",".join(f"{target.name}@{device}"
                              for target, device in zip(targets, devices, strict=True))
-            settings = f"frameworks={configs!r} overrides={overrides!r} target={where}"
-            requested += [f"zoo:{name}@{fp} {settings}"
-                          for name, fp in session.fingerprints.items()]
+            for name, fp in session.fingerprints.items():
+                requested.append(f"zoo:{name}@{fp} {sweep.fingerprint_line(where)}")
+                legacy.append(f"zoo:{name}@{fp} {sweep.legacy_fingerprint_line(where)}")
         taken: list[Plan] = []
 
         def stages() -> Iterator[Plan]:
@@ -131,51 +118,60 @@ def _staged(
                 taken.append(plan_of([spec_of(export, cache) for export in batch]))
                 yield taken[-1]
 
-        yield _Staged(StagedPlan(tuple(requested), stages()), taken, configs, len(names))
+        staged = StagedPlan(tuple(requested), stages(),
+                            legacy_requested=tuple(legacy) if names else ())
+        yield _Staged(staged, taken, len(names))
 
 
-def _plan(
-    specs: Sequence[str | Path] | str | Path | None,
-    models: Sequence[str] | None,
-    frameworks: Sequence[str | FrameworkConfig] | None,
-    targets: Sequence[Target],
-    overrides: TestOverrides | None,
-    cache: ArtifactCache,
-    root_model_dir: Path | None,
-) -> tuple[Plan, list[FrameworkConfig]]:
+def _cache_of(sweep: Sweep, progress: Callable[[int, int], None] | None = None
+              ) -> ArtifactCache:
+    return ArtifactCache(sweep.cache_dir or default_cache_dir(),
+                         root_model_dir=sweep.root_model_dir, progress=progress)
+
+
+def _plan(sweep: Sweep, targets: Sequence[Target], cache: ArtifactCache) -> Plan:
     """The whole sweep as one plan, every export done first; same fingerprint as a run."""
-    with _staged(specs, models, frameworks, targets, overrides, cache, root_model_dir,
-                 pause=False) as staged:
+    with _staged(sweep, targets, cache, pause=False) as staged:
         stages = list(staged.sweep.stages)
-    whole = Plan(jobs=tuple(job for stage in stages for job in stage.jobs),
-                 skipped=tuple(skip for stage in stages for skip in stage.skipped),
-                 requested=staged.sweep.requested)
-    return whole, staged.configs
+    return Plan(jobs=tuple(job for stage in stages for job in stage.jobs),
+                skipped=tuple(skip for stage in stages for skip in stage.skipped),
+                requested=staged.sweep.requested,
+                legacy_requested=staged.sweep.legacy_requested)
+
+
+def _one_target(sweep: Sweep) -> Target:
+    """The one device a compare or a track runs on."""
+    if len(sweep.targets) != 1:
+        raise UsageError(f"a compare or a track runs on one device; {len(sweep.targets)} given")
+    return usable_target(sweep.targets[0])
 
 
 def plan_sweep(
-    specs: Sequence[str | Path] | str | Path | None = None,
+    specs: SpecsArg | Sweep = None,
     *,
     models: Sequence[str] | None = None,
     frameworks: Sequence[str | FrameworkConfig] | None = None,
-    target: str | Target | Sequence[str | Target] = "host",
+    target: TargetsArg = "host",
     exclude_targets: Sequence[str] = (),
     overrides: TestOverrides | None = None,
     cache_dir: Path | None = None,
     root_model_dir: Path | None = None,
 ) -> Plan:
-    """The jobs :func:`run` would run with the same arguments, without running them."""
-    cache = ArtifactCache(cache_dir or default_cache_dir(), root_model_dir=root_model_dir)
-    targets = select_targets(target, exclude_targets)
-    return _plan(specs, models, frameworks, targets, overrides, cache, root_model_dir)[0]
+    """The jobs :func:`run` would run with the same arguments (or :class:`Sweep`), without
+    running them."""
+    sweep = _as_sweep(specs, models=models, frameworks=frameworks, target=target,
+                      exclude_targets=exclude_targets, overrides=overrides,
+                      cache_dir=cache_dir, root_model_dir=root_model_dir)
+    return _plan(sweep, select_targets(list(sweep.targets), sweep.exclude_targets),
+                 _cache_of(sweep))
 
 
 def run(
-    specs: Sequence[str | Path] | str | Path | None = None,
+    specs: SpecsArg | Sweep = None,
     *,
     models: Sequence[str] | None = None,
     frameworks: Sequence[str | FrameworkConfig] | None = None,
-    target: str | Target | Sequence[str | Target] = "host",
+    target: TargetsArg = "host",
     exclude_targets: Sequence[str] = (),
     db: str | Path | ResultStore | None = None,
     resume: bool | int | str = False,
@@ -195,8 +191,9 @@ def run(
 ) -> Results:
     """Run a sweep and return its :class:`Results`; every result is also in the store.
 
-    ``specs`` are spec or suite files; ``models`` names zoo models (or ``all``, ``default``,
-    ``small``). With neither, the zoo's default models run on every installed framework.
+    ``specs`` are spec or suite files, or a whole :class:`~benchlab.sweep.Sweep` (then the
+    arguments it holds are not given again); ``models`` names zoo models (or ``all``,
+    ``default``, ``small``). With neither, the zoo's default models run on every installed framework.
     ``frameworks`` limits and configures the frameworks (``"pytorch:mode=eager"``).
     Failed jobs do not raise: they are results with a failed status (see ``Results.failed``).
     ``target`` is ``"host"``, ``"ssh:host=pi"``, ``"adb:serial=X"``, a target object, or a
@@ -219,14 +216,14 @@ def run(
         raise UsageError(f"order must be 'rounds' or 'jobs', not {order!r}")
     if isinstance(energy, str):
         energy = EnergySettings(meter=energy)
-    cache = ArtifactCache(
-        cache_dir or default_cache_dir(), root_model_dir=root_model_dir,
-        progress=download_bar(console) if progress else None,
-    )
-    targets = select_targets(target, exclude_targets)
+    sweep = _as_sweep(specs, models=models, frameworks=frameworks, target=target,
+                      exclude_targets=exclude_targets, overrides=overrides,
+                      string_map=string_map, time_budget=time_budget, cache_dir=cache_dir,
+                      root_model_dir=root_model_dir)
+    cache = _cache_of(sweep, download_bar(console) if progress else None)
+    targets = select_targets(list(sweep.targets), sweep.exclude_targets)
     announce = (console or make_console(stderr=True)).print if progress else None
-    with _staged(specs, models, frameworks, targets, overrides, cache, root_model_dir,
-                 announce) as staged, using_store(db) as store:
+    with _staged(sweep, targets, cache, announce) as staged, using_store(db) as store:
         run_label: list[str] = []
 
         def stored(result: Result) -> None:
@@ -241,15 +238,15 @@ def run(
                 on_run(record_uuid)
 
         bar = SweepProgress(0, console=console) if progress else None
-        sweep = staged.sweep
+        planned = staged.sweep
         if bar is not None:
-            sweep = replace(sweep, stages=_counted(sweep.stages, staged.zoo_models, bar))
+            planned = replace(planned, stages=_counted(planned.stages, staged.zoo_models, bar))
             bar.__enter__()
         try:
             record, results = execute(
-                sweep, targets, cache, store, resume=resume, string_map=string_map,
-                time_budget=time_budget, energy=energy,
-                description=_describe(specs, models, staged.configs),
+                planned, targets, cache, store, resume=resume,
+                string_map=dict(sweep.string_map) or None, time_budget=sweep.time_budget,
+                energy=energy, description=_describe(sweep),
                 on_result=stored, progress=bar, on_run=start, reboot=reboot, order=order,
             )
         finally:
@@ -299,23 +296,19 @@ def _fetch_for_pass(settings: TrackSettings, follow: bool,
         progress(f"fetched {where} at {head[:12]}")
 
 
-def _describe(
-    specs: Sequence[str | Path] | str | Path | None,
-    models: Sequence[str] | None,
-    configs: Sequence[FrameworkConfig],
-) -> str:
+def _describe(sweep: Sweep) -> str:
     parts = []
-    if specs:
-        parts.append("specs=" + ",".join(map(str, [specs] if isinstance(specs, (str, Path))
-                                                  else specs)))
-    parts.append("models=" + ",".join(models or DEFAULT_MODELS) if models or not specs else "")
-    if configs:
-        parts.append("frameworks=" + ",".join(c.name for c in configs))
-    return " ".join(p for p in parts if p)
+    if sweep.specs:
+        parts.append("specs=" + ",".join(map(str, sweep.specs)))
+    if sweep.models or not sweep.specs:
+        parts.append("models=" + ",".join(sweep.models or DEFAULT_MODELS))
+    if sweep.frameworks:
+        parts.append("frameworks=" + ",".join(c.name for c in sweep.frameworks))
+    return " ".join(parts)
 
 
 def compare(
-    specs: Sequence[str | Path] | str | Path | None = None,
+    specs: SpecsArg | Sweep = None,
     *,
     control: Side,
     treatment: Side,
@@ -333,29 +326,33 @@ def compare(
 
     When the sides name framework configurations, each test is planned once with the
     control's configuration and each side swaps in its own. Every side's observations are
-    stored as a result with variant ``control`` or ``treatment``.
+    stored as a result with variant ``control`` or ``treatment``. ``specs`` may be a whole
+    :class:`~benchlab.sweep.Sweep` on one device.
     """
-    cache = ArtifactCache(cache_dir or default_cache_dir(), root_model_dir=root_model_dir)
-    the_target = usable_target(target)
-    if control.framework is not None and not frameworks:
-        frameworks = [control.framework]
-    sweep, _ = _plan(specs, models, frameworks, [the_target], overrides, cache, root_model_dir)
+    sweep = _as_sweep(specs, models=models, frameworks=frameworks, target=target,
+                      overrides=overrides, cache_dir=cache_dir, root_model_dir=root_model_dir)
+    if control.framework is not None and not sweep.frameworks:
+        sweep = replace(sweep, frameworks=framework_configs([control.framework]))
+    cache = _cache_of(sweep)
+    the_target = _one_target(sweep)
+    planned = _plan(sweep, [the_target], cache)
     with using_store(db) as store:
         record = store.start_run(
-            fingerprint=f"ab:{sweep.fingerprint}", host=the_target.describe().get("hostname", ""),
+            fingerprint=f"ab:{planned.fingerprint}",
+            host=the_target.describe().get("hostname", ""),
             description=f"compare {treatment.label} vs {control.label}",
         )
         comparison = compare_jobs(
-            sweep.jobs, control, treatment, the_target, cache, settings or CompareSettings(),
+            planned.jobs, control, treatment, the_target, cache, settings or CompareSettings(),
             on_result=lambda result: store.add_result(record.id, result), progress=progress,
-            skipped=[f"{skip.label}: skipped: {skip.reason}" for skip in sweep.skipped],
+            skipped=[f"{skip.label}: skipped: {skip.reason}" for skip in planned.skipped],
         )
         store.finish_run(record.id)
     return comparison
 
 
 def track(
-    specs: Sequence[str | Path] | str | Path | None = None,
+    specs: SpecsArg | Sweep = None,
     *,
     settings: TrackSettings,
     follow: bool = False,
@@ -374,11 +371,13 @@ def track(
     is inside a commit's worktree. A track stopped through its status file, or killed,
     resumes where it stopped when run again with the same arguments.
     """
-    cache = ArtifactCache(cache_dir or default_cache_dir())
-    the_target = usable_target(target)
-    sweep, _ = _plan(specs, models, frameworks, [the_target], overrides, cache, None)
+    sweep = _as_sweep(specs, models=models, frameworks=frameworks, target=target,
+                      overrides=overrides, cache_dir=cache_dir)
+    cache = _cache_of(sweep)
+    the_target = _one_target(sweep)
+    planned = _plan(sweep, [the_target], cache)
     with using_store(db) as store:
-        key = track_fingerprint(settings, settings.reference or "", sweep.jobs)
+        key = track_fingerprint(settings, settings.reference or "", planned.jobs)
         # A finished track of the same range is extended too: its commits stay measured.
         record = store.latest_run(key)
         record = store.resume_run(record.id) if record else store.start_run(
@@ -387,7 +386,7 @@ def track(
         while True:
             if settings.fetches:
                 _fetch_for_pass(settings, follow, progress)
-            report = track_commits(sweep.jobs, settings, the_target, cache, store, record.id,
+            report = track_commits(planned.jobs, settings, the_target, cache, store, record.id,
                                    progress=progress)
             if report.stopped or not follow:
                 break

@@ -119,6 +119,7 @@ def run(
     from benchlab.api import plan_sweep, run as run_sweep
     from benchlab.harness import TestOverrides, describe_plan
     from benchlab.spec import parse_string_map
+    from benchlab.sweep import Sweep
     from benchlab.targets.reboot import RebootPolicy
 
     overrides = TestOverrides(
@@ -132,12 +133,14 @@ def run(
         max_uptime_s=None if reboot_after_uptime is None else reboot_after_uptime * 3600.0,
     )
     model_names = [m.strip() for m in models.split(",") if m.strip()] if models else None
-    common = dict(
-        models=model_names, frameworks=split_frameworks(frameworks), target=target,
-        exclude_targets=exclude_target, overrides=overrides, root_model_dir=root_model_dir, cache_dir=cache_dir,
+    sweep = Sweep.of(
+        list(specs), models=model_names, frameworks=split_frameworks(frameworks), target=target,
+        exclude_targets=exclude_target, overrides=overrides,
+        string_map=parse_string_map(string_map) if string_map else None,
+        time_budget=time_budget, root_model_dir=root_model_dir, cache_dir=cache_dir,
     )
     if dry_run:
-        console.print_json(describe_plan(plan_sweep(list(specs), **common)))  # type: ignore[arg-type]
+        console.print_json(describe_plan(plan_sweep(sweep)))
         return
     if lab:
         from benchlab.cli_lab import run_on_lab
@@ -158,13 +161,10 @@ def run(
     ended = "interrupted"
     try:
         results = run_sweep(
-            list(specs), db=db, resume=resume_run or resume, time_budget=time_budget,
-            energy=energy, string_map=parse_string_map(string_map) if string_map else None,
-            json_dir=json_dir, progress=not quiet, console=err_console,
-            reboot=policy if policy.active else None, order=order,
-            on_run=reporter.on_run if reporter else None,
+            sweep, db=db, resume=resume_run or resume, energy=energy, json_dir=json_dir,
+            progress=not quiet, console=err_console, reboot=policy if policy.active else None,
+            order=order, on_run=reporter.on_run if reporter else None,
             on_result=reporter.on_result if reporter else None,
-            **common,  # type: ignore[arg-type]
         )
         ended = "finished"
     finally:

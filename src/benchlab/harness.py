@@ -110,6 +110,8 @@ class Plan:
     jobs: tuple[Job, ...]
     skipped: tuple[Skipped, ...]
     requested: tuple[str, ...] | None = None
+    #: See :attr:`StagedPlan.legacy_requested`.
+    legacy_requested: tuple[str, ...] = ()
 
     @property
     def fingerprint(self) -> str:
@@ -117,6 +119,11 @@ class Plan:
         if self.requested is not None:
             return sweep_fingerprint(self.requested)
         return sweep_fingerprint(job.identity.key for job in self.jobs)
+
+    @property
+    def fingerprints(self) -> tuple[str, ...]:
+        """Every name a run of this sweep may have in the store, the current one first."""
+        return _names(self.fingerprint, self.legacy_requested)
 
 
 @dataclass(frozen=True)
@@ -131,11 +138,24 @@ class StagedPlan:
 
     requested: tuple[str, ...]
     stages: Iterator[Plan]
+    #: What the same request was named by before the canonical fingerprint (empty when it
+    #: was named the same way): a run started then is still found by ``resume``.
+    legacy_requested: tuple[str, ...] = ()
 
     @property
     def fingerprint(self) -> str:
         """The digest of ``requested``: a resume of the same request finds this run."""
         return sweep_fingerprint(self.requested)
+
+    @property
+    def fingerprints(self) -> tuple[str, ...]:
+        """Every name a run of this request may have in the store, the current one first."""
+        return _names(self.fingerprint, self.legacy_requested)
+
+
+def _names(fingerprint: str, legacy_requested: tuple[str, ...]) -> tuple[str, ...]:
+    legacy = sweep_fingerprint(legacy_requested) if legacy_requested else fingerprint
+    return (fingerprint,) if legacy == fingerprint else (fingerprint, legacy)
 
 
 def model_hash(spec: BenchmarkSpec) -> str:
@@ -290,10 +310,17 @@ def execute(
     run = None
     if resume:
         ref = None if resume is True else resume
-        run = store.find_resumable_run(sweep.fingerprint, run_id=ref)
-        if run is None and ref is None:
-            raise UsageError("nothing to resume: no interrupted run of this sweep in the store")
-        if run is not None and run.fingerprint != sweep.fingerprint:
+        # A run started before the canonical fingerprint is found by its old name.
+        names = sweep.fingerprints
+        if ref is not None:
+            run = store.find_resumable_run(run_id=ref)
+        else:
+            found = (store.find_resumable_run(name) for name in names)
+            run = next((r for r in found if r is not None), None)
+            if run is None:
+                raise UsageError("nothing to resume: no interrupted run of this sweep in the "
+                                 "store")
+        if run is not None and run.fingerprint not in names:
             raise UsageError(
                 f"run {run.id} measured a different sweep; resume it with the same specs and "
                 "options it was started with"

@@ -92,7 +92,7 @@ def outputs(
     ``layer_errors`` also compares every layer's output with the reference model's, in the
     runner as ``--layer-errors`` does (:attr:`ModelOutputs.layers`).
     """
-    from benchlab.api import parse_framework
+    from benchlab.sweep import parse_framework
 
     cache = ArtifactCache(cache_dir or default_cache_dir())
     spec = _spec(model, cache)

@@ -48,7 +48,6 @@ def _job(store: Any, job_id: int, target: str, db: str) -> int:
     """Run job ``job_id`` with its results in ``store`` (the lab's, spooling)."""
     from benchlab.api import run
     from benchlab.errors import UserError
-    from benchlab.harness import TestOverrides
     from benchlab.lab.jobs import get_job, set_job
     from benchlab.store import RunStatus
 
@@ -82,20 +81,17 @@ def _job(store: Any, job_id: int, target: str, db: str) -> int:
             specs.append(path)
         if request.kind in ("compare", "track"):
             return _ab(request, specs, target, store)
-        options = dict(
-            models=list(request.models) or None, frameworks=list(request.frameworks) or None,
-            target=target, db=store, on_run=remember_run,
-            overrides=TestOverrides(**request.overrides) if request.overrides else None,
-        )
+        sweep = _sweep(request, specs, target)
         try:
             try:
-                results = run(specs or None, resume=job.run_uuid or False, **options)
+                results = run(sweep, db=store, on_run=remember_run,
+                              resume=job.run_uuid or False)
             except UserError:
                 if not job.run_uuid:
                     raise
                 # The earlier attempt's run is of another sweep (a pool job that moved to
                 # a device of another kind): this attempt starts its own run.
-                results = run(specs or None, **options)
+                results = run(sweep, db=store, on_run=remember_run)
         except UserError as exc:
             print(json.dumps({"error": str(exc), "user_error": True}))
             return 2
@@ -117,25 +113,21 @@ def _ab(request: Any, specs: list[Path], target: str, db: Any) -> int:
     from benchlab.ab.pairs import CompareSettings, make_side
     from benchlab.api import compare, track
     from benchlab.errors import UserError
-    from benchlab.harness import TestOverrides
     from benchlab.report.ab import comparison_json, comparison_markdown
     from benchlab.report.history import track_table
     from benchlab.tracking.tracker import TrackSettings
 
     opts = request.options
-    overrides = TestOverrides(**request.overrides) if request.overrides else None
-    common = dict(models=list(request.models) or None,
-                  frameworks=list(request.frameworks) or None, target=target, db=db,
-                  overrides=overrides)
+    sweep = _sweep(request, specs, target)
     try:
         if request.kind == "compare":
             settings = dict(opts.get("settings", {}))
             if "looks" in settings:
                 settings["looks"] = tuple(settings["looks"])
             comparison = compare(
-                specs or None, control=make_side("control", **opts.get("control", {})),
+                sweep, control=make_side("control", **opts.get("control", {})),
                 treatment=make_side("treatment", **opts.get("treatment", {})),
-                settings=CompareSettings(**settings), **common)
+                settings=CompareSettings(**settings), db=db)
             report = {"text": comparison_markdown(comparison),
                       "json": json.loads(comparison_json(comparison)),
                       "exit_code": comparison.exit_code}
@@ -144,7 +136,7 @@ def _ab(request: Any, specs: list[Path], target: str, db: Any) -> int:
             track_opts["repo"] = Path(track_opts["repo"])
             track_opts["builds_dir"] = Path(track_opts.get("builds_dir") or
                                             Path(tempfile.gettempdir()) / "benchlab-lab-builds")
-            outcome = track(specs or None, settings=TrackSettings(**track_opts), **common)
+            outcome = track(sweep, settings=TrackSettings(**track_opts), db=db)
             buffer = io.StringIO()
             Console(file=buffer, width=120, color_system=None).print(track_table(outcome))
             text = "\n".join([buffer.getvalue(), *outcome.notes])
@@ -154,6 +146,16 @@ def _ab(request: Any, specs: list[Path], target: str, db: Any) -> int:
         return 2
     print(json.dumps({"results": 0, "failed": 0, "report": report}))
     return 0
+
+
+def _sweep(request: Any, specs: list[Path], target: str) -> Any:
+    """The :class:`~benchlab.sweep.Sweep` a job's request describes, on the device ``target``."""
+    from benchlab.harness import TestOverrides
+    from benchlab.sweep import Sweep
+
+    return Sweep.of(specs or None, models=list(request.models) or None,
+                    frameworks=list(request.frameworks) or None, target=target,
+                    overrides=TestOverrides(**request.overrides) if request.overrides else None)
 
 
 if __name__ == "__main__":
