@@ -45,3 +45,25 @@ def test_the_product_imports_no_stand_in() -> None:
             offenders += [f"{path.name}: {n}" for n in names if n.startswith("benchlab_standin")]
     assert offenders == []
     assert not (package / "standin").exists()
+
+
+def test_the_package_and_the_api_load_no_terminal_or_web_stack() -> None:
+    # ``import benchlab`` is every runner process's first line and ``benchlab.api`` every
+    # script's: rich (the terminal reporters), typer (the CLI) and the lab's web stack are the
+    # business of those who draw or serve. Checked in a fresh interpreter, as the runner
+    # import test does (tests/frameworks/runner_imports.py).
+    import json
+    import subprocess
+    import sys
+
+    heavy = ("rich", "typer", "fastapi", "starlette", "uvicorn", "procrastinate", "httpx")
+    probe = ("import json, sys, importlib; importlib.import_module(sys.argv[1]); "
+             "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
+    for module in ("benchlab", "benchlab.api"):
+        proc = subprocess.run([sys.executable, "-c", probe, module], capture_output=True,
+                              text=True, timeout=120, check=True)
+        loaded = set(json.loads(proc.stdout.strip().splitlines()[-1]))
+        assert loaded.isdisjoint(heavy), (module, sorted(loaded & set(heavy)))
+        if module == "benchlab":  # the package alone: not even its specs' pydantic models
+            assert loaded.isdisjoint({"pydantic", "sqlalchemy", "numpy", "yaml"}), sorted(
+                loaded & {"pydantic", "sqlalchemy", "numpy", "yaml"})

@@ -8,14 +8,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchlab.artifacts import ArtifactCache, default_cache_dir
+from benchlab.artifacts import ArtifactCache, DownloadProgress, default_cache_dir
 from benchlab.ab.pairs import CompareSettings, Side, compare_jobs
 from benchlab.ab.model import Comparison
 from benchlab.energy.session import EnergySettings
 from benchlab.errors import InfrastructureError, UsageError
 from benchlab.harness import Plan, StagedPlan, TestOverrides, across_devices, execute, plan
 from benchlab.report.jsondir import write_result_json
-from benchlab.report.terminal import SweepProgress, download_bar, make_console
 from benchlab.results import Results
 from benchlab.schema import Result
 from benchlab.spec import load
@@ -38,6 +37,8 @@ from benchlab.zoo import DEFAULT_MODELS, ExportSession, resolve_model_names, spe
 
 if TYPE_CHECKING:  # rich is the reporters' business; the API only passes a console through
     from rich.console import Console
+
+    from benchlab.report.terminal import SweepProgress
 
 __all__ = ["compare", "plan_sweep", "run", "track"]
 
@@ -123,8 +124,7 @@ def _staged(
         yield _Staged(staged, taken, len(names))
 
 
-def _cache_of(sweep: Sweep, progress: Callable[[int, int], None] | None = None
-              ) -> ArtifactCache:
+def _cache_of(sweep: Sweep, progress: DownloadProgress | None = None) -> ArtifactCache:
     return ArtifactCache(sweep.cache_dir or default_cache_dir(),
                          root_model_dir=sweep.root_model_dir, progress=progress)
 
@@ -220,9 +220,15 @@ def run(
                       exclude_targets=exclude_targets, overrides=overrides,
                       string_map=string_map, time_budget=time_budget, cache_dir=cache_dir,
                       root_model_dir=root_model_dir)
-    cache = _cache_of(sweep, download_bar(console) if progress else None)
+    announce, bar, downloads = None, None, None
+    if progress:
+        # rich only when something is shown: the API itself stays free of it.
+        from benchlab.report.terminal import SweepProgress, download_bar, make_console
+
+        announce = (console or make_console(stderr=True)).print
+        bar, downloads = SweepProgress(0, console=console), download_bar(console)
+    cache = _cache_of(sweep, downloads)
     targets = select_targets(list(sweep.targets), sweep.exclude_targets)
-    announce = (console or make_console(stderr=True)).print if progress else None
     with _staged(sweep, targets, cache, announce) as staged, using_store(db) as store:
         run_label: list[str] = []
 
@@ -237,7 +243,6 @@ def run(
             if on_run is not None:
                 on_run(record_uuid)
 
-        bar = SweepProgress(0, console=console) if progress else None
         planned = staged.sweep
         if bar is not None:
             planned = replace(planned, stages=_counted(planned.stages, staged.zoo_models, bar))

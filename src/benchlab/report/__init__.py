@@ -1,9 +1,34 @@
-"""Reporters: turn results into a terminal table, a JSON directory, CSV or Parquet."""
+"""Reporters: turn results into a terminal table, a JSON directory, CSV or Parquet.
+
+The names below are imported on first use (PEP 562): the terminal reporters load rich, which
+``benchlab.api`` and the JSON directory writer must not pay for.
+"""
 
 from __future__ import annotations
 
-from benchlab.report.export import export_results
-from benchlab.report.jsondir import write_result_json
-from benchlab.report.terminal import SweepProgress, results_table
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from benchlab.report.export import export_results
+    from benchlab.report.jsondir import write_result_json
+    from benchlab.report.terminal import SweepProgress, results_table
 
 __all__ = ["SweepProgress", "export_results", "results_table", "write_result_json"]
+
+_HOMES = {
+    "SweepProgress": "benchlab.report.terminal",
+    "export_results": "benchlab.report.export",
+    "results_table": "benchlab.report.terminal",
+    "write_result_json": "benchlab.report.jsondir",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first access."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
