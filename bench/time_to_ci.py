@@ -7,9 +7,9 @@ benchlab runner (same timed region, same fresh process), so only the stopping ru
 * ``fai-pep``: its shipped specs' delay tests, warm-up 1 and 50 iterations in one process
   (``specifications/models/caffe2/squeezenet/squeezenet.json``);
 * ``tflite``: ``benchmark_model``'s defaults, 50 runs and at least 1 s, one warm-up run
-  (research/modern-anchors.md §1.4; its 0.5 s warm-up floor is not reproduced);
+  (the tool's documented defaults; its 0.5 s warm-up floor is not reproduced);
 * ``optimum``: optimum-benchmark's defaults, 10 warm-up iterations, then at least 10
-  iterations and 10 s (research/modern-anchors.md §1.1);
+  iterations and 10 s (its documented scenario defaults);
 * ``benchlab``: ``target_ci=1%`` — measure until the median's 95% CI is within ±1%.
 
 Reported per policy and model: the job's wall time (process start included), the median's

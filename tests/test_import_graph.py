@@ -98,3 +98,23 @@ def test_the_core_store_knows_nothing_of_the_lab() -> None:
     store = {name for name in graph if name.startswith("benchlab.store")}
     assert store
     assert not {m for name in store for m in graph[name] if m.startswith("benchlab.lab")}
+
+
+def private_imports() -> list[str]:
+    """``module: from other import _name`` for every underscore name one benchlab module
+    takes from another (at any level: inside functions too). A private name is its module's
+    own; a module that needs another's is a sign the two were split at a line count."""
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        name = _module_name(path)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith(
+                    "benchlab") or node.module == name:
+                continue
+            found += [f"{name}: from {node.module} import {alias.name}" for alias in node.names
+                      if alias.name.startswith("_") and not alias.name.startswith("__")]
+    return found
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    assert private_imports() == []

@@ -125,8 +125,7 @@ def _verify_variants(d: np.ndarray, n: int, settings: CompareSettings) -> dict[s
     80, extending while undecided) and must end in a regression. ``once`` (the first version's
     rule): the re-run's first ``n`` pairs, ``n`` being where the first session stopped,
     decided once. ``significant``: those ``n`` pairs need only a significant increase (p below
-    the look level, change > 0), the "significant again in the same direction" of
-    research/regression-detection.md §5.5.
+    the look level, change > 0): significant again, in the same direction.
     """
     again = _decide(d[:n], settings)
     seen = [0]

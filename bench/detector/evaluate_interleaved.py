@@ -69,7 +69,7 @@ BUDGETS = {
 }
 PRIMARY = "looks_20_40"
 # From the issue ("see a 2% change on a noisy shared machine"), within 40 processes per side;
-# the before-verify and 5% targets are research/regression-detection.md §5.7's.
+# the before-verify and 5% targets are benchlab's own design goals (docs/detector.md).
 TARGETS = {
     "fpr_before_verify": ("<=", 0.05),
     "fpr_after_verify": ("<=", 0.005),

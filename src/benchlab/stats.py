@@ -5,8 +5,8 @@ median, with a distribution-free confidence interval from order statistics rathe
 normal-theory interval around the mean. Everything here is deterministic: no resampling, no
 random numbers, so the same samples always give the same summary and the same warnings.
 
-Iterations inside one process are not independent (see ``research/regression-detection.md``):
-the interval computed over them describes that process's run, not the population of runs.
+Iterations inside one process are not independent (docs/statistics.md): the interval
+computed over them describes that process's run, not the population of runs.
 """
 
 from __future__ import annotations

@@ -119,3 +119,17 @@ def test_cli_repeats_target_and_prints_the_spread(
     planned = json.loads(dry.stdout)
     assert len(planned["jobs"]) == 6  # 2 tests × (host + 2 phones)
     assert len({job["device"] for job in planned["jobs"]}) == 3
+
+
+def test_a_lab_agent_serves_every_attached_phone(
+    two_phones: tuple[StandinPhone, StandinPhone, AdbServer],
+) -> None:
+    # With two phones attached the agent registered none: it asked for the one usable
+    # phone, which two phones are not, and the error was taken for "no adb here".
+    from benchlab.lab.probe import enumerate_devices
+
+    first, second, server = two_phones
+    found = enumerate_devices("h", include_host=False, adb=f"adb:server_port={server.port}")
+    assert sorted(d.id for d in found) == sorted([f"adb:{first.serial}",
+                                                  f"adb:{second.serial}"])
+    assert all(d.target.endswith(f",server_port={server.port}") for d in found)

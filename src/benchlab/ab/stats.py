@@ -8,7 +8,7 @@ base), and in log space a slowdown and the matching speed-up are mirror images.
 On those log-ratios the Wilcoxon signed-rank test gives a p-value and the Hodges-Lehmann
 estimator gives the change, with a confidence interval found by inverting the same test. Both
 assume only that the log-ratios are symmetric about their centre, not that they are normal,
-which matters because phones produce spikes. See ``research/regression-detection.md`` §5.
+which matters because phones produce spikes (docs/statistics.md, References).
 
 Everything is deterministic: no resampling and no random numbers.
 """

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from benchlab.energy.meters import MeterError, MeterKind, PolledMeter, PowerReading, _midpoint
+from benchlab.energy.meters import MeterError, MeterKind, PolledMeter, PowerReading, midpoint
 from benchlab.targets.base import Availability
 
 __all__ = ["BatteryMeter"]
@@ -99,7 +99,7 @@ class BatteryMeter(PolledMeter):
             raise OSError(f"cannot read {self.base}/current_now or voltage_now")
         volts = voltage_uv * 1e-6
         return PowerReading(
-            t=_midpoint(before, after),
+            t=midpoint(before, after),
             power_w=self._discharge_sign * current_ua * 1e-6 * volts,
             voltage_v=volts,
             charge_c=charge_uah * 1e-6 * 3600.0 if charge_uah is not None else None,

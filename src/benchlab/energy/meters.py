@@ -32,6 +32,7 @@ __all__ = [
     "PowerMeter",
     "PowerReading",
     "ScriptedMeter",
+    "midpoint",
 ]
 
 MeterKind = Literal["cumulative", "power"]
@@ -166,7 +167,8 @@ class PolledMeter:
             self._readings.append(reading)
 
 
-def _midpoint(before: float, after: float) -> float:
+def midpoint(before: float, after: float) -> float:
+    """The time a reading taken between clock readings ``before`` and ``after`` stands for."""
     return (before + after) / 2.0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from benchlab.energy.meters import MeterKind, PolledMeter, PowerReading, _midpoint
+from benchlab.energy.meters import MeterKind, PolledMeter, PowerReading, midpoint
 from benchlab.targets.base import Availability
 
 __all__ = ["NvmlMeter"]
@@ -94,7 +94,7 @@ class NvmlMeter(PolledMeter):
             value = nvml.nvmlDeviceGetTotalEnergyConsumption(self._handle)
         else:
             value = nvml.nvmlDeviceGetPowerUsage(self._handle)
-        t = _midpoint(before, time.monotonic())
+        t = midpoint(before, time.monotonic())
         if self.kind == "cumulative":
             return PowerReading(t=t, energy_j=value * 1e-3)
         return PowerReading(t=t, power_w=value * 1e-3)

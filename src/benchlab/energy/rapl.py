@@ -7,7 +7,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchlab.energy.meters import MeterKind, PolledMeter, PowerReading, _midpoint
+from benchlab.energy.meters import MeterKind, PolledMeter, PowerReading, midpoint
 from benchlab.targets.base import Availability
 
 __all__ = ["RaplMeter"]
@@ -95,7 +95,7 @@ class RaplMeter(PolledMeter):
                     delta += self._ranges[zone]
                 self._total_uj += delta
             self._last[zone] = value
-        return PowerReading(t=_midpoint(before, after), energy_j=self._total_uj * 1e-6)
+        return PowerReading(t=midpoint(before, after), energy_j=self._total_uj * 1e-6)
 
 
 def _read_str(path: Path) -> str | None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchlab.lab.devices import device_properties
+from benchlab.schema import EnvKey
 
 __all__ = ["DeviceEntry", "enumerate_devices", "health_check", "known_benchmark", "probe"]
 
@@ -27,17 +28,27 @@ class DeviceEntry:
 
 
 
-def enumerate_devices(host: str, *, include_host: bool = True, adb: bool = True,
+def enumerate_devices(host: str, *, include_host: bool = True, adb: bool | str = True,
                       targets: Sequence[str] = ()) -> list[DeviceEntry]:
-    """The host itself, every attached adb phone and the extra targets (ssh boards)."""
-    from benchlab.targets.selection import usable_target
+    """The host itself, every attached adb phone and the extra targets (ssh boards).
+
+    ``adb`` is ``False`` for no phones, or the adb target whose phones to serve (``True``:
+    ``adb``, the default server; ``adb:server_port=N`` another one, whose options every
+    phone's target keeps).
+    """
+    from benchlab.plugins import open_target
 
     found = [DeviceEntry(f"host:{host}", "host", "host")] if include_host else []
     if adb:
+        text = "adb" if adb is True else str(adb)
+        options = text.partition(":")[2]
         with contextlib.suppress(Exception):  # no adb on this host: no phones
-            phones = usable_target("adb").fan_out()
+            # Not usable_target: its availability check wants exactly one phone, and an
+            # agent serves every phone attached.
+            phones = open_target(text).fan_out()
             found += [DeviceEntry(f"adb:{p.chosen_serial()}", "adb",
-                                  f"adb:serial={p.chosen_serial()}") for p in phones]
+                                  f"adb:serial={p.chosen_serial()}"
+                                  + (f",{options}" if options else "")) for p in phones]
     for text in targets:
         found.append(DeviceEntry(f"{text.split(':', 1)[0]}:{_board_name(text)}",
                                  text.split(":", 1)[0], text))
@@ -74,7 +85,7 @@ def probe(entry: DeviceEntry) -> tuple[bool, str, dict[str, Any], dict[str, Any]
             return False, available.reason or "unavailable", {}, {}, None
         description = target.describe()
         return True, "", device_properties(entry.kind, description), dict(
-            description.get("state") or {}), target
+            description.get(EnvKey.STATE) or {}), target
     except Exception as exc:  # a lost phone raises from anywhere in the probe
         return False, f"{type(exc).__name__}: {exc}", {}, {}, None
 

@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from benchlab.lab.views import RunInfo, _display_unit, _stat, run_info
+from benchlab.lab.display import display_unit, shown_stat
+from benchlab.lab.run_state import RunInfo, run_info
 from benchlab.report.matrix import config_label
 from benchlab.schema import Result
 from benchlab.store import ResultStore
@@ -86,10 +87,10 @@ def run_detail(store: ResultStore, run: str | int) -> RunDetail:
         for key, summary in result.summaries.items():
             kind, _, name = key.partition(" ")
             metrics.append(MetricRow(
-                key=key, unit=_display_unit(summary.unit), count=counts.get(key, summary.count),
-                p50=_stat(summary, "p50"), ci_low=_stat(summary, "ci_low"),
-                ci_high=_stat(summary, "ci_high"), p10=_stat(summary, "p10"),
-                p90=_stat(summary, "p90"), min=_stat(summary, "min"), max=_stat(summary, "max"),
+                key=key, unit=display_unit(summary.unit), count=counts.get(key, summary.count),
+                p50=shown_stat(summary, "p50"), ci_low=shown_stat(summary, "ci_low"),
+                ci_high=shown_stat(summary, "ci_high"), p10=shown_stat(summary, "p10"),
+                p90=shown_stat(summary, "p90"), min=shown_stat(summary, "min"), max=shown_stat(summary, "max"),
                 warnings=tuple(summary.warnings), operator=kind != "NET",
                 accuracy=kind == "NET" and name.startswith(_ACCURACY)))
         metrics.sort(key=lambda m: (m.operator, m.accuracy, m.key))

@@ -21,9 +21,9 @@ from benchlab.schema import LATENCY_KEY, DetailKey, Status, Summary, device_labe
 from benchlab.store import ResultStore
 from benchlab.store.summary_rows import SummaryRow, newest_rows, ok_rows, result_choices
 from benchlab.tracking.changepoint import find_change_points
+from benchlab.lab.display import display_unit, finite, shown_stat
 from benchlab.lab.flags import FLAG_HISTORY, changed
 from benchlab.lab.run_state import RunInfo, run_info, run_infos
-from benchlab.units import Dimension, dimension_of
 
 __all__ = [
     "CompareRow", "Comparison", "Filtered", "Overview", "OverviewRow", "RunInfo", "TrendPoint",
@@ -32,20 +32,6 @@ __all__ = [
 
 TREND_LIMIT = 200
 """Points per trend series at most (the newest ones)."""
-
-
-def _finite(value: float | None) -> float | None:
-    # JSON has no NaN or infinity; a missing number is None everywhere in these views.
-    return value if value is not None and math.isfinite(value) else None
-
-
-def _display_unit(unit: str) -> str:
-    """Times are shown in ms whatever they were measured in; other units as measured."""
-    return "ms" if dimension_of(unit) is Dimension.TIME else unit
-
-
-def _stat(summary: Summary, attr: str) -> float | None:
-    return _finite(summary_in(summary, _display_unit(summary.unit), attr))
 
 
 # Overview
@@ -148,12 +134,12 @@ def _overview_row(group: Sequence[SummaryRow]) -> OverviewRow:
     then = json.loads(before.summaries_json).get(LATENCY_KEY) if before is not None else None
     s_now = Summary.from_dict(now) if now else None
     s_then = Summary.from_dict(then) if then else None
-    unit = _display_unit(s_now.unit) if s_now else "ms"
-    p50 = _stat(s_now, "p50") if s_now else None
-    prev = _stat(s_then, "p50") if s_then and _display_unit(s_then.unit) == unit else None
+    unit = display_unit(s_now.unit) if s_now else "ms"
+    p50 = shown_stat(s_now, "p50") if s_now else None
+    prev = shown_stat(s_then, "p50") if s_then and display_unit(s_then.unit) == unit else None
     change = (p50 / prev - 1.0) if p50 is not None and prev else None
-    lo, hi = (_stat(s_now, "ci_low"), _stat(s_now, "ci_high")) if s_now else (None, None)
-    p_lo, p_hi = (_stat(s_then, "ci_low"), _stat(s_then, "ci_high")) if prev else (None, None)
+    lo, hi = (shown_stat(s_now, "ci_low"), shown_stat(s_now, "ci_high")) if s_now else (None, None)
+    p_lo, p_hi = (shown_stat(s_then, "ci_low"), shown_stat(s_then, "ci_high")) if prev else (None, None)
     significant = bool(s_now and s_then and prev is not None
                        and changed(s_then, s_now, history=history))
     details = json.loads(latest.details_json)
@@ -168,7 +154,7 @@ def _overview_row(group: Sequence[SummaryRow]) -> OverviewRow:
         ci_low=lo, ci_high=hi, prev_p50=prev, prev_ci_low=p_lo, prev_ci_high=p_hi,
         prev_run_id=int(before.run_id) if before is not None else None,
         prev_runtime_version=prev_details.get(DetailKey.RUNTIME_VERSION),
-        change=_finite(change), significant=significant,
+        change=finite(change), significant=significant,
     )
 
 
@@ -275,7 +261,7 @@ def _series(job_key: str, rows: Sequence[tuple[SummaryRow, Summary]]) -> TrendSe
     label = (f"{first_row.test_identifier} · "
              f"{config_label(identity['framework'], identity.get('framework_config') or {})}"
              f" · {device_label(first_row.target, first_row.device)}")
-    unit = _display_unit(first.unit)
+    unit = display_unit(first.unit)
     points = []
     for row, summary in rows:
         details = json.loads(row.details_json)
@@ -283,8 +269,8 @@ def _series(job_key: str, rows: Sequence[tuple[SummaryRow, Summary]]) -> TrendSe
             run_id=int(row.run_id), result_id=int(row.id), started_at=row.started_at,
             commit=details.get(DetailKey.COMMIT),
             runtime_version=details.get(DetailKey.RUNTIME_VERSION),
-            p50=_stat(summary, "p50"), ci_low=_stat(summary, "ci_low"),
-            ci_high=_stat(summary, "ci_high"), count=summary.count,
+            p50=shown_stat(summary, "p50"), ci_low=shown_stat(summary, "ci_low"),
+            ci_high=shown_stat(summary, "ci_high"), count=summary.count,
             warnings=tuple(summary.warnings)))
     marks = [TrendMark(c.index, "runtime", c.text) for c in runtime_changes(points)]
     logs = [[math.log(p.p50)] for p in points if p.p50 and p.p50 > 0]
@@ -388,7 +374,7 @@ def compare(store: ResultStore, run_a: str | int | None, run_b: str | int | None
 
 
 def _compare_row(key: tuple[str, ...], sa: Summary, sb: Summary) -> CompareRow:
-    unit = _display_unit(sa.unit)
+    unit = display_unit(sa.unit)
     a = [summary_in(sa, unit, attr) for attr in ("p50", "ci_low", "ci_high")]
     b = [summary_in(sb, unit, attr) for attr in ("p50", "ci_low", "ci_high")]
     ratio = low = high = None
@@ -402,6 +388,6 @@ def _compare_row(key: tuple[str, ...], sa: Summary, sb: Summary) -> CompareRow:
             else:
                 verdict = "faster" if unit == "ms" else "lower"
     return CompareRow(key[0], key[1], key[2], key[3], unit,
-                      *(_finite(v) for v in a), sa.count, *(_finite(v) for v in b), sb.count,
-                      _finite(ratio), _finite(low), _finite(high), verdict)
+                      *(finite(v) for v in a), sa.count, *(finite(v) for v in b), sb.count,
+                      finite(ratio), finite(low), finite(high), verdict)
 

@@ -35,14 +35,17 @@ from benchlab.stats import AdaptiveStop
 __all__ = [
     "LayersUnavailable",
     "ProfilingUnavailable",
+    "NS_PER_MS",
     "RuntimeBackend",
+    "load_backend",
     "main",
     "make_inputs",
     "measure",
     "memory_mib",
 ]
 
-_NS_PER_MS = 1e6
+NS_PER_MS = 1e6
+"""Nanoseconds per millisecond: the runner's clocks count ns, its metrics are in ms."""
 # Without an explicit max_time, one adaptive process measures at most this long.
 _ADAPTIVE_MAX_TIME_S = 20.0
 
@@ -169,7 +172,9 @@ def _files_mib(paths: Sequence[str | None]) -> float | None:
     return sum(sizes) / 2**20 if sizes else None
 
 
-def _load_backend(path: str, config: RunnerConfig) -> RuntimeBackend:
+def load_backend(path: str, config: RunnerConfig) -> RuntimeBackend:
+    """The backend class ``module:Class`` at ``path``, made with ``config`` (the runtime is
+    imported here, which is what the runner's ``import_time`` measures)."""
     module_name, _, class_name = path.partition(":")
     cls = getattr(importlib.import_module(module_name), class_name)
     return cls(config)
@@ -239,13 +244,13 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
     """Run the whole measurement described by ``config`` and print its metric lines."""
     clock = time.perf_counter_ns
     t0 = clock()
-    backend = _load_backend(config.backend, config)
-    import_ms = (clock() - t0) / _NS_PER_MS
+    backend = load_backend(config.backend, config)
+    import_ms = (clock() - t0) / NS_PER_MS
     rss_before, _ = memory_mib()
 
     t0 = clock()
     backend.load()
-    load_ms = (clock() - t0) / _NS_PER_MS
+    load_ms = (clock() - t0) / NS_PER_MS
     rss_loaded, _ = memory_mib()
 
     reference = load_reference(config.reference) if config.reference else None
@@ -267,7 +272,7 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
     call = backend.prepare(inputs)
     t0 = clock()
     call()
-    first_ms = (clock() - t0) / _NS_PER_MS
+    first_ms = (clock() - t0) / NS_PER_MS
     for _ in range(config.warmup):
         call()
 
@@ -290,8 +295,8 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
         call()
         t1 = clock()
         c1 = cpu_clock()
-        latencies.append((t1 - t0) / _NS_PER_MS)
-        cpu_times.append((c1 - c0) / _NS_PER_MS)
+        latencies.append((t1 - t0) / NS_PER_MS)
+        cpu_times.append((c1 - c0) / NS_PER_MS)
         decision = stopper.should_stop(latencies, (t1 - started) / 1e9)
         if decision is not None:
             break

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchlab.protocol import format_detail, format_metric
 from benchlab.runner.config import RunnerConfig
-from benchlab.runner.loop import _NS_PER_MS, _load_backend, make_inputs
+from benchlab.runner.loop import NS_PER_MS, load_backend, make_inputs
 from benchlab.schema import Metric
 
 __all__ = ["REGIME_KEYS", "PairConfig", "SIDES", "SOLO_SIDES", "main", "measure_pair"]
@@ -49,10 +49,10 @@ class PairConfig(BaseModel):
 
 def _prepare(config: RunnerConfig) -> tuple[Any, Callable[[], Any], float]:
     """Import and load one side's backend and bind its inputs: (backend, call, load ms)."""
-    backend = _load_backend(config.backend, config)
+    backend = load_backend(config.backend, config)
     started = time.perf_counter_ns()
     backend.load()
-    load_ms = (time.perf_counter_ns() - started) / _NS_PER_MS
+    load_ms = (time.perf_counter_ns() - started) / NS_PER_MS
     specs = list(config.inputs) or backend.input_specs()
     return backend, backend.prepare(make_inputs(specs, config.seed)), load_ms
 
@@ -63,7 +63,7 @@ def _time_calls(call: Callable[[], Any], count: int) -> list[float]:
     for _ in range(count):
         t0 = clock()
         call()
-        times.append((clock() - t0) / _NS_PER_MS)
+        times.append((clock() - t0) / NS_PER_MS)
     return times
 
 
@@ -119,8 +119,8 @@ def measure_pair(config: PairConfig, out: Any) -> None:
             t0 = clock()
             call()
             t1 = clock()
-            cpu[letter].append((cpu_clock() - c0) / _NS_PER_MS)
-            times[letter].append((t1 - t0) / _NS_PER_MS)
+            cpu[letter].append((cpu_clock() - c0) / NS_PER_MS)
+            times[letter].append((t1 - t0) / NS_PER_MS)
     regime = {SIDES[letter]: {k: v for k, v in backends[letter].info().items()
                               if k in REGIME_KEYS} for letter in letters}
     threads = _thread_count()

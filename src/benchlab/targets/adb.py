@@ -11,7 +11,8 @@ the on-device process group on timeout. The logcat written while a command ran i
 its result (``logcat=false`` turns that off). On a rooted phone ``set_freq=min|mid|max`` pins
 every cluster's frequency before each job, as FAI-PEP's ``--set_freq`` did.
 
-Usage: ``--target adb`` (the only phone), ``--target adb:serial=R58M123``,
+Usage: ``--target adb`` (every attached phone, one target each: :meth:`AdbTarget.fan_out`),
+``--target adb:serial=R58M123``,
 ``--target adb:model=Pixel_7,set_freq=max``, ``server_port=`` for a non-default adb server.
 """
 
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import InfrastructureError, UsageError
+from benchlab.schema import EnvKey
 from benchlab.targets.base import Availability, CommandResult, RunRequest
 from benchlab.targets.remote import ShellTarget
 
@@ -32,16 +34,16 @@ __all__ = ["AdbDevice", "AdbTarget", "list_devices", "parse_devices", "parse_get
 
 #: ``getprop`` keys recorded as the phone's identity.
 IDENTITY_PROPS = {
-    "model": "ro.product.model",
-    "manufacturer": "ro.product.manufacturer",
+    EnvKey.MODEL: "ro.product.model",
+    EnvKey.MANUFACTURER: "ro.product.manufacturer",
     "device": "ro.product.device",
-    "soc_manufacturer": "ro.soc.manufacturer",
-    "soc_model": "ro.soc.model",
-    "board": "ro.board.platform",
-    "hardware": "ro.hardware",
-    "abi": "ro.product.cpu.abi",
-    "android": "ro.build.version.release",
-    "sdk": "ro.build.version.sdk",
+    EnvKey.SOC_MANUFACTURER: "ro.soc.manufacturer",
+    EnvKey.SOC_MODEL: "ro.soc.model",
+    EnvKey.BOARD: "ro.board.platform",
+    EnvKey.HARDWARE: "ro.hardware",
+    EnvKey.ABI: "ro.product.cpu.abi",
+    EnvKey.ANDROID: "ro.build.version.release",
+    EnvKey.SDK: "ro.build.version.sdk",
     "fingerprint": "ro.build.fingerprint",
     "debuggable": "ro.debuggable",
 }
@@ -225,15 +227,15 @@ class AdbTarget(ShellTarget):
     def describe(self) -> dict[str, Any]:
         """Identity from ``getprop`` (model, SoC, ABI, Android), clusters and device state."""
         props = self.properties()
-        info: dict[str, Any] = {"target": "adb", "serial": self.chosen_serial()}
+        info: dict[str, Any] = {EnvKey.TARGET: "adb", "serial": self.chosen_serial()}
         info.update({name: props.get(key) for name, key in IDENTITY_PROPS.items()})
-        info["hostname"] = f"{info.get('model') or 'android'}-{info['serial']}"
+        info[EnvKey.HOSTNAME] = f"{info.get(EnvKey.MODEL) or 'android'}-{info['serial']}"
         state = self.device_state()
-        info["cpu_count"] = len(state.get("cpus") or {}) or None
-        info["clusters"] = state.get("clusters")
-        info["temperatures_c"] = state.get("temperatures_c")
-        info["battery"] = state.get("battery")
-        info["state"] = state
+        info[EnvKey.CPU_COUNT] = len(state.get("cpus") or {}) or None
+        info[EnvKey.CLUSTERS] = state.get("clusters")
+        info[EnvKey.TEMPERATURES_C] = state.get("temperatures_c")
+        info[EnvKey.BATTERY] = state.get("battery")
+        info[EnvKey.STATE] = state
         info["frequency_setting"] = self.set_freq
         return info
 

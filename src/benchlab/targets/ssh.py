@@ -4,7 +4,7 @@ benchlab calls the system's ``ssh`` client rather than a Python SSH library, so 
 user's ``~/.ssh/config`` says (aliases, keys, ``ProxyJump`` hops, agent forwarding) applies
 unchanged. The first command opens a multiplexing master (``ControlMaster=auto`` with a
 private ``ControlPath``) that later commands reuse, so each costs one round trip rather than a
-new handshake (research/runtimes-here.md measured ~0.5 s per new connection, ~0.2 s reusing one).
+new handshake (against a local sshd: ~0.5 s per new connection, ~0.2 s reusing one).
 
 Files travel through ``cat`` over the same connection, which needs nothing on the board but a
 POSIX shell. Python frameworks run benchlab's runner with the board's ``python`` (which must
@@ -26,12 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import InfrastructureError, UsageError
+from benchlab.schema import EnvKey
 from benchlab.targets.base import Availability
 from benchlab.targets.probe import state_facts
 from benchlab.targets.remote import ShellTarget
 
 __all__ = ["SshTarget"]
 
+# Prints one "name value" line per fact, named as EnvKey names them.
 _IDENTITY_SCRIPT = r"""
 echo "hostname $(hostname 2>/dev/null || cat /etc/hostname)"
 echo "kernel $(uname -r)"
@@ -158,13 +160,14 @@ class SshTarget(ShellTarget):
     def describe(self) -> dict[str, Any]:
         """Identity (hostname, OS, CPU), CPU clusters, frequencies, temperatures, load."""
         result = self.shell(_IDENTITY_SCRIPT, timeout=60.0)
-        info: dict[str, Any] = {"target": "ssh", "address": self.host}
+        info: dict[str, Any] = {EnvKey.TARGET: "ssh", "address": self.host}
         for line in result.stdout.splitlines():
             key, _, value = line.partition(" ")
             if key and value.strip():
                 info[key] = value.strip()
-        if "cpu_count" in info:
-            info["cpu_count"] = int(info["cpu_count"]) if info["cpu_count"].isdigit() else None
+        if EnvKey.CPU_COUNT in info:
+            count = info[EnvKey.CPU_COUNT]
+            info[EnvKey.CPU_COUNT] = int(count) if count.isdigit() else None
         info.update(state_facts(self.device_state()))
         return info
 
