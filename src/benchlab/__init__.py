@@ -13,8 +13,9 @@ every fresh process and to ``benchlab --help``.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from benchlab.lazy import names_at_homes
 
 if TYPE_CHECKING:
     from benchlab.api import compare, plan_sweep, run, track
@@ -116,16 +117,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name's module on first access and cache the name in this package."""
-    home = _HOMES.get(name)
-    if home is None:
-        # AttributeError (not ImportError) lets ``from benchlab import <submodule>`` fall back
-        # to importing the submodule.
-        raise AttributeError(f"module 'benchlab' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+__getattr__ = names_at_homes(__name__, _HOMES, globals())
 
 
 def __dir__() -> list[str]:

@@ -6,8 +6,9 @@ The names below are imported on first use (PEP 562): the terminal reporters load
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from benchlab.lazy import names_at_homes
 
 if TYPE_CHECKING:
     from benchlab.report.export import export_results
@@ -24,11 +25,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name's module on first access."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+__getattr__ = names_at_homes(__name__, _HOMES, globals())
