@@ -19,7 +19,7 @@ from benchlab.cli_zoo import zoo_app
 from benchlab.errors import BenchlabError, UsageError
 from benchlab.cli_output import console, err_console
 from benchlab.schema import LATENCY_KEY
-from benchlab.settings import setting_info
+from benchlab.settings import DEFAULT_TIME_BUDGET_S, setting_info
 
 __all__ = ["app", "main"]
 
@@ -87,7 +87,7 @@ def run(
     resume: Annotated[bool, typer.Option("--resume", help="Finish the latest interrupted run of this sweep.")] = False,  # noqa: E501
     resume_run: Annotated[Optional[str], typer.Option(help="Finish this interrupted run (id or UUID prefix).")] = None,  # noqa: UP007,E501
     target_ci: Annotated[Optional[str], typer.Option(help=_help("target_ci") + " Also written 1%.")] = None,  # noqa: UP007,E501
-    time_budget: Annotated[Optional[float], typer.Option(help="Seconds per job for --target-ci (default 60).")] = None,  # noqa: UP007,E501
+    time_budget: Annotated[Optional[float], typer.Option(help=f"Seconds per job for --target-ci (default {DEFAULT_TIME_BUDGET_S:g}).")] = None,  # noqa: UP007,E501
     warmup: Annotated[Optional[int], typer.Option(help=_help("warmup"))] = None,  # noqa: UP007
     iterations: Annotated[Optional[int], typer.Option("--iter", help=_help("iter"))] = None,  # noqa: UP007,E501
     repeat: Annotated[Optional[int], typer.Option(help=_help("repeat"))] = None,  # noqa: UP007

@@ -27,6 +27,7 @@ from benchlab.plugins import load_framework, open_target
 from benchlab.protocol import parse_output
 from benchlab.runner.accuracy import error_stats, load_reference, save_reference
 from benchlab.schema import DetailKey
+from benchlab.settings import setting_info
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
 from benchlab.targets.base import RunRequest, Target
 from benchlab.zoo import ZOO, zoo_specs
@@ -78,7 +79,7 @@ def outputs(
     inputs: Mapping[str, np.ndarray] | None = None,
     target: str | Target = "host",
     cache_dir: Path | None = None,
-    timeout: float = 600.0,
+    timeout: float | None = None,
     layer_errors: bool = False,
 ) -> ModelOutputs:
     """Run ``model`` (a zoo name, a spec file or a loaded spec) once on ``framework``.
@@ -90,7 +91,8 @@ def outputs(
     ``"adb:serial=X,python=..."`` or a target object) runs it on that device: the model and
     inputs are pushed, the outputs pulled back, and the errors computed here, as on the host.
     ``layer_errors`` also compares every layer's output with the reference model's, in the
-    runner as ``--layer-errors`` does (:attr:`ModelOutputs.layers`).
+    runner as ``--layer-errors`` does (:attr:`ModelOutputs.layers`). ``timeout`` (s) kills the
+    runner; by default the ``timeout`` test setting's default.
     """
     from benchlab.sweep import parse_framework
 
@@ -121,7 +123,8 @@ def outputs(
                            reference.task if reference else "")
             local[f"files.{REFERENCE_KEY}"] = given
             reference = load_reference(given)
-        got, details = _run_on(device, adapter, spec, test, chosen, local, Path(tmp), timeout)
+        got, details = _run_on(device, adapter, spec, test, chosen, local, Path(tmp),
+                               timeout if timeout is not None else setting_info("timeout").default)
         if reference is not None and reference.inputs:
             used = dict(reference.inputs)
         else:  # the runner's seeded inputs for repetition 0, made the same way here

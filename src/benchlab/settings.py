@@ -24,6 +24,7 @@ from types import NoneType
 from typing import Any, get_args, get_type_hints
 
 __all__ = [
+    "DEFAULT_TIME_BUDGET_S",
     "EnergySettings",
     "SettingInfo",
     "TestSettings",
@@ -33,6 +34,11 @@ __all__ = [
 ]
 
 _KEY = "benchlab.setting"
+
+
+DEFAULT_TIME_BUDGET_S = 60.0
+"""Seconds a job may spend when its test sets ``target_ci`` and no ``max_time``: its processes
+share them (a sweep's ``time_budget`` replaces it)."""
 
 
 @dataclass(frozen=True, slots=True)
