@@ -51,6 +51,20 @@ def test_keys_are_written_as_plain_strings() -> None:
     assert json.dumps(data) == '{"repetitions": 1, "state_before": {}, "NET sqnr": 2}'
 
 
+def test_typed_keys_keep_the_strings_results_were_stored_with() -> None:
+    # Results stored before these keys were typed hold the same strings, and no two members
+    # share one (an Enum would make the second a silent alias of the first).
+    assert [DetailKey.TOOL, DetailKey.LATENCY_SAMPLES, DetailKey.THREADS,
+            DetailKey.EXECUTION_MODE, DetailKey.INTERLEAVED, DetailKey.AB_MODE,
+            DetailKey.AB_SESSIONS, DetailKey.AB_PAIRS] == [
+        "tool", "latency_samples", "threads", "mode", "interleaved", "ab_mode", "ab_sessions",
+        "ab_pairs"]
+    assert [EnvKey.TARGET, EnvKey.OS, EnvKey.CPU_COUNT, EnvKey.PACKAGES, EnvKey.ANDROID,
+            EnvKey.STATE] == ["target", "os", "cpu_count", "packages", "android", "state"]
+    for keys in (DetailKey, EnvKey):
+        assert len(keys.__members__) == len(keys)
+
+
 def test_metric_keys_are_the_net_keys_reports_read() -> None:
     assert LATENCY_KEY == Metric.LATENCY.key == "NET latency"
     assert Metric.FIRST_INFERENCE.key == "NET first_inference"

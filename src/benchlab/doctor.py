@@ -18,6 +18,7 @@ from benchlab.plugins import (
     open_target,
     parse_plugin_text,
 )
+from benchlab.schema import EnvKey
 
 __all__ = ["Diagnosis", "PluginStatus", "device_summary", "diagnose"]
 
@@ -74,25 +75,27 @@ def _target_statuses(label: str, plugin: Any) -> list[PluginStatus]:
 def device_summary(device: dict[str, Any]) -> str:
     """One line saying what a target's device is: CPU/SoC, cores, clusters, OS, heat, battery."""
     parts: list[str] = []
-    if device.get("target") == "adb":
-        parts.append(f"{device.get('manufacturer') or ''} {device.get('model') or '?'}".strip())
-        soc = " ".join(str(x) for x in (device.get("soc_manufacturer"), device.get("soc_model"))
-                       if x) or device.get("board") or device.get("hardware")
-        parts += [f"SoC {soc}" if soc else "", device.get("abi") or "",
-                  f"Android {device.get('android')} (SDK {device.get('sdk')})"]
+    if device.get(EnvKey.TARGET) == "adb":
+        parts.append(f"{device.get(EnvKey.MANUFACTURER) or ''} "
+                     f"{device.get(EnvKey.MODEL) or '?'}".strip())
+        soc_names = (device.get(EnvKey.SOC_MANUFACTURER), device.get(EnvKey.SOC_MODEL))
+        soc = (" ".join(str(x) for x in soc_names if x) or device.get(EnvKey.BOARD)
+               or device.get(EnvKey.HARDWARE))
+        parts += [f"SoC {soc}" if soc else "", device.get(EnvKey.ABI) or "",
+                  f"Android {device.get(EnvKey.ANDROID)} (SDK {device.get(EnvKey.SDK)})"]
     else:
-        parts += [device.get("hostname") or "", device.get("cpu_model") or "",
-                  device.get("os") or ""]
-    clusters = device.get("clusters") or []
+        parts += [device.get(EnvKey.HOSTNAME) or "", device.get(EnvKey.CPU_MODEL) or "",
+                  device.get(EnvKey.OS) or ""]
+    clusters = device.get(EnvKey.CLUSTERS) or []
     if clusters:
         parts.append(" + ".join(
             f"{_count(c['cpus'])}×{c['hw_max_khz'] / 1e6:.2f} GHz" for c in clusters
         ))
-    elif device.get("cpu_count"):
-        parts.append(f"{device['cpu_count']} cores")
-    temps = device.get("temperatures_c") or {}
+    elif device.get(EnvKey.CPU_COUNT):
+        parts.append(f"{device[EnvKey.CPU_COUNT]} cores")
+    temps = device.get(EnvKey.TEMPERATURES_C) or {}
     parts.append(f"max {max(temps.values()):.1f} °C" if temps else "temperatures unreadable")
-    battery = device.get("battery")
+    battery = device.get(EnvKey.BATTERY)
     if battery:
         parts.append(f"battery {battery.get('level_percent')}% {battery.get('status') or ''}"
                      .strip())

@@ -15,9 +15,11 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from benchlab.schema import EnvKey
+
 __all__ = [
-    "RUNTIME_PACKAGES",
     "INFERENCE_CPU_FEATURES",
+    "RUNTIME_PACKAGES",
     "capture_host_environment",
     "cpu_features",
     "package_versions",
@@ -115,14 +117,14 @@ def capture_host_environment() -> dict[str, Any]:
     is device state, read on every target alike by :mod:`benchlab.targets.probe`.
     """
     return {
-        "hostname": socket.gethostname(),
-        "os": platform.platform(),
-        "kernel": platform.release(),
-        "machine": platform.machine(),
+        EnvKey.HOSTNAME: socket.gethostname(),
+        EnvKey.OS: platform.platform(),
+        EnvKey.KERNEL: platform.release(),
+        EnvKey.MACHINE: platform.machine(),
         "python": platform.python_version(),
-        "cpu_model": _cpu_model(),
-        "cpu_count": os.cpu_count(),
+        EnvKey.CPU_MODEL: _cpu_model(),
+        EnvKey.CPU_COUNT: os.cpu_count(),
         "cpu_features": cpu_features(),
-        "cpus_allowed": sorted(os.sched_getaffinity(0)),
-        "packages": package_versions(),
+        EnvKey.CPUS_ALLOWED: sorted(os.sched_getaffinity(0)),
+        EnvKey.PACKAGES: package_versions(),
     }

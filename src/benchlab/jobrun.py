@@ -166,7 +166,7 @@ class JobMeasurement:
             test = replace(test, max_time=self._budget / max(test.repeat, 1))
         self._environment: dict[str, Any] = dict(target.describe())
         # Targets that read their state while describing themselves need not read it twice.
-        self._state_before = (self._environment.pop("state", None) or capture_state(target))
+        self._state_before = (self._environment.pop(EnvKey.STATE, None) or capture_state(target))
         self._environment[EnvKey.STATE_BEFORE] = self._state_before
         self._gates: list[GateOutcome] = []
         energy = energy.over(test.energy) if energy is not None else test.energy

@@ -176,14 +176,59 @@ class DetailKey(StrEnum):
     REBOOT = "reboot"  #: mapping, the device reboot just before this job (targets/reboot.py)
     DELEGATION = "delegation"  #: mapping, what the delegate or provider took (diagnosis.Coverage)
     LAYER_ERRORS = "layer_errors"  #: mapping, per-layer error table (diagnosis.LayerTable)
+    # How a side uses the machine's threads: the in-process A/B runner reads these back from
+    # each backend to show both sides' regime (runner/pair.py's REGIME_KEYS).
+    THREADS = "threads"  #: int, the runtime's (or a native tool's) thread count in effect
+    INTRA_OP_THREADS = "intra_op_threads"  #: int, ONNX Runtime's intra-op threads
+    INTER_OP_THREADS = "inter_op_threads"  #: int, ONNX Runtime's inter-op threads
+    THREAD_POOL = "thread_pool"  #: str, ONNX Runtime's pool: "global" or "session"
+    SPINNING = "spinning"  #: bool, whether ONNX Runtime's idle threads spin
+    NSTREAMS = "nstreams"  #: int, OpenVINO's streams in effect
+    HINT = "hint"  #: str, OpenVINO's performance hint in effect
+    EXECUTION_MODE = "mode"  #: str, the PyTorch mode (eager, torchscript, export, aoti, compile)
+    # What every native tool's parser says, whichever tool it was (frameworks/native).
+    TOOL = "tool"  #: str, the native tool that measured the job instead of the runner
+    LATENCY_SAMPLES = "latency_samples"  #: str, "process_mean" or "per_iteration"
+    # A/B comparisons (benchlab.ab).
+    INTERLEAVED = "interleaved"  #: mapping, the in-process A/B runner's blocks and regime
+    AB_MODE = "ab_mode"  #: str, the ab.Mode of an interleaved side's stored result
+    AB_SESSIONS = "ab_sessions"  #: int, the interleaved sessions that result pools
+    AB_PAIRS = "ab_pairs"  #: True on a side's result pooled over process pairs
 
 
 class EnvKey(StrEnum):
-    """The keys of ``Result.environment`` that benchlab's own reports read."""
+    """The keys of ``Result.environment`` (a target's ``describe()`` plus the device state
+    around the job) that one module writes and another reads.
 
+    A target may add facts of its own; these are the shared ones.
+    """
+
+    # The machine's identity (environment.capture_host_environment; the ssh target's script
+    # prints the same names).
+    TARGET = "target"  #: str, the target plugin that described the device (adb, ssh)
     HOSTNAME = "hostname"
+    OS = "os"  #: str, the operating system, as the platform names it
+    KERNEL = "kernel"  #: str, the Linux kernel release
+    MACHINE = "machine"  #: str, the CPU architecture (uname -m)
     CPU_MODEL = "cpu_model"
-    CPUS_ALLOWED = "cpus_allowed"
+    CPU_COUNT = "cpu_count"  #: int, the CPUs the system has
+    CPUS_ALLOWED = "cpus_allowed"  #: list of the CPUs this process may run on
+    PACKAGES = "packages"  #: mapping, distribution -> installed version (None: absent)
+    # A phone's identity, from getprop (targets/adb.py).
+    MODEL = "model"  #: str, the product model
+    MANUFACTURER = "manufacturer"
+    SOC_MANUFACTURER = "soc_manufacturer"
+    SOC_MODEL = "soc_model"
+    BOARD = "board"  #: str, the board platform (a SoC name on most phones)
+    HARDWARE = "hardware"
+    ABI = "abi"  #: str, the primary CPU ABI (arm64-v8a...)
+    ANDROID = "android"  #: str, the Android release
+    SDK = "sdk"  #: str, the Android SDK level
+    # Device state (targets/probe.py): what changes while benchmarks run.
+    STATE = "state"  #: device state read when the target was described
+    CLUSTERS = "clusters"  #: list of CPU clusters with their frequencies
+    TEMPERATURES_C = "temperatures_c"  #: mapping, thermal zone -> °C
+    BATTERY = "battery"  #: mapping, level and status, where the device has one
     STATE_BEFORE = "state_before"  #: device state read before the job
     STATE_AFTER = "state_after"  #: device state read after the job
 

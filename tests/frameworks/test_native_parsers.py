@@ -309,6 +309,54 @@ def test_executor_runner_argv() -> None:
         executor_runner_argv("er", "m.pte", iterations=0)
 
 
+# --- numbers in exponent form ------------------------------------------------------------------
+# C++ streams print a double in its shortest form, which for a tiny or huge value is 1e-05 or
+# 1.5E+03; each parser reads such a value whole (benchmark_app and litert-benchmark: in
+# test_openvino.py and test_tflite.py, beside their recorded outputs).
+
+
+def test_benchmark_model_reads_exponent_numbers() -> None:
+    text = (read("benchmark_model_plain.txt")
+            .replace("file size (MB): 13.9785", "file size (MB): 1.39785e+01")
+            .replace("Initialized session in 41.25ms", "Initialized session in 4.125E+01ms")
+            .replace("avg=14702.5 std=231", "avg=1.47025e+04 std=2.31e+02")
+            .replace("Overall peak memory footprint (MB) via periodic monitoring: 45.125",
+                     "Overall peak memory footprint (MB) via periodic monitoring: 4.5125e+01"))
+    parsed = parse_benchmark_model(text)
+    assert values(parsed, "model_size") == [pytest.approx(13.9785e6 / 2**20)]
+    assert values(parsed, "load_time") == [pytest.approx(41.25)]
+    assert values(parsed, "latency") == [pytest.approx(14.7025)]
+    assert values(parsed, "memory_peak") == [pytest.approx(45.125)]
+    assert parsed.summaries[0].values["std"] == pytest.approx(0.231)
+
+
+def test_executor_runner_reads_exponent_numbers() -> None:
+    text = (read("executor_runner.txt")
+            .replace("Model loaded in 32.387000 ms", "Model loaded in 3.2387e+01 ms")
+            .replace("Iteration 2 of 5: 12.104000 ms", "Iteration 2 of 5: 1e-05 ms")
+            .replace("in 66.297000 ms", "in 6.6297E+01 ms"))
+    parsed = parse_executor_runner(text)
+    assert values(parsed, "load_time") == [pytest.approx(32.387)]
+    assert values(parsed, "latency") == pytest.approx([18.211, 1e-05, 11.987, 12.052, 11.943])
+    assert parsed.details["total_execution_ms"] == pytest.approx(66.297)
+
+
+def test_perf_test_reads_exponent_numbers() -> None:
+    text = (read("onnxruntime_perf_test.txt")
+            .replace("Session creation time cost: 0.0843512 s",
+                     "Session creation time cost: 8.43512e-02 s")
+            .replace("Min Latency: 0.00588213 s", "Min Latency: 1e-05 s")
+            .replace("P50 Latency: 0.00601126 s", "P50 Latency: 6.01126E-03 s")
+            .replace("Average inference time cost: 6.06685 ms",
+                     "Average inference time cost: 6.06685e+00 ms"))
+    parsed = parse_perf_test(text)
+    assert values(parsed, "load_time") == [pytest.approx(84.3512)]
+    assert values(parsed, "latency") == [pytest.approx(6.06685)]
+    (summary,) = parsed.summaries
+    assert summary.values["min"] == pytest.approx(0.01)
+    assert summary.values["p50"] == pytest.approx(6.01126)
+
+
 # --- onnxruntime_perf_test ---------------------------------------------------------------------
 
 

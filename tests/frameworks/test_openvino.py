@@ -354,6 +354,21 @@ def test_benchmark_app_reports_are_read(fw: OpenVinoFramework) -> None:
     assert parsed.details["throughput_fps"] == 1444.95
 
 
+def test_benchmark_app_reads_exponent_numbers() -> None:
+    from benchlab.frameworks.native.benchmark_app import parse_benchmark_app
+
+    text = (BENCHMARK_APP_OUT.replace("Read model took 12.27 ms", "Read model took 1.227e+01 ms")
+            .replace("Min:           569.29 us", "Min:           5.6929E+02 us")
+            .replace("Throughput:   1444.95 FPS", "Throughput:   1.44495e+03 FPS")
+            .replace("First inference took 23.13 ms", "First inference took 1e-05 ms"))
+    parsed = parse_benchmark_app(text)
+    net = {s.key: s.value for s in parsed.samples if s.type == "NET"}
+    assert net["NET load_time"] == pytest.approx(12.27)
+    assert net["NET first_inference"] == pytest.approx(1e-05)
+    assert parsed.summaries[0].values["min"] == pytest.approx(0.56929)
+    assert parsed.details["throughput_fps"] == pytest.approx(1444.95)
+
+
 @pytest.mark.slow
 def test_benchmark_app_runs_in_place_of_the_runner(fw: OpenVinoFramework, tiny_ir: TinyIR,
                                                    tmp_path: Path) -> None:

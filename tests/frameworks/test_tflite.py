@@ -479,6 +479,23 @@ def test_litert_benchmark_reports_are_read(fw: TfliteFramework, text: str) -> No
         assert parsed.details["accelerators"] == ["CPU"]
 
 
+def test_litert_benchmark_reads_exponent_numbers() -> None:
+    from benchlab.frameworks.native.litert_benchmark import parse_litert_benchmark
+
+    text = (LITERT_TEXT
+            .replace("Model initialization:  4.76 ms", "Model initialization:  4.76e+00 ms")
+            .replace("Inference (min):       0.38 ms", "Inference (min):       1e-05 ms")
+            .replace("Inference (p95):       0.49 ms", "Inference (p95):       4.9E-01 ms")
+            .replace("Throughput:            17.18 MB/s", "Throughput:            1.718e+01 MB/s"))
+    parsed = parse_litert_benchmark(text)
+    values = {s.key: s.value for s in parsed.samples}
+    assert values["NET load_time"] == pytest.approx(4.76)
+    [summary] = parsed.summaries
+    assert summary.values["min"] == pytest.approx(1e-05)
+    assert summary.values["p95"] == pytest.approx(0.49)
+    assert parsed.details["throughput_mb_s"] == pytest.approx(17.18)
+
+
 def test_a_mean_under_litert_benchmarks_resolution_is_no_latency(fw: TfliteFramework) -> None:
     # What the real tool prints for a model faster than 5 us (issue 24: a tiny model's cell
     # read 0.0 ms on some runs and 0.01 ms on others).

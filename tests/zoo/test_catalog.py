@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+
 from benchlab.zoo import exporters
 from benchlab.zoo.cache import format_key
 from benchlab.zoo.catalog import (
@@ -44,3 +46,15 @@ def test_cache_key_names_the_packages_and_the_revision() -> None:
     assert format_key("fp", "reference").endswith("|rev2") and "numpy==" in format_key(
         "fp", "reference")
     assert "|rev" not in format_key("fp", "torchscript")
+
+
+def test_what_exporting_needs_comes_from_the_registry() -> None:
+    extras = set(importlib.metadata.metadata("benchlab").get_all("Provides-Extra") or ())
+    for spec in [*FORMATS.values(), REFERENCE]:
+        _, distribution, extra = spec.exporter_requires
+        # What an export needs is among what decides its cache key, and the install hint
+        # names one of benchlab's extras.
+        assert distribution in spec.packages, spec.name
+        assert extra in extras, spec.name
+    # ONNX-only zoo models (no PyTorch entry) take what converts from an ONNX file.
+    assert [f.name for f in FORMATS.values() if f.from_onnx] == ["onnx", "openvino", "onnx_int8"]

@@ -23,7 +23,7 @@ from benchlab.frameworks.base import NATIVE_BINARY, Invocation, JobContext, Runn
 from benchlab.jobrun import Job, run_job
 from benchlab.protocol import ParsedOutput, parse_output
 from benchlab.runner.pair import SIDES, SOLO_SIDES
-from benchlab.schema import Metric, Result
+from benchlab.schema import DetailKey, Metric, Result
 from benchlab.targets.base import CommandResult, Target
 
 __all__ = ["PairFramework", "inprocess_problem", "inprocess_session"]
@@ -131,7 +131,7 @@ def inprocess_session(
     times = {letter: _times(result, side) for letter, side in SIDES.items()}
     cpu = {letter: _times(result, side, Metric.CPU_TIME) for letter, side in SIDES.items()}
     alone = {letter: _times(result, side) for letter, side in SOLO_SIDES.items()}
-    detail = result.details.get("interleaved", {})
+    detail = result.details.get(DetailKey.INTERLEAVED, {})
     regime = {**detail.get("regime", {}), "process_threads": detail.get("process_threads")}
     return session_from_blocks(Mode.IN_PROCESS, times["c"], times["t"], order, loaded_first,
                                cpu=(cpu["c"], cpu["t"]), solo=(alone["c"], alone["t"]),

@@ -32,7 +32,15 @@ from benchlab.ab.stats import apply_bh, decide, through_looks
 from benchlab.errors import BenchlabError, ModeUnavailable, UsageError
 from benchlab.jobrun import Job, run_job, summarize_samples
 from benchlab.plugins import parse_plugin_text
-from benchlab.schema import LATENCY_KEY, JobIdentity, Metric, Result, Sample, Status
+from benchlab.schema import (
+    LATENCY_KEY,
+    DetailKey,
+    JobIdentity,
+    Metric,
+    Result,
+    Sample,
+    Status,
+)
 from benchlab.spec.placeholders import substitute
 from benchlab.spec.types import BenchmarkSpec, FileRef, FrameworkConfig
 from benchlab.targets.base import Target
@@ -371,7 +379,8 @@ def _interleaved(
             samples = data.samples(letter)
             on_result(Result(identity=job.identity, status=Status.OK, samples=tuple(samples),
                              summaries=summarize_samples(samples),
-                             details={"ab_mode": mode.value, "ab_sessions": len(data.sessions)}))
+                             details={DetailKey.AB_MODE: mode.value,
+                                      DetailKey.AB_SESSIONS: len(data.sessions)}))
     control_ms, treatment_ms = data.medians()
     return MetricComparison(
         job=base.identity.label, model=base.identity.model_name,
@@ -438,5 +447,5 @@ def _side_result(identity: JobIdentity, samples: list[Sample], last: Result) -> 
     """All observations of one side as one stored result (repetition = pair index)."""
     return replace(
         last, identity=identity, samples=tuple(samples),
-        summaries=summarize_samples(samples), details={**last.details, "ab_pairs": True},
+        summaries=summarize_samples(samples), details={**last.details, DetailKey.AB_PAIRS: True},
     )

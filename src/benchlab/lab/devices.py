@@ -21,6 +21,7 @@ from benchlab.errors import UsageError
 from benchlab.lab.pools import PoolRule
 from benchlab.store import ResultStore
 from benchlab.lab.tables import lab_device_events, lab_devices, lab_pools
+from benchlab.schema import EnvKey
 
 __all__ = [
     "COUNT_TABS",
@@ -136,18 +137,18 @@ class DeviceEvent:
 
 def device_properties(kind: str, description: Mapping[str, Any]) -> dict[str, Any]:
     """Typed properties from a target's ``describe()``: what pool rules select on."""
-    packages = description.get("packages") or {}
-    state = description.get("state") or {}
+    packages = description.get(EnvKey.PACKAGES) or {}
+    state = description.get(EnvKey.STATE) or {}
     props: dict[str, Any] = {
         "kind": kind,
-        "hostname": description.get("hostname"),
-        "model": description.get("model") or description.get("cpu_model"),
-        "soc": description.get("soc_model") or description.get("board")
-        or description.get("cpu_model"),
-        "abi": description.get("abi") or description.get("machine"),
+        "hostname": description.get(EnvKey.HOSTNAME),
+        "model": description.get(EnvKey.MODEL) or description.get(EnvKey.CPU_MODEL),
+        "soc": description.get(EnvKey.SOC_MODEL) or description.get(EnvKey.BOARD)
+        or description.get(EnvKey.CPU_MODEL),
+        "abi": description.get(EnvKey.ABI) or description.get(EnvKey.MACHINE),
         "os": "android" if kind == "adb" else "linux",
-        "os_version": description.get("android") or description.get("kernel"),
-        "cores": description.get("cpu_count"),
+        "os_version": description.get(EnvKey.ANDROID) or description.get(EnvKey.KERNEL),
+        "cores": description.get(EnvKey.CPU_COUNT),
         "ram_mib": state.get("memory_total_mib"),
         "runtimes": sorted(name for name, version in packages.items()
                            if version and name != "benchlab"),

@@ -23,7 +23,7 @@ from sqlalchemy import Connection, Engine, Row, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from benchlab.errors import StoreError, UsageError
-from benchlab.schema import LATENCY_KEY, Result, Status, Summary
+from benchlab.schema import LATENCY_KEY, DetailKey, Result, Status, Summary
 from benchlab.store.engine import WRITE_OPTION, create_store_engine, resolve_url, store_errors
 from benchlab.store.rows import (
     build_result,
@@ -122,7 +122,7 @@ def _points(rows: Iterable[Any], metric_key: str, limit: int) -> list[HistoryPoi
                 started_at=row.started_at, run_id=row.run_id, result_id=row.id,
                 job_key=row.job_key, test_identifier=row.test_identifier, target=row.target,
                 device=row.device, summary=Summary.from_dict(summary),
-                runtime_version=json.loads(row.details_json).get("runtime_version"),
+                runtime_version=json.loads(row.details_json).get(DetailKey.RUNTIME_VERSION),
             ))
     return points
 

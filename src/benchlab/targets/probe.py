@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from benchlab.schema import EnvKey
+
 __all__ = ["PROBE_SCRIPT", "clusters_of", "hottest", "parse_probe", "state_facts"]
 
 #: Reads the device state; each line is ``kind name key value...``.
@@ -218,8 +220,8 @@ def _cpu_ranges(indices: list[int]) -> str:
 def state_facts(state: Mapping[str, Any]) -> dict[str, Any]:
     """What a target's description repeats from its device state: the state itself and its
     temperatures, load average and CPU clusters."""
-    return {"state": state, "temperatures_c": state.get("temperatures_c"),
-            "load_average": state.get("load_average"), "clusters": state.get("clusters")}
+    return {EnvKey.STATE: state, EnvKey.TEMPERATURES_C: state.get("temperatures_c"),
+            "load_average": state.get("load_average"), EnvKey.CLUSTERS: state.get("clusters")}
 
 
 def hottest(state: Mapping[str, Any] | None) -> float | None:

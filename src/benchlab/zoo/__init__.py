@@ -19,6 +19,7 @@ from typing import Any
 
 from benchlab.artifacts import ArtifactCache
 from benchlab.errors import UsageError
+from benchlab.frameworks.common import distribution_availability
 from benchlab.spec.types import BenchmarkSpec, FileRef, InputDef, ModelDef, TestCase
 from benchlab.zoo.cache import (
     ExportIndex,
@@ -86,18 +87,7 @@ def resolve_model_names(names: Sequence[str]) -> list[str]:
 
 def _missing_exporter(fmt: str) -> str | None:
     """Why a format cannot be exported here, or ``None`` (checked without importing)."""
-    import importlib.util
-
-    modules = {"tflite": ("litert_torch", "tflite-export"),
-               "pte_xnnpack": ("executorch", "executorch"),
-               "pte_xnnpack_int8": ("executorch", "executorch"),
-               "pte_portable": ("executorch", "executorch"),
-               "openvino": ("openvino", "openvino"), "onnx": ("onnxscript", "onnxruntime"),
-               "onnx_int8": ("onnxruntime", "onnxruntime")}
-    module, extra = modules.get(fmt, ("torch", "pytorch"))
-    if importlib.util.find_spec(module) is None:
-        return f"{module} is not installed (pip install 'benchlab[{extra}]')"
-    return None
+    return distribution_availability(*format_of(fmt).exporter_requires).reason or None
 
 
 def _wanted_formats(model: ZooModel, formats: Sequence[str] | None) -> list[str]:
@@ -107,7 +97,7 @@ def _wanted_formats(model: ZooModel, formats: Sequence[str] | None) -> list[str]
         raise UsageError(f"unknown export format(s) {', '.join(bad)}; "
                          f"known: {', '.join(ALL_FORMATS)}")
     if model.entry is None:  # ONNX-only models: only what an .onnx file converts to
-        wanted = [f for f in wanted if f in ("onnx", "openvino", "onnx_int8")]
+        wanted = [f for f in wanted if format_of(f).from_onnx]
     elif "reference" not in wanted:
         wanted.append("reference")
     return wanted

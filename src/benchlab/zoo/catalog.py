@@ -40,6 +40,9 @@ class ExportFormat:
     ``simulated``: an int8 format that also writes ``simulated_<key>`` beside its file, the
     quantization recipe's exact outputs on the reference's input sets
     (:mod:`benchlab.zoo.simulate`), whenever the model has a reference.
+    ``exporter_requires``: (module, distribution, benchlab extra) without which it cannot be
+    exported here, found without importing it, as a framework's ``requires``.
+    ``from_onnx``: it converts an ONNX file, so ONNX-only models (no PyTorch entry) take it too.
     The exporter is the function ``export_<name>`` of :mod:`benchlab.zoo.exporters`.
     """
 
@@ -49,6 +52,8 @@ class ExportFormat:
     revision: str = ""
     default: bool = True
     simulated: bool = False
+    exporter_requires: tuple[str, str, str] = ("torch", "torch", "pytorch")
+    from_onnx: bool = False
 
     @property
     def simulated_files(self) -> tuple[str, ...]:
@@ -63,6 +68,7 @@ class ExportFormat:
 
 
 _ONNX_PACKAGES = ("torch", "onnx", "onnxscript")
+_EXECUTORCH = ("executorch", "executorch", "executorch")
 #: Every export format, in the order one export job runs them: ONNX before what converts from
 #: it (int8, OpenVINO), pt2 before the lowerings that reuse its program, AOTInductor last
 #: since it is by far the slowest. AOTInductor (about a minute of C++ compilation per model)
@@ -71,17 +77,23 @@ _ONNX_PACKAGES = ("torch", "onnx", "onnxscript")
 FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
     ExportFormat("torchscript", ("torchscript",)),
     ExportFormat("pt2", ("pt2",)),
-    ExportFormat("onnx", ("onnx",), _ONNX_PACKAGES),
-    ExportFormat("openvino", ("openvino", "openvino_bin"), (*_ONNX_PACKAGES, "openvino")),
+    ExportFormat("onnx", ("onnx",), _ONNX_PACKAGES,
+                 exporter_requires=("onnxscript", "onnxscript", "onnxruntime"), from_onnx=True),
+    ExportFormat("openvino", ("openvino", "openvino_bin"), (*_ONNX_PACKAGES, "openvino"),
+                 exporter_requires=("openvino", "openvino", "openvino"), from_onnx=True),
     # 2: 7-bit weights (quantize.REDUCE_RANGE), the same on every x86 CPU; 3: simulated outputs
     ExportFormat("onnx_int8", ("onnx_int8",), (*_ONNX_PACKAGES, "onnxruntime"), revision="3",
-                 simulated=True),
-    ExportFormat("tflite", ("tflite",), ("torch", "litert-torch")),
-    ExportFormat("pte_xnnpack", ("pte_xnnpack",), ("torch", "executorch")),
-    ExportFormat("pte_portable", ("pte_portable",), ("torch", "executorch"), default=False),
+                 simulated=True, exporter_requires=("onnxruntime", "onnxruntime", "onnxruntime"),
+                 from_onnx=True),
+    ExportFormat("tflite", ("tflite",), ("torch", "litert-torch"),
+                 exporter_requires=("litert_torch", "litert-torch", "tflite-export")),
+    ExportFormat("pte_xnnpack", ("pte_xnnpack",), ("torch", "executorch"),
+                 exporter_requires=_EXECUTORCH),
+    ExportFormat("pte_portable", ("pte_portable",), ("torch", "executorch"), default=False,
+                 exporter_requires=_EXECUTORCH),
     # 1: simulated outputs
     ExportFormat("pte_xnnpack_int8", ("pte_xnnpack_int8",), ("torch", "executorch", "torchao"),
-                 revision="1", simulated=True),
+                 revision="1", simulated=True, exporter_requires=_EXECUTORCH),
     ExportFormat("aoti", ("aoti",), default=False),
 )}
 #: The PyTorch fp32 outputs every export writes beside its files (2: eight input sets).

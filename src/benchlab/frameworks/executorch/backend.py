@@ -30,6 +30,7 @@ from benchlab.frameworks.executorch.program import pte_coverage
 from benchlab.runner.accuracy import to_arrays
 from benchlab.runner.config import InputConfig, RunnerConfig
 from benchlab.runner.loop import ProfilingUnavailable
+from benchlab.schema import DetailKey
 
 __all__ = ["ExecuTorchBackend"]
 
@@ -154,10 +155,10 @@ class ExecuTorchBackend:
         get_threads = getattr(portable_lib, "_threadpool_get_thread_count", None)
         details: dict[str, Any] = {
             "runtime": "executorch",
-            "runtime_version": _VERSION,
-            "threads": int(get_threads()) if get_threads else self._config.threads,
+            DetailKey.RUNTIME_VERSION: _VERSION,
+            DetailKey.THREADS: int(get_threads()) if get_threads else self._config.threads,
             "delegate": self._options.get("delegate"),
-            "precision": str(self._options.get("precision", "fp32")),
+            DetailKey.PRECISION: str(self._options.get("precision", "fp32")),
             "model_file": os.path.basename(str(self._config.model_path)),
         }
         if self._threads_note:

@@ -12,9 +12,10 @@ Each tool prints its own text, not benchlab's metric lines; these modules read i
   it writes with ``-p``.
 
 Tools that print only aggregates give one ``NET latency`` sample per process (their mean) plus
-a :class:`~benchlab.protocol.ReportedSummary`; ``details["latency_samples"]`` says
-``"process_mean"`` or, when a tool printed every iteration, ``"per_iteration"``, and
-``details["tool"]`` names the tool.
+a :class:`~benchlab.protocol.ReportedSummary`; ``details["latency_samples"]``
+(:attr:`~benchlab.schema.DetailKey.LATENCY_SAMPLES`) says ``"process_mean"`` or, when a tool
+printed every iteration, ``"per_iteration"``, and ``details["tool"]``
+(:attr:`~benchlab.schema.DetailKey.TOOL`) names the tool.
 """
 
 from __future__ import annotations

@@ -24,11 +24,12 @@ import shlex
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
+from benchlab.frameworks.native.common import NUMBER
 from benchlab.frameworks.native.common import SampleList as _Samples
 from benchlab.frameworks.native.common import count_flag
 from benchlab.frameworks.native.common import finite_float as _float
 from benchlab.protocol import ParsedOutput, ReportedSummary
-from benchlab.schema import Metric
+from benchlab.schema import DetailKey, Metric
 from benchlab.units import convert
 
 __all__ = [
@@ -45,15 +46,14 @@ TOOL = "benchmark_app"
 #: The line after which the per-layer counters CSV follows in the output.
 COUNTERS_MARKER = "BENCHLAB_BENCHMARK_APP_COUNTERS"
 _COUNTERS_CSV = "benchmark_detailed_counters_report.csv"
-_NUM = r"[-+]?(?:nan|inf|\d+\.?\d*|\.\d+)"
 _TIMES = {
-    "read_ms": re.compile(rf"Read model took\s*({_NUM})\s*ms", re.I),
-    "compile_ms": re.compile(rf"Compile model took\s*({_NUM})\s*ms", re.I),
-    "first_ms": re.compile(rf"First inference took\s*({_NUM})\s*ms", re.I),
+    "read_ms": re.compile(rf"Read model took\s*({NUMBER})\s*ms", re.I),
+    "compile_ms": re.compile(rf"Compile model took\s*({NUMBER})\s*ms", re.I),
+    "first_ms": re.compile(rf"First inference took\s*({NUMBER})\s*ms", re.I),
 }
 _COUNT = re.compile(r"Count:\s*(\d+)\s*iterations", re.I)
-_THROUGHPUT = re.compile(rf"Throughput:\s*({_NUM})\s*FPS", re.I)
-_STAT = re.compile(rf"^\s*(?:\[ INFO \])?\s*(Median|Average|Min|Max):\s*({_NUM})\s*(us|ms|s)\b",
+_THROUGHPUT = re.compile(rf"Throughput:\s*({NUMBER})\s*FPS", re.I)
+_STAT = re.compile(rf"^\s*(?:\[ INFO \])?\s*(Median|Average|Min|Max):\s*({NUMBER})\s*(us|ms|s)\b",
                    re.I)
 _STAT_NAMES = {"median": "p50", "average": "mean", "min": "min", "max": "max"}
 
@@ -131,7 +131,7 @@ def parse_benchmark_app(text: str) -> ParsedOutput:
     head, _, counters = text.partition(COUNTERS_MARKER)
     found: dict[str, float] = {}
     stats: dict[str, float] = {}
-    details: dict[str, Any] = {"tool": TOOL}
+    details: dict[str, Any] = {DetailKey.TOOL: TOOL}
     for line in head.splitlines():
         for key, pattern in _TIMES.items():
             if (match := pattern.search(line)) and (value := _float(match.group(1))) is not None:
@@ -150,7 +150,7 @@ def parse_benchmark_app(text: str) -> ParsedOutput:
     samples.add("NET", Metric.COMPILE_TIME, found.get("compile_ms"), "ms")
     samples.add("NET", Metric.FIRST_INFERENCE, found.get("first_ms"), "ms")
     if "mean" in stats:
-        details["latency_samples"] = "process_mean"
+        details[DetailKey.LATENCY_SAMPLES] = "process_mean"
         samples.add("NET", Metric.LATENCY, stats["mean"], "ms")
     for layer_type, ms in sorted(_counters(counters).items()):
         samples.add(layer_type, Metric.LATENCY, ms, "ms")

@@ -27,8 +27,9 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from benchlab.schema import Metric
+from benchlab.schema import DetailKey, Metric
 from benchlab.protocol import ParsedOutput, ReportedSummary
+from benchlab.frameworks.native.common import NUMBER
 from benchlab.frameworks.native.common import SampleList as _Samples
 from benchlab.frameworks.native.common import count_flag
 from benchlab.frameworks.native.common import finite_float as _float
@@ -38,25 +39,26 @@ __all__ = ["TOOL", "benchmark_model_argv", "parse_benchmark_model"]
 TOOL = "benchmark_model"
 """The name recorded in ``details["tool"]``."""
 
-_NUM = r"[-+]?(?:nan|inf|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
 # logcat (threadtime or brief) and the tool's own "INFO: " severity prefix.
 _PREFIX = re.compile(
     r"^\s*(?:\d\d-\d\d\s+\d\d:\d\d:\d\d\.\d+\s+\d+\s+\d+\s+[VDIWEF]\s+[^:]*:\s?"
     r"|[VDIWEF]/[^(:]*\(\s*\d+\):\s?)?"
     r"(?:(?P<level>INFO|WARN|WARNING|ERROR|FATAL|VERBOSE|DEBUG):\s?)?"
 )
-_INIT = re.compile(rf"Initialized session in ({_NUM})\s*ms", re.I)
-_RUN_START = re.compile(rf"Running benchmark for at least (\d+) iterations and at least ({_NUM})"
-                        rf" seconds(?: but terminate if exceeding ({_NUM}) seconds)?", re.I)
-_KEY_VALUE = re.compile(rf"(\w+)=({_NUM})", re.I)
-_TIMINGS = re.compile(rf"Inference timings in us: Init: ({_NUM}), First inference: ({_NUM}), "
-                      rf"Warmup \(avg\): ({_NUM}), Inference \(avg\): ({_NUM})", re.I)
+_INIT = re.compile(rf"Initialized session in ({NUMBER})\s*ms", re.I)
+_RUN_START = re.compile(rf"Running benchmark for at least (\d+) iterations and at least ({NUMBER})"
+                        rf" seconds(?: but terminate if exceeding ({NUMBER}) seconds)?", re.I)
+_KEY_VALUE = re.compile(rf"(\w+)=({NUMBER})", re.I)
+_TIMINGS = re.compile(rf"Inference timings in us: Init: ({NUMBER}), First inference: ({NUMBER}), "
+                      rf"Warmup \(avg\): ({NUMBER}), Inference \(avg\): ({NUMBER})", re.I)
 _OLD_TIMINGS = re.compile(  # older releases (the README example)
-    rf"Average inference timings in us: Warmup: ({_NUM}), Init: ({_NUM}), Inference: ({_NUM})")
+    rf"Average inference timings in us: Warmup: ({NUMBER}), Init: ({NUMBER}), "
+    rf"Inference: ({NUMBER})")
 _MEMORY = re.compile(rf"Memory footprint delta from the start of the tool \(MB\): "
-                     rf"init=({_NUM}) overall=({_NUM})", re.I)
-_PEAK = re.compile(rf"Overall peak memory footprint \(MB\) via periodic monitoring: ({_NUM})", re.I)
-_MODEL_SIZE = re.compile(rf"The input model file size \(MB\): ({_NUM})", re.I)
+                     rf"init=({NUMBER}) overall=({NUMBER})", re.I)
+_PEAK = re.compile(rf"Overall peak memory footprint \(MB\) via periodic monitoring: ({NUMBER})",
+                   re.I)
+_MODEL_SIZE = re.compile(rf"The input model file size \(MB\): ({NUMBER})", re.I)
 _RSS = re.compile(r"^- VmRSS\s*: (\d+) MB")
 _PARAM = re.compile(r"^([^\[\]=:]{2,80}): \[(.*)\]$")
 _CREATED = re.compile(r"Created TensorFlow Lite (?:(.+?) )?delegate for (\w+)", re.I)
@@ -184,7 +186,7 @@ def parse_benchmark_model(text: str) -> ParsedOutput:
     """
     samples = _Samples()
     summaries: list[ReportedSummary] = []
-    details: dict[str, Any] = {"tool": TOOL, "latency_samples": "process_mean"}
+    details: dict[str, Any] = {DetailKey.TOOL: TOOL, DetailKey.LATENCY_SAMPLES: "process_mean"}
     infos: list[str] = []
     params: dict[str, str] = {}
     regular: list[dict[str, float]] = []
@@ -320,7 +322,7 @@ def _emit_params(details: dict[str, Any], params: dict[str, str]) -> None:
     details.update({"params": params} if params else {})
     for key in ("Num threads", "#threads used for CPU inference"):
         if params.get(key, "").lstrip("-").isdigit():
-            details["threads"] = int(params[key])
+            details[DetailKey.THREADS] = int(params[key])
     details.update({"graph": params["Graph"]} if params.get("Graph") else {})
 
 

@@ -24,8 +24,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from benchlab.schema import Metric
+from benchlab.schema import DetailKey, Metric
 from benchlab.protocol import ParsedOutput, ReportedSummary
+from benchlab.frameworks.native.common import NUMBER
 from benchlab.frameworks.native.common import SampleList as _Samples
 from benchlab.frameworks.native.common import count_flag
 from benchlab.frameworks.native.common import finite_float as _float
@@ -35,22 +36,21 @@ __all__ = ["TOOL", "executor_runner_argv", "parse_executor_runner"]
 TOOL = "executor_runner"
 """The name recorded in ``details["tool"]``."""
 
-_NUM = r"[-+]?(?:nan|inf|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
 _LEVEL = re.compile(r"^\s*([DIWEF]) (?:\d+:\d\d:\d\d\.\d+ )?executorch:")
 _MODEL_FILE = re.compile(r"Model file (.+?) is loaded\.")
 _METHOD = re.compile(r"Using method (\S+)")
 _BUFFER = re.compile(r"Setting up (?:(?:CPU|device) )?planned buffer (\d+), size (\d+)")
-_LOADED_IN = re.compile(rf"Model loaded in ({_NUM}) ms", re.I)
+_LOADED_IN = re.compile(rf"Model loaded in ({NUMBER}) ms", re.I)
 _THREADS = re.compile(r"Resetting threadpool with num threads = (\d+)")
-_ITERATION = re.compile(rf"Iteration (\d+) of (\d+): ({_NUM}) ms", re.I)
-_TOTAL = re.compile(rf"Model executed successfully (\d+) time\(s\) in ({_NUM}) ms", re.I)
+_ITERATION = re.compile(rf"Iteration (\d+) of (\d+): ({NUMBER}) ms", re.I)
+_TOTAL = re.compile(rf"Model executed successfully (\d+) time\(s\) in ({NUMBER}) ms", re.I)
 _DONE = re.compile(r"Model executed successfully\.")
 _N_OUTPUTS = re.compile(r"(?:^|[\s\]])(\d+) outputs:")
 _OUTPUT = re.compile(r"^OutputX? (\d+): (.*)$")
 _SIZES = re.compile(r"^tensor\(sizes=\[([\d,\s]*)\]")
 _ETDUMP = re.compile(r"ETDump written to file '(.+)'")
 _ERROR_STAT = re.compile(rf"\b(mean_absolute_error|max_absolute_error|mean_relative_error"
-                         rf"|max_relative_error):\s*({_NUM})")
+                         rf"|max_relative_error):\s*({NUMBER})")
 _TEST_RESULT = re.compile(r"Test_result: (PASS|FAIL)")
 
 
@@ -80,7 +80,7 @@ def parse_executor_runner(text: str, *, warmup_iterations: int = 0) -> ParsedOut
         raise ValueError(f"warmup_iterations must be >= 0, got {warmup_iterations!r}")
     samples = _Samples()
     summaries: list[ReportedSummary] = []
-    details: dict[str, Any] = {"tool": TOOL}
+    details: dict[str, Any] = {DetailKey.TOOL: TOOL}
     infos: list[str] = []
     iterations: list[tuple[int, float]] = []
     totals: list[tuple[int, float]] = []
@@ -114,7 +114,7 @@ def parse_executor_runner(text: str, *, warmup_iterations: int = 0) -> ParsedOut
         elif match := _BUFFER.search(message):
             buffers[int(match.group(1))] = int(match.group(2))
         elif match := _THREADS.search(message):
-            details["threads"] = int(match.group(1))
+            details[DetailKey.THREADS] = int(match.group(1))
         elif match := _OUTPUT.match(message):
             outputs.append(_output(int(match.group(1)), match.group(2)))
         elif match := _N_OUTPUTS.search(message):
@@ -155,14 +155,14 @@ def _emit_latency(
     warmup: int,
 ) -> None:
     if iterations:
-        details["latency_samples"] = "per_iteration"
+        details[DetailKey.LATENCY_SAMPLES] = "per_iteration"
         first = [ms for i, ms in iterations if i == 1]
         samples.add("NET", Metric.FIRST_INFERENCE, first[0] if first else None, "ms")
         for number, ms in iterations:
             if number > warmup:
                 samples.add("NET", Metric.LATENCY, ms, "ms")
     elif totals:
-        details["latency_samples"] = "process_mean"
+        details[DetailKey.LATENCY_SAMPLES] = "process_mean"
         for count, total in totals:
             if count > 0:
                 samples.add("NET", Metric.LATENCY, total / count, "ms")

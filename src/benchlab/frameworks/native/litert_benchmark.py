@@ -24,11 +24,12 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from benchlab.frameworks.native.common import NUMBER
 from benchlab.frameworks.native.common import SampleList as _Samples
 from benchlab.frameworks.native.common import count_flag
 from benchlab.frameworks.native.common import finite_float as _float
 from benchlab.protocol import ParsedOutput, ReportedSummary
-from benchlab.schema import Metric
+from benchlab.schema import DetailKey, Metric
 
 __all__ = ["TOOL", "is_litert_benchmark", "litert_benchmark_argv", "parse_litert_benchmark"]
 
@@ -37,16 +38,15 @@ TOOL = "litert-benchmark"
 RESOLUTION_MS = 0.01
 """The tool prints every time rounded to this many milliseconds."""
 
-_NUM = r"[-+]?(?:nan|inf|\d+\.?\d*|\.\d+)"
 _TEXT = {
-    "init_ms": re.compile(rf"^Model initialization:\s*({_NUM})\s*ms", re.I),
-    "warmup_first_ms": re.compile(rf"^Warmup \(first\):\s*({_NUM})\s*ms", re.I),
-    "warmup_avg_ms": re.compile(rf"^Warmup \(avg\):\s*({_NUM})\s*ms", re.I),
+    "init_ms": re.compile(rf"^Model initialization:\s*({NUMBER})\s*ms", re.I),
+    "warmup_first_ms": re.compile(rf"^Warmup \(first\):\s*({NUMBER})\s*ms", re.I),
+    "warmup_avg_ms": re.compile(rf"^Warmup \(avg\):\s*({NUMBER})\s*ms", re.I),
     "num_warmup_runs": re.compile(r"^Warmup \(avg\):.*\((\d+) runs?\)", re.I),
     "num_runs": re.compile(r"^Inference \(avg\):.*\((\d+) runs?\)", re.I),
-    "throughput_mb_s": re.compile(rf"^Throughput:\s*({_NUM})\s*MB/s", re.I),
+    "throughput_mb_s": re.compile(rf"^Throughput:\s*({NUMBER})\s*MB/s", re.I),
 }
-_STAT = re.compile(rf"^Inference \((avg|min|max|median|std|p5|p95)\):\s*({_NUM})\s*ms", re.I)
+_STAT = re.compile(rf"^Inference \((avg|min|max|median|std|p5|p95)\):\s*({NUMBER})\s*ms", re.I)
 _ACCELERATED = re.compile(r"^Fully accelerated:\s*(True|False)", re.I)
 # The tool's statistic names -> the names benchlab's summaries use.
 _STAT_NAMES = {"avg": "mean", "min": "min", "max": "max", "median": "p50", "std": "stdev",
@@ -121,7 +121,7 @@ def parse_litert_benchmark(text: str) -> ParsedOutput:
     data = _from_json(text) or _from_text(text)
     latency = data.get("latency") or {}
     samples = _Samples()
-    details: dict[str, Any] = {"tool": TOOL}
+    details: dict[str, Any] = {DetailKey.TOOL: TOOL}
     samples.add("NET", Metric.LOAD_TIME, _number(latency.get("init_ms")), "ms")
     samples.add("NET", Metric.FIRST_INFERENCE, _number(latency.get("warmup_first_ms")), "ms")
     mean = _number(latency.get("avg_ms"))
@@ -134,7 +134,7 @@ def parse_litert_benchmark(text: str) -> ParsedOutput:
                  "benchlab's runner (no binary=) or a larger input",)
         mean = None
     if mean is not None:
-        details["latency_samples"] = "process_mean"
+        details[DetailKey.LATENCY_SAMPLES] = "process_mean"
         samples.add("NET", Metric.LATENCY, mean, "ms")
     size = _number(data.get("model_size_mb"))
     if size:  # the tool prints 0.0 for models under 50 kB: no size rather than a wrong one
@@ -152,7 +152,7 @@ def parse_litert_benchmark(text: str) -> ParsedOutput:
     for key in ("accelerators", "fully_accelerated", "num_threads", "throughput_mb_s",
                 "signature"):
         if data.get(key) is not None:
-            details["threads" if key == "num_threads" else key] = data[key]
+            details[DetailKey.THREADS if key == "num_threads" else key] = data[key]
     return ParsedOutput(samples=tuple(samples.items), summaries=summaries, details=details,
                         infos=infos)
 

@@ -33,7 +33,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from benchlab.protocol import ParsedOutput, ReportedSummary
-from benchlab.schema import Metric, Sample
+from benchlab.schema import DetailKey, Metric, Sample
+from benchlab.frameworks.native.common import NUMBER
 from benchlab.frameworks.native.common import SampleList as _Samples
 from benchlab.frameworks.native.common import count_flag
 from benchlab.frameworks.native.common import finite_float as _float
@@ -49,22 +50,21 @@ __all__ = [
 TOOL = "onnxruntime_perf_test"
 """The name recorded in ``details["tool"]``."""
 
-_NUM = r"[-+]?(?:nan|inf|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
 _PATTERNS = {
-    "session_s": re.compile(rf"Session creation time cost:\s*({_NUM})\s*s", re.I),
-    "first_ms": re.compile(rf"First inference time cost:\s*({_NUM})\s*ms", re.I),
-    "total_s": re.compile(rf"Total (?:inference )?time cost:\s*({_NUM})", re.I),
+    "session_s": re.compile(rf"Session creation time cost:\s*({NUMBER})\s*s", re.I),
+    "first_ms": re.compile(rf"First inference time cost:\s*({NUMBER})\s*ms", re.I),
+    "total_s": re.compile(rf"Total (?:inference )?time cost:\s*({NUMBER})", re.I),
     "requests": re.compile(r"Total (?:inference requests|iterations):\s*(\d+)", re.I),
-    "average_ms": re.compile(rf"Average (?:inference )?time cost:\s*({_NUM})\s*ms", re.I),
-    "run_time_s": re.compile(rf"Total inference run time:\s*({_NUM})\s*s", re.I),
-    "per_second": re.compile(rf"Number of inferences per second:\s*({_NUM})", re.I),
-    "cpu_percent": re.compile(rf"Avg CPU usage:\s*({_NUM})", re.I),
+    "average_ms": re.compile(rf"Average (?:inference )?time cost:\s*({NUMBER})\s*ms", re.I),
+    "run_time_s": re.compile(rf"Total inference run time:\s*({NUMBER})\s*s", re.I),
+    "per_second": re.compile(rf"Number of inferences per second:\s*({NUMBER})", re.I),
+    "cpu_percent": re.compile(rf"Avg CPU usage:\s*({NUMBER})", re.I),
     "peak_bytes": re.compile(r"Peak working set size:\s*(\d+)", re.I),
     "runs": re.compile(r"^Runs:\s*(\d+)\s*$"),
     "intra_threads": re.compile(r"Setting intra_op_num_threads to (\d+)"),
     "inter_threads": re.compile(r"Setting inter_op_num_threads to (\d+)"),
 }
-_LATENCY = re.compile(rf"^(Min|Max|P50|P75|P90|P95|P99|P999) Latency:\s*({_NUM})\s*s\b", re.I)
+_LATENCY = re.compile(rf"^(Min|Max|P50|P75|P90|P95|P99|P999) Latency:\s*({NUMBER})\s*s\b", re.I)
 _FAILED = re.compile(r"Run failed:|there is no test (?:input )?data|failed to|error", re.I)
 
 
@@ -80,7 +80,7 @@ def parse_perf_test(text: str) -> ParsedOutput:
     """
     found: dict[str, float] = {}
     stats: dict[str, float] = {}
-    details: dict[str, Any] = {"tool": TOOL}
+    details: dict[str, Any] = {DetailKey.TOOL: TOOL}
     infos: list[str] = []
     for raw in text.split("\n"):
         line = raw.strip()
@@ -111,7 +111,7 @@ def parse_perf_test(text: str) -> ParsedOutput:
     if mean is None and count and "total_s" in found:
         mean = found["total_s"] / count * 1000.0
     if mean is not None:
-        details["latency_samples"] = "process_mean"
+        details[DetailKey.LATENCY_SAMPLES] = "process_mean"
         samples.add("NET", Metric.LATENCY, mean, "ms")
     if "peak_bytes" in found and found["peak_bytes"] > 0:
         samples.add("NET", Metric.MEMORY_PEAK, found["peak_bytes"] / 2**20, "MiB")
@@ -126,7 +126,8 @@ def parse_perf_test(text: str) -> ParsedOutput:
                       ("cpu_percent", "cpu_usage_percent")):
         if key in found:
             details[name] = found[key]
-    for key, name in (("intra_threads", "threads"), ("inter_threads", "inter_op_threads")):
+    for key, name in (("intra_threads", DetailKey.THREADS),
+                      ("inter_threads", DetailKey.INTER_OP_THREADS)):
         if key in found:
             details[name] = int(found[key])
     if count:

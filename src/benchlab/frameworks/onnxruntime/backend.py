@@ -15,6 +15,7 @@ from onnxruntime.capi.onnxruntime_pybind11_state import Fail as OrtFail
 from benchlab.diagnosis import Coverage
 from benchlab.frameworks.onnxruntime.placement import coverage_from_events
 from benchlab.runner.config import InputConfig, RunnerConfig
+from benchlab.schema import DetailKey
 
 __all__ = ["OnnxRuntimeBackend"]
 
@@ -190,11 +191,12 @@ class OnnxRuntimeBackend:
         assert self._session is not None
         return {
             "runtime": "onnxruntime",
-            "runtime_version": ort.__version__,
+            DetailKey.RUNTIME_VERSION: ort.__version__,
             "providers": self._session.get_providers(),
             "graph_optimization_level": str(self._options.get("graph_optimization_level", "all")),
-            "intra_op_threads": self._options.get("intra_op_threads", self._config.threads),
-            "thread_pool": "global" if self._global_pool else "session",
-            "spinning": self._spinning,
-            "precision": str(self._options.get("precision", "fp32")),
+            DetailKey.INTRA_OP_THREADS: self._options.get("intra_op_threads",
+                                                          self._config.threads),
+            DetailKey.THREAD_POOL: "global" if self._global_pool else "session",
+            DetailKey.SPINNING: self._spinning,
+            DetailKey.PRECISION: str(self._options.get("precision", "fp32")),
         }

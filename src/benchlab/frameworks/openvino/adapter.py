@@ -41,6 +41,7 @@ from benchlab.frameworks.base import (
     runner_invocation,
 )
 from benchlab.frameworks.native.benchmark_app import benchmark_app_command, parse_benchmark_app
+from benchlab.frameworks.native.common import count_flag
 from benchlab.frameworks.common import (
     file_key_with_suffix,
     file_keys_with_suffix,
@@ -126,8 +127,10 @@ def _option_problem(options: Mapping[str, Any]) -> str | None:
         value = options.get(name)
         if value is None or (name == "streams" and str(value).lower() == "auto"):
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            return f"openvino {name} must be a positive integer, not {value!r}"
+        try:
+            count_flag(f"openvino {name}", value, 1)
+        except ValueError as exc:
+            return str(exc)
     return None
 
 

@@ -23,6 +23,7 @@ import openvino as ov
 from benchlab.diagnosis import Coverage
 from benchlab.frameworks.openvino.options import HINTS, canonical_precision
 from benchlab.runner.config import InputConfig, RunnerConfig
+from benchlab.schema import DetailKey
 
 __all__ = ["NOT_COUNTED", "OpenVinoBackend", "query_coverage"]
 
@@ -271,16 +272,16 @@ class OpenVinoBackend:
             "runtime": "openvino",
             # ov.__version__ is "2026.4.1-22982-<commit>-releases/..."; the part before the
             # first "-" is the distribution's version, comparable with other reports.
-            "runtime_version": ov.__version__.split("-")[0],
+            DetailKey.RUNTIME_VERSION: ov.__version__.split("-")[0],
             "runtime_build": ov.__version__,
             "device": _DEVICE,
             "device_name": self._core.get_property(_DEVICE, "FULL_DEVICE_NAME"),
-            "precision": canonical_precision(type_name) or type_name,
+            DetailKey.PRECISION: canonical_precision(type_name) or type_name,
             "requested_precision": self._precision,
-            "hint": str(compiled.get_property("PERFORMANCE_HINT")).lower(),
-            "nstreams": int(compiled.get_property("NUM_STREAMS")),
-            "threads": int(compiled.get_property("INFERENCE_NUM_THREADS")),
-            "requests_per_call": self._requests_per_call,
+            DetailKey.HINT: str(compiled.get_property("PERFORMANCE_HINT")).lower(),
+            DetailKey.NSTREAMS: int(compiled.get_property("NUM_STREAMS")),
+            DetailKey.THREADS: int(compiled.get_property("INFERENCE_NUM_THREADS")),
+            DetailKey.REQUESTS_PER_CALL: self._requests_per_call,
             "source_format": self._source_format,
             "model_file": os.path.basename(self._config.model_path or ""),
         }

@@ -36,6 +36,7 @@ from benchlab.frameworks.pytorch.options import ENTRY_MODES, MODES, PRECISIONS
 from benchlab.runner.accuracy import to_arrays
 from benchlab.runner.config import InputConfig, RunnerConfig
 from benchlab.runner.loop import ProfilingUnavailable
+from benchlab.schema import DetailKey
 
 __all__ = ["PyTorchBackend", "build_from_entry"]
 
@@ -265,10 +266,10 @@ class PyTorchBackend:
         """torch version, mode, precision and the thread count actually in effect."""
         info: dict[str, Any] = {
             "runtime": "torch",
-            "runtime_version": torch.__version__,
-            "mode": self._mode,
-            "precision": self._precision,
-            "threads": torch.get_num_threads(),
+            DetailKey.RUNTIME_VERSION: torch.__version__,
+            DetailKey.EXECUTION_MODE: self._mode,
+            DetailKey.PRECISION: self._precision,
+            DetailKey.THREADS: torch.get_num_threads(),
         }
         if self._mode == "compile":
             info.update(self._compile_info())

@@ -27,6 +27,7 @@ from ai_edge_litert.interpreter import Interpreter, OpResolverType
 from benchlab.diagnosis import Coverage
 from benchlab.runner.config import InputConfig, RunnerConfig
 from benchlab.runner.loop import ProfilingUnavailable
+from benchlab.schema import DetailKey
 
 __all__ = ["BUILTIN", "XNNPACK", "TfliteBackend", "from_output", "node_coverage", "to_input"]
 
@@ -276,11 +277,11 @@ class TfliteBackend:
         assert self._interpreter is not None
         return {
             "runtime": "litert",
-            "runtime_version": ai_edge_litert.__version__,
+            DetailKey.RUNTIME_VERSION: ai_edge_litert.__version__,
             # None: LiteRT's default (-1), under which XNNPACK runs on the calling thread only.
-            "threads": self._config.threads,
+            DetailKey.THREADS: self._config.threads,
             "xnnpack": self._xnnpack,
             "xnnpack_applied": self._delegated() if self._xnnpack else False,
-            "precision": str(self._options.get("precision", "fp32")),
+            DetailKey.PRECISION: str(self._options.get("precision", "fp32")),
             "model_file": os.path.basename(str(self._config.model_path)),
         }
