@@ -16,7 +16,7 @@ from benchlab.errors import InfrastructureError, UsageError
 from benchlab.harness import Plan, StagedPlan, TestOverrides, across_devices, execute, plan
 from benchlab.report.jsondir import write_result_json
 from benchlab.results import Results
-from benchlab.schema import Result
+from benchlab.schema import EnvKey, Result
 from benchlab.spec import load
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig
 from benchlab.sweep import SpecsArg, Sweep, TargetsArg, framework_configs
@@ -89,7 +89,7 @@ def _staged(
             progress(f"{spec.path.name}: {field} is not used: {why}")
 
     # Once per target: describing a remote one is a round trip, and stages plan many times.
-    devices = [str(target.describe().get("hostname", "")) for target in targets]
+    devices = [str(target.describe().get(EnvKey.HOSTNAME, "")) for target in targets]
 
     def plan_of(batch: list[BenchmarkSpec]) -> Plan:
         return across_devices([plan(batch, target, frameworks=configs or None,
@@ -344,7 +344,7 @@ def compare(
     with using_store(db) as store:
         record = store.start_run(
             fingerprint=f"ab:{planned.fingerprint}",
-            host=the_target.describe().get("hostname", ""),
+            host=the_target.describe().get(EnvKey.HOSTNAME, ""),
             description=f"compare {treatment.label} vs {control.label}",
         )
         comparison = compare_jobs(

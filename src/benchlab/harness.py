@@ -24,7 +24,7 @@ from benchlab.errors import UsageError
 from benchlab.frameworks.base import NATIVE_BINARY, Framework, Unsupported
 from benchlab.jobrun import Job, JobMeasurement, run_job
 from benchlab.plugins import FRAMEWORK_GROUP, available_names, load_framework
-from benchlab.schema import JobIdentity, Result
+from benchlab.schema import EnvKey, JobIdentity, Result
 from benchlab.settings import check_settings
 from benchlab.store import ResultStore, RunRecord
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
@@ -213,7 +213,7 @@ def plan(
     jobs: list[Job] = []
     skipped: list[Skipped] = []
     if device is None:
-        device = str(target.describe().get("hostname", ""))
+        device = str(target.describe().get(EnvKey.HOSTNAME, ""))
     for spec in specs:
         # A zoo model a converter rejected: say so once per format, not by a silent gap.
         for fmt, reason in spec.model.metadata.get("export_failures", {}).items():

@@ -35,12 +35,12 @@ from benchlab.schema import (
     group_samples,
 )
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
+from benchlab.settings import DEFAULT_TIME_BUDGET_S
 from benchlab.stats import summarize
 from benchlab.units import convert
 from benchlab.targets.base import CommandResult, RunRequest, Target
 
 __all__ = [
-    "DEFAULT_TIME_BUDGET_S",
     "Job",
     "JobMeasurement",
     "fetch_files",
@@ -50,8 +50,6 @@ __all__ = [
 
 _TAIL_LINES = 40
 _TAIL_CHARS = 4000
-#: Seconds a job with a target CI may keep adding fresh processes, unless told otherwise.
-DEFAULT_TIME_BUDGET_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from benchlab.protocol import format_detail, format_metric
 from benchlab.runner.config import RunnerConfig
 from benchlab.runner.loop import NS_PER_MS, load_backend, make_inputs
-from benchlab.schema import Metric
+from benchlab.schema import DetailKey, Metric
 
 __all__ = ["REGIME_KEYS", "PairConfig", "SIDES", "SOLO_SIDES", "main", "measure_pair"]
 
@@ -77,8 +77,9 @@ def _thread_count() -> int | None:
 
 
 #: The info keys that describe how a side uses the machine's threads (reports show them).
-REGIME_KEYS = ("threads", "intra_op_threads", "inter_op_threads", "thread_pool", "spinning",
-               "nstreams", "hint", "mode")
+REGIME_KEYS = (DetailKey.THREADS, DetailKey.INTRA_OP_THREADS, DetailKey.INTER_OP_THREADS,
+               DetailKey.THREAD_POOL, DetailKey.SPINNING, DetailKey.NSTREAMS, DetailKey.HINT,
+               DetailKey.EXECUTION_MODE)
 
 
 def _solo_warmup(config: PairConfig) -> int:
@@ -137,9 +138,9 @@ def measure_pair(config: PairConfig, out: Any) -> None:
         lines += [format_metric(side, Metric.CPU_TIME, ms, "ms") for ms in cpu[letter]]
         lines += [format_metric(SOLO_SIDES[letter], Metric.LATENCY, ms, "ms")
                   for ms in solo[letter]]
-    lines.append(format_detail(interleaved={"order": config.order, "loaded_first": first,
-                                            "blocks": len(config.order), "regime": regime,
-                                            "process_threads": threads}))
+    interleaved = {"order": config.order, "loaded_first": first, "blocks": len(config.order),
+                   "regime": regime, "process_threads": threads}
+    lines.append(format_detail(**{DetailKey.INTERLEAVED: interleaved}))
     out.write("\n".join(lines) + "\n")
     out.flush()
     del backends
