@@ -210,17 +210,28 @@ class RunnerFramework:
         module, distribution, extra = self.requires
         return distribution_availability(module, distribution, extra=extra)
 
-    @staticmethod
-    def check_configs(
-        configs: list[FrameworkConfig], why_not: Callable[[Mapping[str, Any]], str | None]
+    def configurations(
+        self, model: ModelDef, requested: Sequence[FrameworkConfig]
     ) -> list[FrameworkConfig] | Unsupported:
-        """``configs`` when ``why_not`` finds nothing against any of their options, else the
-        first reason as :class:`Unsupported`."""
+        """``requested``, or the framework's defaults for ``model`` (:meth:`defaults`), when
+        :meth:`why_not` finds nothing against any of them; else the first reason."""
+        configs = list(requested) or self.defaults(model)
+        if isinstance(configs, Unsupported):
+            return configs
         for config in configs:
-            reason = why_not(config.options)
+            reason = self.why_not(model, config.options)
             if reason:
                 return Unsupported(reason)
         return configs
+
+    def defaults(self, model: ModelDef) -> list[FrameworkConfig] | Unsupported:
+        """The configurations measured when none is asked for (one with no options), or why
+        the model cannot run here at all."""
+        return [FrameworkConfig(self.name, {})]
+
+    def why_not(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
+        """Why ``model`` cannot run with ``options`` (``None``: it can)."""
+        return None
 
     def staged_file(self, ctx: JobContext, key: str) -> str:
         """The target path of model file ``key``; a clear error when it was not pushed."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from rich.markup import escape
@@ -13,25 +13,36 @@ from benchlab.report.svg import median
 from benchlab.ab.model import Comparison, MetricComparison, Outcome
 from benchlab.schema import LATENCY_KEY
 
-__all__ = ["comparison_json", "comparison_markdown", "comparison_table", "fidelity_cell",
-           "fidelity_lines", "fidelity_text", "modes_text", "regime_text"]
+__all__ = ["OUTCOME_LOOKS", "OutcomeLook", "comparison_json", "comparison_markdown",
+           "comparison_table", "effective_outcome", "fidelity_cell", "fidelity_lines",
+           "fidelity_text", "modes_text", "regime_text"]
 
-_MARK = {
-    Outcome.REGRESSION: "🔴 regression",
-    Outcome.IMPROVEMENT: "🟢 improvement",
-    Outcome.NO_CHANGE: "⚪ no change",
-    Outcome.UNDECIDED: "🟡 undecided",
+@dataclass(frozen=True)
+class OutcomeLook:
+    """How one outcome is shown: its Markdown mark, terminal style and HTML colour."""
+
+    mark: str
+    style: str
+    colour: str
+
+
+OUTCOME_LOOKS = {
+    Outcome.REGRESSION: OutcomeLook("🔴 regression", "red", "#c62828"),
+    Outcome.IMPROVEMENT: OutcomeLook("🟢 improvement", "green", "#2e7d32"),
+    Outcome.NO_CHANGE: OutcomeLook("⚪ no change", "dim", "#6d6d6d"),
+    Outcome.UNDECIDED: OutcomeLook("🟡 undecided", "yellow", "#b07d00"),
 }
-_STYLE = {
-    Outcome.REGRESSION: "red",
-    Outcome.IMPROVEMENT: "green",
-    Outcome.NO_CHANGE: "dim",
-    Outcome.UNDECIDED: "yellow",
-}
+
+
+def effective_outcome(metric: MetricComparison) -> Outcome:
+    """The outcome that counts: a regression the verify re-run did not confirm is undecided."""
+    if metric.verified is False:
+        return Outcome.UNDECIDED
+    return metric.estimate.outcome
 
 
 def _verdict(metric: MetricComparison) -> str:
-    text = _MARK[metric.estimate.outcome]
+    text = OUTCOME_LOOKS[metric.estimate.outcome].mark
     if metric.verified is True:
         text += " (verified)"
     elif metric.verified is False:
@@ -110,7 +121,7 @@ def comparison_table(comparison: Comparison) -> Table:
         table.add_column(name, no_wrap=name not in ("job", "verdict"))
     for m in comparison.metrics:
         e = m.estimate
-        style = _STYLE[e.outcome] if m.verified is not False else "yellow"
+        style = OUTCOME_LOOKS[effective_outcome(m)].style
         table.add_row(
             escape(m.job), m.metric.removeprefix("NET "), m.mode.value, str(e.n_pairs),
             fidelity_cell(m), f"{median(m.control):.4g} {m.unit}",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from benchlab.ab.model import Comparison, MetricComparison, Outcome
-from benchlab.report.ab import fidelity_cell, fidelity_lines
+from benchlab.report.ab import OUTCOME_LOOKS, effective_outcome, fidelity_cell, fidelity_lines
 from benchlab.report.svg import CSS as _CSS
 from benchlab.report.svg import LEFT as _LEFT
 from benchlab.report.svg import RIGHT as _RIGHT
@@ -31,12 +31,6 @@ __all__ = ["comparison_html"]
 
 _CONTROL = "#3b6fb6"
 _TREATMENT = "#e07b39"
-_COLOUR = {
-    Outcome.REGRESSION: "#c62828",
-    Outcome.IMPROVEMENT: "#2e7d32",
-    Outcome.NO_CHANGE: "#6d6d6d",
-    Outcome.UNDECIDED: "#b07d00",
-}
 
 
 def _words(outcome: Outcome) -> str:
@@ -54,20 +48,14 @@ def _tick_pct(value: float) -> str:
     return "0%" if abs(value) < 1e-12 else f"{value * 100:+.3g}%"
 
 
-def _effective(metric: MetricComparison) -> Outcome:
-    """The outcome that counts: a regression the verify re-run did not confirm is undecided."""
-    if metric.verified is False:
-        return Outcome.UNDECIDED
-    return metric.estimate.outcome
-
-
 def _badge(metric: MetricComparison) -> str:
-    outcome = _effective(metric)
+    outcome = effective_outcome(metric)
     if metric.verified is False:
         text = "not confirmed by the verify re-run"
     else:
         text = _words(outcome) + (" (verified)" if metric.verified else "")
-    return f'<span class="badge" style="background:{_COLOUR[outcome]}">{_e(text)}</span>'
+    colour = OUTCOME_LOOKS[outcome].colour
+    return f'<span class="badge" style="background:{colour}">{_e(text)}</span>'
 
 
 def _name(metric: MetricComparison) -> str:
@@ -146,7 +134,7 @@ def _forest_svg(comparison: Comparison) -> str:
                         f'fill="#555">{name} {_tick_pct(value)}</text>')
     for i, m in enumerate(comparison.metrics):
         e, cy = m.estimate, top + row_h * (i + 0.5)
-        colour = _COLOUR[_effective(m)]
+        colour = OUTCOME_LOOKS[effective_outcome(m)].colour
         body.append(f'<text x="{_LEFT - 14}" y="{cy + 4:.1f}" text-anchor="end">'
                     f"<title>{_e(_name(m))}</title>{_e(_short(_name(m), 36))}</text>")
         if not (math.isnan(e.ci_low) or math.isnan(e.ci_high)):
@@ -184,7 +172,7 @@ def _ops_svg(metric: MetricComparison, top_ops: int) -> str:
     for i, op in enumerate(ops):
         cy = top + row_h * (i + 0.5)
         a, b = sorted((x(0.0), x(op.delta)))
-        colour = _COLOUR[Outcome.REGRESSION] if op.delta > 0 else _COLOUR[Outcome.IMPROVEMENT]
+        colour = OUTCOME_LOOKS[Outcome.REGRESSION if op.delta > 0 else Outcome.IMPROVEMENT].colour
         change = _pct(op.change, 1) if math.isfinite(op.change) else "new"
         body.append(f'<text x="{_LEFT - 14}" y="{cy + 4:.1f}" text-anchor="end">'
                     f"<title>{_e(op.op)}</title>{_e(_short(op.op, 36))}</text>"
@@ -240,9 +228,9 @@ def comparison_html(comparison: Comparison, top_ops: int = 12) -> str:
         else "no regression"
     counts = {o: 0 for o in Outcome}
     for m in c.metrics:
-        counts[_effective(m)] += 1
-    tally = " ".join(f'<span class="badge" style="background:{_COLOUR[o]}">{n} {_words(o)}'
-                     "</span>" for o, n in counts.items() if n)
+        counts[effective_outcome(m)] += 1
+    tally = " ".join(f'<span class="badge" style="background:{OUTCOME_LOOKS[o].colour}">'
+                     f"{n} {_words(o)}</span>" for o, n in counts.items() if n)
     looks = " → ".join(str(n) for n in c.looks) or "–"
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -261,8 +249,8 @@ def comparison_html(comparison: Comparison, top_ops: int = 12) -> str:
         f'<p class="legend"><span><i class="sw" style="background:{_CONTROL}"></i>control: '
         f'{_e(c.control)}</span><span><i class="sw" style="background:{_TREATMENT}"></i>'
         f"treatment: {_e(c.treatment)}</span>"
-        + "".join(f'<span><i class="sw" style="background:{_COLOUR[o]}"></i>{_words(o)}'
-                  "</span>" for o in Outcome) + "</p>",
+        + "".join(f'<span><i class="sw" style="background:{OUTCOME_LOOKS[o].colour}"></i>'
+                  f"{_words(o)}</span>" for o in Outcome) + "</p>",
     ]
     if c.failed or c.compared_nothing:
         parts += ['<h2 class="fail">Could not be compared</h2><ul>',

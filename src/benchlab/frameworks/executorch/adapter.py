@@ -23,7 +23,7 @@ never quietly measures the fp32 program. The adapter never imports ExecuTorch;
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from benchlab.errors import UsageError
@@ -121,21 +121,18 @@ class ExecuTorchFramework(RunnerFramework):
     native_tool = "executor_runner"
     native_parser = staticmethod(parse_executor_runner)
 
-    def configurations(
-        self, model: ModelDef, requested: Sequence[FrameworkConfig]
-    ) -> list[FrameworkConfig] | Unsupported:
-        """One configuration per zoo ``.pte`` file present (else ``{}``), unless requested."""
-        if requested:
-            configs = list(requested)
-        else:
-            keys = file_keys_with_suffix(model, SUFFIXES)
-            if not keys:
-                return Unsupported(f"no .pte file among model.files (model format "
-                                   f"{model.format!r})")
-            configs = [FrameworkConfig(self.name, dict(options))
-                       for key, options in ZOO_CONFIGS.items() if key in keys]
-            configs = configs or [FrameworkConfig(self.name, {})]
-        return self.check_configs(configs, lambda options: select_pte_file(model, options)[1])
+    def defaults(self, model: ModelDef) -> list[FrameworkConfig] | Unsupported:
+        """One configuration per zoo ``.pte`` file present (else ``{}``)."""
+        keys = file_keys_with_suffix(model, SUFFIXES)
+        if not keys:
+            return Unsupported(f"no .pte file among model.files (model format {model.format!r})")
+        return [FrameworkConfig(self.name, dict(options))
+                for key, options in ZOO_CONFIGS.items() if key in keys] or [
+                    FrameworkConfig(self.name, {})]
+
+    def why_not(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
+        """The reason :func:`select_pte_file` finds no file for ``options``."""
+        return select_pte_file(model, options)[1]
 
     def invocations(self, ctx: JobContext) -> list[Invocation]:
         """One runner process per repetition, told the delegate/precision of its file."""

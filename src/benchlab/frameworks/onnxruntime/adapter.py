@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from benchlab.frameworks.base import (
@@ -43,17 +43,18 @@ class OnnxRuntimeFramework(RunnerFramework):
     shared_process_options = {"thread_pool": "global"}
 
 
-    def configurations(
-        self, model: ModelDef, requested: Sequence[FrameworkConfig]
-    ) -> list[FrameworkConfig] | Unsupported:
+    def defaults(self, model: ModelDef) -> list[FrameworkConfig] | Unsupported:
         """The CPU provider with full graph optimisation, plus the int8 file when there is one
-        (the zoo's ``onnx_int8``), unless configured otherwise."""
-        if file_key_with_suffix(model, (".onnx",)) is None:
-            return Unsupported(f"no .onnx file among model.files (model format {model.format!r})")
-        configs = list(requested) or [FrameworkConfig(self.name, {})] + (
+        (the zoo's ``onnx_int8``)."""
+        return [FrameworkConfig(self.name, {})] + (
             [FrameworkConfig(self.name, {"precision": "int8"})]
             if INT8_KEY in model.files else [])
-        return self.check_configs(configs, lambda options: _file_key(model, options)[1])
+
+    def why_not(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
+        """No ``.onnx`` file at all, or none for ``options``."""
+        if file_key_with_suffix(model, (".onnx",)) is None:
+            return f"no .onnx file among model.files (model format {model.format!r})"
+        return _file_key(model, options)[1]
 
     def invocations(self, ctx: JobContext) -> list[Invocation]:
         """One runner process per repetition."""

@@ -29,7 +29,7 @@ runner process.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -143,17 +143,14 @@ class OpenVinoFramework(RunnerFramework):
     native_tool = "benchmark_app"
     native_parser = staticmethod(parse_benchmark_app)
 
-    def configurations(
-        self, model: ModelDef, requested: Sequence[FrameworkConfig]
-    ) -> list[FrameworkConfig] | Unsupported:
-        """fp32 at the latency hint unless asked otherwise; bf16 and throughput are variants."""
-        configs = list(requested) or [FrameworkConfig(self.name, {"precision": "f32"})]
+    def defaults(self, model: ModelDef) -> list[FrameworkConfig] | Unsupported:
+        """fp32 at the latency hint; bf16 and throughput are variants to ask for."""
+        return [FrameworkConfig(self.name, {"precision": "f32"})]
 
-        def why_not(options: Mapping[str, Any]) -> str | None:
-            files = model_files(model, options)
-            return files.reason if isinstance(files, Unsupported) else _option_problem(options)
-
-        return self.check_configs(configs, why_not)
+    def why_not(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
+        """No IR or ONNX file for ``options``, or an option out of range."""
+        files = model_files(model, options)
+        return files.reason if isinstance(files, Unsupported) else _option_problem(options)
 
     def invocations(self, ctx: JobContext) -> list[Invocation]:
         """One runner process per repetition; IR weights travel as the ``weights`` extra file.

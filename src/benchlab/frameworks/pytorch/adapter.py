@@ -23,7 +23,7 @@ runner process.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from benchlab.frameworks.base import (
@@ -99,7 +99,7 @@ class PyTorchFramework(RunnerFramework):
     requires = ("torch", "torch", None)
 
 
-    def _why_not(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
+    def why_not(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
         mode = str(options.get("mode", "eager"))
         if mode not in MODES:
             return f"unknown pytorch mode {mode!r}; choose one of {', '.join(MODES)}"
@@ -115,25 +115,12 @@ class PyTorchFramework(RunnerFramework):
             return None
         return model_file_key(model, mode, options)[1]
 
-    def configurations(
-        self, model: ModelDef, requested: Sequence[FrameworkConfig]
-    ) -> list[FrameworkConfig] | Unsupported:
-        """Every default mode the model supports, or the configurations requested."""
-        if requested:
-            configs = list(requested)
-        else:
-            configs = [
-                FrameworkConfig(self.name, {"mode": m})
-                for m in DEFAULT_MODES
-                if self._why_not(model, {"mode": m}) is None
-            ]
-            if not configs:
-                return Unsupported(
-                    "pytorch needs model.entry (eager, compile), a TorchScript file, a "
-                    "torch.export .pt2 or an AOTInductor package; this model has format "
-                    f"{model.format!r}"
-                )
-        return self.check_configs(configs, lambda options: self._why_not(model, options))
+    def defaults(self, model: ModelDef) -> list[FrameworkConfig] | Unsupported:
+        """Every default mode the model supports."""
+        return [FrameworkConfig(self.name, {"mode": m}) for m in DEFAULT_MODES
+                if self.why_not(model, {"mode": m}) is None] or Unsupported(
+            "pytorch needs model.entry (eager, compile), a TorchScript file, a torch.export "
+            f".pt2 or an AOTInductor package; this model has format {model.format!r}")
 
     def invocations(self, ctx: JobContext) -> list[Invocation]:
         """One runner process per repetition; entry modes pass no model file."""

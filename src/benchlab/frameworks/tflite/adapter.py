@@ -24,7 +24,7 @@ The adapter never imports LiteRT; :mod:`benchlab.frameworks.tflite.backend` does
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from benchlab.errors import UsageError
@@ -119,20 +119,18 @@ class TfliteFramework(RunnerFramework):
     native_parser = staticmethod(parse_native)
     runs_spec_commands = True
 
-    def configurations(
-        self, model: ModelDef, requested: Sequence[FrameworkConfig]
-    ) -> list[FrameworkConfig] | Unsupported:
-        """The fp32 file, plus the int8 variant when the model has one, unless requested."""
-        if requested:
-            configs = list(requested)
-        else:
-            keys = file_keys_with_suffix(model, SUFFIXES)
-            configs = [FrameworkConfig(self.name, {})] if set(keys) - {INT8_KEY} else []
-            if INT8_KEY in keys:
-                configs.append(FrameworkConfig(self.name, {"precision": "int8"}))
-        if not configs:
-            return Unsupported(f"no .tflite file among model.files (model format {model.format!r})")
-        return self.check_configs(configs, lambda options: select_tflite_file(model, options)[1])
+    def defaults(self, model: ModelDef) -> list[FrameworkConfig] | Unsupported:
+        """The fp32 file, plus the int8 variant when the model has one."""
+        keys = file_keys_with_suffix(model, SUFFIXES)
+        configs = [FrameworkConfig(self.name, {})] if set(keys) - {INT8_KEY} else []
+        if INT8_KEY in keys:
+            configs.append(FrameworkConfig(self.name, {"precision": "int8"}))
+        return configs or Unsupported(
+            f"no .tflite file among model.files (model format {model.format!r})")
+
+    def why_not(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
+        """The reason :func:`select_tflite_file` finds no file for ``options``."""
+        return select_tflite_file(model, options)[1]
 
     def invocations(self, ctx: JobContext) -> list[Invocation]:
         """One runner process per repetition, told the precision of the file it runs; a
