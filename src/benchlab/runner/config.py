@@ -68,3 +68,11 @@ class RunnerConfig(BaseModel):
     dump_outputs: str | None = Field(
         None, description="write the last call's outputs to this .npz (the outputs API)"
     )
+
+    def model_file(self, needed: str) -> str:
+        """The path of the model file; ``ValueError(needed)`` when the job gave none (a
+        backend that loads a file says what file it needs)."""
+        if not self.model_path:
+            raise ValueError(needed)
+        return self.model_path
+

@@ -45,10 +45,8 @@ class ExecuTorchBackend:
     """A program's method in the ExecuTorch runtime, its threadpool sized to ``threads``."""
 
     def __init__(self, config: RunnerConfig) -> None:
-        if not config.model_path:
-            raise ValueError("executorch needs a .pte program file")
-        self._config = config
-        self._options = config.options
+        config.model_file("executorch needs a .pte program file")
+        self._config, self._options = config, config.options
         self._method_name = str(self._options.get("method", "forward"))
         self._method: Any = None
         self._program: Any = None

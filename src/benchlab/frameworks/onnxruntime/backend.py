@@ -41,10 +41,8 @@ class OnnxRuntimeBackend:
     """An ``InferenceSession`` with the requested providers, threads and optimisation level."""
 
     def __init__(self, config: RunnerConfig) -> None:
-        if not config.model_path:
-            raise ValueError("onnxruntime needs a model file")
-        self._config = config
-        self._options = config.options
+        config.model_file("onnxruntime needs a model file")
+        self._config, self._options = config, config.options
         self._session: ort.InferenceSession | None = None
         self._feeds: dict[str, np.ndarray] = {}
 

@@ -90,8 +90,7 @@ class OpenVinoBackend:
     """A model compiled for OpenVINO's CPU plugin with an explicit inference precision."""
 
     def __init__(self, config: RunnerConfig) -> None:
-        if not config.model_path:
-            raise ValueError("openvino needs a model file (.xml IR or .onnx)")
+        config.model_file("openvino needs a model file (.xml IR or .onnx)")
         self._config = config
         options = config.options
         precision = canonical_precision(options.get("precision", "f32"))

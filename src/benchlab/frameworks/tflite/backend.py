@@ -124,10 +124,8 @@ class TfliteBackend:
     """A LiteRT ``Interpreter`` with the requested thread count, with or without XNNPACK."""
 
     def __init__(self, config: RunnerConfig) -> None:
-        if not config.model_path:
-            raise ValueError("tflite needs a .tflite model file")
-        self._config = config
-        self._options = config.options
+        config.model_file("tflite needs a .tflite model file")
+        self._config, self._options = config, config.options
         xnnpack = self._options.get("xnnpack", True)
         if not isinstance(xnnpack, bool):
             raise ValueError(f"xnnpack must be true or false, not {xnnpack!r}")
