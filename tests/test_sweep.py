@@ -35,6 +35,10 @@ def test_the_fingerprint_line_ignores_the_order_options_came_in() -> None:
                        overrides=benchlab.TestOverrides(warmup=2, iter=5))
     assert changed.fingerprint_line("host@a") != one.fingerprint_line("host@a")
     assert one.fingerprint_line("host@b") != one.fingerprint_line("host@a")
+    # Two configurations of one framework, in either order (the zoo's ExecuTorch variants).
+    both = ["executorch:delegate=xnnpack", "executorch:precision=int8,delegate=xnnpack"]
+    assert (Sweep.of(frameworks=both).fingerprint_line("h")
+            == Sweep.of(frameworks=both[::-1]).fingerprint_line("h"))
 
 
 def test_a_sweep_is_built_from_what_the_api_takes() -> None:

@@ -112,7 +112,9 @@ class Sweep:
         devices. Equal sweeps give equal lines whatever order options or keys came in."""
         return json.dumps({
             "v": FINGERPRINT_VERSION,
-            "frameworks": sorted([c.name, _canonical(c.options)] for c in self.frameworks),
+            # Each configuration as its own canonical text: two of one framework sort too.
+            "frameworks": sorted(json.dumps([c.name, _canonical(c.options)], sort_keys=True,
+                                            default=str) for c in self.frameworks),
             "overrides": _canonical(self.override_values),
             "targets": where,
         }, sort_keys=True, separators=(",", ":"), default=str)
