@@ -57,7 +57,8 @@ def _as_sweep(specs: SpecsArg | Sweep, **fields: Any) -> Sweep:
     else the sweep those arguments describe (:meth:`Sweep.of`)."""
     if not isinstance(specs, Sweep):
         return Sweep.of(specs, **fields)
-    given = sorted(name for name, value in fields.items() if value not in (None, (), "host"))
+    # Every field's default is empty (None, an empty sequence) or the host.
+    given = sorted(name for name, value in fields.items() if value and value != "host")
     if given:
         raise UsageError(f"give a Sweep or its fields, not both ({', '.join(given)} given "
                          "beside a Sweep)")

@@ -23,13 +23,13 @@ from benchlab.frameworks.base import JobContext
 from benchlab.frameworks.executorch import ExecuTorchFramework
 from benchlab.runner.config import RunnerConfig
 from benchlab.spec.types import FrameworkConfig, ModelDef
-from benchlab.targets.base import RunRequest
-from benchlab.targets.host import HostTarget
 
 pytest.importorskip("executorch")
 
 from benchlab.frameworks.executorch.backend import ExecuTorchBackend  # noqa: E402
 from benchlab.frameworks.executorch.program import plan_calls, pte_coverage  # noqa: E402
+
+from .one_process import process_coverage
 
 # Linear -> cumsum -> Linear. XNNPACK's partitioner takes both linears and leaves cumsum out
 # (checked with ExecuTorch 1.4.1), so the lowered program has two partitions around one
@@ -177,11 +177,6 @@ def test_a_runner_process_reports_the_delegation_in_its_details(
     assert config == FrameworkConfig("executorch", {"delegate": "xnnpack"})
     ctx = make_ctx(model, config, files={"files.pte_xnnpack": str(programs.xnnpack)},
                    workdir=str(tmp_path), iter=2, threads=1)
-    [invocation] = fw.invocations(ctx)
-    result = HostTarget().run(RunRequest(invocation.argv, env=invocation.env, cwd=ctx.workdir,
-                                         timeout=180))
-    assert result.ok, result.stderr[-2000:]
-    coverage = Coverage.from_detail(fw.parse([result]).details.get("delegation"))
-    assert coverage is not None
+    coverage = process_coverage(fw, ctx)
     assert (coverage.engine, coverage.asked, coverage.partitions) == ("XnnpackBackend", True, 2)
     assert coverage.fallback == {"aten::cumsum.out": 1}

@@ -12,8 +12,8 @@ from benchlab.diagnosis import Coverage, coverage_warning
 from benchlab.frameworks.base import JobContext
 from benchlab.frameworks.onnxruntime import OnnxRuntimeFramework
 from benchlab.spec.types import FrameworkConfig, ModelDef
-from benchlab.targets.base import RunRequest
-from benchlab.targets.host import HostTarget
+
+from .one_process import run_one_process
 
 pytest.importorskip("onnxruntime")
 
@@ -26,9 +26,7 @@ def _details(providers: str | None, make_model: Callable[..., ModelDef],
     ctx = make_ctx(make_model({"model": "tiny.onnx"}), FrameworkConfig("onnxruntime", options),
                    files={"files.model": str(onnx_file)}, workdir=str(tmp_path), iter=2,
                    threads=1, repetition=repetition)
-    [invocation] = fw.invocations(ctx)
-    result = HostTarget().run(RunRequest(invocation.argv, env=invocation.env, cwd=ctx.workdir,
-                                         timeout=120))
+    result = run_one_process(fw, ctx, timeout=120)
     return (fw.parse([result]).details if result.ok else {}), result.stderr
 
 

@@ -20,8 +20,6 @@ from benchlab.frameworks.base import JobContext
 from benchlab.frameworks.openvino import OpenVinoFramework
 from benchlab.runner.config import RunnerConfig
 from benchlab.spec.types import FrameworkConfig, ModelDef
-from benchlab.targets.base import RunRequest
-from benchlab.targets.host import HostTarget
 
 ov = pytest.importorskip("openvino")
 
@@ -30,6 +28,8 @@ from benchlab.frameworks.openvino.backend import (  # noqa: E402 - after the ski
     OpenVinoBackend,
     query_coverage,
 )
+
+from .one_process import process_coverage
 
 
 class NoKernel(ov.Op):  # type: ignore[misc, name-defined]
@@ -112,10 +112,6 @@ def test_a_runner_process_reports_the_delegation_in_its_details(
     ctx = make_ctx(model, FrameworkConfig("openvino", {"precision": "f32"}),
                    files={"files.onnx": str(onnx_file)}, workdir=str(tmp_path), iter=2,
                    threads=1)
-    [invocation] = fw.invocations(ctx)
-    result = HostTarget().run(RunRequest(invocation.argv, env=invocation.env, cwd=ctx.workdir,
-                                         timeout=180))
-    assert result.ok, result.stderr[-2000:]
-    coverage = Coverage.from_detail(fw.parse([result]).details.get("delegation"))
-    assert coverage is not None and coverage.engine == "CPU"
+    coverage = process_coverage(fw, ctx)
+    assert coverage.engine == "CPU"
     assert coverage.nodes and coverage.delegated == coverage.nodes

@@ -21,8 +21,6 @@ from benchlab.frameworks.base import JobContext
 from benchlab.frameworks.tflite import TfliteFramework
 from benchlab.runner.config import RunnerConfig
 from benchlab.spec.types import FrameworkConfig, ModelDef
-from benchlab.targets.base import RunRequest
-from benchlab.targets.host import HostTarget
 
 pytest.importorskip("ai_edge_litert")
 
@@ -30,6 +28,8 @@ import flatbuffers  # noqa: E402 - a dependency of ai-edge-litert
 from ai_edge_litert import schema_py_generated as schema  # noqa: E402
 
 from benchlab.frameworks.tflite.backend import TfliteBackend  # noqa: E402
+
+from .one_process import process_coverage
 
 OPS = schema.BuiltinOperator
 
@@ -146,11 +146,6 @@ def test_a_runner_process_reports_the_delegation_in_its_details(
     ctx = make_ctx(model, FrameworkConfig("tflite", {}),
                    files={"files.tflite": str(with_cumsum)}, workdir=str(tmp_path), iter=2,
                    threads=1)
-    [invocation] = fw.invocations(ctx)
-    result = HostTarget().run(RunRequest(invocation.argv, env=invocation.env, cwd=ctx.workdir,
-                                         timeout=180))
-    assert result.ok, result.stderr[-2000:]
-    coverage = Coverage.from_detail(fw.parse([result]).details.get("delegation"))
-    assert coverage is not None
+    coverage = process_coverage(fw, ctx)
     assert (coverage.engine, coverage.delegated, coverage.partitions) == ("XNNPACK", 3, 2)
     assert coverage.fallback == {"CUMSUM": 1}
