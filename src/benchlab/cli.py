@@ -196,7 +196,12 @@ def _print_results(results: list[Any], title: str, *, warnings: bool = True) -> 
         results_table,
     )
 
+    from benchlab.report.generation import generation_table
+
     console.print(results_table(results, title=title))
+    generation = generation_table(results)
+    if generation is not None:
+        console.print(generation)
     spread = device_spread_table(results)
     if spread is not None:
         console.print(spread)

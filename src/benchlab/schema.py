@@ -140,6 +140,29 @@ class Metric(StrEnum):
     LOWERING_FLOOR_SQNR = "lowering_floor_sqnr"
     #: ‖runtime(x nudged one ulp) − runtime(x)‖₂ over ‖fp32 reference‖₂
     LOWERING_FLOOR_L2_REL = "lowering_floor_l2_rel"
+    # Generation (docs/generative.md has each definition; load time is never inside any of them)
+    #: ms from the prompt handed to the model to its first new token: the prefill of the prompt
+    #: (at the test's context depth) and the choice of that token
+    TTFT = "ttft"
+    #: ms per output token after the first: (generation latency − TTFT) / (new tokens − 1),
+    #: one sample per generation
+    TPOT = "tpot"
+    #: ms between two consecutive new tokens, every gap of every generation (its p50/p90/p99
+    #: are the inter-token latency distribution; its mean over one generation is the TPOT)
+    INTER_TOKEN_LATENCY = "inter_token_latency"
+    PREFILL_RATE = "prefill_rate"  #: tokens/s, prompt tokens over TTFT
+    DECODE_RATE = "decode_rate"  #: tokens/s, new tokens after the first over their time
+    #: ms, end to end: prompt handed over to the last new token chosen
+    GENERATION_LATENCY = "generation_latency"
+    #: share of the first greedy tokens equal to the PyTorch eager reference's, on the
+    #: reference prompt (1.0: the same text)
+    TOKEN_AGREEMENT = "token_agreement"
+    #: the first position (0-based, in new tokens) where the greedy tokens part from the
+    #: reference's; the number compared when they never do
+    FIRST_DIVERGENCE = "first_divergence"
+    #: perplexity of the reference text under the model (exp of the mean next-token cross
+    #: entropy): equal across runtimes that compute the same model
+    PERPLEXITY = "perplexity"
 
     @property
     def key(self) -> str:
@@ -165,6 +188,8 @@ class DetailKey(StrEnum):
     RUNTIME_VERSION = "runtime_version"  #: str, the runtime's version as the runner saw it
     PRECISION = "precision"  #: str, the precision the runtime reported using
     INPUTS = "inputs"  #: mapping, input name -> [shape, dtype]
+    #: mapping, a generative test's workload: prompt_tokens, new_tokens, depth, compare_tokens
+    GENERATION = "generation"
     REQUESTS_PER_CALL = "requests_per_call"  #: int, inferences per timed call (batching runtimes)
     OP_PROFILE_UNAVAILABLE = "op_profile_unavailable"  #: str, why no per-operator times
     MEASURE_WINDOW = "measure_window"  #: [start, end] of the timed loop, on the runner's clock

@@ -25,13 +25,14 @@ class Dimension(StrEnum):
     SIZE = "size"  # bytes: model files and memory alike
     ENERGY = "energy"
     POWER = "power"
+    RATE = "rate"  # events per second: tokens/s, queries/s, samples/s
 
 
 @dataclass(frozen=True, slots=True)
 class Unit:
     """A known unit: its dimension and how many of the dimension's base unit it is worth.
 
-    Base units: seconds, bytes, joules, watts.
+    Base units: seconds, bytes, joules, watts, events per second.
     """
 
     name: str
@@ -56,6 +57,8 @@ def _units() -> dict[str, Unit]:
         "uW": (Dimension.POWER, 1e-6), "µW": (Dimension.POWER, 1e-6),
         "mW": (Dimension.POWER, 1e-3), "W": (Dimension.POWER, 1.0),
         "kW": (Dimension.POWER, 1e3),
+        "tokens/s": (Dimension.RATE, 1.0), "tok/s": (Dimension.RATE, 1.0),
+        "1/s": (Dimension.RATE, 1.0), "Hz": (Dimension.RATE, 1.0),
     }
     return {name: Unit(name, dim, factor) for name, (dim, factor) in table.items()}
 

@@ -45,6 +45,10 @@ def inprocess_problem(control: Job, treatment: Job, pythons: Sequence[str | None
             return f"{job.identity.framework} runs a native tool"
         if job.test.commands:
             return "the test runs its own commands"
+        if job.test.generate is not None:
+            # The pair process alternates single forward passes in blocks; a generation is
+            # many calls on one growing cache, which only the generative runner times.
+            return "a generative test times whole generations, not single calls"
     threads = {job.config.options.get("threads", job.test.threads) for job in (control, treatment)}
     if len(threads) > 1:
         return "the sides ask for different thread counts, which are settings of the process"

@@ -50,7 +50,7 @@ __all__ = ["CompareSettings", "Side", "compare_jobs", "make_side", "side_job"]
 
 # Metrics decided on when present; for all of them a larger value is worse.
 DECIDED_METRICS = (LATENCY_KEY, Metric.FIRST_INFERENCE.key, Metric.LOAD_TIME.key,
-                   Metric.MEMORY_PEAK.key)
+                   Metric.MEMORY_PEAK.key, Metric.TTFT.key, Metric.TPOT.key)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from benchlab.frameworks.common import (
     SIMULATED_PREFIX,
     distribution_availability,
     file_key_with_suffix,
+    is_generative,
 )
 from benchlab.protocol import ParsedOutput, parse_output
 from benchlab.runner.config import InputConfig, RunnerConfig
@@ -124,6 +125,7 @@ def runner_invocation(
     options: Mapping[str, Any],
     extra_files: Mapping[str, str] | None = None,
     layer_reference: str | None = None,
+    generative: bool = False,
 ) -> Invocation:
     """The command that starts benchlab's runner for one repetition.
 
@@ -137,6 +139,9 @@ def runner_invocation(
     on a host, over ssh or through adb without writing a file first.
     """
     test = ctx.test
+    if test.generate is not None and not generative:
+        raise UsageError(f"test {test.identifier!r} generates text, and {backend} measures "
+                         "forward passes; its framework has no generative backend for this model")
     # A framework option ("-f pytorch:threads=1") beats the test's thread count.
     threads = options.get("threads", test.threads)
     # The runner's own model is the wire format: a field the runner does not know, or a value
@@ -165,6 +170,7 @@ def runner_invocation(
             delegation=ctx.repetition == 0,
             layer_errors=test.layer_errors and ctx.repetition == 0,
             layer_reference=layer_reference if test.layer_errors else None,
+            generate=test.generate.to_wire() if test.generate else None,
         )
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
@@ -210,11 +216,53 @@ class RunnerFramework:
         module, distribution, extra = self.requires
         return distribution_availability(module, distribution, extra=extra)
 
+    #: ``module:Class`` of the runner-side generative backend
+    #: (:class:`benchlab.runner.generate.GenerativeBackend`); empty when there is none.
+    generative_backend = ""
+    #: The model file key it loads (``None``: it builds ``model.entry``).
+    generative_file: str | None = None
+    #: The options it reads; any other is an error, never silently ignored.
+    generative_options: frozenset[str] = frozenset({"threads"})
+    #: Why a runtime without a generative backend has none (measured, in docs/generative.md).
+    no_generative_reason = "benchlab has no generative backend for it yet"
+
+    def why_not_generative(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
+        """Why ``model``, a text generator, cannot run with ``options`` (``None``: it can)."""
+        if not self.generative_backend:
+            return f"{self.name} cannot generate text here: {self.no_generative_reason}"
+        if self.generative_file is not None and self.generative_file not in model.files:
+            return (f"{self.name} generates from a {self.generative_file!r} file, which "
+                    f"model.files lacks")
+        if self.generative_file is None and not model.entry:
+            return f"{self.name} generates from model.entry, which the model lacks"
+        unknown = sorted(set(options) - self.generative_options)
+        if unknown:
+            return (f"{self.name}'s generative backend takes no option {', '.join(unknown)} "
+                    f"(it takes {', '.join(sorted(self.generative_options))})")
+        return None
+
+    def generative_invocation(self, ctx: JobContext) -> Invocation:
+        """The runner command of one repetition of a generative test."""
+        why = self.why_not_generative(ctx.spec.model, ctx.config.options)
+        if why:
+            raise UsageError(why)
+        path = (self.staged_file(ctx, self.generative_file) if self.generative_file
+                else None)
+        return runner_invocation(ctx, backend=self.generative_backend, model_path=path,
+                                 options=ctx.config.options, generative=True)
+
     def configurations(
         self, model: ModelDef, requested: Sequence[FrameworkConfig]
     ) -> list[FrameworkConfig] | Unsupported:
         """``requested``, or the framework's defaults for ``model`` (:meth:`defaults`), when
-        :meth:`why_not` finds nothing against any of them; else the first reason."""
+        :meth:`why_not` finds nothing against any of them; else the first reason. A text
+        generator gets one plain configuration by default, judged by
+        :meth:`why_not_generative`."""
+        if is_generative(model):
+            configs = list(requested) or [FrameworkConfig(self.name, {})]
+            reason = next(filter(None, (self.why_not_generative(model, c.options)
+                                        for c in configs)), None)
+            return Unsupported(reason) if reason else configs
         configs = list(requested) or self.defaults(model)
         if isinstance(configs, Unsupported):
             return configs

@@ -11,9 +11,12 @@ from benchlab.spec.types import ModelDef
 from benchlab.targets.base import Availability
 
 __all__ = [
+    "DECODER_ONNX_KEY",
+    "GENERATION_TASK",
     "REFERENCE_KEY",
     "SIMULATED_PREFIX",
     "distribution_availability",
+    "is_generative",
     "file_key_with_suffix",
     "file_keys_with_suffix",
     "select_file_key",
@@ -25,6 +28,17 @@ REFERENCE_KEY = "reference"
 #: quantization recipe behind the model file ``<key>``, run exactly: the zoo writes one per
 #: int8 file, and the runner splits that file's error into quantization and lowering with it.
 SIMULATED_PREFIX = "simulated_"
+#: The task of a generative model (``model.metadata["task"]``, the zoo's decoders).
+GENERATION_TASK = "generation"
+#: The zoo's decoder graph with its key/value cache as inputs and outputs (ONNX).
+DECODER_ONNX_KEY = "decoder_onnx"
+
+
+def is_generative(model: Any) -> bool:
+    """Whether ``model`` (a :class:`~benchlab.spec.types.ModelDef`) generates text: the zoo
+    says so in its metadata, a spec by naming a decoder file."""
+    return (model.metadata.get("task") == GENERATION_TASK
+            or DECODER_ONNX_KEY in model.files)
 
 
 def distribution_availability(

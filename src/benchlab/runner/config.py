@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchlab.settings import setting_info
 
-__all__ = ["InputConfig", "RunnerConfig"]
+__all__ = ["GenerateConfig", "InputConfig", "RunnerConfig"]
 
 
 def _setting(name: str) -> Any:
@@ -25,6 +25,17 @@ class InputConfig(BaseModel):
     name: str
     shape: list[int]
     dtype: str = "float32"
+
+
+class GenerateConfig(BaseModel):
+    """A generative test's workload (:class:`benchlab.generation.Generation`'s wire form)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    prompt_tokens: int = Field(ge=1)
+    new_tokens: int = Field(ge=2)
+    depth: int = Field(0, ge=0)
+    compare_tokens: int = Field(32, ge=1)
 
 
 class RunnerConfig(BaseModel):
@@ -64,6 +75,10 @@ class RunnerConfig(BaseModel):
     layer_reference: str | None = Field(
         None, description="the model whose intermediate outputs the layer table compares with "
         "(default: the backend's own choice, e.g. the eager model)"
+    )
+    generate: GenerateConfig | None = Field(
+        None, description="time generations of this workload instead of forward passes "
+        "(benchlab.runner.generate); the backend is then a generative one"
     )
     dump_outputs: str | None = Field(
         None, description="write the last call's outputs to this .npz (the outputs API)"

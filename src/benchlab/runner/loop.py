@@ -240,6 +240,25 @@ def _diagnosis(backend: RuntimeBackend, config: RunnerConfig,
     return found
 
 
+def _measure_generation(backend: Any, config: RunnerConfig, out: TextIO, import_ms: float,
+                        load_ms: float, rss_before: float | None,
+                        rss_loaded: float | None) -> None:
+    """A generative test: the generative runner times generations on the loaded backend."""
+    from benchlab.runner.generate import measure_generation
+
+    head = [format_metric("NET", Metric.IMPORT_TIME, import_ms, "ms"),
+            format_metric("NET", Metric.LOAD_TIME, load_ms, "ms")]
+    if rss_before is not None and rss_loaded is not None:
+        head.append(format_metric("NET", Metric.MEMORY_LOAD, rss_loaded - rss_before, "MiB"))
+    size = _files_mib([config.model_path, *config.extra_files.values()])
+    if size is not None:
+        head.append(format_metric("NET", Metric.MODEL_SIZE, size, "MiB"))
+    for name, (value, unit) in getattr(backend, "extra_metrics", dict)().items():
+        head.append(format_metric("NET", name, value, unit))
+    measure_generation(backend, config, out, head=head, tail_details={},
+                       memory_peak=lambda: memory_mib()[1])
+
+
 def measure(config: RunnerConfig, out: TextIO) -> None:
     """Run the whole measurement described by ``config`` and print its metric lines."""
     clock = time.perf_counter_ns
@@ -252,6 +271,9 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
     backend.load()
     load_ms = (clock() - t0) / NS_PER_MS
     rss_loaded, _ = memory_mib()
+    if config.generate is not None:
+        _measure_generation(backend, config, out, import_ms, load_ms, rss_before, rss_loaded)
+        return
 
     reference = load_reference(config.reference) if config.reference else None
     skipped_reference = None

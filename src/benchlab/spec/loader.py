@@ -16,6 +16,7 @@ import difflib
 import glob
 import json
 import os
+from itertools import product
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -24,6 +25,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from benchlab.errors import SpecError, format_field_path
+from benchlab.generation import Generation
 from benchlab.spec import models as m
 from benchlab.spec.faipep import (
     UNHONOURED_MODEL_KEYS,
@@ -328,6 +330,17 @@ def _expand(
     return expanded
 
 
+def _generations(block: m.GenerateModel | None) -> list[tuple[str, Generation | None]]:
+    """One (identifier suffix, generation) pair per prompt length and depth; no suffix when
+    there is one of each."""
+    if block is None:
+        return [("", None)]
+    pairs = list(product(block.prompt_tokens, block.depth))
+    return [("" if len(pairs) == 1 else f"[p{p},d{d}]",
+             Generation(prompt_tokens=p, new_tokens=block.new_tokens, depth=d,
+                        compare_tokens=block.compare_tokens)) for p, d in pairs]
+
+
 def _build_spec(raw: dict[str, Any], path: Path, defaults: m.DefaultsModel) -> BenchmarkSpec:
     if defaults.model and isinstance(raw.get("model"), Mapping):
         raw = {**raw, "model": _deep_merge(defaults.model, raw["model"])}
@@ -357,9 +370,12 @@ def _build_spec(raw: dict[str, Any], path: Path, defaults: m.DefaultsModel) -> B
                                          else c for c in settings["commands"])
         placeholders = {**default_placeholders, **(test.model_extra or {})}
         identifier = test.identifier.replace("{ID}", str(index))
-        for suffix, defs in _expand(inputs, index, issues):
-            case = TestCase(identifier=identifier + suffix, inputs=defs, input_files=files,
-                            placeholders=placeholders, **settings)
+        generations = _generations(settings.pop("generate", None))
+        for (suffix, defs), (more, generate) in product(_expand(inputs, index, issues),
+                                                        generations):
+            case = TestCase(identifier=identifier + suffix + more, inputs=defs,
+                            input_files=files, placeholders=placeholders, generate=generate,
+                            **settings)
             if case.identifier in first_use:
                 issues.append((f"tests[{index}].identifier", f"duplicate identifier "
                                f"{case.identifier!r} (also tests[{first_use[case.identifier]}])"))

@@ -84,6 +84,11 @@ def _parse_fraction(value: Any) -> Any:
     return value
 
 
+def _one_to_list(value: Any) -> Any:
+    """One number where a list of them is allowed: a list of one."""
+    return [value] if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 def _one_command_to_list(value: Any) -> Any:
     # Some FAI-PEP specs write one command as a plain string.
     return [value] if isinstance(value, str) else value
@@ -242,6 +247,24 @@ class InputModel(_Closed):
     )
 
 
+class GenerateModel(_Closed):
+    """A generative test: prompt length(s), new tokens and context depth(s), greedy, batch 1.
+
+    One test case per (prompt length, depth) pair when lists are given: the curves of TTFT
+    against prompt length and of decode speed against depth.
+    """
+
+    prompt_tokens: Annotated[list[Annotated[int, Field(ge=1)]],
+                             BeforeValidator(_one_to_list)] = Field(
+        min_length=1, description="Prompt length P in tokens (one or a list).")
+    new_tokens: int = Field(ge=2, description="Tokens generated per generation, G (>= 2).")
+    depth: Annotated[list[Annotated[int, Field(ge=0)]], BeforeValidator(_one_to_list)] = Field(
+        default_factory=lambda: [0], min_length=1,
+        description="KV cache filled to D tokens first, untimed (one or a list).")
+    compare_tokens: int = Field(32, ge=1, description="Greedy tokens compared with the "
+                                "reference's for token agreement.")
+
+
 class HostStepsModel(BaseModel):
     """FAI-PEP's ``preprocess``/``postprocess`` block: shell commands run on the host.
 
@@ -368,6 +391,8 @@ class TestDefaultsModel(_TestSettingsModel):  # type: ignore[misc,valid-type]
     collection_time: float | None = Field(None, ge=0, description=_COLLECTION_HELP)
     voltage: float | None = Field(None, gt=0, description=_VOLTAGE_HELP)
     commands_mapping: Any = Field(None, exclude=True, description=_IGNORED)
+    generate: GenerateModel | None = Field(
+        None, description="Measure text generation (a generative model): see docs/generative.md.")
 
     @model_validator(mode="before")
     @classmethod

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchlab.generation import Generation
 from benchlab.settings import EnergySettings, TestSettings
 
 __all__ = [
@@ -109,7 +110,9 @@ class TestCase(TestSettings):
     from the target between the two (:mod:`benchlab.hoststeps`). ``energy`` is the test's own
     energy request: a FAI-PEP power test (``metric: power``) measures energy even when the user
     asked for none (:func:`benchlab.spec.faipep.power_request`); the user's ``--energy`` is laid
-    over it (:meth:`EnergySettings.over`).
+    over it (:meth:`EnergySettings.over`). ``generate`` makes it a generative test
+    (:class:`benchlab.generation.Generation`, one prompt length and depth each): a generation
+    is what each iteration times, instead of one forward pass.
     """
 
     identifier: str
@@ -124,6 +127,7 @@ class TestCase(TestSettings):
     postprocess: tuple[str, ...] = ()
     output_files: Mapping[str, OutputFile] = field(default_factory=dict)
     energy: EnergySettings | None = None
+    generate: Generation | None = None
 
 
 @dataclass(frozen=True, slots=True)

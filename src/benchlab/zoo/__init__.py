@@ -19,7 +19,8 @@ from typing import Any
 
 from benchlab.artifacts import ArtifactCache
 from benchlab.errors import UsageError
-from benchlab.frameworks.common import distribution_availability
+from benchlab.frameworks.common import GENERATION_TASK, distribution_availability
+from benchlab.generation import DEFAULT_GENERATION
 from benchlab.spec.types import BenchmarkSpec, FileRef, InputDef, ModelDef, TestCase
 from benchlab.zoo.cache import (
     ExportIndex,
@@ -57,6 +58,12 @@ __all__ = [
 # of the processes, 3.51 with three and 1.76 with five, and with three the lab's flags missed
 # a 12% slowdown in 3 of 5 runs (docs/performance.md §11).
 DEFAULT_TEST = TestCase(identifier="default", warmup=5, iter=30, min_time=0.3, repeat=5)
+# A generative zoo model's test: P = 128, G = 64 at depth 0 (docs/generative.md); each
+# iteration is a whole generation, so fewer of them, and one warm-up generation keeps the
+# cold start (first_inference) out of TTFT.
+DEFAULT_GENERATIVE_TEST = TestCase(identifier=f"generate[{DEFAULT_GENERATION.label}]",
+                                   warmup=1, iter=5, min_time=0.0, repeat=5,
+                                   generate=DEFAULT_GENERATION)
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,7 +297,12 @@ def spec_of(export: ModelExport, cache: ArtifactCache,
             test: TestCase | None = None) -> BenchmarkSpec:
     """The spec of an exported zoo model: its files in the cache, ``test`` (default
     :data:`DEFAULT_TEST`) with the model's inputs."""
-    model, test = export.model, test or DEFAULT_TEST
+    model = export.model
+    generative = model.task == GENERATION_TASK
+    test = test or (DEFAULT_GENERATIVE_TEST if generative else DEFAULT_TEST)
+    if generative and test.generate is None:
+        test = replace(test, identifier=DEFAULT_GENERATIVE_TEST.identifier,
+                       generate=DEFAULT_GENERATIVE_TEST.generate)
     files = {
         key: FileRef(key=key, location=str(path), base_dir=cache.root, sha256=sha,
                      filename=path.name)

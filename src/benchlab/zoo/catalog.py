@@ -95,6 +95,11 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
     ExportFormat("pte_xnnpack_int8", ("pte_xnnpack_int8",), ("torch", "executorch", "torchao"),
                  revision="1", simulated=True, exporter_requires=_EXECUTORCH),
     ExportFormat("aoti", ("aoti",), default=False),
+    # A text generator's decoder, its key/value cache as graph inputs and outputs (ONNX
+    # Runtime, OpenVINO); only the zoo's generative models take it.
+    ExportFormat("decoder_onnx", ("decoder_onnx",), (*_ONNX_PACKAGES, "transformers",
+                                                     "tokenizers"),
+                 default=False, exporter_requires=("onnxscript", "onnxscript", "onnxruntime")),
 )}
 #: The PyTorch fp32 outputs every export writes beside its files (2: eight input sets).
 REFERENCE = ExportFormat("reference", ("reference",), ("torch", "numpy"), revision="2")

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from benchlab.errors import ModelBuildError
+from benchlab.frameworks.common import GENERATION_TASK
 from benchlab.zoo import exporters
 from benchlab.zoo.catalog import EXPORT_PROGRESS_PREFIX, FORMATS
 from benchlab.zoo.exporters import ExportContext
@@ -103,6 +104,10 @@ def _torch_context(job: dict[str, Any], out_dir: Path) -> tuple[ExportContext, d
 
     seed = int(job.get("seed", 0))
     torch.manual_seed(seed)
+    if job["task"] == GENERATION_TASK:
+        from benchlab.zoo.generative import decoder_context
+
+        return decoder_context(job, out_dir, _build_module)
     module = _build_module(job["entry"])
     shapes = job.get("input_shapes") or getattr(module, "example_shapes", None)
     if not shapes:
@@ -220,6 +225,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     files: dict[str, str] = {}
     if context.reference is not None:
         files["reference"] = str(context.reference)
+    files.update({key: str(path) for key, path in context.extra_files.items()})
     failed: dict[str, str] = {}
     seconds: dict[str, float] = {}
     wanted = list(dict.fromkeys(job["formats"]))

@@ -61,6 +61,8 @@ class ExportContext:
     calibration: list[tuple[np.ndarray, ...]] = field(default_factory=list)
     onnx_source: Path | None = None
     reference: Path | None = None
+    #: Files written with the context itself, by file key (a text generator's tokenizer).
+    extra_files: dict[str, Path] = field(default_factory=dict)
     _memo: dict[str, tuple[bool, Any]] = field(default_factory=dict, repr=False)
 
     def path(self, suffix: str) -> Path:
@@ -156,6 +158,13 @@ def export_aoti(ctx: ExportContext) -> dict[str, Path]:
 def export_onnx(ctx: ExportContext) -> dict[str, Path]:
     """One self-contained ONNX file (``NAME.onnx``), inputs named ``input0..N``."""
     return {"onnx": ctx.fp32_onnx()}
+
+
+def export_decoder_onnx(ctx: ExportContext) -> dict[str, Path]:
+    """A text generator's cache-in, cache-out ONNX graph (:mod:`benchlab.zoo.generative`)."""
+    from benchlab.zoo.generative import export_decoder_onnx as export
+
+    return export(ctx)
 
 
 def export_onnx_int8(ctx: ExportContext) -> dict[str, Path]:

@@ -10,6 +10,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+from benchlab.frameworks.common import GENERATION_TASK
 from benchlab.zoo.catalog import DEFAULT_FORMATS, ZooModel
 
 __all__ = ["DEFAULT_MODELS", "SMALL_MODELS", "ZOO", "resolve_onnx_resource"]
@@ -52,6 +53,21 @@ def _arch(module: str, name: str, description: str, task: str,
 
 def _classifier(name: str, description: str, formats: tuple[str, ...]) -> ZooModel:
     return _arch("classifiers", name, description, "classification", formats=formats)
+
+
+def _decoder(name: str, description: str) -> ZooModel:
+    """A text generator of ``benchlab.zoo.archs.llama`` (its tests are generative)."""
+    return ZooModel(
+        name=name,
+        description=description,
+        task=GENERATION_TASK,
+        input_shapes=(),
+        entry=f"{_ARCHS}.llama:{name}",
+        sources=(f"{_ARCHS}.llama", "benchlab.zoo.generative"),
+        formats=("decoder_onnx",),
+        requires=("transformers", "tokenizers"),
+        tags=("text", "generative"),
+    )
 
 
 # The real ONNX model-zoo graphs (opset 9) that the onnx package ships for its backend tests,
@@ -145,6 +161,10 @@ _MODELS: tuple[ZooModel, ...] = (
         tags=("text",),
     ),
     *(_onnx_light(name, stem, title) for name, (stem, title) in _ONNX_LIGHT.items()),
+    _decoder("llama_15m", "Llama decoder, 15M parameters (384 wide, 5 layers, 6 heads), "
+             "seeded, BPE tokenizer trained in code; generates text"),
+    _decoder("llama_100m", "Llama decoder, 97M parameters (768 wide, 12 layers, 12 query and "
+             "4 key/value heads), seeded, BPE tokenizer trained in code; generates text"),
 )
 
 #: Every zoo model by name.

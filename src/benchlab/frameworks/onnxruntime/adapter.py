@@ -14,6 +14,7 @@ from benchlab.frameworks.base import (
 )
 from benchlab.errors import UsageError
 from benchlab.frameworks.common import (
+    DECODER_ONNX_KEY,
     file_key_with_suffix,
     select_file_key,
 )
@@ -41,6 +42,9 @@ class OnnxRuntimeFramework(RunnerFramework):
     # latency on 2 CPUs: the idle session's threads spin while the other runs. One global
     # pool serves both and leaves each at its solo latency (docs/detector.md, "Fidelity").
     shared_process_options = {"thread_pool": "global"}
+    generative_backend = "benchlab.frameworks.onnxruntime.generative:OnnxRuntimeDecoder"
+    generative_file = DECODER_ONNX_KEY
+    generative_options = frozenset({"threads", "intra_op_threads", "graph_optimization_level"})
 
 
     def defaults(self, model: ModelDef) -> list[FrameworkConfig] | Unsupported:
@@ -58,6 +62,8 @@ class OnnxRuntimeFramework(RunnerFramework):
 
     def invocations(self, ctx: JobContext) -> list[Invocation]:
         """One runner process per repetition."""
+        if ctx.test.generate is not None:
+            return [self.generative_invocation(ctx)]
         key, why = _file_key(ctx.spec.model, ctx.config.options)
         if key is None:
             raise UsageError(why or "no .onnx file")

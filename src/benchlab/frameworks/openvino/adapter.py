@@ -43,6 +43,7 @@ from benchlab.frameworks.base import (
 from benchlab.frameworks.native.benchmark_app import benchmark_app_command, parse_benchmark_app
 from benchlab.frameworks.native.common import count_flag
 from benchlab.frameworks.common import (
+    DECODER_ONNX_KEY,
     file_key_with_suffix,
     file_keys_with_suffix,
     select_file_key,
@@ -142,6 +143,9 @@ class OpenVinoFramework(RunnerFramework):
     requires = ("openvino", "openvino", "openvino")
     native_tool = "benchmark_app"
     native_parser = staticmethod(parse_benchmark_app)
+    generative_backend = "benchlab.frameworks.openvino.generative:OpenVinoDecoder"
+    generative_file = DECODER_ONNX_KEY
+    generative_options = frozenset({"threads", "precision"})
 
     def defaults(self, model: ModelDef) -> list[FrameworkConfig] | Unsupported:
         """fp32 at the latency hint; bf16 and throughput are variants to ask for."""
@@ -156,6 +160,8 @@ class OpenVinoFramework(RunnerFramework):
         """One runner process per repetition; IR weights travel as the ``weights`` extra file.
 
         With ``binary=`` OpenVINO's ``benchmark_app`` runs instead, latency-style."""
+        if ctx.test.generate is not None:
+            return [self.generative_invocation(ctx)]
         files = model_files(ctx.spec.model, ctx.config.options)
         if isinstance(files, Unsupported):
             raise ValueError(files.reason)

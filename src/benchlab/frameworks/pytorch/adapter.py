@@ -97,6 +97,8 @@ class PyTorchFramework(RunnerFramework):
     name = "pytorch"
     backend = "benchlab.frameworks.pytorch.backend:PyTorchBackend"
     requires = ("torch", "torch", None)
+    generative_backend = "benchlab.frameworks.pytorch.generative:TorchDecoder"
+    generative_options = frozenset({"threads", "mode"})
 
 
     def why_not(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
@@ -124,6 +126,8 @@ class PyTorchFramework(RunnerFramework):
 
     def invocations(self, ctx: JobContext) -> list[Invocation]:
         """One runner process per repetition; entry modes pass no model file."""
+        if ctx.test.generate is not None:
+            return [self.generative_invocation(ctx)]
         options = ctx.config.options
         mode = str(options.get("mode", "eager"))
         path = None

@@ -1,0 +1,275 @@
+"""The generative runner: time whole generations, token by token, on any generative backend.
+
+benchlab owns the clock and the definitions; a backend only runs the model. Each generation:
+the cache is emptied, filled to the test's depth (untimed), then the clock starts as the
+prompt is handed to the model. The first new token is chosen greedily from the prefill's last
+logits (TTFT ends there), then each further token is fed back and the next chosen, one clock
+reading per token. From those readings, per generation:
+
+* ``ttft``: prompt handed over → first token chosen (load and warm-up are never inside);
+* ``inter_token_latency``: every gap between two consecutive tokens;
+* ``tpot``: (last token − first token) / (new tokens − 1), the mean of those gaps;
+* ``prefill_rate`` = P / TTFT and ``decode_rate`` = (G − 1) / (last − first token), tokens/s;
+* ``latency``: prompt handed over → last token chosen (end to end, one generation).
+
+Greedy choice and the feed-back are inside the clock, as in every real generator; the choice is
+one ``argmax`` over the vocabulary (``bench/generative.py`` measures its share of TPOT).
+
+Accuracy, after timing, against a generative reference (:func:`save_generative_reference`,
+written by the zoo from the ``transformers`` model): the prefill logits of the reference prompt
+(SQNR, KL), greedy token agreement with the reference's continuation under teacher forcing,
+the first position where free-running greedy decoding parts from it, and perplexity of the
+reference text.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TextIO
+
+import numpy as np
+
+from benchlab.protocol import format_detail, format_metric
+from benchlab.runner.config import GenerateConfig, RunnerConfig
+from benchlab.schema import DetailKey, Metric
+from benchlab.stats import AdaptiveStop
+
+__all__ = [
+    "GenerativeBackend",
+    "GenerativeReference",
+    "accuracy_metrics",
+    "load_generative_reference",
+    "measure_generation",
+    "save_generative_reference",
+    "time_generation",
+]
+
+_NS_PER_MS = 1e6
+# One process generates for at most this long when the test sets no max_time.
+_MAX_TIME_S = 60.0
+
+
+class GenerativeBackend(Protocol):
+    """The runner side of a generative runtime: a model with a key/value cache.
+
+    The constructor imports the runtime; :meth:`load` loads the model (timed as load time).
+    """
+
+    def __init__(self, config: RunnerConfig) -> None: ...
+
+    def load(self) -> None:
+        """Load the model (or build the eager one)."""
+
+    def vocab_size(self) -> int:
+        """Size of the logits' last axis."""
+
+    def reset(self) -> None:
+        """Forget every cached position: the next :meth:`forward` starts at position 0."""
+
+    def forward(self, tokens: np.ndarray, all_logits: bool = False) -> np.ndarray:
+        """Run ``tokens`` (int64, 1-D) after the cached positions and cache them.
+
+        Returns the logits of the last position (``[V]``), or of every position given
+        (``[T, V]``) with ``all_logits``, as float32.
+        """
+
+    def info(self) -> dict[str, Any]:
+        """Runtime version and the effective configuration actually used."""
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationTimes:
+    """The clock readings of one generation, in ns: start, then one per new token."""
+
+    start: int
+    tokens: tuple[int, ...]
+
+    def metrics(self, prompt_tokens: int) -> dict[Metric, float]:
+        """This generation's per-generation metrics (not the inter-token gaps)."""
+        first, last = self.tokens[0], self.tokens[-1]
+        ttft = (first - self.start) / _NS_PER_MS
+        decode_ms = (last - first) / _NS_PER_MS
+        decoded = len(self.tokens) - 1
+        return {
+            Metric.TTFT: ttft,
+            Metric.TPOT: decode_ms / decoded,
+            Metric.LATENCY: (last - self.start) / _NS_PER_MS,
+            Metric.PREFILL_RATE: prompt_tokens / (ttft / 1e3),
+            Metric.DECODE_RATE: decoded / (decode_ms / 1e3),
+        }
+
+    def gaps_ms(self) -> list[float]:
+        """Every inter-token latency, in ms."""
+        return [(b - a) / _NS_PER_MS for a, b in zip(self.tokens, self.tokens[1:])]
+
+
+def time_generation(backend: GenerativeBackend, prompt: np.ndarray, new_tokens: int,
+                    depth_tokens: np.ndarray | None = None) -> tuple[GenerationTimes, list[int]]:
+    """One timed greedy generation; its clock readings and the tokens it chose."""
+    clock = time.perf_counter_ns
+    backend.reset()
+    if depth_tokens is not None and len(depth_tokens):
+        backend.forward(depth_tokens)
+    chosen: list[int] = []
+    readings: list[int] = []
+    start = clock()
+    logits = backend.forward(prompt)
+    token = int(np.argmax(logits))
+    readings.append(clock())
+    chosen.append(token)
+    step = np.empty(1, dtype=np.int64)
+    for _ in range(new_tokens - 1):
+        step[0] = token
+        logits = backend.forward(step)
+        token = int(np.argmax(logits))
+        readings.append(clock())
+        chosen.append(token)
+    return GenerationTimes(start, tuple(readings)), chosen
+
+
+@dataclass(frozen=True, slots=True)
+class GenerativeReference:
+    """What a generative model's reference run produced (the ``transformers`` model).
+
+    ``prompt``: token ids; ``logits``: the prefill logits of every prompt position;
+    ``tokens``: its greedy continuation; ``text``: the token ids perplexity is measured on.
+    """
+
+    prompt: np.ndarray
+    logits: np.ndarray
+    tokens: np.ndarray
+    text: np.ndarray
+
+
+def save_generative_reference(path: Any, reference: GenerativeReference) -> None:
+    """Write ``reference`` as an ``.npz`` (the runner's accuracy check reads it)."""
+    np.savez(path, generative=np.array(1), prompt=reference.prompt.astype(np.int64),
+             logits=reference.logits.astype(np.float32),
+             tokens=reference.tokens.astype(np.int64), text=reference.text.astype(np.int64))
+
+
+def load_generative_reference(path: str) -> GenerativeReference:
+    """Read a file written by :func:`save_generative_reference`; ``ValueError`` for another."""
+    with np.load(path) as data:
+        if "generative" not in data.files:
+            raise ValueError(f"{path} is not a generative reference (a forward-pass one?)")
+        return GenerativeReference(prompt=data["prompt"], logits=data["logits"],
+                                   tokens=data["tokens"], text=data["text"])
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = logits.astype(np.float64) - logits.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def accuracy_metrics(backend: GenerativeBackend, reference: GenerativeReference,
+                     compare_tokens: int) -> dict[Metric, float]:
+    """The backend against the reference: prefill logits, token agreement, first divergence,
+    perplexity (see the module's docstring)."""
+    count = min(compare_tokens, len(reference.tokens))
+    want = reference.tokens[:count]
+    # Teacher forcing: the reference's own continuation is fed, so every position is judged
+    # in the context the reference saw, even after a first disagreement.
+    backend.reset()
+    fed = np.concatenate([reference.prompt, want[:-1]]).astype(np.int64)
+    logits = backend.forward(fed, all_logits=True)
+    prompt_len = len(reference.prompt)
+    prefill = logits[:prompt_len]
+    chosen_forced = logits[prompt_len - 1:].argmax(axis=-1)
+    noise = float(np.sum((prefill.astype(np.float64) - reference.logits) ** 2))
+    signal = float(np.sum(reference.logits.astype(np.float64) ** 2))
+    ref_log, own_log = _log_softmax(reference.logits), _log_softmax(prefill)
+    kl = float(np.mean(np.sum(np.exp(ref_log) * (ref_log - own_log), axis=-1)))
+    # Free running: where the backend's own greedy text first parts from the reference's.
+    backend.reset()
+    token = int(np.argmax(backend.forward(reference.prompt.astype(np.int64))))
+    free = [token]
+    step = np.empty(1, dtype=np.int64)
+    while len(free) < count:
+        step[0] = token
+        token = int(np.argmax(backend.forward(step)))
+        free.append(token)
+    parted = [i for i, (a, b) in enumerate(zip(free, want)) if a != b]
+    backend.reset()
+    text_logits = backend.forward(reference.text.astype(np.int64), all_logits=True)
+    text_log = _log_softmax(text_logits[:-1])
+    nll = -text_log[np.arange(len(reference.text) - 1), reference.text[1:]]
+    return {
+        Metric.SQNR: 10 * np.log10(signal / noise) if noise > 0 else float("inf"),
+        Metric.ERROR_MAX_ABS: float(np.max(np.abs(prefill - reference.logits))),
+        Metric.KL_DIVERGENCE: max(kl, 0.0),
+        Metric.TOKEN_AGREEMENT: float(np.mean(chosen_forced == want)),
+        Metric.FIRST_DIVERGENCE: float(parted[0] if parted else count),
+        Metric.PERPLEXITY: float(np.exp(np.mean(nll))),
+    }
+
+
+_UNITS = {Metric.TTFT: "ms", Metric.TPOT: "ms", Metric.LATENCY: "ms",
+          Metric.PREFILL_RATE: "tokens/s", Metric.DECODE_RATE: "tokens/s",
+          Metric.SQNR: "dB", Metric.FIRST_DIVERGENCE: "tokens"}
+
+
+def _synthetic(vocab: int, count: int, rng: np.random.Generator) -> np.ndarray:
+    # Token ids other than the first two (begin and end of text), as llama-bench's prompts.
+    return rng.integers(2, vocab, size=count, dtype=np.int64)
+
+
+def measure_generation(backend: GenerativeBackend, config: RunnerConfig, out: TextIO, *,
+                       head: Sequence[str], tail_details: dict[str, Any],
+                       memory_peak: Any) -> None:
+    """Time generations of ``config.generate`` on the loaded ``backend`` and print the metric
+    lines, ``head`` (import and load lines) first; ``memory_peak()`` reads the peak RSS."""
+    work: GenerateConfig = config.generate  # type: ignore[assignment]
+    rng = np.random.default_rng(config.seed)
+    vocab = backend.vocab_size()
+    prompt = _synthetic(vocab, work.prompt_tokens, rng)
+    depth = _synthetic(vocab, work.depth, rng) if work.depth else None
+    cold, _ = time_generation(backend, prompt, work.new_tokens, depth)
+    for _ in range(config.warmup):
+        time_generation(backend, prompt, work.new_tokens, depth)
+    stopper = AdaptiveStop(target_rel_halfwidth=config.target_ci, min_iters=config.iterations,
+                           min_time=config.min_time,
+                           max_time=config.max_time or (_MAX_TIME_S if config.target_ci else None))
+    window_start = time.monotonic()
+    started = time.perf_counter_ns()
+    generations: list[GenerationTimes] = []
+    tpots: list[float] = []
+    while True:
+        times, _ = time_generation(backend, prompt, work.new_tokens, depth)
+        generations.append(times)
+        tpots.append(times.metrics(work.prompt_tokens)[Metric.TPOT])
+        decision = stopper.should_stop(tpots, (time.perf_counter_ns() - started) / 1e9)
+        if decision is not None:
+            break
+    window = {"clock": "monotonic", "start": window_start, "end": time.monotonic(),
+              "iterations": len(generations)}
+    lines = list(head)
+    lines.append(format_metric("NET", Metric.FIRST_INFERENCE,
+                               cold.metrics(work.prompt_tokens)[Metric.TTFT], "ms"))
+    per_generation = [g.metrics(work.prompt_tokens) for g in generations]
+    for metric in (Metric.TTFT, Metric.TPOT, Metric.LATENCY, Metric.PREFILL_RATE,
+                   Metric.DECODE_RATE):
+        lines += [format_metric("NET", metric, m[metric], _UNITS[metric])
+                  for m in per_generation]
+    lines += [format_metric("NET", Metric.INTER_TOKEN_LATENCY, gap, "ms")
+              for g in generations for gap in g.gaps_ms()]
+    peak = memory_peak()
+    if peak is not None:
+        lines.append(format_metric("NET", Metric.MEMORY_PEAK, peak, "MiB"))
+    details: dict[str, Any] = dict(tail_details)
+    if config.reference:
+        reference = load_generative_reference(config.reference)
+        found = accuracy_metrics(backend, reference, work.compare_tokens)
+        lines += [format_metric("NET", k, v, _UNITS.get(k, "")) for k, v in found.items()
+                  if np.isfinite(v)]
+        details["reference_prompt_tokens"] = len(reference.prompt)
+        details["reference_text_tokens"] = len(reference.text)
+    details.update(backend.info())
+    details.update(decision.to_detail())
+    details[DetailKey.GENERATION] = work.model_dump()
+    details[DetailKey.MEASURE_WINDOW] = window
+    lines.append(format_detail(**details))
+    out.write("\n".join(lines) + "\n")
+    out.flush()

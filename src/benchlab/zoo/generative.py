@@ -1,0 +1,98 @@
+"""Export of the zoo's text generators (runs inside the export process, imports torch).
+
+A generative zoo model's job builds the ``transformers`` model from its entry and writes:
+
+* ``reference`` (``NAME.reference.npz``, :func:`benchlab.runner.generate.save_generative_reference`):
+  the eager model's prefill logits on a prompt cut from the shipped corpus, its greedy
+  continuation, and the text perplexity is measured on, all as token ids of the tokenizer
+  trained in code;
+* ``tokenizer`` (``NAME.tokenizer.json``): that tokenizer, for tools that read text;
+* the formats: ``decoder_onnx`` (:func:`export_decoder_onnx`), one graph with the key/value
+  cache as inputs and outputs, which ONNX Runtime and OpenVINO both run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchlab.zoo.exporters import ExportContext
+
+__all__ = ["REFERENCE_PROMPT_TOKENS", "REFERENCE_NEW_TOKENS", "decoder_context",
+           "export_decoder_onnx"]
+
+#: The reference prompt's length and how many greedy tokens the reference continues with.
+REFERENCE_PROMPT_TOKENS = 32
+REFERENCE_NEW_TOKENS = 32
+#: Tokens of the corpus perplexity is measured on (a context every zoo decoder holds).
+PERPLEXITY_TOKENS = 512
+
+
+def decoder_context(job: dict[str, Any], out_dir: Path,
+                    build: Any) -> tuple[ExportContext, dict[str, Any]]:
+    """The export context of a generative model: the cache-graph module (its example inputs
+    hold a non-empty cache, so no export specialises on an empty one), its reference and
+    tokenizer written, and its metadata."""
+    import torch
+
+    from benchlab.runner.generate import GenerativeReference, save_generative_reference
+    from benchlab.zoo.archs.llama import KVDecoder, corpus_text, train_tokenizer
+
+    model = build(job["entry"])
+    tokenizer = train_tokenizer(model.llama_shape.vocab)
+    tokenizer_path = out_dir / f"{job['name']}.tokenizer.json"
+    tokenizer.save(str(tokenizer_path))
+    ids = np.array(tokenizer.encode(corpus_text()).ids, dtype=np.int64)
+    prompt = ids[:REFERENCE_PROMPT_TOKENS]
+    with torch.inference_mode():
+        logits = model(torch.from_numpy(prompt)[None, :]).logits[0].float().numpy()
+        generated = model.generate(torch.from_numpy(prompt)[None, :], do_sample=False,
+                                   max_new_tokens=REFERENCE_NEW_TOKENS,
+                                   min_new_tokens=REFERENCE_NEW_TOKENS, eos_token_id=None,
+                                   pad_token_id=0)
+    tokens = generated[0, len(prompt):].numpy()
+    reference = out_dir / f"{job['name']}.reference.npz"
+    save_generative_reference(reference, GenerativeReference(
+        prompt=prompt, logits=logits, tokens=tokens, text=ids[:PERPLEXITY_TOKENS]))
+    decoder = KVDecoder(model).eval()
+    empty_keys, empty_values = decoder.empty_cache()
+    with torch.inference_mode():
+        _, keys, values = decoder(torch.from_numpy(prompt[:3])[None, :], empty_keys,
+                                  empty_values)
+    example = (torch.from_numpy(prompt[3:8])[None, :], keys.clone(), values.clone())
+    shape = model.llama_shape
+    metadata = {
+        "params": int(sum(p.numel() for p in model.parameters())),
+        "flops": None,
+        "task": job["task"],
+        "architecture": {"dim": shape.dim, "layers": shape.layers, "heads": shape.heads,
+                         "kv_heads": shape.kv_heads, "hidden": shape.hidden,
+                         "vocab": shape.vocab, "max_positions": shape.max_positions},
+        "tokenizer_vocab": tokenizer.get_vocab_size(),
+    }
+    context = ExportContext(name=job["name"], out_dir=out_dir, module=decoder, args=example,
+                            input_names=["input_ids", "past_keys", "past_values"],
+                            reference=reference)
+    context.extra_files["tokenizer"] = tokenizer_path
+    return context, metadata
+
+
+def export_decoder_onnx(ctx: ExportContext) -> dict[str, Path]:
+    """The decoder as one ONNX graph with its cache as inputs and outputs
+    (``NAME.decoder.onnx``): any number of new tokens after any number of cached ones."""
+    import torch
+
+    from benchlab.runner.kvgraph import GRAPH_INPUTS, GRAPH_OUTPUTS
+
+    shape = ctx.torch_module().shape
+    new = torch.export.Dim("new", min=1, max=shape.max_positions)
+    past = torch.export.Dim("past", min=0, max=shape.max_positions - 1)
+    target = ctx.path(".decoder.onnx")
+    torch.onnx.export(ctx.torch_module(), ctx.args, str(target), dynamo=True,
+                      external_data=False, input_names=list(GRAPH_INPUTS),
+                      output_names=list(GRAPH_OUTPUTS),
+                      dynamic_shapes={"input_ids": {1: new}, "past_keys": {3: past},
+                                      "past_values": {3: past}})
+    return {"decoder_onnx": target}
