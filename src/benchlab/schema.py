@@ -98,7 +98,9 @@ class Metric(StrEnum):
     among a result's summaries. Units travel with each sample.
     """
 
-    LATENCY = "latency"  #: ms per inference, the metric every report leads with
+    #: ms per inference, the metric every report leads with; in a generative test, one whole
+    #: generation end to end (prompt handed over → last new token chosen)
+    LATENCY = "latency"
     FIRST_INFERENCE = "first_inference"  #: ms, the first call after loading
     #: ms of CPU time (every thread of the process) per inference, beside its wall latency:
     #: time the machine stole from the process (other tenants, steal time) does not count
@@ -152,8 +154,6 @@ class Metric(StrEnum):
     INTER_TOKEN_LATENCY = "inter_token_latency"
     PREFILL_RATE = "prefill_rate"  #: tokens/s, prompt tokens over TTFT
     DECODE_RATE = "decode_rate"  #: tokens/s, new tokens after the first over their time
-    #: ms, end to end: prompt handed over to the last new token chosen
-    GENERATION_LATENCY = "generation_latency"
     #: share of the first greedy tokens equal to the PyTorch eager reference's, on the
     #: reference prompt (1.0: the same text)
     TOKEN_AGREEMENT = "token_agreement"

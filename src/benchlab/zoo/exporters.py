@@ -27,6 +27,7 @@ __all__ = [
     "NeedsTorchModel",
     "export_aoti",
     "export_onnx",
+    "export_decoder_onnx",
     "export_onnx_int8",
     "export_openvino",
     "export_pt2",

@@ -25,9 +25,9 @@ benchlab's metrics, one ``NET`` sample per repetition:
 * ``tg``: ``decode_rate`` = ``n_gen / ns * 1e9`` tokens/s and ``tpot`` = ``1e-6 * ns / n_gen``
   ms. Unlike benchlab's definitions (tokens after the first, over their time) every one of
   the ``n_gen`` steps counts, none is a prefill's token and none includes sampling.
-* ``pg``: ``generation_latency`` = ``1e-6 * ns`` ms, prompt and generation together (its
+* ``pg``: ``latency`` = ``1e-6 * ns`` ms, prompt and generation together (its
   ``samples_ts`` mixes both kinds of token and has no benchlab meaning).
-* ``model_size`` (MiB, from ``model_size`` bytes: the weights' tensors) once per test group.
+* ``model_size`` (MiB, from ``model_size`` bytes: the weights' tensors), once per ParsedOutput.
 
 :func:`llama_bench_tests` gives one ParsedOutput per test; :func:`parse_llama_bench` merges
 them for a job that ran one configuration, keeping only the first test of each kind (a sweep
@@ -136,7 +136,7 @@ def _test(obj: dict[str, Any]) -> ParsedOutput | None:
             samples.add("NET", Metric.DECODE_RATE, n_gen / ns * 1e9, "tokens/s")
             samples.add("NET", Metric.TPOT, ns * 1e-6 / n_gen, "ms")
         else:
-            samples.add("NET", Metric.GENERATION_LATENCY, ns * 1e-6, "ms")
+            samples.add("NET", Metric.LATENCY, ns * 1e-6, "ms")
     size = _count(obj.get("model_size"))
     if size:
         samples.add("NET", Metric.MODEL_SIZE, size / 2**20, "MiB")

@@ -31,7 +31,7 @@ iteration is left out, as the tool's averages leave it out:
 * ``tpot`` = "other tokens latency" (ms, the mean gap after the first token, per batch step);
 * ``prefill_rate`` = input tokens / ttft * 1000 and ``decode_rate`` = batch / tpot * 1000 (the
   tool's "2nd tokens throughput");
-* ``generation_latency`` = "Generation Time" * 1000 (printed to 10 ms; since 2024-11 the prompt
+* ``latency`` = "Generation Time" * 1000 (printed to 10 ms; since 2024-11 the prompt
   is tokenized before the timer, before that generate() took text and the time includes
   tokenization);
 * ``inter_token_latency``: every gap of the DEBUG list (``[1]`` onwards), in ms, to 0.1 ms;
@@ -91,11 +91,13 @@ def parse_llm_bench(text: str) -> ParsedOutput:
     Samples as the module docstring maps them, one per measured (iteration, prompt) pair in
     the order printed. ``details``: ``tool``, ``model_path``, ``openvino_version``,
     ``genai_version``, ``batch_size``, ``iterations`` (measured, warm-up excluded),
-    ``warmup_iterations``, ``tool_iterations`` (the tool's ``[Total]`` line), ``prompt_tokens`` and ``new_tokens`` (of the first measured
-    iteration), ``prompts`` (each prompt's sizes, when there are several),
-    ``compile_max_rss_mib`` and ``tool_averages`` (the tool's own ``[Average]`` lines).
+    ``warmup_iterations``, ``tool_iterations`` (the tool's ``[Total]`` count: iterations times
+    prompts), ``prompt_tokens`` and ``new_tokens`` (of the first measured iteration),
+    ``prompts`` (each prompt's sizes, when there are several), ``compile_max_rss_mib`` and
+    ``tool_averages`` (the tool's own ``[Average]`` lines, to compare with).
     """
-    records: dict[tuple[str, str | None, str | None], dict[str, Any]] = {}
+    records: list[dict[str, Any]] = []
+    current: dict[tuple[str | None, ...], dict[str, Any]] = {}  # the latest record per prefix
     details: dict[str, Any] = {DetailKey.TOOL: TOOL}
     load_s: float | None = None
     averages: list[dict[str, Any]] = []
@@ -123,7 +125,12 @@ def parse_llm_bench(text: str) -> ParsedOutput:
             if not found:
                 continue  # start/end stamps, MD5s, warnings
             key = (match.group(1), match.group(2), match.group(3))
-            record = records.setdefault(key, {"chat": match.group(2) is not None})
+            record = current.get(key)
+            if record is None or any(name in record for name in found):
+                # a new iteration (2024's "[1]" prefix is the same for every prompt)
+                record = {"key": key, "chat": match.group(2) is not None}
+                records.append(record)
+                current[key] = record
             if pending is not None:
                 record.setdefault("tokens_s", pending)
                 pending = None
@@ -150,11 +157,11 @@ def parse_llm_bench(text: str) -> ParsedOutput:
     samples = _Samples()
     if load_s is not None:
         samples.add("NET", Metric.LOAD_TIME, load_s * 1000.0, "ms")
-    measured = [(key, r) for key, r in records.items() if key[0] not in ("warm-up", "0")]
-    for _key, record in measured:
+    measured = [r for r in records if r["key"][0] not in ("warm-up", "0")]
+    for record in measured:
         _emit(samples, record)
-    details["warmup_iterations"] = len({key[0] for key in records} & {"warm-up", "0"})
-    details["iterations"] = len({key[0] for key, _ in measured})
+    details["warmup_iterations"] = len({r["key"][0] for r in records} & {"warm-up", "0"})
+    details["iterations"] = len({r["key"][0] for r in measured})
     _facts(details, measured)
     if averages:
         details["tool_averages"] = averages
@@ -176,19 +183,25 @@ def _emit(samples: _Samples, record: dict[str, Any]) -> None:
     if tpot:
         samples.add("NET", Metric.DECODE_RATE, batch / tpot * 1000.0, "tokens/s")
     gen_s = record.get("gen_s")
-    samples.add("NET", Metric.GENERATION_LATENCY, None if gen_s is None else gen_s * 1000.0, "ms")
+    samples.add("NET", Metric.LATENCY, None if gen_s is None else gen_s * 1000.0, "ms")
     for gap_s in record.get("tokens_s", [])[1:]:
         samples.add("NET", Metric.INTER_TOKEN_LATENCY, gap_s * 1000.0, "ms")
     samples.add("NET", Metric.MEMORY_PEAK, record.get("rss_mib"), "MiB")
 
 
-def _facts(details: dict[str, Any], measured: list[tuple[Any, dict[str, Any]]]) -> None:
-    """Token counts and batch size of the measured iterations, into ``details``."""
+def _facts(details: dict[str, Any], measured: list[dict[str, Any]]) -> None:
+    """Token counts and batch size of the measured iterations, into ``details``: per prompt
+    index, or per position within an iteration where the prefix has none (2024)."""
     prompts: dict[str, dict[str, int]] = {}
-    for key, record in measured:
+    seen: dict[str, int] = {}
+    for record in measured:
+        iteration, _, prompt = record["key"]
+        if prompt is None:
+            prompt = str(seen.get(iteration, 0))
+            seen[iteration] = int(prompt) + 1
         sizes = {name: int(record[field]) for name, field in
                  (("prompt_tokens", "input"), ("new_tokens", "output")) if field in record}
-        prompts.setdefault(str(key[2] if key[2] is not None else 0), sizes)
+        prompts.setdefault(prompt, sizes)
         if "batch" in record:
             details.setdefault("batch_size", int(record["batch"]))
     if prompts:

@@ -38,7 +38,7 @@ benchlab's metrics, one ``NET`` sample per stats line (per generation), with ``t
 * ``tpot`` = ``(t2 - t1) / generated_tokens`` ms and ``decode_rate`` = ``generated_tokens /
   (t2 - t1) * 1000`` (the runner's "Generated N tokens" rate): ``generated_tokens`` already
   leaves out the first token, so it is not reduced by one;
-* ``generation_latency`` = ``t2 - t0`` ms;
+* ``latency`` = ``t2 - t0`` ms;
 * ``load_time`` = ``model_load_end_ms - model_load_start_ms`` once per distinct load (the
   runner keeps the stamps of its one load in every later line).
 
@@ -101,7 +101,7 @@ def _add_generation(samples: _Samples, stats: dict[str, int]) -> None:
     firsts = [stats[k] for k in ("first_token_ms", "prompt_eval_end_ms") if stats[k] >= t0 > 0]
     prompt, generated = stats["prompt_tokens"], stats["generated_tokens"]
     if t2 >= t0 > 0:
-        samples.add("NET", Metric.GENERATION_LATENCY, float(t2 - t0), "ms")
+        samples.add("NET", Metric.LATENCY, float(t2 - t0), "ms")
     if not firsts or min(firsts) > t2:
         return
     t1 = min(firsts)

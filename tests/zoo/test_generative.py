@@ -1,0 +1,86 @@
+"""The zoo's text generators on the real runtimes: llama_15m exported once, then measured by
+``benchlab.run`` on PyTorch eager (``transformers``), ONNX Runtime and OpenVINO."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import benchlab
+from benchlab.report.generation import generation_rows
+from benchlab.schema import DetailKey, Metric, Result, Status
+
+RUNTIMES = ("pytorch", "onnxruntime", "openvino")
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Result]:
+    """framework → llama_15m's default generative test, one process of two generations."""
+    root = tmp_path_factory.mktemp("generative")
+    overrides = benchlab.TestOverrides(iter=2, min_time=0.0, repeat=1, warmup=0)
+    results = benchlab.run(models=["llama_15m"], frameworks=list(RUNTIMES),
+                           db=root / "results.db", cache_dir=root / "cache",
+                           overrides=overrides)
+    return {r.identity.framework: r for r in results}
+
+
+def _mean(result: Result, metric: Metric) -> float:
+    return result.summaries[metric.key].mean
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", RUNTIMES)
+def test_every_runtime_generates_and_reports_the_generation_metrics(
+        generated: dict[str, Result], framework: str) -> None:
+    assert sorted(generated) == sorted(RUNTIMES)
+    result = generated[framework]
+    assert result.status is Status.OK, (result.error, result.stderr_tail)
+    assert result.details[DetailKey.GENERATION]["prompt_tokens"] == 128
+    assert result.details[DetailKey.GENERATION]["new_tokens"] == 64
+    assert result.summaries[Metric.TTFT.key].count == 2
+    assert result.summaries[Metric.INTER_TOKEN_LATENCY.key].count == 2 * 63
+    ttft, tpot = _mean(result, Metric.TTFT), _mean(result, Metric.TPOT)
+    assert 0 < ttft < _mean(result, Metric.LATENCY)
+    assert _mean(result, Metric.LATENCY) == pytest.approx(ttft + 63 * tpot, rel=1e-6)
+    assert _mean(result, Metric.MEMORY_PEAK) > 0
+    assert 50 < _mean(result, Metric.MODEL_SIZE) < 70  # 15.1M float32 weights: 57.8 MiB
+    # The same model on every runtime: the reference's greedy text, token for token.
+    assert _mean(result, Metric.TOKEN_AGREEMENT) == 1.0
+    assert _mean(result, Metric.FIRST_DIVERGENCE) == 32
+    if framework != "pytorch":  # pytorch is the reference: its error is exactly zero
+        assert _mean(result, Metric.SQNR) > 80
+
+
+@pytest.mark.slow
+def test_perplexity_is_one_number_across_faithful_runtimes(
+        generated: dict[str, Result]) -> None:
+    values = [_mean(generated[f], Metric.PERPLEXITY) for f in RUNTIMES]
+    assert np.allclose(values, values[0], rtol=1e-3), values
+
+
+@pytest.mark.slow
+def test_the_generation_table_has_a_row_per_runtime(generated: dict[str, Result]) -> None:
+    rows = {row.framework: row for row in generation_rows(list(generated.values()))}
+    assert sorted(rows) == sorted(RUNTIMES)
+    for row in rows.values():
+        assert row.workload == "p128 g64 d0"
+        assert row.decode_rate == pytest.approx(1e3 / row.tpot, rel=0.2)
+        assert row.token_agreement == 1.0
+
+
+def test_the_decoders_have_the_sizes_they_are_named_for() -> None:
+    from benchlab.zoo.archs.llama import llama_15m
+
+    params = sum(p.numel() for p in llama_15m().parameters())
+    assert 14e6 < params < 16e6
+
+
+def test_the_tokenizer_is_trained_the_same_every_time() -> None:
+    from benchlab.zoo.archs.llama import corpus_text, train_tokenizer
+
+    first, second = train_tokenizer(), train_tokenizer()
+    assert first.to_str() == second.to_str()
+    ids = first.encode(corpus_text()).ids
+    assert first.decode(ids) == corpus_text()
