@@ -33,6 +33,7 @@ from benchlab.tracking.tracker import (
     wait_interval,
 )
 from benchlab.tracking.tracker import fingerprint as track_fingerprint
+from benchlab.generation import Generation
 from benchlab.zoo import DEFAULT_MODELS, ExportSession, resolve_model_names, spec_of
 
 if TYPE_CHECKING:  # rich is the reporters' business; the API only passes a console through
@@ -113,11 +114,12 @@ def _staged(
             # Spec files and cached zoo models need no export: one stage, so that their
             # processes are measured in the same rounds (harness.execute).
             cached = session.cached()
-            taken.append(plan_of([*loaded, *(spec_of(e, cache) for e in cached)])
+            taken.append(plan_of([*loaded, *(spec_of(e, cache, generations=sweep.generations) for e in cached)])
                          if cached else first)
             yield taken[-1]
             for batch in session.batches(pause=pause, include_cached=False):
-                taken.append(plan_of([spec_of(export, cache) for export in batch]))
+                taken.append(plan_of([spec_of(export, cache, generations=sweep.generations)
+                                       for export in batch]))
                 yield taken[-1]
 
         staged = StagedPlan(tuple(requested), stages(),
@@ -189,6 +191,7 @@ def run(
     on_run: Callable[[str], None] | None = None,
     on_result: Callable[[Result], None] | None = None,
     order: str = "rounds",
+    generations: Sequence[Generation] = (),
 ) -> Results:
     """Run a sweep and return its :class:`Results`; every result is also in the store.
 
@@ -212,6 +215,8 @@ def run(
     ``order`` is ``"rounds"`` (every job's first process, then every job's second...: drift
     falls on every cell alike and the "× fastest" ratios are paired) or ``"jobs"`` (each job's
     processes back to back); see :func:`benchlab.harness.execute`.
+    ``generations`` are the workloads the zoo's text generators run, one test each
+    (:func:`benchlab.generation.generation_grid` makes a grid; default P = 128, G = 64, D = 0).
     """
     if order not in ("rounds", "jobs"):
         raise UsageError(f"order must be 'rounds' or 'jobs', not {order!r}")
@@ -220,7 +225,7 @@ def run(
     sweep = _as_sweep(specs, models=models, frameworks=frameworks, target=target,
                       exclude_targets=exclude_targets, overrides=overrides,
                       string_map=string_map, time_budget=time_budget, cache_dir=cache_dir,
-                      root_model_dir=root_model_dir)
+                      root_model_dir=root_model_dir, generations=generations)
     announce, bar, downloads = None, None, None
     if progress:
         # rich only when something is shown: the API itself stays free of it.

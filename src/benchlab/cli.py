@@ -74,6 +74,25 @@ def split_frameworks(values: list[str]) -> list[str]:
     return out
 
 
+def _generations(prompt_tokens: str | None, new_tokens: int | None,
+                 depth: str | None) -> tuple[Any, ...]:
+    """The workloads ``--prompt-tokens``, ``--new-tokens`` and ``--depth`` ask for."""
+    from benchlab.generation import generation_grid
+
+    def numbers(text: str | None, option: str) -> tuple[int, ...]:
+        try:
+            return tuple(int(t) for t in (text or "").split(",") if t.strip())
+        except ValueError:
+            raise UsageError(f"{option} takes whole numbers, comma-separated: {text!r}") \
+                from None
+
+    try:
+        return generation_grid(numbers(prompt_tokens, "--prompt-tokens"), new_tokens,
+                               numbers(depth, "--depth"))
+    except ValueError as why:
+        raise UsageError(str(why)) from None
+
+
 @app.command()
 def run(
     specs: Annotated[list[Path], typer.Argument(help="Spec or suite files (JSON/YAML).")] = [],  # noqa: B006
@@ -103,6 +122,9 @@ def run(
     html: Annotated[Optional[Path], typer.Option(help="Also write the matrix report (HTML, offline plots) here.")] = None,  # noqa: UP007,E501
     root_model_dir: Annotated[Optional[Path], typer.Option(help="Root for '//' file locations.")] = None,  # noqa: UP007,E501
     cache_dir: Annotated[Optional[Path], typer.Option(help="Artifact cache directory.")] = None,  # noqa: UP007,E501
+    prompt_tokens: Annotated[Optional[str], typer.Option(help="Text generators: prompt lengths in tokens, comma-separated (one test each; default 128).")] = None,  # noqa: UP007,E501
+    new_tokens: Annotated[Optional[int], typer.Option(help="Text generators: tokens generated per generation (default 64).")] = None,  # noqa: UP007,E501
+    depth: Annotated[Optional[str], typer.Option(help="Text generators: KV cache depths filled before the prompt, comma-separated (default 0).")] = None,  # noqa: UP007,E501
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the planned jobs and exit.")] = False,  # noqa: E501
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     warnings: Annotated[bool, typer.Option("--warnings", help="Print every cell's noise warnings in full (one summary line is always printed).")] = False,  # noqa: E501
@@ -138,6 +160,7 @@ def run(
         exclude_targets=exclude_target, overrides=overrides,
         string_map=parse_string_map(string_map) if string_map else None,
         time_budget=time_budget, root_model_dir=root_model_dir, cache_dir=cache_dir,
+        generations=_generations(prompt_tokens, new_tokens, depth),
     )
     if dry_run:
         console.print_json(describe_plan(plan_sweep(sweep)))

@@ -13,9 +13,10 @@ docs/generative.md. Standard library only: the runner imports it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_GENERATION", "Generation"]
+__all__ = ["DEFAULT_GENERATION", "Generation", "generation_grid"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,3 +63,18 @@ class Generation:
 #: llama-bench's default text-generation length is 128; P = 128, G = 64 is the issue's
 #: reporting point (docs/performance.md).
 DEFAULT_GENERATION = Generation(prompt_tokens=128, new_tokens=64)
+
+
+def generation_grid(prompt_tokens: Sequence[int] = (), new_tokens: int | None = None,
+                    depth: Sequence[int] = ()) -> tuple[Generation, ...]:
+    """One workload per (prompt length, depth) pair, what is not given taken from
+    :data:`DEFAULT_GENERATION`; empty when nothing is given (the models' own defaults).
+    ``ValueError`` for an impossible value."""
+    if not prompt_tokens and new_tokens is None and not depth:
+        return ()
+    return tuple(Generation(prompt_tokens=p,
+                            new_tokens=DEFAULT_GENERATION.new_tokens if new_tokens is None
+                            else new_tokens, depth=d)
+                 for p in (prompt_tokens or (DEFAULT_GENERATION.prompt_tokens,))
+                 for d in (depth or (DEFAULT_GENERATION.depth,)))
+

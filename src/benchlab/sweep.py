@@ -17,6 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from benchlab.generation import Generation
 from benchlab.harness import TestOverrides
 from benchlab.plugins import FRAMEWORK_GROUP, available_names, parse_plugin_text
 from benchlab.spec.types import FrameworkConfig
@@ -74,6 +75,8 @@ class Sweep:
     time_budget: float | None = None
     root_model_dir: Path | None = None
     cache_dir: Path | None = None
+    #: The workloads the zoo's text generators run (one test each; empty: their default).
+    generations: tuple[Generation, ...] = ()
 
     @classmethod
     def of(
@@ -89,6 +92,7 @@ class Sweep:
         time_budget: float | None = None,
         root_model_dir: Path | None = None,
         cache_dir: Path | None = None,
+        generations: Sequence[Generation] = (),
     ) -> Sweep:
         """A sweep from the arguments ``benchlab.run`` takes (see there for each)."""
         paths = [specs] if isinstance(specs, (str, Path)) else list(specs or ())
@@ -98,7 +102,7 @@ class Sweep:
             frameworks=framework_configs(frameworks), targets=tuple(targets),
             exclude_targets=tuple(exclude_targets), overrides=overrides,
             string_map=MappingProxyType(dict(string_map or {})), time_budget=time_budget,
-            root_model_dir=root_model_dir, cache_dir=cache_dir,
+            root_model_dir=root_model_dir, cache_dir=cache_dir, generations=tuple(generations),
         )
 
     @property
@@ -110,7 +114,11 @@ class Sweep:
         """The canonical JSON of what names the sweep beside its models (``where``: the
         devices it runs on): framework configurations with sorted options, the overrides, the
         devices. Equal sweeps give equal lines whatever order options or keys came in."""
+        # Generations join the line only when asked for, so every other sweep keeps its name.
+        more = {"generations": [g.to_wire() for g in self.generations]} if self.generations \
+            else {}
         return json.dumps({
+            **more,
             "v": FINGERPRINT_VERSION,
             # Each configuration as its own canonical text: two of one framework sort too.
             "frameworks": sorted(json.dumps([c.name, _canonical(c.options)], sort_keys=True,

@@ -337,8 +337,12 @@ def matrix_html(
     skipped: Sequence[tuple[str, str]] = (),
     facts: Mapping[str, Any] | None = None,
     changes: Mapping[tuple[str, str], str] | None = None,
+    generation: str = "",
 ) -> str:
     """The whole report as one HTML string (inline CSS and SVG, no scripts, no network).
+
+    ``generation`` is the text generators' section (:mod:`benchlab.report.generation_html`),
+    placed after the table of every cell.
 
     ``changes`` maps ``(model, backend label)`` to a note on a cell whose runtime version
     changed since that job's previous run (see :func:`runtime_change_notes`).
@@ -392,6 +396,8 @@ def matrix_html(
                       'units):</p><ul class="unit-notes">',
                       *(f"<li><b>{esc(c.model)} @ {esc(c.label)}</b>: {esc(note)}</li>"
                         for c, note in unit_notes), "</ul>"]
+    if generation:
+        parts.append(generation)
     if skipped:
         parts += ["<h2>Not run</h2><ul>",
                   *(f'<li class="skip"><b>{esc(label)}</b>: {esc(reason)}</li>'
@@ -468,6 +474,8 @@ def write_matrix_html(
     ``previous``: the last earlier measurement of each job (``ResultStore.previous_points``),
     so that cells whose runtime version changed since are marked.
     """
+    from benchlab.report.generation import generation_rows
+    from benchlab.report.generation_html import generation_html
     from benchlab.report.matrix import matrix_cells
 
     facts: dict[str, Any] = {}
@@ -479,5 +487,5 @@ def write_matrix_html(
         break
     changes = runtime_change_notes(results, previous) if previous else {}
     page = matrix_html(matrix_cells(results), title=title, skipped=skipped, facts=facts,
-                       changes=changes)
+                       changes=changes, generation=generation_html(generation_rows(results)))
     return write_page(path, page)

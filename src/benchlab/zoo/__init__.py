@@ -20,7 +20,7 @@ from typing import Any
 from benchlab.artifacts import ArtifactCache
 from benchlab.errors import UsageError
 from benchlab.frameworks.common import GENERATION_TASK, distribution_availability
-from benchlab.generation import DEFAULT_GENERATION
+from benchlab.generation import DEFAULT_GENERATION, Generation
 from benchlab.spec.types import BenchmarkSpec, FileRef, InputDef, ModelDef, TestCase
 from benchlab.zoo.cache import (
     ExportIndex,
@@ -293,16 +293,19 @@ def _collect(index: ExportIndex, model: ZooModel, fingerprint: str,
                        metadata=index.metadata(fingerprint), exported=exported)
 
 
-def spec_of(export: ModelExport, cache: ArtifactCache,
-            test: TestCase | None = None) -> BenchmarkSpec:
+def spec_of(export: ModelExport, cache: ArtifactCache, test: TestCase | None = None, *,
+            generations: Sequence[Generation] = ()) -> BenchmarkSpec:
     """The spec of an exported zoo model: its files in the cache, ``test`` (default
-    :data:`DEFAULT_TEST`) with the model's inputs."""
+    :data:`DEFAULT_TEST`) with the model's inputs. A text generator gets one test per
+    workload of ``generations`` (default: :data:`DEFAULT_GENERATIVE_TEST`'s)."""
     model = export.model
     generative = model.task == GENERATION_TASK
     test = test or (DEFAULT_GENERATIVE_TEST if generative else DEFAULT_TEST)
-    if generative and test.generate is None:
-        test = replace(test, identifier=DEFAULT_GENERATIVE_TEST.identifier,
-                       generate=DEFAULT_GENERATIVE_TEST.generate)
+    if generative:
+        tests = tuple(replace(test, identifier=f"generate[{g.label}]", generate=g)
+                      for g in (generations or (test.generate or DEFAULT_GENERATION,)))
+    else:
+        tests = (test,)
     files = {
         key: FileRef(key=key, location=str(path), base_dir=cache.root, sha256=sha,
                      filename=path.name)
@@ -319,7 +322,7 @@ def spec_of(export: ModelExport, cache: ArtifactCache,
         model=ModelDef(name=model.name, format="pytorch" if model.entry else "onnx",
                        files=files, entry=model.entry, description=model.description,
                        metadata=metadata),
-        tests=(replace(test, inputs=inputs),),
+        tests=tuple(replace(t, inputs=inputs) for t in tests),
     )
 
 

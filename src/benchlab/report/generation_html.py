@@ -1,0 +1,160 @@
+"""The generation section of the HTML report: a table, and the curves people look for.
+
+* decode tokens/s against context depth (one line per runtime and prompt length), the
+  ``llama-bench -d`` view;
+* TTFT against prompt length (one line per runtime and depth);
+* TPOT against token agreement: speed beside accuracy.
+
+Inline SVG only (:mod:`benchlab.report.svg`), like every report page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from benchlab.report.generation import GenerationRow
+from benchlab.report.svg import (
+    LEFT,
+    RIGHT,
+    WIDTH,
+    axis,
+    domain,
+    esc,
+    left_axis,
+    num,
+    scale,
+    svg,
+)
+
+__all__ = ["generation_html"]
+
+_PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
+            "#17becf", "#7f7f7f", "#bcbd22")
+_HEIGHT = 300
+
+
+def _workload(row: GenerationRow) -> dict[str, int]:
+    parts = dict(part[0:1] and (part[0], int(part[1:])) for part in row.workload.split())
+    return {"p": parts.get("p", 0), "g": parts.get("g", 0), "d": parts.get("d", 0)}
+
+
+def _lines_svg(label: str, series: dict[str, list[tuple[float, float]]], x_title: str,
+               y_title: str, y_fmt: Callable[[float], str] = num) -> str:
+    """One line (with dots) per series over a shared x axis."""
+    xs = [x for points in series.values() for x, _ in points]
+    ys = [y for points in series.values() for _, y in points]
+    x_lo, x_hi = domain(xs)
+    y_lo, y_hi = domain([*ys, 0.0])
+    top, bottom = 16.0, _HEIGHT - 50.0
+    x = scale(x_lo, x_hi, LEFT, WIDTH - RIGHT)
+    y = scale(y_lo, y_hi, bottom, top)
+    body = [*left_axis(y, y_lo, y_hi, LEFT, WIDTH - RIGHT, y_fmt),
+            *axis(x, x_lo, x_hi, top, bottom, num, x_title),
+            f'<text x="{LEFT - 50}" y="{top - 4:.0f}" fill="#555">{esc(y_title)}</text>']
+    for index, (name, points) in enumerate(series.items()):
+        colour = _PALETTE[index % len(_PALETTE)]
+        points = sorted(points)
+        path = " ".join(f"{x(px):.1f},{y(py):.1f}" for px, py in points)
+        body.append(f'<polyline points="{path}" fill="none" stroke="{colour}" '
+                    'stroke-width="2"/>')
+        body += [f'<circle cx="{x(px):.1f}" cy="{y(py):.1f}" r="3.5" fill="{colour}">'
+                 f"<title>{esc(name)}: {num(px)} → {num(py)}</title></circle>"
+                 for px, py in points]
+        last_x, last_y = points[-1]
+        body.append(f'<text x="{x(last_x) + 8:.1f}" y="{y(last_y) + 4:.1f}" '
+                    f'fill="{colour}">{esc(name)}</text>')
+    return svg("generation", _HEIGHT, body, label)
+
+
+def _curve(rows: Sequence[GenerationRow], x_key: str, fixed_key: str,
+           value: Callable[[GenerationRow], float | None]) -> dict[str, list[tuple[float, float]]]:
+    series: dict[str, list[tuple[float, float]]] = {}
+    for row in rows:
+        got = value(row)
+        if got is None:
+            continue
+        work = _workload(row)
+        name = f"{row.framework} {fixed_key}={work[fixed_key]}"
+        series.setdefault(name, []).append((float(work[x_key]), got))
+    # A curve needs two points; a single one says nothing about a trend.
+    return {name: points for name, points in series.items() if len(points) > 1}
+
+
+def _table(rows: Sequence[GenerationRow]) -> list[str]:
+    head = ["model/test", "framework", "P G D", "TTFT ms", "TPOT ms", "±95%", "ITL p99 ms",
+            "prefill tok/s", "decode tok/s", "load ms", "peak MiB", "agree", "parts@", "ppl"]
+
+    def cell(value: float | None, spec: str) -> str:
+        return '<td class="n">-</td>' if value is None else f'<td class="n">{value:{spec}}</td>'
+
+    out = ["<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>"]
+    for row in rows:
+        out.append(
+            f"<tr><td>{esc(row.model)}/{esc(row.test)}</td><td>{esc(row.framework)}</td>"
+            f"<td>{esc(row.workload)}</td>" + cell(row.ttft, ".2f") + cell(row.tpot, ".3f")
+            + ('<td class="n">-</td>' if row.tpot_ci is None
+               else f'<td class="n">{row.tpot_ci:.1%}</td>')
+            + cell(row.itl_p99, ".3f") + cell(row.prefill_rate, ".0f")
+            + cell(row.decode_rate, ".1f") + cell(row.load, ".0f")
+            + cell(row.memory_peak, ".0f")
+            + ('<td class="n">-</td>' if row.token_agreement is None
+               else f'<td class="n">{row.token_agreement:.0%}</td>')
+            + cell(row.first_divergence, ".0f") + cell(row.perplexity, ".4g") + "</tr>")
+    return [*out, "</table>"]
+
+
+def generation_html(rows: Sequence[GenerationRow]) -> str:
+    """The section (``""`` without generative results)."""
+    if not rows:
+        return ""
+    parts = ['<h2 id="generation">Generation</h2>',
+             '<p class="sub">Each iteration is one greedy generation of G tokens after a '
+             "prompt of P tokens, the cache first filled to depth D. TTFT: prompt handed over "
+             "→ first token; TPOT: per token after the first; ITL: every gap between tokens; "
+             "agree: the reference's greedy tokens reproduced (teacher-forced); parts@: where "
+             "free greedy decoding first differs (docs/generative.md).</p>",
+             '<div class="wide">', *_table(rows), "</div>"]
+    for model in dict.fromkeys(r.model for r in rows):
+        mine = [r for r in rows if r.model == model and r.status == "ok"]
+        depth = _curve(mine, "d", "p", lambda r: r.decode_rate)
+        if depth:
+            parts += [f"<h3>{esc(model)}: decode speed against context depth</h3>",
+                      _lines_svg(f"{model}: decode tokens/s against depth", depth,
+                                 "context depth D (tokens)", "decode tokens/s")]
+        prompt = _curve(mine, "p", "d", lambda r: r.ttft)
+        if prompt:
+            parts += [f"<h3>{esc(model)}: time to first token against prompt length</h3>",
+                      _lines_svg(f"{model}: TTFT against prompt length", prompt,
+                                 "prompt length P (tokens)", "TTFT ms")]
+        if not depth and not prompt:
+            parts.append(f'<p class="sub">{esc(model)}: one workload only; give several '
+                         "prompt lengths or depths (--prompt-tokens 32,128,512 --depth "
+                         "0,512) for the curves.</p>")
+        accuracy = {r.framework + " " + r.workload: [(r.token_agreement * 100, r.tpot)]
+                    for r in mine if r.token_agreement is not None and r.tpot is not None}
+        if accuracy:
+            parts += [f"<h3>{esc(model)}: speed beside accuracy</h3>",
+                      _scatter_svg(f"{model}: TPOT against token agreement", accuracy)]
+    return "\n".join(parts)
+
+
+def _scatter_svg(label: str, points: dict[str, list[tuple[float, float]]]) -> str:
+    """TPOT (y) against token agreement in % (x), one named dot per cell."""
+    xs = [x for p in points.values() for x, _ in p]
+    ys = [y for p in points.values() for _, y in p]
+    x_lo, x_hi = domain([*xs, 100.0])
+    y_lo, y_hi = domain([*ys, 0.0])
+    top, bottom = 16.0, _HEIGHT - 50.0
+    x = scale(x_lo, x_hi, LEFT, WIDTH - RIGHT)
+    y = scale(y_lo, y_hi, bottom, top)
+    body = [*left_axis(y, y_lo, y_hi, LEFT, WIDTH - RIGHT, num),
+            *axis(x, x_lo, x_hi, top, bottom, num, "token agreement with the reference (%)"),
+            f'<text x="{LEFT - 50}" y="{top - 4:.0f}" fill="#555">TPOT ms</text>']
+    for index, (name, marks) in enumerate(points.items()):
+        colour = _PALETTE[index % len(_PALETTE)]
+        for px, py in marks:
+            body.append(f'<circle cx="{x(px):.1f}" cy="{y(py):.1f}" r="5" fill="{colour}">'
+                        f"<title>{esc(name)}</title></circle>"
+                        f'<text x="{x(px) + 8:.1f}" y="{y(py) + 4 + 14 * (index % 3):.1f}" '
+                        f'fill="{colour}">{esc(name)}</text>')
+    return svg("generation", _HEIGHT, body, label)
