@@ -1,0 +1,12 @@
+"""The ``llamacpp`` framework: GGUF text generators in llama.cpp (``llama-cpp-python``), via the
+runner.
+
+The adapter (harness side) is in ``adapter.py``; ``generative.py`` runs inside the runner
+process. This package answers with the adapter's names on first use
+(``benchlab.frameworks.lazy``), so a runner process importing ``generative`` pays for the
+runtime alone, not for the harness's modules.
+"""
+
+from benchlab.frameworks.lazy import names_from
+
+__getattr__ = names_from(__name__, f"{__name__}.adapter")

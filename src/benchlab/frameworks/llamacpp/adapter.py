@@ -1,0 +1,91 @@
+"""The ``llamacpp`` framework: the zoo's text generators as GGUF files in llama.cpp, through
+``llama-cpp-python`` in benchlab's runner (``generative.py``). It runs generative tests only:
+llama.cpp has no forward-pass workload to offer benchlab's other tests."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from benchlab.errors import UsageError
+from benchlab.frameworks.base import (
+    Invocation,
+    JobContext,
+    RunnerFramework,
+    Unsupported,
+    runner_invocation,
+)
+from benchlab.spec.types import FrameworkConfig, ModelDef
+
+__all__ = ["CACHE_TYPES", "GGUF_FILES", "LlamaCppFramework"]
+
+#: ``precision`` → the model file key it runs: the zoo's fp32 GGUF file and llama.cpp's Q8_0
+#: quantization of it.
+GGUF_FILES = {"fp32": "gguf", "q8_0": "gguf_q8_0"}
+#: The key/value cache element types the ``cache_type`` option takes (llama.cpp: f16).
+CACHE_TYPES = ("f16", "f32", "q8_0")
+
+
+class LlamaCppFramework(RunnerFramework):
+    """Options: ``threads`` (or the test's; prefill and decode alike), ``precision`` (``fp32``,
+    the default, or ``q8_0``: which GGUF file), ``n_batch`` (tokens per ``llama_decode``,
+    512), ``flash_attn`` (``false``, llama-cpp-python's default, or ``true``),
+    ``cache_type`` (the key/value cache's element type: ``f16``, llama.cpp's default,
+    ``f32`` or ``q8_0``), ``n_ctx`` (the context; by default what the test needs)."""
+
+    name = "llamacpp"
+    requires = ("llama_cpp", "llama-cpp-python", "llamacpp")
+    generative_backend = "benchlab.frameworks.llamacpp.generative:LlamaCppDecoder"
+    generative_file = GGUF_FILES["fp32"]
+    generative_options = frozenset({"threads", "precision", "n_batch", "flash_attn",
+                                    "cache_type", "n_ctx"})
+
+    def defaults(self, model: ModelDef) -> list[FrameworkConfig] | Unsupported:
+        """Nothing but text generators (their configurations come from
+        :meth:`RunnerFramework.configurations`)."""
+        return Unsupported("llama.cpp runs GGUF text generators only")
+
+    def why_not(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
+        return "llama.cpp runs GGUF text generators only"
+
+    def why_not_generative(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
+        """The base checks, on the GGUF file ``precision`` names, and each option's range."""
+        precision = str(options.get("precision", "fp32"))
+        if precision not in GGUF_FILES:
+            return f"llamacpp precision must be one of {', '.join(GGUF_FILES)}, not {precision!r}"
+        key = GGUF_FILES[precision]
+        if key not in model.files:
+            return (f"llamacpp runs precision={precision} from a {key!r} file, which "
+                    f"model.files lacks (the zoo writes it with the {key} format)")
+        unknown = sorted(set(options) - self.generative_options)
+        if unknown:
+            return (f"llamacpp takes no option {', '.join(unknown)} "
+                    f"(it takes {', '.join(sorted(self.generative_options))})")
+        cache = str(options.get("cache_type", "f16"))
+        if cache not in CACHE_TYPES:
+            return f"llamacpp cache_type must be one of {', '.join(CACHE_TYPES)}, not {cache!r}"
+        for option in ("n_batch", "n_ctx", "threads"):
+            value = options.get(option)
+            if value is not None and (not str(value).isdigit() or int(value) < 1):
+                return f"llamacpp {option} must be a positive integer, not {value!r}"
+        flash = options.get("flash_attn")
+        if flash is not None and str(flash).lower() not in ("true", "false", "1", "0"):
+            return f"llamacpp flash_attn must be true or false, not {flash!r}"
+        return None
+
+    def generative_invocation(self, ctx: JobContext) -> Invocation:
+        """The runner command of one repetition, on the GGUF file ``precision`` names."""
+        why = self.why_not_generative(ctx.spec.model, ctx.config.options)
+        if why:
+            raise UsageError(why)
+        key = GGUF_FILES[str(ctx.config.options.get("precision", "fp32"))]
+        return runner_invocation(ctx, backend=self.generative_backend,
+                                 model_path=self.staged_file(ctx, key),
+                                 options=ctx.config.options, generative=True)
+
+    def invocations(self, ctx: JobContext) -> list[Invocation]:
+        """One runner process per repetition of a generative test; nothing else runs."""
+        if ctx.test.generate is None:
+            raise UsageError(f"llamacpp runs generative tests only; test "
+                             f"{ctx.test.identifier!r} has no generate block")
+        return [self.generative_invocation(ctx)]
