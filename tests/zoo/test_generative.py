@@ -16,14 +16,23 @@ RUNTIMES = ("pytorch", "onnxruntime", "openvino")
 
 
 @pytest.fixture(scope="module")
-def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Result]:
-    """framework → llama_15m's default generative test, one process of two generations."""
+def measured(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Result]:
+    """(framework, precision) → llama_15m's default generative test, one process of two
+    generations: ONNX Runtime's defaults (fp32 and int8) and OpenVINO in fp32."""
     root = tmp_path_factory.mktemp("generative")
     overrides = benchlab.TestOverrides(iter=2, min_time=0.0, repeat=1, warmup=0)
-    results = benchlab.run(models=["llama_15m"], frameworks=list(RUNTIMES),
+    results = benchlab.run(models=["llama_15m"],
+                           frameworks=["pytorch", "onnxruntime", "openvino:precision=fp32"],
                            db=root / "results.db", cache_dir=root / "cache",
                            overrides=overrides)
-    return {r.identity.framework: r for r in results}
+    return {(r.identity.framework, str(r.details.get(DetailKey.PRECISION))): r for r in results}
+
+
+@pytest.fixture(scope="module")
+def generated(measured: dict[tuple[str, str], Result]) -> dict[str, Result]:
+    """framework → its fp32 result."""
+    return {framework: result for (framework, precision), result in measured.items()
+            if precision == "fp32"}
 
 
 def _mean(result: Result, metric: Metric) -> float:
@@ -84,3 +93,19 @@ def test_the_tokenizer_is_trained_the_same_every_time() -> None:
     assert first.to_str() == second.to_str()
     ids = first.encode(corpus_text()).ids
     assert first.decode(ids) == corpus_text()
+
+
+@pytest.mark.slow
+def test_int8_is_smaller_and_faithful_enough_and_says_how_far_it_parts(
+        measured: dict[tuple[str, str], Result]) -> None:
+    assert sorted(measured) == sorted([("pytorch", "fp32"), ("onnxruntime", "fp32"),
+                                       ("onnxruntime", "int8"), ("openvino", "fp32")])
+    int8, fp32 = measured["onnxruntime", "int8"], measured["onnxruntime", "fp32"]
+    assert int8.status is Status.OK, (int8.error, int8.stderr_tail)
+    # int8 matrix products: well under half the fp32 file (the embedding stays fp32).
+    assert _mean(int8, Metric.MODEL_SIZE) < 0.5 * _mean(fp32, Metric.MODEL_SIZE)
+    # Less exact than fp32, yet the same model: most greedy choices agree (measured 97%).
+    assert 20 < _mean(int8, Metric.SQNR) < _mean(fp32, Metric.SQNR)
+    assert 0.8 <= _mean(int8, Metric.TOKEN_AGREEMENT) <= 1.0
+    assert 0 <= _mean(int8, Metric.FIRST_DIVERGENCE) <= 32
+

@@ -226,19 +226,39 @@ class RunnerFramework:
     #: Why a runtime without a generative backend has none (measured, in docs/generative.md).
     no_generative_reason = "benchlab has no generative backend for it yet"
 
+    #: ``precision`` value → the model file key a generative backend loads for it, where the
+    #: runtime has more than one precision of the decoder (ONNX Runtime: ``int8``).
+    generative_precisions: Mapping[str, str] = {}
+
+    def generative_file_key(self, options: Mapping[str, Any]) -> str | None:
+        """The model file key the generative backend loads with ``options`` (``None``: it
+        builds ``model.entry``)."""
+        precision = options.get("precision")
+        if precision is not None and str(precision) in self.generative_precisions:
+            return self.generative_precisions[str(precision)]
+        return self.generative_file
+
+    def generative_defaults(self, model: ModelDef) -> list[FrameworkConfig]:
+        """The configurations a text generator gets when none is asked for: the plain one,
+        and one per other precision whose file the model has."""
+        return [FrameworkConfig(self.name, {})] + [
+            FrameworkConfig(self.name, {"precision": precision})
+            for precision, key in self.generative_precisions.items()
+            if key != self.generative_file and key in model.files]
+
     def why_not_generative(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
         """Why ``model``, a text generator, cannot run with ``options`` (``None``: it can)."""
         if not self.generative_backend:
             return f"{self.name} cannot generate text here: {self.no_generative_reason}"
-        if self.generative_file is not None and self.generative_file not in model.files:
-            return (f"{self.name} generates from a {self.generative_file!r} file, which "
-                    f"model.files lacks")
-        if self.generative_file is None and not model.entry:
-            return f"{self.name} generates from model.entry, which the model lacks"
         unknown = sorted(set(options) - self.generative_options)
         if unknown:
             return (f"{self.name}'s generative backend takes no option {', '.join(unknown)} "
                     f"(it takes {', '.join(sorted(self.generative_options))})")
+        key = self.generative_file_key(options)
+        if key is not None and key not in model.files:
+            return f"{self.name} generates from a {key!r} file, which model.files lacks"
+        if key is None and not model.entry:
+            return f"{self.name} generates from model.entry, which the model lacks"
         return None
 
     def generative_invocation(self, ctx: JobContext) -> Invocation:
@@ -246,8 +266,8 @@ class RunnerFramework:
         why = self.why_not_generative(ctx.spec.model, ctx.config.options)
         if why:
             raise UsageError(why)
-        path = (self.staged_file(ctx, self.generative_file) if self.generative_file
-                else None)
+        key = self.generative_file_key(ctx.config.options)
+        path = self.staged_file(ctx, key) if key else None
         return runner_invocation(ctx, backend=self.generative_backend, model_path=path,
                                  options=ctx.config.options, generative=True)
 
@@ -259,7 +279,7 @@ class RunnerFramework:
         generator gets one plain configuration by default, judged by
         :meth:`why_not_generative`."""
         if is_generative(model):
-            configs = list(requested) or [FrameworkConfig(self.name, {})]
+            configs = list(requested) or self.generative_defaults(model)
             reason = next(filter(None, (self.why_not_generative(model, c.options)
                                         for c in configs)), None)
             return Unsupported(reason) if reason else configs

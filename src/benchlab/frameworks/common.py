@@ -11,6 +11,7 @@ from benchlab.spec.types import ModelDef
 from benchlab.targets.base import Availability
 
 __all__ = [
+    "DECODER_ONNX_INT8_KEY",
     "DECODER_ONNX_KEY",
     "GENERATION_TASK",
     "REFERENCE_KEY",
@@ -32,6 +33,8 @@ SIMULATED_PREFIX = "simulated_"
 GENERATION_TASK = "generation"
 #: The zoo's decoder graph with its key/value cache as inputs and outputs (ONNX).
 DECODER_ONNX_KEY = "decoder_onnx"
+#: Its int8 copy (dynamic quantization of the matrix products).
+DECODER_ONNX_INT8_KEY = "decoder_onnx_int8"
 
 
 def is_generative(model: Any) -> bool:

@@ -100,6 +100,9 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
     ExportFormat("decoder_onnx", ("decoder_onnx",), (*_ONNX_PACKAGES, "transformers",
                                                      "tokenizers"),
                  default=False, exporter_requires=("onnxscript", "onnxscript", "onnxruntime")),
+    ExportFormat("decoder_onnx_int8", ("decoder_onnx_int8",),
+                 (*_ONNX_PACKAGES, "onnxruntime", "transformers", "tokenizers"), default=False,
+                 exporter_requires=("onnxruntime", "onnxruntime", "onnxruntime")),
 )}
 #: The PyTorch fp32 outputs every export writes beside its files (2: eight input sets).
 REFERENCE = ExportFormat("reference", ("reference",), ("torch", "numpy"), revision="2")

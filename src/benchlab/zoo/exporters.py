@@ -28,6 +28,7 @@ __all__ = [
     "export_aoti",
     "export_onnx",
     "export_decoder_onnx",
+    "export_decoder_onnx_int8",
     "export_onnx_int8",
     "export_openvino",
     "export_pt2",
@@ -76,7 +77,7 @@ class ExportContext:
             raise NeedsTorchModel("this format is made from a torch model; the job has only ONNX")
         return self.module
 
-    def _once(self, key: str, make: Callable[[], Any]) -> Any:
+    def once(self, key: str, make: Callable[[], Any]) -> Any:
         """``make()`` the first time, its memoised result (or exception) afterwards."""
         if key not in self._memo:
             try:
@@ -96,11 +97,11 @@ class ExportContext:
 
             return torch.export.export(self.torch_module(), self.args)
 
-        return self._once("exported_program", make)
+        return self.once("exported_program", make)
 
     def fp32_onnx(self) -> Path:
         """The fp32 ONNX file ``NAME.onnx`` (exported or copied once per job)."""
-        return self._once("onnx", self._write_onnx)
+        return self.once("onnx", self._write_onnx)
 
     def onnx_if_made(self) -> Path | None:
         """The fp32 ONNX file if a format of this job has made it already, else None."""
@@ -164,6 +165,13 @@ def export_onnx(ctx: ExportContext) -> dict[str, Path]:
 def export_decoder_onnx(ctx: ExportContext) -> dict[str, Path]:
     """A text generator's cache-in, cache-out ONNX graph (:mod:`benchlab.zoo.generative`)."""
     from benchlab.zoo.generative import export_decoder_onnx as export
+
+    return export(ctx)
+
+
+def export_decoder_onnx_int8(ctx: ExportContext) -> dict[str, Path]:
+    """A text generator's decoder graph with int8 matrix products (:mod:`benchlab.zoo.generative`)."""
+    from benchlab.zoo.generative import export_decoder_onnx_int8 as export
 
     return export(ctx)
 

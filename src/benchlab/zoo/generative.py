@@ -8,7 +8,8 @@ A generative zoo model's job builds the ``transformers`` model from its entry an
   trained in code;
 * ``tokenizer`` (``NAME.tokenizer.json``): that tokenizer, for tools that read text;
 * the formats: ``decoder_onnx`` (:func:`export_decoder_onnx`), one graph with the key/value
-  cache as inputs and outputs, which ONNX Runtime and OpenVINO both run.
+  cache as inputs and outputs, which ONNX Runtime and OpenVINO both run, and its int8 copy
+  ``decoder_onnx_int8`` (:func:`export_decoder_onnx_int8`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 from benchlab.zoo.exporters import ExportContext
 
 __all__ = ["REFERENCE_PROMPT_TOKENS", "REFERENCE_NEW_TOKENS", "decoder_context",
-           "export_decoder_onnx"]
+           "export_decoder_onnx", "export_decoder_onnx_int8"]
 
 #: The reference prompt's length and how many greedy tokens the reference continues with.
 REFERENCE_PROMPT_TOKENS = 32
@@ -82,6 +83,26 @@ def decoder_context(job: dict[str, Any], out_dir: Path,
 def export_decoder_onnx(ctx: ExportContext) -> dict[str, Path]:
     """The decoder as one ONNX graph with its cache as inputs and outputs
     (``NAME.decoder.onnx``): any number of new tokens after any number of cached ones."""
+    return {"decoder_onnx": ctx.once("decoder_onnx", lambda: _write_decoder_onnx(ctx))}
+
+
+def export_decoder_onnx_int8(ctx: ExportContext) -> dict[str, Path]:
+    """ONNX Runtime's dynamic int8 quantization of the decoder's matrix products
+    (``NAME.decoder.int8.onnx``): per-channel int8 weights (7 bits wide, as the zoo's other
+    int8 files: ``quantize.REDUCE_RANGE``), activations quantized per call. The embedding
+    table stays fp32. ONNX Runtime and OpenVINO both run it."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from benchlab.zoo.quantize import REDUCE_RANGE
+
+    source = ctx.once("decoder_onnx", lambda: _write_decoder_onnx(ctx))
+    target = ctx.path(".decoder.int8.onnx")
+    quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, per_channel=True,
+                     reduce_range=REDUCE_RANGE, op_types_to_quantize=["MatMul"])
+    return {"decoder_onnx_int8": target}
+
+
+def _write_decoder_onnx(ctx: ExportContext) -> Path:
     import torch
 
     from benchlab.runner.kvgraph import GRAPH_INPUTS, GRAPH_OUTPUTS
@@ -95,4 +116,4 @@ def export_decoder_onnx(ctx: ExportContext) -> dict[str, Path]:
                       output_names=list(GRAPH_OUTPUTS),
                       dynamic_shapes={"input_ids": {1: new}, "past_keys": {3: past},
                                       "past_values": {3: past}})
-    return {"decoder_onnx": target}
+    return target

@@ -177,7 +177,7 @@ def write_gguf(decoder: Any, tokenizer_json: Path, target: Path, name: str = "")
 
 def export_gguf(ctx: ExportContext) -> dict[str, Path]:
     """``NAME.gguf``: the decoder for llama.cpp, fp32 (see the module's docstring)."""
-    return {GGUF_KEY: ctx._once(GGUF_KEY, lambda: _write(ctx, ctx.path(".gguf")))}
+    return {GGUF_KEY: ctx.once(GGUF_KEY, lambda: _write(ctx, ctx.path(".gguf")))}
 
 
 def _write(ctx: ExportContext, target: Path) -> Path:
@@ -205,13 +205,15 @@ def export_gguf_q8_0(ctx: ExportContext) -> dict[str, Path]:
 def quantize_gguf(source: Path, target: Path, file_type: str, threads: int = 0) -> Path:
     """llama.cpp's quantizer on ``source`` (``file_type``: a ``LLAMA_FTYPE_MOSTLY_*`` suffix,
     ``Q8_0`` say); raises when it reports a failure."""
+    import ctypes
+
     import llama_cpp
 
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = getattr(llama_cpp, f"LLAMA_FTYPE_MOSTLY_{file_type}")
     params.nthread = threads
     status = llama_cpp.llama_model_quantize(str(source).encode(), str(target).encode(),
-                                            params)
+                                            ctypes.byref(params))
     if status != 0:
         Path(target).unlink(missing_ok=True)
         raise RuntimeError(f"llama_model_quantize to {file_type} failed (status {status})")

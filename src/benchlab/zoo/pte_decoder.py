@@ -60,8 +60,9 @@ class StaticCacheDecoder(nn.Module):
     ``transformers`` ``LlamaModel``); computes what it computes, token for token.
     """
 
-    def __init__(self, decoder: nn.Module, max_len: int = MAX_LEN) -> None:
+    def __init__(self, decoder: nn.Module, max_len: int = MAX_LEN, sliced: bool = True) -> None:
         super().__init__()
+        self.sliced = sliced
         shape = decoder.shape
         self.shape = shape
         self.max_len = int(max_len)
@@ -78,22 +79,23 @@ class StaticCacheDecoder(nn.Module):
         return weight * (x * torch.rsqrt(variance + self.shape.norm_eps))
 
     def forward(self, tokens: torch.Tensor, input_pos: torch.Tensor,
-                logits_count: torch.Tensor) -> torch.Tensor:
+                logit_positions: torch.Tensor) -> torch.Tensor:
         shape = self.shape
         new = tokens.shape[1]
-        start = input_pos[0].item()
-        torch._check(start >= 0)
-        torch._check(start + new <= self.max_len)
-        count = logits_count[0].item()
-        torch._check(count >= 1)
-        torch._check(count <= new)
-        end = start + new
         positions = torch.arange(new, dtype=torch.int64) + input_pos
         angles = positions.to(torch.float32)[:, None] * self.inv_freq[None, :]
         angles = torch.cat((angles, angles), dim=-1)
         cos, sin = angles.cos()[None, None], angles.sin()[None, None]
-        allowed = torch.arange(end)[None, :] <= positions[:, None]
-        mask = torch.zeros(new, end).masked_fill(~allowed, float("-inf"))
+        if self.sliced:
+            start = input_pos[0].item()
+            torch._check(start >= 0)
+            torch._check(start + new <= self.max_len)
+            end = start + new
+            allowed = torch.arange(end)[None, :] <= positions[:, None]
+        else:
+            end = self.max_len
+            allowed = torch.arange(self.max_len)[None, :] <= positions[:, None]
+        mask = torch.zeros(allowed.shape).masked_fill(~allowed, float("-inf"))
         groups = shape.heads // shape.kv_heads
         hidden = self.inner.embed_tokens(tokens)
         for index, layer in enumerate(self.inner.layers):
@@ -106,10 +108,13 @@ class StaticCacheDecoder(nn.Module):
             k = k * cos + _rotate_half(k) * sin
             key_cache: torch.Tensor = getattr(self, f"k_cache_{index}")
             value_cache: torch.Tensor = getattr(self, f"v_cache_{index}")
-            key_cache[:, :, positions] = k  # index_put_: in place, the new positions only
-            value_cache[:, :, positions] = v
-            k = key_cache[:, :, :end]
-            v = value_cache[:, :, :end]
+            # index_put_ called as such: ``cache[:, :, positions] = k`` would strip k's leading
+            # 1 (torch's setitem does), and ExecuTorch's in-place index_put_ kernel needs the
+            # values' shape to match the indexed slice exactly.
+            torch.ops.aten.index_put_.default(key_cache, [None, None, positions], k)
+            torch.ops.aten.index_put_.default(value_cache, [None, None, positions], v)
+            k = key_cache[:, :, :end] if self.sliced else key_cache
+            v = value_cache[:, :, :end] if self.sliced else value_cache
             if groups > 1:
                 k = k.repeat_interleave(groups, dim=1)
                 v = v.repeat_interleave(groups, dim=1)
@@ -120,7 +125,7 @@ class StaticCacheDecoder(nn.Module):
             x = self._norm(hidden, layer.post_attention_layernorm.weight)
             mlp = layer.mlp
             hidden = hidden + mlp.down_proj(nn.functional.silu(mlp.gate_proj(x)) * mlp.up_proj(x))
-        hidden = hidden.narrow(1, new - count, count)
+        hidden = hidden.index_select(1, logit_positions)
         hidden = self._norm(hidden, self.inner.norm.weight)
         return self.lm_head(hidden)
 
@@ -130,7 +135,7 @@ def _example(max_len: int) -> tuple[torch.Tensor, ...]:
     which ``torch.export`` would specialise on)."""
     del max_len
     return (torch.tensor([[5, 6, 7, 8, 9]], dtype=torch.int64), torch.tensor([3]),
-            torch.tensor([5]))
+            torch.tensor([2, 4]))
 
 
 def lower_decoder(module: StaticCacheDecoder) -> Any:
@@ -143,7 +148,8 @@ def lower_decoder(module: StaticCacheDecoder) -> Any:
     with torch.no_grad():
         program = torch.export.export(
             module, _example(module.max_len),
-            dynamic_shapes={"tokens": {1: tokens}, "input_pos": None, "logits_count": None})
+            dynamic_shapes={"tokens": {1: tokens}, "input_pos": None,
+                            "logit_positions": {0: torch.export.Dim("logits", min=1, max=module.max_len)}})
     lowered = to_edge_transform_and_lower(program, partitioner=[XnnpackPartitioner()])
     return lowered.to_executorch(ExecutorchBackendConfig(
         run_reinplace_pass=True,

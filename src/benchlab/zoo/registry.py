@@ -64,7 +64,7 @@ def _decoder(name: str, description: str) -> ZooModel:
         input_shapes=(),
         entry=f"{_ARCHS}.llama:{name}",
         sources=(f"{_ARCHS}.llama", "benchlab.zoo.generative"),
-        formats=("decoder_onnx",),
+        formats=("decoder_onnx", "decoder_onnx_int8"),
         requires=("transformers", "tokenizers"),
         tags=("text", "generative"),
     )

@@ -64,6 +64,9 @@ class LlamaCppFramework(RunnerFramework):
         cache = str(options.get("cache_type", "f16"))
         if cache not in CACHE_TYPES:
             return f"llamacpp cache_type must be one of {', '.join(CACHE_TYPES)}, not {cache!r}"
+        if cache == "q8_0" and str(options.get("flash_attn", "false")).lower() not in (
+                "true", "1"):
+            return "llamacpp cache_type=q8_0 needs flash_attn=true (llama.cpp's rule)"
         for option in ("n_batch", "n_ctx", "threads"):
             value = options.get(option)
             if value is not None and (not str(value).isdigit() or int(value) < 1):

@@ -14,6 +14,7 @@ from benchlab.frameworks.base import (
 )
 from benchlab.errors import UsageError
 from benchlab.frameworks.common import (
+    DECODER_ONNX_INT8_KEY,
     DECODER_ONNX_KEY,
     file_key_with_suffix,
     select_file_key,
@@ -44,7 +45,9 @@ class OnnxRuntimeFramework(RunnerFramework):
     shared_process_options = {"thread_pool": "global"}
     generative_backend = "benchlab.frameworks.onnxruntime.generative:OnnxRuntimeDecoder"
     generative_file = DECODER_ONNX_KEY
-    generative_options = frozenset({"threads", "intra_op_threads", "graph_optimization_level"})
+    generative_options = frozenset({"threads", "intra_op_threads", "graph_optimization_level",
+                                    "precision"})
+    generative_precisions = {"fp32": DECODER_ONNX_KEY, "int8": DECODER_ONNX_INT8_KEY}
 
 
     def defaults(self, model: ModelDef) -> list[FrameworkConfig] | Unsupported:

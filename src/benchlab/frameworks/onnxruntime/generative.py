@@ -17,7 +17,8 @@ __all__ = ["OnnxRuntimeDecoder"]
 
 class OnnxRuntimeDecoder(CacheGraphDecoder):
     """Options: ``intra_op_threads`` (or the test's ``threads``), ``graph_optimization_level``
-    (``all``, the default, ``extended``, ``basic``, ``disable``)."""
+    (``all``, the default, ``extended``, ``basic``, ``disable``); ``precision`` picks the
+    file in the adapter (``int8``: the decoder with int8 matrix products)."""
 
     _LEVELS = {"disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
                "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
@@ -55,7 +56,8 @@ class OnnxRuntimeDecoder(CacheGraphDecoder):
         assert self._session is not None
         threads = self.config.options.get("intra_op_threads", self.config.threads)
         return {**super().info(), DetailKey.RUNTIME_VERSION: ort.__version__,
-                DetailKey.PRECISION: "fp32", "providers": self._session.get_providers(),
+                DetailKey.PRECISION: str(self.config.options.get("precision", "fp32")),
+                "providers": self._session.get_providers(),
                 "graph_optimization_level": str(
                     self.config.options.get("graph_optimization_level", "all")),
                 **({DetailKey.THREADS: int(threads)} if threads else {})}

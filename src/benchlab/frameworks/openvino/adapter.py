@@ -43,6 +43,7 @@ from benchlab.frameworks.base import (
 from benchlab.frameworks.native.benchmark_app import benchmark_app_command, parse_benchmark_app
 from benchlab.frameworks.native.common import count_flag
 from benchlab.frameworks.common import (
+    DECODER_ONNX_INT8_KEY,
     DECODER_ONNX_KEY,
     file_key_with_suffix,
     file_keys_with_suffix,
@@ -146,6 +147,9 @@ class OpenVinoFramework(RunnerFramework):
     generative_backend = "benchlab.frameworks.openvino.generative:OpenVinoDecoder"
     generative_file = DECODER_ONNX_KEY
     generative_options = frozenset({"threads", "precision"})
+    # int8 runs the int8 ONNX graph (its weights int8, OpenVINO's arithmetic in fp32 around
+    # them); bf16/fp16 are inference precisions of the fp32 graph.
+    generative_precisions = {"int8": DECODER_ONNX_INT8_KEY}
 
     def defaults(self, model: ModelDef) -> list[FrameworkConfig] | Unsupported:
         """fp32 at the latency hint; bf16 and throughput are variants to ask for."""

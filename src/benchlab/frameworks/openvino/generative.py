@@ -14,12 +14,15 @@ from benchlab.schema import DetailKey
 
 __all__ = ["OpenVinoDecoder"]
 
-_PRECISIONS = {"fp32": "f32", "f32": "f32", "bf16": "bf16", "fp16": "f16", "f16": "f16"}
+# The int8 decoder graph carries its own int8 weights; OpenVINO computes around them in f32.
+_PRECISIONS = {"fp32": "f32", "f32": "f32", "bf16": "bf16", "fp16": "f16", "f16": "f16",
+               "int8": "f32"}
 
 
 class OpenVinoDecoder(CacheGraphDecoder):
     """Options: ``precision`` (``fp32``, the default, or ``bf16``/``fp16`` where the CPU has
-    them; always set, since the CPU plugin's own default is bf16 wherever the CPU has it),
+    them; always set, since the CPU plugin's own default is bf16 wherever the CPU has it;
+    ``int8``: the adapter hands over the int8 graph, computed around in f32),
     the test's ``threads``. One synchronous request, latency hint."""
 
     def __init__(self, config: RunnerConfig) -> None:
@@ -28,6 +31,7 @@ class OpenVinoDecoder(CacheGraphDecoder):
         if precision not in _PRECISIONS:
             raise ValueError(f"openvino precision must be one of {sorted(_PRECISIONS)}")
         self._precision = _PRECISIONS[precision]
+        self._int8 = precision == "int8"
         self._core = ov.Core()
         self._compiled: ov.CompiledModel | None = None
         self._request: ov.InferRequest | None = None
@@ -58,6 +62,6 @@ class OpenVinoDecoder(CacheGraphDecoder):
         hint = self._compiled.get_property("INFERENCE_PRECISION_HINT")
         actual = str(getattr(hint, "get_type_name", lambda: hint)())
         return {**super().info(), DetailKey.RUNTIME_VERSION: ov.__version__,
-                DetailKey.PRECISION: {"f32": "fp32", "bf16": "bf16", "f16": "fp16"}.get(
-                    actual.lower(), actual),
+                DetailKey.PRECISION: "int8" if self._int8 else {
+                    "f32": "fp32", "bf16": "bf16", "f16": "fp16"}.get(actual.lower(), actual),
                 DetailKey.THREADS: int(self._compiled.get_property("INFERENCE_NUM_THREADS"))}
