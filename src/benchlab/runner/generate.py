@@ -25,7 +25,7 @@ reference text.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TextIO
 
@@ -37,6 +37,7 @@ from benchlab.schema import DetailKey, Metric
 from benchlab.stats import AdaptiveStop
 
 __all__ = [
+    "GenerationTimes",
     "GenerativeBackend",
     "GenerativeReference",
     "accuracy_metrics",
@@ -217,8 +218,7 @@ def _synthetic(vocab: int, count: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def measure_generation(backend: GenerativeBackend, config: RunnerConfig, out: TextIO, *,
-                       head: Sequence[str], tail_details: dict[str, Any],
-                       memory_peak: Any) -> None:
+                       head: Sequence[str], memory_peak: Callable[[], float | None]) -> None:
     """Time generations of ``config.generate`` on the loaded ``backend`` and print the metric
     lines, ``head`` (import and load lines) first; ``memory_peak()`` reads the peak RSS."""
     work: GenerateConfig = config.generate  # type: ignore[assignment]
@@ -258,7 +258,7 @@ def measure_generation(backend: GenerativeBackend, config: RunnerConfig, out: Te
     peak = memory_peak()
     if peak is not None:
         lines.append(format_metric("NET", Metric.MEMORY_PEAK, peak, "MiB"))
-    details: dict[str, Any] = dict(tail_details)
+    details: dict[str, Any] = {}
     if config.reference:
         reference = load_generative_reference(config.reference)
         found = accuracy_metrics(backend, reference, work.compare_tokens)

@@ -255,8 +255,7 @@ def _measure_generation(backend: Any, config: RunnerConfig, out: TextIO, import_
         head.append(format_metric("NET", Metric.MODEL_SIZE, size, "MiB"))
     for name, (value, unit) in getattr(backend, "extra_metrics", dict)().items():
         head.append(format_metric("NET", name, value, unit))
-    measure_generation(backend, config, out, head=head, tail_details={},
-                       memory_peak=lambda: memory_mib()[1])
+    measure_generation(backend, config, out, head=head, memory_peak=lambda: memory_mib()[1])
 
 
 def measure(config: RunnerConfig, out: TextIO) -> None:
