@@ -118,6 +118,11 @@ class TfliteFramework(RunnerFramework):
     native_tool = "benchmark_model"
     native_parser = staticmethod(parse_native)
     runs_spec_commands = True
+    # Measured 2026-11-25: litert-lm 0.18.1 (LiteRT's LLM runtime) installs from PyPI, but it
+    # runs .litertlm bundles, and writing one from the zoo's decoder needs litert-torch's
+    # generative converter (the model re-authored with a static cache), which is not built.
+    no_generative_reason = ("LiteRT generates through litert-lm and its .litertlm bundles; "
+                            "benchlab does not write one from the zoo's decoders yet")
 
     def defaults(self, model: ModelDef) -> list[FrameworkConfig] | Unsupported:
         """The fp32 file, plus the int8 variant when the model has one."""
