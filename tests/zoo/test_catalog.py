@@ -26,7 +26,7 @@ def test_every_format_has_its_exporter_and_nothing_else_does() -> None:
 def test_derived_views_agree_with_the_registry() -> None:
     assert ALL_FORMATS == tuple(FORMATS)
     assert set(DEFAULT_FORMATS) == set(ALL_FORMATS) - {"aoti", "pte_portable", "decoder_onnx",
-                                                      "decoder_onnx_int8"}
+                                                      "decoder_onnx_int8", "gguf", "gguf_q8_0"}
     assert FORMAT_FILES["openvino"] == ("openvino", "openvino_bin")
     # The int8 formats write their recipe's simulated outputs too (optional files).
     assert FORMAT_FILES["onnx_int8"] == ("onnx_int8", "simulated_onnx_int8")
@@ -54,8 +54,9 @@ def test_what_exporting_needs_comes_from_the_registry() -> None:
     for spec in [*FORMATS.values(), REFERENCE]:
         _, distribution, extra = spec.exporter_requires
         # What an export needs is among what decides its cache key, and the install hint
-        # names one of benchlab's extras.
+        # names one of benchlab's extras, or none ("": llama.cpp, which pip builds from
+        # source, is installed by its own name).
         assert distribution in spec.packages, spec.name
-        assert extra in extras, spec.name
+        assert extra in extras or (extra == "" and spec.name == "gguf_q8_0"), spec.name
     # ONNX-only zoo models (no PyTorch entry) take what converts from an ONNX file.
     assert [f.name for f in FORMATS.values() if f.from_onnx] == ["onnx", "openvino", "onnx_int8"]

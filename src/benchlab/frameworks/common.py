@@ -14,6 +14,7 @@ __all__ = [
     "DECODER_ONNX_INT8_KEY",
     "DECODER_ONNX_KEY",
     "GENERATION_TASK",
+    "GENERATIVE_FILE_KEYS",
     "REFERENCE_KEY",
     "SIMULATED_PREFIX",
     "distribution_availability",
@@ -35,24 +36,28 @@ GENERATION_TASK = "generation"
 DECODER_ONNX_KEY = "decoder_onnx"
 #: Its int8 copy (dynamic quantization of the matrix products).
 DECODER_ONNX_INT8_KEY = "decoder_onnx_int8"
+#: Model file keys that only a text generator has: a spec naming one is generative.
+GENERATIVE_FILE_KEYS = (DECODER_ONNX_KEY, DECODER_ONNX_INT8_KEY, "gguf", "gguf_q8_0",
+                        "decoder_pte")
 
 
 def is_generative(model: Any) -> bool:
     """Whether ``model`` (a :class:`~benchlab.spec.types.ModelDef`) generates text: the zoo
     says so in its metadata, a spec by naming a decoder file."""
     return (model.metadata.get("task") == GENERATION_TASK
-            or DECODER_ONNX_KEY in model.files)
+            or any(key in model.files for key in GENERATIVE_FILE_KEYS))
 
 
 def distribution_availability(
     module: str, distribution: str, extra: str | None = None
 ) -> Availability:
-    """Whether ``module`` can be imported, found without importing it."""
+    """Whether ``module`` can be imported, found without importing it. ``extra`` names the
+    benchlab extra that installs it (``None``: the module's name; ``""``: none does, so the
+    hint names the distribution itself)."""
     if importlib.util.find_spec(module) is None:
-        return Availability(
-            ok=False,
-            reason=f"{distribution} is not installed (pip install 'benchlab[{extra or module}]')",
-        )
+        how = f"benchlab[{extra or module}]" if extra != "" else distribution
+        return Availability(ok=False, reason=f"{distribution} is not installed (pip install "
+                            f"'{how}')")
     try:
         version = importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:

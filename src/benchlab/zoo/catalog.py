@@ -103,6 +103,13 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
     ExportFormat("decoder_onnx_int8", ("decoder_onnx_int8",),
                  (*_ONNX_PACKAGES, "onnxruntime", "transformers", "tokenizers"), default=False,
                  exporter_requires=("onnxruntime", "onnxruntime", "onnxruntime")),
+    # llama.cpp's file, fp32 (written by the gguf package), then quantized by llama.cpp itself;
+    # the second reuses the first's file, so it comes after it.
+    ExportFormat("gguf", ("gguf",), ("torch", "transformers", "tokenizers", "gguf"),
+                 default=False, exporter_requires=("gguf", "gguf", "generative")),
+    ExportFormat("gguf_q8_0", ("gguf_q8_0",),
+                 ("torch", "transformers", "tokenizers", "gguf", "llama-cpp-python"),
+                 default=False, exporter_requires=("llama_cpp", "llama-cpp-python", "")),
 )}
 #: The PyTorch fp32 outputs every export writes beside its files (2: eight input sets).
 REFERENCE = ExportFormat("reference", ("reference",), ("torch", "numpy"), revision="2")

@@ -29,6 +29,8 @@ __all__ = [
     "export_onnx",
     "export_decoder_onnx",
     "export_decoder_onnx_int8",
+    "export_gguf",
+    "export_gguf_q8_0",
     "export_onnx_int8",
     "export_openvino",
     "export_pt2",
@@ -172,6 +174,20 @@ def export_decoder_onnx(ctx: ExportContext) -> dict[str, Path]:
 def export_decoder_onnx_int8(ctx: ExportContext) -> dict[str, Path]:
     """A text generator's decoder graph with int8 matrix products (:mod:`benchlab.zoo.generative`)."""
     from benchlab.zoo.generative import export_decoder_onnx_int8 as export
+
+    return export(ctx)
+
+
+def export_gguf(ctx: ExportContext) -> dict[str, Path]:
+    """A text generator as one GGUF file for llama.cpp (:mod:`benchlab.zoo.gguf_export`)."""
+    from benchlab.zoo.gguf_export import export_gguf as export
+
+    return export(ctx)
+
+
+def export_gguf_q8_0(ctx: ExportContext) -> dict[str, Path]:
+    """That GGUF file quantized to Q8_0 by llama.cpp (:mod:`benchlab.zoo.gguf_export`)."""
+    from benchlab.zoo.gguf_export import export_gguf_q8_0 as export
 
     return export(ctx)
 

@@ -35,6 +35,7 @@ __all__ = [
     "export_gguf_q8_0",
     "gguf_tensors",
     "gguf_vocab",
+    "quantize_gguf",
     "rope_deinterleave",
     "rope_interleave",
     "write_gguf",
@@ -190,30 +191,34 @@ def _write(ctx: ExportContext, target: Path) -> Path:
 def export_gguf_q8_0(ctx: ExportContext) -> dict[str, Path]:
     """``NAME.q8_0.gguf``: the fp32 GGUF file quantized by llama.cpp's ``llama_model_quantize``
     (Q8_0 blocks of 32 weights with one fp16 scale; norms stay F32). Made from this job's
-    ``NAME.gguf`` when it wrote one, else from a temporary fp32 file."""
-    ok, made = ctx._memo.get(GGUF_KEY, (False, None))
-    source = made if ok else _write(ctx, ctx.path(".f32.tmp.gguf"))
+    ``NAME.gguf``, written once per job whichever of the two formats asks first."""
+    source = ctx.once(GGUF_KEY, lambda: _write(ctx, ctx.path(".gguf")))
     target = ctx.path(".q8_0.gguf")
-    try:
-        quantize_gguf(source, target, "Q8_0")
-    finally:
-        if not ok:
-            Path(source).unlink(missing_ok=True)
+    quantize_gguf(source, target, "Q8_0")
     return {GGUF_Q8_0_KEY: target}
 
 
 def quantize_gguf(source: Path, target: Path, file_type: str, threads: int = 0) -> Path:
     """llama.cpp's quantizer on ``source`` (``file_type``: a ``LLAMA_FTYPE_MOSTLY_*`` suffix,
-    ``Q8_0`` say); raises when it reports a failure."""
+    ``Q8_0`` say); raises when it reports a failure. The quantizer logs every tensor as a warning;
+    ``llama_cpp`` prints llama.cpp's log at the ``llama-cpp-python`` logger's level, so that
+    is raised to errors meanwhile (as ``Llama(verbose=False)`` does)."""
     import ctypes
+    import logging
 
     import llama_cpp
 
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = getattr(llama_cpp, f"LLAMA_FTYPE_MOSTLY_{file_type}")
     params.nthread = threads
-    status = llama_cpp.llama_model_quantize(str(source).encode(), str(target).encode(),
-                                            ctypes.byref(params))
+    logger = logging.getLogger("llama-cpp-python")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        status = llama_cpp.llama_model_quantize(str(source).encode(), str(target).encode(),
+                                                ctypes.byref(params))
+    finally:
+        logger.setLevel(level)
     if status != 0:
         Path(target).unlink(missing_ok=True)
         raise RuntimeError(f"llama_model_quantize to {file_type} failed (status {status})")

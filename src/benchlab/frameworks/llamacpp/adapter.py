@@ -8,13 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from benchlab.errors import UsageError
-from benchlab.frameworks.base import (
-    Invocation,
-    JobContext,
-    RunnerFramework,
-    Unsupported,
-    runner_invocation,
-)
+from benchlab.frameworks.base import Invocation, JobContext, RunnerFramework, Unsupported
 from benchlab.spec.types import FrameworkConfig, ModelDef
 
 __all__ = ["CACHE_TYPES", "GGUF_FILES", "LlamaCppFramework"]
@@ -34,9 +28,10 @@ class LlamaCppFramework(RunnerFramework):
     ``f32`` or ``q8_0``), ``n_ctx`` (the context; by default what the test needs)."""
 
     name = "llamacpp"
-    requires = ("llama_cpp", "llama-cpp-python", "llamacpp")
+    requires = ("llama_cpp", "llama-cpp-python", "")
     generative_backend = "benchlab.frameworks.llamacpp.generative:LlamaCppDecoder"
     generative_file = GGUF_FILES["fp32"]
+    generative_precisions = GGUF_FILES
     generative_options = frozenset({"threads", "precision", "n_batch", "flash_attn",
                                     "cache_type", "n_ctx"})
 
@@ -49,42 +44,27 @@ class LlamaCppFramework(RunnerFramework):
         return "llama.cpp runs GGUF text generators only"
 
     def why_not_generative(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
-        """The base checks, on the GGUF file ``precision`` names, and each option's range."""
+        """The base checks (options known, the file of ``precision`` present), then each
+        option's value: a precision without a file, a cache type, counts."""
         precision = str(options.get("precision", "fp32"))
         if precision not in GGUF_FILES:
             return f"llamacpp precision must be one of {', '.join(GGUF_FILES)}, not {precision!r}"
-        key = GGUF_FILES[precision]
-        if key not in model.files:
-            return (f"llamacpp runs precision={precision} from a {key!r} file, which "
-                    f"model.files lacks (the zoo writes it with the {key} format)")
-        unknown = sorted(set(options) - self.generative_options)
-        if unknown:
-            return (f"llamacpp takes no option {', '.join(unknown)} "
-                    f"(it takes {', '.join(sorted(self.generative_options))})")
+        why = super().why_not_generative(model, options)
+        if why:
+            return why
         cache = str(options.get("cache_type", "f16"))
         if cache not in CACHE_TYPES:
             return f"llamacpp cache_type must be one of {', '.join(CACHE_TYPES)}, not {cache!r}"
-        if cache == "q8_0" and str(options.get("flash_attn", "false")).lower() not in (
-                "true", "1"):
+        flash = options.get("flash_attn")
+        if flash is not None and str(flash).lower() not in ("true", "false", "1", "0"):
+            return f"llamacpp flash_attn must be true or false, not {flash!r}"
+        if cache == "q8_0" and str(flash).lower() not in ("true", "1"):
             return "llamacpp cache_type=q8_0 needs flash_attn=true (llama.cpp's rule)"
         for option in ("n_batch", "n_ctx", "threads"):
             value = options.get(option)
             if value is not None and (not str(value).isdigit() or int(value) < 1):
                 return f"llamacpp {option} must be a positive integer, not {value!r}"
-        flash = options.get("flash_attn")
-        if flash is not None and str(flash).lower() not in ("true", "false", "1", "0"):
-            return f"llamacpp flash_attn must be true or false, not {flash!r}"
         return None
-
-    def generative_invocation(self, ctx: JobContext) -> Invocation:
-        """The runner command of one repetition, on the GGUF file ``precision`` names."""
-        why = self.why_not_generative(ctx.spec.model, ctx.config.options)
-        if why:
-            raise UsageError(why)
-        key = GGUF_FILES[str(ctx.config.options.get("precision", "fp32"))]
-        return runner_invocation(ctx, backend=self.generative_backend,
-                                 model_path=self.staged_file(ctx, key),
-                                 options=ctx.config.options, generative=True)
 
     def invocations(self, ctx: JobContext) -> list[Invocation]:
         """One runner process per repetition of a generative test; nothing else runs."""

@@ -61,6 +61,13 @@ def context_needed(config: RunnerConfig) -> int:
     return min(MAX_CONTEXT, -(-need // _CONTEXT_STEP) * _CONTEXT_STEP)
 
 
+def _cpus() -> int:
+    """The CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def _flag(value: Any) -> bool:
     return str(value).lower() in ("1", "true", "yes", "on")
 
@@ -75,8 +82,7 @@ class LlamaCppDecoder:
         options = config.options
         self.config = config
         self.model_path = config.model_file("the llamacpp backend needs a GGUF file")
-        self._threads = int(options.get("threads") or config.threads
-                            or len(os.sched_getaffinity(0)))
+        self._threads = int(options.get("threads") or config.threads or _cpus())
         self._n_ctx = int(options.get("n_ctx") or context_needed(config))
         self._n_batch = min(int(options.get("n_batch", 512)), self._n_ctx)
         self._flash = _flag(options.get("flash_attn", False))
