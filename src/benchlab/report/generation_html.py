@@ -38,19 +38,28 @@ def _workload(row: GenerationRow) -> dict[str, int]:
     return {"p": parts.get("p", 0), "g": parts.get("g", 0), "d": parts.get("d", 0)}
 
 
-def _lines_svg(label: str, series: dict[str, list[tuple[float, float]]], x_title: str,
-               y_title: str, y_fmt: Callable[[float], str] = num) -> str:
-    """One line (with dots) per series over a shared x axis."""
+Scale = Callable[[float], float]
+
+
+def _frame(series: dict[str, list[tuple[float, float]]], x_title: str, y_title: str,
+           x_also: Sequence[float] = ()) -> tuple[Scale, Scale, list[str]]:
+    """The x and y scales of a plot of ``series`` (y from 0), and its axes and titles."""
     xs = [x for points in series.values() for x, _ in points]
     ys = [y for points in series.values() for _, y in points]
-    x_lo, x_hi = domain(xs)
+    x_lo, x_hi = domain([*xs, *x_also])
     y_lo, y_hi = domain([*ys, 0.0])
     top, bottom = 16.0, _HEIGHT - 50.0
     x = scale(x_lo, x_hi, LEFT, WIDTH - RIGHT)
     y = scale(y_lo, y_hi, bottom, top)
-    body = [*left_axis(y, y_lo, y_hi, LEFT, WIDTH - RIGHT, y_fmt),
-            *axis(x, x_lo, x_hi, top, bottom, num, x_title),
-            f'<text x="{LEFT - 50}" y="{top - 4:.0f}" fill="#555">{esc(y_title)}</text>']
+    return x, y, [*left_axis(y, y_lo, y_hi, LEFT, WIDTH - RIGHT, num),
+                  *axis(x, x_lo, x_hi, top, bottom, num, x_title),
+                  f'<text x="{LEFT - 50}" y="{top - 4:.0f}" fill="#555">{esc(y_title)}</text>']
+
+
+def _lines_svg(label: str, series: dict[str, list[tuple[float, float]]], x_title: str,
+               y_title: str) -> str:
+    """One line (with dots) per series over a shared x axis."""
+    x, y, body = _frame(series, x_title, y_title)
     for index, (name, points) in enumerate(series.items()):
         colour = _PALETTE[index % len(_PALETTE)]
         points = sorted(points)
@@ -140,16 +149,8 @@ def generation_html(rows: Sequence[GenerationRow]) -> str:
 
 def _scatter_svg(label: str, points: dict[str, list[tuple[float, float]]]) -> str:
     """TPOT (y) against token agreement in % (x), one named dot per cell."""
-    xs = [x for p in points.values() for x, _ in p]
-    ys = [y for p in points.values() for _, y in p]
-    x_lo, x_hi = domain([*xs, 100.0])
-    y_lo, y_hi = domain([*ys, 0.0])
-    top, bottom = 16.0, _HEIGHT - 50.0
-    x = scale(x_lo, x_hi, LEFT, WIDTH - RIGHT)
-    y = scale(y_lo, y_hi, bottom, top)
-    body = [*left_axis(y, y_lo, y_hi, LEFT, WIDTH - RIGHT, num),
-            *axis(x, x_lo, x_hi, top, bottom, num, "token agreement with the reference (%)"),
-            f'<text x="{LEFT - 50}" y="{top - 4:.0f}" fill="#555">TPOT ms</text>']
+    x, y, body = _frame(points, "token agreement with the reference (%)", "TPOT ms",
+                        x_also=(100.0,))
     for index, (name, marks) in enumerate(points.items()):
         colour = _PALETTE[index % len(_PALETTE)]
         for px, py in marks:
