@@ -102,7 +102,7 @@ def figures(models: list[str], frameworks: list[str], prompt: int, new: int, rep
     from benchlab.report.generation import generation_rows
 
     installed = set(available_names("benchlab.frameworks"))
-    wanted = [f for f in frameworks if f in installed]
+    wanted = [f for f in frameworks if f.split(":")[0] in installed]
     with tempfile.TemporaryDirectory() as tmp:
         results = benchlab.run(
             models=models, frameworks=wanted, db=Path(tmp) / "results.db", cache_dir=cache_dir,
@@ -120,17 +120,23 @@ def figures(models: list[str], frameworks: list[str], prompt: int, new: int, rep
 
 def main() -> int:
     """Measure, print the tables and write ``bench/results/generative.json``."""
+    def options(parser: Any) -> None:
+        parser.add_argument("--cache-dir", type=Path, default=None,
+                            help="artifact cache (default: benchlab's; --smoke: a new one)")
+
     args = parse_args(__doc__.splitlines()[0], repeats=3,
                       repeats_help="fresh processes per cell (the overhead part: x10 "
-                      "generations)")
+                      "generations)", extra=options)
     with tempfile.TemporaryDirectory() as tmp:
-        cache = Path(tmp) / "cache" if args.smoke else None
-        cache_dir = cache or Path.home() / ".cache" / "benchlab" / "artifacts"
+        from benchlab.artifacts import default_cache_dir
+
+        cache_dir = args.cache_dir or (Path(tmp) / "cache" if args.smoke
+                                       else default_cache_dir())
         model_file = _decoder_file(cache_dir)
         cost = overhead(model_file, generations=2 if args.smoke else 10 * args.repeats,
                         new_tokens=8 if args.smoke else 64)
         rows = figures(["llama_15m"] if args.smoke else ["llama_15m", "llama_100m"],
-                       ["onnxruntime"] if args.smoke else list(RUNTIMES),
+                       ["onnxruntime:precision=fp32"] if args.smoke else list(RUNTIMES),
                        prompt=16 if args.smoke else 128, new=4 if args.smoke else 64,
                        repeat=args.repeats, iters=1 if args.smoke else 5, cache_dir=cache_dir)
     print("benchlab's generation loop, llama_15m on ONNX Runtime (per token)")

@@ -141,6 +141,27 @@ def onnx_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tiny_models.write_onnx(tmp_path_factory.mktemp("onnx") / "tiny.onnx")
 
 
+@dataclass(frozen=True)
+class ZooExport:
+    """One zoo model exported into a cache of the session's: the cache and its files."""
+
+    cache_dir: Path
+    files: dict[str, Path]
+
+
+@pytest.fixture(scope="session")
+def llama_15m_export(tmp_path_factory: pytest.TempPathFactory) -> ZooExport:
+    """The zoo's llama_15m exported once per session to every format it takes here (ONNX,
+    int8 ONNX, ExecuTorch, GGUF): its export process takes about two minutes, which the
+    generative tests, the llama.cpp and ExecuTorch tests and the bench smoke test share."""
+    from benchlab.artifacts import ArtifactCache
+    from benchlab.zoo import export_models
+
+    cache_dir = tmp_path_factory.mktemp("llama_15m") / "cache"
+    (export,) = export_models(["llama_15m"], ArtifactCache(cache_dir))
+    return ZooExport(cache_dir, {key: path for key, (path, _) in export.files.items()})
+
+
 @pytest.fixture(scope="session")
 def torchscript_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny traced TorchScript model, written once per session."""

@@ -8,7 +8,6 @@ half a minute, most of it importing torch and training the tokenizer.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
@@ -29,6 +28,7 @@ from benchlab.schema import DetailKey, Metric
 from benchlab.spec.types import FrameworkConfig
 
 from .conftest import job_context, model_def
+from .decoding import greedy, runner_values, sqnr
 
 BACKEND = "benchlab.frameworks.llamacpp.generative:LlamaCppDecoder"
 GENERATION = {"prompt_tokens": 16, "new_tokens": 8}
@@ -266,11 +266,6 @@ def test_the_row_reordering_turns_rotate_half_into_adjacent_pairs() -> None:
 
 # --- llama.cpp itself ------------------------------------------------------------------------
 
-def _sqnr(got: np.ndarray, want: np.ndarray) -> float:
-    noise = np.sum((got.astype(np.float64) - want) ** 2)
-    return float(10 * np.log10(np.sum(want.astype(np.float64) ** 2) / noise))
-
-
 def _decoder(exported: Exported, path: Path | None = None, **options: Any) -> Any:
     pytest.importorskip("llama_cpp")
     from benchlab.frameworks.llamacpp.generative import LlamaCppDecoder
@@ -297,24 +292,13 @@ def reference(exported: Exported) -> Any:
     return load_generative_reference(str(exported.reference))
 
 
-def _greedy(decoder: Any, prompt: np.ndarray, count: int) -> tuple[list[int], list[np.ndarray]]:
-    decoder.reset()
-    logits = decoder.forward(prompt.astype(np.int64))
-    tokens, every = [int(np.argmax(logits))], [logits]
-    while len(tokens) < count:
-        logits = decoder.forward(np.array([tokens[-1]], dtype=np.int64))
-        tokens.append(int(np.argmax(logits)))
-        every.append(logits)
-    return tokens, every
-
-
 def test_prefill_logits_match_the_transformers_reference(decoder: Any, reference: Any) -> None:
     decoder.reset()
     every = decoder.forward(reference.prompt, all_logits=True)
     assert every.shape == reference.logits.shape == (32, 8192)
     assert every.dtype == np.float32
     # fp32 weights, llama.cpp's f16 key/value cache (its default): measured 70.9 dB.
-    assert _sqnr(every, reference.logits) > 60
+    assert sqnr(every, reference.logits) > 60
     decoder.reset()
     last = decoder.forward(reference.prompt)
     np.testing.assert_allclose(last, every[-1], rtol=0, atol=1e-4)
@@ -325,19 +309,19 @@ def test_an_f32_cache_is_closer_still(exported: Exported, reference: Any) -> Non
     try:
         every = backend.forward(reference.prompt, all_logits=True)
         # fp32 throughout: measured 123.9 dB.
-        assert _sqnr(every, reference.logits) > 90
+        assert sqnr(every, reference.logits) > 90
     finally:
         backend.close()
 
 
 def test_greedy_tokens_are_the_references(decoder: Any, reference: Any) -> None:
-    tokens, _ = _greedy(decoder, reference.prompt, 32)
+    tokens, _ = greedy(decoder, reference.prompt, 32)
     assert tokens == reference.tokens[:32].tolist()
 
 
 def test_reset_empties_the_cache(decoder: Any, reference: Any) -> None:
-    first, first_logits = _greedy(decoder, reference.prompt, 16)
-    second, second_logits = _greedy(decoder, reference.prompt, 16)
+    first, first_logits = greedy(decoder, reference.prompt, 16)
+    second, second_logits = greedy(decoder, reference.prompt, 16)
     assert first == second
     np.testing.assert_array_equal(np.stack(first_logits), np.stack(second_logits))
     # Without a reset the prompt goes after the 31 cached positions: other logits.
@@ -388,18 +372,6 @@ def test_the_backend_reports_what_it_ran(decoder: Any) -> None:
     assert decoder.vocab_size() == 8192
 
 
-def _measure(config: RunnerConfig) -> tuple[dict[str, list[float]], dict[str, Any]]:
-    from benchlab.runner.loop import measure
-
-    out = io.StringIO()
-    measure(config, out)
-    parsed = parse_output(out.getvalue())
-    values: dict[str, list[float]] = {}
-    for sample in parsed.samples:
-        values.setdefault(sample.metric, []).append(sample.value)
-    return values, dict(parsed.details)
-
-
 @pytest.mark.slow
 def test_the_runner_measures_llama_cpp_generations(exported: Exported) -> None:
     pytest.importorskip("llama_cpp")
@@ -407,7 +379,7 @@ def test_the_runner_measures_llama_cpp_generations(exported: Exported) -> None:
                           warmup=1, iterations=2, min_time=0.0,
                           generate={"prompt_tokens": 128, "new_tokens": 64},
                           reference=str(exported.reference))
-    values, details = _measure(config)
+    values, details = runner_values(config)
     assert len(values[Metric.TTFT]) == 2
     assert len(values[Metric.INTER_TOKEN_LATENCY]) == 2 * 63
     for k in range(2):
@@ -443,7 +415,7 @@ def test_llama_cpp_quantizes_the_file_to_q8_0(exported: Exported, q8_0: Path,
         assert backend.info()[DetailKey.PRECISION] == "q8_0"
         every = backend.forward(reference.prompt, all_logits=True)
         # 8-bit weights: measured 33.7 dB (token agreement 31/32).
-        assert _sqnr(every, reference.logits) > 30
+        assert sqnr(every, reference.logits) > 30
     finally:
         backend.close()
 
@@ -479,7 +451,7 @@ def test_the_adapters_runner_command_loads_neither_the_harness_nor_torch(
 
 
 @pytest.mark.slow
-def test_benchlab_runs_llama_15m_on_llama_cpp(tmp_path: Path) -> None:
+def test_benchlab_runs_llama_15m_on_llama_cpp(tmp_path: Path, llama_15m_export: Any) -> None:
     """The whole path: the zoo exports the GGUF files, the harness runs llamacpp's runner on
     each precision."""
     pytest.importorskip("llama_cpp")
@@ -492,7 +464,7 @@ def test_benchlab_runs_llama_15m_on_llama_cpp(tmp_path: Path) -> None:
         pytest.skip("llamacpp is not registered (pyproject entry point, zoo format gguf)")
     overrides = benchlab.TestOverrides(iter=2, min_time=0.0, repeat=1, warmup=0)
     results = benchlab.run(models=["llama_15m"], frameworks=["llamacpp"],
-                           db=tmp_path / "results.db", cache_dir=tmp_path / "cache",
+                           db=tmp_path / "results.db", cache_dir=llama_15m_export.cache_dir,
                            overrides=overrides)
     by_precision = {r.details.get(DetailKey.PRECISION): r for r in results}
     assert sorted(by_precision) == ["fp32", "q8_0"], [(r.status, r.error) for r in results]

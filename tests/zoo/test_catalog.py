@@ -26,7 +26,8 @@ def test_every_format_has_its_exporter_and_nothing_else_does() -> None:
 def test_derived_views_agree_with_the_registry() -> None:
     assert ALL_FORMATS == tuple(FORMATS)
     assert set(DEFAULT_FORMATS) == set(ALL_FORMATS) - {"aoti", "pte_portable", "decoder_onnx",
-                                                      "decoder_onnx_int8", "gguf", "gguf_q8_0"}
+                                                      "decoder_onnx_int8", "decoder_pte", "gguf",
+                                                      "gguf_q8_0"}
     assert FORMAT_FILES["openvino"] == ("openvino", "openvino_bin")
     # The int8 formats write their recipe's simulated outputs too (optional files).
     assert FORMAT_FILES["onnx_int8"] == ("onnx_int8", "simulated_onnx_int8")

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,18 +12,20 @@ import benchlab
 from benchlab.report.generation import generation_rows
 from benchlab.schema import DetailKey, Metric, Result, Status
 
-RUNTIMES = ("pytorch", "onnxruntime", "openvino")
+RUNTIMES = ("pytorch", "onnxruntime", "openvino", "executorch")
 
 
 @pytest.fixture(scope="module")
-def measured(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Result]:
+def measured(tmp_path_factory: pytest.TempPathFactory,
+             llama_15m_export: Any) -> dict[tuple[str, str], Result]:
     """(framework, precision) → llama_15m's default generative test, one process of two
-    generations: ONNX Runtime's defaults (fp32 and int8) and OpenVINO in fp32."""
+    generations: ONNX Runtime's defaults (fp32 and int8), OpenVINO and ExecuTorch in fp32."""
     root = tmp_path_factory.mktemp("generative")
     overrides = benchlab.TestOverrides(iter=2, min_time=0.0, repeat=1, warmup=0)
     results = benchlab.run(models=["llama_15m"],
-                           frameworks=["pytorch", "onnxruntime", "openvino:precision=fp32"],
-                           db=root / "results.db", cache_dir=root / "cache",
+                           frameworks=["pytorch", "onnxruntime", "openvino:precision=fp32",
+                                       "executorch"],
+                           db=root / "results.db", cache_dir=llama_15m_export.cache_dir,
                            overrides=overrides)
     return {(r.identity.framework, str(r.details.get(DetailKey.PRECISION))): r for r in results}
 
@@ -99,7 +101,8 @@ def test_the_tokenizer_is_trained_the_same_every_time() -> None:
 def test_int8_is_smaller_and_faithful_enough_and_says_how_far_it_parts(
         measured: dict[tuple[str, str], Result]) -> None:
     assert sorted(measured) == sorted([("pytorch", "fp32"), ("onnxruntime", "fp32"),
-                                       ("onnxruntime", "int8"), ("openvino", "fp32")])
+                                       ("onnxruntime", "int8"), ("openvino", "fp32"),
+                                       ("executorch", "fp32")])
     int8, fp32 = measured["onnxruntime", "int8"], measured["onnxruntime", "fp32"]
     assert int8.status is Status.OK, (int8.error, int8.stderr_tail)
     # int8 matrix products: well under half the fp32 file (the embedding stays fp32).

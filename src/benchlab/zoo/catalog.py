@@ -103,6 +103,10 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
     ExportFormat("decoder_onnx_int8", ("decoder_onnx_int8",),
                  (*_ONNX_PACKAGES, "onnxruntime", "transformers", "tokenizers"), default=False,
                  exporter_requires=("onnxruntime", "onnxruntime", "onnxruntime")),
+    # ExecuTorch's decoder program: its key/value cache inside, ExecuTorch's LLM kernels.
+    ExportFormat("decoder_pte", ("decoder_pte",), ("torch", "executorch", "transformers",
+                                                   "tokenizers"),
+                 default=False, exporter_requires=_EXECUTORCH),
     # llama.cpp's file, fp32 (written by the gguf package), then quantized by llama.cpp itself;
     # the second reuses the first's file, so it comes after it.
     ExportFormat("gguf", ("gguf",), ("torch", "transformers", "tokenizers", "gguf"),

@@ -29,6 +29,7 @@ __all__ = [
     "export_onnx",
     "export_decoder_onnx",
     "export_decoder_onnx_int8",
+    "export_decoder_pte",
     "export_gguf",
     "export_gguf_q8_0",
     "export_onnx_int8",
@@ -174,6 +175,14 @@ def export_decoder_onnx(ctx: ExportContext) -> dict[str, Path]:
 def export_decoder_onnx_int8(ctx: ExportContext) -> dict[str, Path]:
     """A text generator's decoder graph with int8 matrix products (:mod:`benchlab.zoo.generative`)."""
     from benchlab.zoo.generative import export_decoder_onnx_int8 as export
+
+    return export(ctx)
+
+
+def export_decoder_pte(ctx: ExportContext) -> dict[str, Path]:
+    """A text generator as an ExecuTorch program with its cache inside
+    (:mod:`benchlab.zoo.pte_decoder`)."""
+    from benchlab.zoo.pte_decoder import export_decoder_pte as export
 
     return export(ctx)
 

@@ -1,32 +1,59 @@
-"""The zoo's decoders as ExecuTorch programs that keep their key/value cache inside
-(``decoder_pte``, ``NAME.decoder.pte``): ExecuTorch's LLM path, as its own Llama export does it.
+"""The zoo's decoders as ExecuTorch programs that hold their key/value cache
+(``decoder_pte``, ``NAME.decoder.pte``): ExecuTorch's own LLM path.
 
-:class:`StaticCacheDecoder` is :class:`benchlab.zoo.archs.llama.KVDecoder`'s math over the same
-``transformers`` weights, with the cache held as **mutable buffers** of a fixed size (one key
-and one value buffer per layer, ``[1, kv_heads, max_len, head_dim]``; together the
-``[layers, 1, kv_heads, max_len, head_dim]`` cache) and written in place at the positions
-given. The program's one method::
+:class:`StaticCacheDecoder` computes what :class:`benchlab.zoo.archs.llama.KVDecoder` computes,
+over the same ``transformers`` weights, with the cache as **mutable buffers** of a fixed size:
+``k_cache_<layer>`` and ``v_cache_<layer>``, each ``[1, max_context_len, kv_heads, head_dim]``
+(together the ``[layers, 1, max_context_len, kv_heads, head_dim]`` cache), written in place.
+The program's method is::
 
-    forward(tokens [1, T] int64, input_pos [1] int64, logits_count [1] int64)
-        -> logits [1, logits_count, V] float32
+    forward(tokens [1, T] int64, input_pos [1] int64, logit_positions [K] int64)
+        -> logits [1, K, V] float32
 
-runs ``T`` new tokens at positions ``input_pos .. input_pos + T - 1`` (T dynamic, 1 to
-``max_len``), writes their keys and values into the buffers there, and returns the logits of
-the last ``logits_count`` positions: ``1`` in generation (as ExecuTorch's own LLM export,
-whose ``generate_full_logits`` is off by default: the output layer over every prompt
-position would be a fifth of a 128-token prefill here), ``T`` for the runner's accuracy
-check, which needs every position's logits. One method rather than a second one for every
-position: two methods of a program have separate planned memory in the Python runtime, so
-they could not share the cache.
+It runs ``T`` new tokens (``T`` dynamic, 1 to ``max_seq_len``) at positions ``input_pos ..
+input_pos + T - 1`` (at most ``max_context_len - 1``), writes their keys and values into the
+buffers there, and returns the logits of the new tokens that ``logit_positions`` names (``K``
+dynamic too). Generation asks for the last one only, ``[T - 1]``, as ExecuTorch's Llama export
+computes by default (its ``generate_full_logits`` is off): the output layer over all 128
+positions of a prompt would be a quarter of llama_15m's prefill work. The runner's accuracy
+check asks for ``0 .. T - 1``.
+That is one method rather than a second one for every position, because two methods of a
+program each have their own planned memory in the runtime, so they could not share the cache.
 
-Attention reads the cache up to ``input_pos + T`` only (a slice whose length is known at run
-time), so positions beyond it, stale ones from an earlier generation included, are never
-read: resetting is starting again at position 0, and nothing needs clearing. New token ``i``
-attends to every cached position and to the new tokens up to itself.
+Two sizes bound a program, as in ExecuTorch's Llama export: the cache's length,
+``max_context_len`` (:data:`MAX_CONTEXT_LEN`), and the most tokens one call takes,
+``max_seq_len`` (:data:`MAX_SEQ_LEN`), which sizes the planned memory of the activations and
+the logits; longer inputs are run in chunks (the backend does, as ExecuTorch's runner
+prefills). The program carries both, and the vocabulary's size, as constant methods
+(``get_max_context_len``, ``get_max_seq_len``, ``get_vocab_size``, ``use_kv_cache``), as
+ExecuTorch's Llama export writes them.
 
-The cache update is ``index_put`` on the buffer, which ExecuTorch's re-inplace pass turns into
-an in-place ``index_put_`` (``run_reinplace_pass``): each call writes the new positions only,
-with no copy of the cache. Everything else is lowered to XNNPACK where it takes it.
+The cache is updated and read by ExecuTorch's LLM kernels, as its Llama export does with
+``use_sdpa_with_kv_cache`` (``executorch.extension.llm.custom_ops``):
+
+* ``llama::update_cache(value, cache, start_pos)`` copies the new positions into the buffer in
+  place (nothing else of the cache is touched or copied);
+* ``llama::custom_sdpa(q, k_cache, v_cache, start_pos, None, 0, is_causal=True)`` attends new
+  token ``i`` to cache positions ``0 .. start_pos + i`` and reads no position beyond
+  ``start_pos + T``: entries past the current position (a longer, earlier generation's) are
+  never read, so starting a generation again is starting at position 0, with nothing to clear.
+  It takes grouped key/value heads as they are (no repeat).
+
+Both kernels' sequence axis is the cache's second one, hence ``[1, max_context_len, kv_heads,
+head_dim]`` rather than the ``[1, kv_heads, positions, head_dim]`` of the ONNX graph. XNNPACK
+takes the rest (projections, SwiGLU, the output layer) but for small operators left to the
+portable kernels: the RMSNorm means and the halves of the rotary positions.
+
+The standard operators alone do not do as well. The length of the cache slice to attend over
+is only known at run time (an unbacked size), and XNNPACK's partitioner refuses any tensor of
+such a size, which leaves attention to the portable kernels: llama_15m's decode at P=128 was
+1.25x slower that way (2 threads, the programs interleaved). Attending over the whole cache
+with a mask keeps the shapes static, but reads and copies all of it on every token: 1.9x
+slower.
+
+The runtime needs the kernels: ``libcustom_ops_aot_lib.so`` in the ``executorch`` wheel,
+which :mod:`benchlab.frameworks.executorch.generative` loads; ExecuTorch's ``llama_main``
+links them, its plain ``executor_runner`` does not.
 """
 
 from __future__ import annotations
@@ -39,12 +66,20 @@ from torch import nn
 
 from benchlab.zoo.exporters import ExportContext
 
-__all__ = ["MAX_LEN", "StaticCacheDecoder", "export_decoder_pte", "lower_decoder"]
+__all__ = ["MAX_CONTEXT_LEN", "MAX_SEQ_LEN", "METHOD", "StaticCacheDecoder",
+           "export_decoder_pte", "load_llm_ops", "lower_decoder", "metadata"]
 
-#: Positions the cache holds (prompt, depth and generated tokens together): every default
-#: workload (P + D + G up to 512 + 512 + 64) and the 512-token perplexity text fit, at half
-#: the zoo's ``max_positions`` (2048), so the cache is a quarter of its full size.
-MAX_LEN = 1024
+#: Positions the cache holds unless the model holds fewer: the zoo's decoders' own limit
+#: (``LlamaShape.max_positions``), as the ONNX graph's, so every workload another runtime runs
+#: fits (the docs' D + P + G = 512 + 512 + 64 included). Attention never reads past the
+#: position, so a long cache costs memory only: 30 MiB for llama_15m, 48 MiB for llama_100m.
+MAX_CONTEXT_LEN = 2048
+#: The most tokens one call takes: every default prompt (P up to 512) and the 512-token
+#: perplexity text in one call. It sizes the planned memory (llama_15m's logits alone are 16 MiB
+#: at 512 positions), which the runtime allocates whole at load.
+MAX_SEQ_LEN = 512
+#: The program's method.
+METHOD = "forward"
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -53,23 +88,25 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 
 class StaticCacheDecoder(nn.Module):
-    """``(tokens [1, T], input_pos [1], logits_count [1]) → logits [1, logits_count, V]``,
-    the key/value cache in mutable buffers ``k_cache_<layer>``/``v_cache_<layer>``.
+    """``(tokens [1, T], input_pos [1], logit_positions [K]) → logits [1, K, V]``, the key/value
+    cache in mutable buffers ``k_cache_<layer>``/``v_cache_<layer>`` (module docstring).
 
     Built from a :class:`~benchlab.zoo.archs.llama.KVDecoder` (whose ``inner`` is the
-    ``transformers`` ``LlamaModel``); computes what it computes, token for token.
+    ``transformers`` ``LlamaModel``); the same computation, position for position. Running or
+    exporting it needs ExecuTorch's LLM operators registered (:func:`load_llm_ops`).
     """
 
-    def __init__(self, decoder: nn.Module, max_len: int = MAX_LEN, sliced: bool = True) -> None:
+    def __init__(self, decoder: nn.Module, max_context_len: int = MAX_CONTEXT_LEN,
+                 max_seq_len: int = MAX_SEQ_LEN) -> None:
         super().__init__()
-        self.sliced = sliced
         shape = decoder.shape
         self.shape = shape
-        self.max_len = int(max_len)
+        self.max_context_len = min(int(max_context_len), shape.max_positions)
+        self.max_seq_len = min(int(max_seq_len), self.max_context_len)
         self.inner = decoder.inner
         self.lm_head = decoder.lm_head
         self.register_buffer("inv_freq", decoder.inv_freq.clone(), persistent=False)
-        cache = (1, shape.kv_heads, self.max_len, shape.head_dim)
+        cache = (1, self.max_context_len, shape.kv_heads, shape.head_dim)
         for index in range(shape.layers):
             self.register_buffer(f"k_cache_{index}", torch.zeros(cache), persistent=False)
             self.register_buffer(f"v_cache_{index}", torch.zeros(cache), persistent=False)
@@ -82,84 +119,83 @@ class StaticCacheDecoder(nn.Module):
                 logit_positions: torch.Tensor) -> torch.Tensor:
         shape = self.shape
         new = tokens.shape[1]
-        positions = torch.arange(new, dtype=torch.int64) + input_pos
-        angles = positions.to(torch.float32)[:, None] * self.inv_freq[None, :]
+        start = input_pos[0].item()
+        torch._check_is_size(start)
+        torch._check(start + new <= self.max_context_len)
+        positions = (torch.arange(new, dtype=torch.int64) + input_pos).to(torch.float32)
+        angles = positions[:, None] * self.inv_freq[None, :]
         angles = torch.cat((angles, angles), dim=-1)
-        cos, sin = angles.cos()[None, None], angles.sin()[None, None]
-        if self.sliced:
-            start = input_pos[0].item()
-            torch._check(start >= 0)
-            torch._check(start + new <= self.max_len)
-            end = start + new
-            allowed = torch.arange(end)[None, :] <= positions[:, None]
-        else:
-            end = self.max_len
-            allowed = torch.arange(self.max_len)[None, :] <= positions[:, None]
-        mask = torch.zeros(allowed.shape).masked_fill(~allowed, float("-inf"))
-        groups = shape.heads // shape.kv_heads
+        # [1, T, 1, head_dim]: q and k stay [1, T, heads, head_dim], the kernels' layout.
+        cos, sin = angles.cos()[None, :, None], angles.sin()[None, :, None]
         hidden = self.inner.embed_tokens(tokens)
         for index, layer in enumerate(self.inner.layers):
             attn = layer.self_attn
             x = self._norm(hidden, layer.input_layernorm.weight)
-            q = attn.q_proj(x).view(1, new, shape.heads, shape.head_dim).transpose(1, 2)
-            k = attn.k_proj(x).view(1, new, shape.kv_heads, shape.head_dim).transpose(1, 2)
-            v = attn.v_proj(x).view(1, new, shape.kv_heads, shape.head_dim).transpose(1, 2)
+            q = attn.q_proj(x).view(1, new, shape.heads, shape.head_dim)
+            k = attn.k_proj(x).view(1, new, shape.kv_heads, shape.head_dim)
+            v = attn.v_proj(x).view(1, new, shape.kv_heads, shape.head_dim)
             q = q * cos + _rotate_half(q) * sin
             k = k * cos + _rotate_half(k) * sin
-            key_cache: torch.Tensor = getattr(self, f"k_cache_{index}")
-            value_cache: torch.Tensor = getattr(self, f"v_cache_{index}")
-            # index_put_ called as such: ``cache[:, :, positions] = k`` would strip k's leading
-            # 1 (torch's setitem does), and ExecuTorch's in-place index_put_ kernel needs the
-            # values' shape to match the indexed slice exactly.
-            torch.ops.aten.index_put_.default(key_cache, [None, None, positions], k)
-            torch.ops.aten.index_put_.default(value_cache, [None, None, positions], v)
-            k = key_cache[:, :, :end] if self.sliced else key_cache
-            v = value_cache[:, :, :end] if self.sliced else value_cache
-            if groups > 1:
-                k = k.repeat_interleave(groups, dim=1)
-                v = v.repeat_interleave(groups, dim=1)
-            scores = q @ k.transpose(-1, -2) / shape.head_dim**0.5 + mask
-            context = torch.softmax(scores, dim=-1) @ v
-            context = context.transpose(1, 2).reshape(1, new, shape.dim)
-            hidden = hidden + attn.o_proj(context)
+            key_cache = getattr(self, f"k_cache_{index}")
+            value_cache = getattr(self, f"v_cache_{index}")
+            torch.ops.llama.update_cache(k, key_cache, start)
+            torch.ops.llama.update_cache(v, value_cache, start)
+            context = torch.ops.llama.custom_sdpa(q, key_cache, value_cache, start, None, 0,
+                                                  True)
+            hidden = hidden + attn.o_proj(context.reshape(1, new, shape.dim))
             x = self._norm(hidden, layer.post_attention_layernorm.weight)
             mlp = layer.mlp
             hidden = hidden + mlp.down_proj(nn.functional.silu(mlp.gate_proj(x)) * mlp.up_proj(x))
         hidden = hidden.index_select(1, logit_positions)
-        hidden = self._norm(hidden, self.inner.norm.weight)
-        return self.lm_head(hidden)
+        return self.lm_head(self._norm(hidden, self.inner.norm.weight))
 
 
-def _example(max_len: int) -> tuple[torch.Tensor, ...]:
-    """Example inputs: 5 tokens after 3 cached ones, every position's logits (no size 0 or 1,
-    which ``torch.export`` would specialise on)."""
-    del max_len
+def load_llm_ops() -> None:
+    """Register ExecuTorch's LLM operators (``llama::update_cache``, ``llama::custom_sdpa``)
+    with torch: their eager kernels and their shapes for export."""
+    from executorch.extension.llm.custom_ops import custom_ops  # noqa: F401
+
+
+def _example() -> tuple[torch.Tensor, ...]:
+    """Example inputs: 5 tokens after 3 cached ones, the logits of 2 of them (no size 0 or 1,
+    on which ``torch.export`` would specialise, and T differs from K)."""
     return (torch.tensor([[5, 6, 7, 8, 9]], dtype=torch.int64), torch.tensor([3]),
             torch.tensor([2, 4]))
 
 
+def metadata(module: StaticCacheDecoder) -> dict[str, Any]:
+    """The program's constant methods (the names ExecuTorch's Llama export gives them)."""
+    return {"get_max_context_len": module.max_context_len, "get_max_seq_len": module.max_seq_len,
+            "get_vocab_size": module.shape.vocab, "get_n_layers": module.shape.layers,
+            "use_kv_cache": True, "enable_dynamic_shape": True}
+
+
 def lower_decoder(module: StaticCacheDecoder) -> Any:
-    """``torch.export`` (T dynamic), XNNPACK lowering, ExecuTorch program (its ``buffer``)."""
+    """``torch.export`` (T and K dynamic), XNNPACK lowering, the ExecuTorch program."""
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
     from executorch.exir.passes import MemoryPlanningPass
 
-    tokens = torch.export.Dim("tokens", min=1, max=module.max_len)
+    load_llm_ops()
+    tokens = torch.export.Dim("tokens", min=1, max=module.max_seq_len)
+    logits = torch.export.Dim("logits", min=1, max=module.max_seq_len)
     with torch.no_grad():
         program = torch.export.export(
-            module, _example(module.max_len),
+            module, _example(),
             dynamic_shapes={"tokens": {1: tokens}, "input_pos": None,
-                            "logit_positions": {0: torch.export.Dim("logits", min=1, max=module.max_len)}})
-    lowered = to_edge_transform_and_lower(program, partitioner=[XnnpackPartitioner()])
+                            "logit_positions": {0: logits}})
+    lowered = to_edge_transform_and_lower(program, partitioner=[XnnpackPartitioner()],
+                                          constant_methods=metadata(module))
+    # The inputs are the caller's tensors, not copied into planned memory (as ExecuTorch's
+    # Llama export).
     return lowered.to_executorch(ExecutorchBackendConfig(
-        run_reinplace_pass=True,
         memory_planning_pass=MemoryPlanningPass(alloc_graph_input=False)))
 
 
 def export_decoder_pte(ctx: ExportContext) -> dict[str, Path]:
-    """The decoder as an ExecuTorch program with its cache inside (``NAME.decoder.pte``)."""
+    """The decoder as an ExecuTorch program holding its cache (``NAME.decoder.pte``)."""
     decoder = ctx.torch_module()
-    module = StaticCacheDecoder(decoder, min(MAX_LEN, decoder.shape.max_positions)).eval()
+    module = StaticCacheDecoder(decoder).eval()
     target = ctx.path(".decoder.pte")
     target.write_bytes(lower_decoder(module).buffer)
     return {"decoder_pte": target}

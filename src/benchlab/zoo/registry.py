@@ -63,8 +63,9 @@ def _decoder(name: str, description: str) -> ZooModel:
         task=GENERATION_TASK,
         input_shapes=(),
         entry=f"{_ARCHS}.llama:{name}",
-        sources=(f"{_ARCHS}.llama", "benchlab.zoo.generative", "benchlab.zoo.gguf_export"),
-        formats=("decoder_onnx", "decoder_onnx_int8", "gguf", "gguf_q8_0"),
+        sources=(f"{_ARCHS}.llama", "benchlab.zoo.generative", "benchlab.zoo.gguf_export",
+                 "benchlab.zoo.pte_decoder"),
+        formats=("decoder_onnx", "decoder_onnx_int8", "decoder_pte", "gguf", "gguf_q8_0"),
         requires=("transformers", "tokenizers"),
         tags=("text", "generative"),
     )

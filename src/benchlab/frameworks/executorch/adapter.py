@@ -120,6 +120,10 @@ class ExecuTorchFramework(RunnerFramework):
     requires = ("executorch", "executorch", "executorch")
     native_tool = "executor_runner"
     native_parser = staticmethod(parse_executor_runner)
+    # Text generators: the zoo's decoder program, its key/value cache inside (docs/generative.md).
+    generative_backend = "benchlab.frameworks.executorch.generative:ExecuTorchDecoder"
+    generative_file = "decoder_pte"
+    generative_options = frozenset({"threads"})
 
     def defaults(self, model: ModelDef) -> list[FrameworkConfig] | Unsupported:
         """One configuration per zoo ``.pte`` file present (else ``{}``)."""
@@ -136,6 +140,8 @@ class ExecuTorchFramework(RunnerFramework):
 
     def invocations(self, ctx: JobContext) -> list[Invocation]:
         """One runner process per repetition, told the delegate/precision of its file."""
+        if ctx.test.generate is not None:
+            return [self.generative_invocation(ctx)]
         options = ctx.config.options
         key, why = select_pte_file(ctx.spec.model, options)
         if key is None:
