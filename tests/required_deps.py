@@ -1,10 +1,10 @@
 """A pytest plugin: a test that needs PostgreSQL or the browser may not skip unnoticed.
 
-The lab's tests skip where PostgreSQL's server binaries are missing, and the browser tests
-where Chromium or Playwright is: right on a laptop, but a CI run that skips them all still
+The lab's tests skip where PostgreSQL's server binaries are missing, the browser tests where
+Chromium or Playwright is, and llama.cpp's where ``llama-cpp-python`` (compiled at install) is: right on a laptop, but a CI run that skips them all still
 ends green having tested none of the lab. So by default the run fails when such a test
 skipped, and its summary names the missing dependency and each distinct reason;
-``--allow-skip=postgres,browser`` (either name alone too) lets a developer run the rest on
+``--allow-skip=postgres,browser,llamacpp`` (any name alone too) lets a developer run the rest on
 purpose without them.
 
 A test needs a dependency when it carries the dependency's marker, or uses its fixture: a
@@ -23,9 +23,12 @@ REQUIRED = {
     "postgres": "PostgreSQL's server binaries, initdb and pg_ctl (Debian: apt-get install "
                 "postgresql)",
     "browser": "headless Chromium driven by Playwright (Debian: apt-get install chromium)",
+    "llamacpp": "llama-cpp-python, which README's test command compiles (pip install "
+                "'benchlab[llamacpp]')",
 }
 """Each dependency a test may not skip for: marker name → what to install."""
 
+# The fixture that reaches each dependency (llama.cpp has none: its tests carry the marker).
 _FIXTURES = {"postgres": "pg_server", "browser": "browser"}
 
 _ALLOWED = pytest.StashKey[frozenset[str]]()
@@ -53,7 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def _needs(item: pytest.Item) -> list[str]:
     fixtures = set(getattr(item, "fixturenames", ()))
     return [name for name in REQUIRED
-            if item.get_closest_marker(name) is not None or _FIXTURES[name] in fixtures]
+            if item.get_closest_marker(name) is not None or _FIXTURES.get(name) in fixtures]
 
 
 def _reason(report: pytest.TestReport) -> str:

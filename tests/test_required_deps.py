@@ -40,13 +40,18 @@ def test_expected_to_fail():
 @pytest.mark.postgres
 def test_runs_with_postgres():
     pass
+
+@pytest.mark.llamacpp
+def test_needs_llama_cpp():
+    pytest.importorskip("a_module_that_is_not_there")
 """
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     (tmp_path / "pytest.ini").write_text(
-        "[pytest]\nmarkers =\n    postgres: needs PostgreSQL\n    browser: needs Chromium\n")
+        "[pytest]\nmarkers =\n    postgres: needs PostgreSQL\n    browser: needs Chromium\n"
+        "    llamacpp: needs llama-cpp-python\n")
     (tmp_path / "conftest.py").write_text('pytest_plugins = ["required_deps"]\n')
     (tmp_path / "test_generated.py").write_text(_TESTS)
     return tmp_path
@@ -73,28 +78,30 @@ def test_a_skip_for_a_required_dependency_fails_the_run_naming_it(project: Path)
             "(test_generated.py::test_reaches_postgres_through_its_fixture)") in out
     assert "browser: 1 test(s) skipped; they need headless Chromium" in out
     assert "Chromium is not installed (test_generated.py::test_needs_the_browser)" in out
-    assert "--allow-skip=browser,postgres" in out
+    assert "llamacpp: 1 test(s) skipped; they need llama-cpp-python" in out
+    assert "--allow-skip=browser,llamacpp,postgres" in out
     section = out.split("tests skipped for a missing dependency")[1]
     # A skip of its own and an expected failure are not a missing dependency.
     assert "not on this platform" not in section and "a known bug" not in section
 
 
 def test_allow_skip_lets_the_named_dependencies_skip(project: Path) -> None:
-    done = _pytest(project, "--allow-skip=postgres,browser")
+    done = _pytest(project, "--allow-skip=postgres,browser,llamacpp")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "missing dependency" not in done.stdout
 
-    done = _pytest(project, "--allow-skip", "postgres")
+    done = _pytest(project, "--allow-skip", "postgres", "--allow-skip", "llamacpp")
     assert done.returncode == 1, done.stdout + done.stderr
     section = done.stdout.split("tests skipped for a missing dependency")[1]
     assert "browser: 1 test(s) skipped" in section and "postgres:" not in section
+    assert "llamacpp:" not in section
     assert "--allow-skip=browser" in section
 
 
 def test_allow_skip_refuses_an_unknown_name(project: Path) -> None:
     done = _pytest(project, "--allow-skip=gpu")
     assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout + done.stderr
-    assert "--allow-skip: unknown dependency gpu; known: postgres, browser" in done.stderr
+    assert "--allow-skip: unknown dependency gpu; known: postgres, browser, llamacpp" in done.stderr
 
 
 def test_a_failing_run_keeps_its_own_exit_status(project: Path) -> None:

@@ -292,6 +292,7 @@ def reference(exported: Exported) -> Any:
     return load_generative_reference(str(exported.reference))
 
 
+@pytest.mark.llamacpp
 def test_prefill_logits_match_the_transformers_reference(decoder: Any, reference: Any) -> None:
     decoder.reset()
     every = decoder.forward(reference.prompt, all_logits=True)
@@ -304,6 +305,7 @@ def test_prefill_logits_match_the_transformers_reference(decoder: Any, reference
     np.testing.assert_allclose(last, every[-1], rtol=0, atol=1e-4)
 
 
+@pytest.mark.llamacpp
 def test_an_f32_cache_is_closer_still(exported: Exported, reference: Any) -> None:
     backend = _decoder(exported, cache_type="f32")
     try:
@@ -314,11 +316,13 @@ def test_an_f32_cache_is_closer_still(exported: Exported, reference: Any) -> Non
         backend.close()
 
 
+@pytest.mark.llamacpp
 def test_greedy_tokens_are_the_references(decoder: Any, reference: Any) -> None:
     tokens, _ = greedy(decoder, reference.prompt, 32)
     assert tokens == reference.tokens[:32].tolist()
 
 
+@pytest.mark.llamacpp
 def test_reset_empties_the_cache(decoder: Any, reference: Any) -> None:
     first, first_logits = greedy(decoder, reference.prompt, 16)
     second, second_logits = greedy(decoder, reference.prompt, 16)
@@ -329,6 +333,7 @@ def test_reset_empties_the_cache(decoder: Any, reference: Any) -> None:
     assert not np.allclose(after, first_logits[0], atol=1e-2)
 
 
+@pytest.mark.llamacpp
 def test_a_prompt_longer_than_a_batch_is_decoded_in_batches(exported: Exported,
                                                            decoder: Any) -> None:
     small = _decoder(exported, n_batch=8)
@@ -345,6 +350,7 @@ def test_a_prompt_longer_than_a_batch_is_decoded_in_batches(exported: Exported,
         small.close()
 
 
+@pytest.mark.llamacpp
 def test_llama_cpp_tokenizes_as_the_trained_tokenizer(exported: Exported) -> None:
     llama_cpp = pytest.importorskip("llama_cpp")
     from tokenizers import Tokenizer
@@ -361,6 +367,7 @@ def test_llama_cpp_tokenizes_as_the_trained_tokenizer(exported: Exported) -> Non
         vocab.close()
 
 
+@pytest.mark.llamacpp
 def test_the_backend_reports_what_it_ran(decoder: Any) -> None:
     import llama_cpp
 
@@ -372,6 +379,7 @@ def test_the_backend_reports_what_it_ran(decoder: Any) -> None:
     assert decoder.vocab_size() == 8192
 
 
+@pytest.mark.llamacpp
 @pytest.mark.slow
 def test_the_runner_measures_llama_cpp_generations(exported: Exported) -> None:
     pytest.importorskip("llama_cpp")
@@ -401,6 +409,7 @@ def q8_0(exported: Exported) -> Path:
     return export_gguf_q8_0(exported.ctx)["gguf_q8_0"]
 
 
+@pytest.mark.llamacpp
 def test_llama_cpp_quantizes_the_file_to_q8_0(exported: Exported, q8_0: Path,
                                                reference: Any) -> None:
     import gguf
@@ -420,6 +429,7 @@ def test_llama_cpp_quantizes_the_file_to_q8_0(exported: Exported, q8_0: Path,
         backend.close()
 
 
+@pytest.mark.llamacpp
 @pytest.mark.slow
 def test_the_adapters_runner_command_loads_neither_the_harness_nor_torch(
         exported: Exported, tmp_path: Path) -> None:
@@ -450,6 +460,7 @@ def test_the_adapters_runner_command_loads_neither_the_harness_nor_torch(
     assert parsed.details[DetailKey.PRECISION] == "fp32"
 
 
+@pytest.mark.llamacpp
 @pytest.mark.slow
 def test_benchlab_runs_llama_15m_on_llama_cpp(tmp_path: Path, llama_15m_export: Any) -> None:
     """The whole path: the zoo exports the GGUF files, the harness runs llamacpp's runner on

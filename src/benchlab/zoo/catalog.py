@@ -113,7 +113,7 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
                  default=False, exporter_requires=("gguf", "gguf", "generative")),
     ExportFormat("gguf_q8_0", ("gguf_q8_0",),
                  ("torch", "transformers", "tokenizers", "gguf", "llama-cpp-python"),
-                 default=False, exporter_requires=("llama_cpp", "llama-cpp-python", "")),
+                 default=False, exporter_requires=("llama_cpp", "llama-cpp-python", "llamacpp")),
 )}
 #: The PyTorch fp32 outputs every export writes beside its files (2: eight input sets).
 REFERENCE = ExportFormat("reference", ("reference",), ("torch", "numpy"), revision="2")

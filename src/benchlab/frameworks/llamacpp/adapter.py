@@ -28,7 +28,7 @@ class LlamaCppFramework(RunnerFramework):
     ``f32`` or ``q8_0``), ``n_ctx`` (the context; by default what the test needs)."""
 
     name = "llamacpp"
-    requires = ("llama_cpp", "llama-cpp-python", "")
+    requires = ("llama_cpp", "llama-cpp-python", "llamacpp")
     generative_backend = "benchlab.frameworks.llamacpp.generative:LlamaCppDecoder"
     generative_file = GGUF_FILES["fp32"]
     generative_precisions = GGUF_FILES
