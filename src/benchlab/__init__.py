@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from benchlab.model_outputs import ModelOutputs, outputs
     from benchlab.zoo import export_models
     from benchlab.results import Results
+    from benchlab.scenario import Scenario
     from benchlab.schema import SCHEMA_VERSION, JobIdentity, Result, Sample, Status, Summary
     from benchlab.spec import load_spec, load_suite
     from benchlab.stats import summarize
@@ -54,6 +55,7 @@ __all__ = [
     "Results",
     "SCHEMA_VERSION",
     "Sample",
+    "Scenario",
     "SpecError",
     "SshTarget",
     "Status",
@@ -87,6 +89,7 @@ _HOMES = {
     "Result": "benchlab.schema",
     "Results": "benchlab.results",
     "Sample": "benchlab.schema",
+    "Scenario": "benchlab.scenario",
     "SpecError": "benchlab.errors",
     "Status": "benchlab.schema",
     "Summary": "benchlab.schema",

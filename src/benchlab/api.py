@@ -34,6 +34,7 @@ from benchlab.tracking.tracker import (
 )
 from benchlab.tracking.tracker import fingerprint as track_fingerprint
 from benchlab.generation import Generation
+from benchlab.scenario import Scenario
 from benchlab.zoo import DEFAULT_MODELS, ExportSession, resolve_model_names, spec_of
 
 if TYPE_CHECKING:  # rich is the reporters' business; the API only passes a console through
@@ -95,7 +96,8 @@ def _staged(
 
     def plan_of(batch: list[BenchmarkSpec]) -> Plan:
         return across_devices([plan(batch, target, frameworks=configs or None,
-                                    overrides=sweep.overrides, device=device)
+                                    overrides=sweep.overrides, device=device,
+                                    scenario=sweep.scenario)
                                for target, device in zip(targets, devices, strict=True)])
 
     with ExportSession(names, cache, progress=progress) as session:
@@ -192,6 +194,7 @@ def run(
     on_result: Callable[[Result], None] | None = None,
     order: str = "rounds",
     generations: Sequence[Generation] = (),
+    scenario: Scenario | None = None,
 ) -> Results:
     """Run a sweep and return its :class:`Results`; every result is also in the store.
 
@@ -217,6 +220,8 @@ def run(
     processes back to back); see :func:`benchlab.harness.execute`.
     ``generations`` are the workloads the zoo's text generators run, one test each
     (:func:`benchlab.generation.generation_grid` makes a grid; default P = 128, G = 64, D = 0).
+    ``scenario`` runs every forward-pass test under a load scenario with MLPerf LoadGen
+    (:class:`benchlab.scenario.Scenario`, docs/scenarios.md) instead of benchlab's loop.
     """
     if order not in ("rounds", "jobs"):
         raise UsageError(f"order must be 'rounds' or 'jobs', not {order!r}")
@@ -225,7 +230,8 @@ def run(
     sweep = _as_sweep(specs, models=models, frameworks=frameworks, target=target,
                       exclude_targets=exclude_targets, overrides=overrides,
                       string_map=string_map, time_budget=time_budget, cache_dir=cache_dir,
-                      root_model_dir=root_model_dir, generations=generations)
+                      root_model_dir=root_model_dir, generations=generations,
+                      scenario=scenario)
     announce, bar, downloads = None, None, None
     if progress:
         # rich only when something is shown: the API itself stays free of it.

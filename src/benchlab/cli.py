@@ -15,6 +15,7 @@ import typer
 from rich.markup import escape
 
 from benchlab.cli_lab import lab_app
+from benchlab.cli_workloads import generations_from_options, scenario_from_options
 from benchlab.cli_zoo import zoo_app
 from benchlab.errors import BenchlabError, UsageError
 from benchlab.cli_output import console, err_console
@@ -74,25 +75,6 @@ def split_frameworks(values: list[str]) -> list[str]:
     return out
 
 
-def _generations(prompt_tokens: str | None, new_tokens: int | None,
-                 depth: str | None) -> tuple[Any, ...]:
-    """The workloads ``--prompt-tokens``, ``--new-tokens`` and ``--depth`` ask for."""
-    from benchlab.generation import generation_grid
-
-    def numbers(text: str | None, option: str) -> tuple[int, ...]:
-        try:
-            return tuple(int(t) for t in (text or "").split(",") if t.strip())
-        except ValueError:
-            raise UsageError(f"{option} takes whole numbers, comma-separated: {text!r}") \
-                from None
-
-    try:
-        return generation_grid(numbers(prompt_tokens, "--prompt-tokens"), new_tokens,
-                               numbers(depth, "--depth"))
-    except ValueError as why:
-        raise UsageError(str(why)) from None
-
-
 @app.command()
 def run(
     specs: Annotated[list[Path], typer.Argument(help="Spec or suite files (JSON/YAML).")] = [],  # noqa: B006
@@ -125,6 +107,14 @@ def run(
     prompt_tokens: Annotated[Optional[str], typer.Option(help="Text generators: prompt lengths in tokens, comma-separated (one test each; default 128).")] = None,  # noqa: UP007,E501
     new_tokens: Annotated[Optional[int], typer.Option(help="Text generators: tokens generated per generation (default 64).")] = None,  # noqa: UP007,E501
     depth: Annotated[Optional[str], typer.Option(help="Text generators: KV cache depths filled before the prompt, comma-separated (default 0).")] = None,  # noqa: UP007,E501
+    scenario: Annotated[Optional[str], typer.Option(help="Run under an MLPerf LoadGen load scenario: single_stream, multi_stream, server, offline (docs/scenarios.md).")] = None,  # noqa: UP007,E501
+    latency_bound: Annotated[Optional[str], typer.Option(help="Server scenario: the p99 latency bound, e.g. 15ms; without --target-qps the highest QPS meeting it is searched.")] = None,  # noqa: UP007,E501
+    target_qps: Annotated[Optional[float], typer.Option(help="Server: the arrival rate to run at; offline: the expected throughput.")] = None,  # noqa: UP007,E501
+    duration: Annotated[Optional[float], typer.Option(help="Load scenarios: seconds each LoadGen run lasts at least (default 5).")] = None,  # noqa: UP007,E501
+    query_count: Annotated[Optional[int], typer.Option(help="Load scenarios: queries each run issues at least (default: what early stopping needs).")] = None,  # noqa: UP007,E501
+    samples_per_query: Annotated[Optional[int], typer.Option(help="Multi-stream: samples per query (default 8).")] = None,  # noqa: UP007,E501
+    mlperf_durations: Annotated[bool, typer.Option("--mlperf-durations", help="Load scenarios: LoadGen's official minimum duration (600 s) and query counts.")] = False,  # noqa: E501
+    scenario_accuracy: Annotated[bool, typer.Option("--scenario-accuracy", help="Load scenarios: LoadGen's accuracy mode, every sample once, its logged outputs checked against the reference.")] = False,  # noqa: E501
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the planned jobs and exit.")] = False,  # noqa: E501
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     warnings: Annotated[bool, typer.Option("--warnings", help="Print every cell's noise warnings in full (one summary line is always printed).")] = False,  # noqa: E501
@@ -160,7 +150,9 @@ def run(
         exclude_targets=exclude_target, overrides=overrides,
         string_map=parse_string_map(string_map) if string_map else None,
         time_budget=time_budget, root_model_dir=root_model_dir, cache_dir=cache_dir,
-        generations=_generations(prompt_tokens, new_tokens, depth),
+        generations=generations_from_options(prompt_tokens, new_tokens, depth),
+        scenario=scenario_from_options(scenario, latency_bound, target_qps, duration, query_count,
+                           samples_per_query, mlperf_durations, scenario_accuracy),
     )
     if dry_run:
         console.print_json(describe_plan(plan_sweep(sweep)))
@@ -220,11 +212,12 @@ def _print_results(results: list[Any], title: str, *, warnings: bool = True) -> 
     )
 
     from benchlab.report.generation import generation_table
+    from benchlab.report.scenario import scenario_table
 
     console.print(results_table(results, title=title))
-    generation = generation_table(results)
-    if generation is not None:
-        console.print(generation)
+    for table in (generation_table(results), scenario_table(results)):
+        if table is not None:
+            console.print(table)
     spread = device_spread_table(results)
     if spread is not None:
         console.print(spread)

@@ -25,6 +25,7 @@ from benchlab.frameworks.base import NATIVE_BINARY, Framework, Unsupported
 from benchlab.jobrun import Job, JobMeasurement, run_job
 from benchlab.plugins import FRAMEWORK_GROUP, available_names, load_framework
 from benchlab.schema import EnvKey, JobIdentity, Result
+from benchlab.scenario import Scenario
 from benchlab.settings import check_settings
 from benchlab.store import ResultStore, RunRecord
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
@@ -203,8 +204,12 @@ def plan(
     frameworks: Sequence[FrameworkConfig] | None = None,
     overrides: TestOverrides | None = None,
     device: str | None = None,
+    scenario: Scenario | None = None,
 ) -> Plan:
     """Expand specs into jobs for ``target``; explicit ``frameworks`` override the specs'.
+
+    ``scenario`` replaces every forward-pass test's own; a generative test cannot take one
+    and is skipped, saying so.
 
     ``device`` is the target's hostname when the caller read it already (describing a remote
     target is a round trip, and a staged sweep plans several times)."""
@@ -236,8 +241,16 @@ def plan(
             if isinstance(configs, Unsupported):
                 skipped.append(Skipped(label, configs.reason))
                 continue
+            tests = spec.tests
+            if scenario is not None:
+                generative = [t for t in tests if t.generate is not None]
+                if generative:
+                    skipped.append(Skipped(label, f"{len(generative)} generative test(s) "
+                                           "run no load scenario (it times forward passes)"))
+                tests = tuple(replace(t, scenario=scenario) for t in tests
+                              if t.generate is None)
             for config in configs:
-                for test in spec.tests:
+                for test in tests:
                     identity = JobIdentity(
                         spec=str(spec.path),
                         model_name=spec.model.name,

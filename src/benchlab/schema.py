@@ -163,6 +163,22 @@ class Metric(StrEnum):
     #: perplexity of the reference text under the model (exp of the mean next-token cross
     #: entropy): equal across runtimes that compute the same model
     PERPLEXITY = "perplexity"
+    # Load scenarios (MLPerf LoadGen; docs/scenarios.md has each definition)
+    #: ms, the scenario's percentile latency as LoadGen computes it: the 90th of single-stream
+    #: queries, the 99th of multi-stream queries (all their samples done), the 99th of server
+    #: queries (arrival to completion, queueing included)
+    SCENARIO_LATENCY = "scenario_latency"
+    #: ms, LoadGen's early-stopping estimate of that percentile: a bound that holds at 99%
+    #: confidence for the number of queries run (absent where it cannot make one)
+    EARLY_STOPPING_LATENCY = "early_stopping_latency"
+    #: samples/s LoadGen completed (offline: the scenario's result)
+    THROUGHPUT = "throughput"
+    #: queries/s of a server run: the highest rate whose p99 met the latency bound (searched),
+    #: or the rate asked for
+    SERVER_QPS = "server_qps"
+    #: 1 when LoadGen judged the run valid (durations, query counts, early stopping, the
+    #: bound), else 0; the details say why not
+    SCENARIO_VALID = "scenario_valid"
 
     @property
     def key(self) -> str:
@@ -190,6 +206,11 @@ class DetailKey(StrEnum):
     INPUTS = "inputs"  #: mapping, input name -> [shape, dtype]
     #: mapping, a generative test's workload: prompt_tokens, new_tokens, depth, compare_tokens
     GENERATION = "generation"
+    #: mapping, a load scenario's settings, LoadGen's verdict (valid, why_invalid, early
+    #: stopping) and each LoadGen run's figures (a server search has several)
+    SCENARIO = "scenario"
+    LOADGEN_SUMMARY = "loadgen_summary"  #: str, LoadGen's mlperf_log_summary.txt of the run
+    LOADGEN_DETAIL = "loadgen_detail"  #: str, LoadGen's mlperf_log_detail.txt of the run
     REQUESTS_PER_CALL = "requests_per_call"  #: int, inferences per timed call (batching runtimes)
     OP_PROFILE_UNAVAILABLE = "op_profile_unavailable"  #: str, why no per-operator times
     MEASURE_WINDOW = "measure_window"  #: [start, end] of the timed loop, on the runner's clock

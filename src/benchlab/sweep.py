@@ -19,6 +19,7 @@ from typing import Any
 
 from benchlab.generation import Generation
 from benchlab.harness import TestOverrides
+from benchlab.scenario import Scenario
 from benchlab.plugins import FRAMEWORK_GROUP, available_names, parse_plugin_text
 from benchlab.spec.types import FrameworkConfig
 from benchlab.targets.base import Target
@@ -77,6 +78,8 @@ class Sweep:
     cache_dir: Path | None = None
     #: The workloads the zoo's text generators run (one test each; empty: their default).
     generations: tuple[Generation, ...] = ()
+    #: The load scenario every forward-pass test runs under (``None``: the specs' own).
+    scenario: Scenario | None = None
 
     @classmethod
     def of(
@@ -93,6 +96,7 @@ class Sweep:
         root_model_dir: Path | None = None,
         cache_dir: Path | None = None,
         generations: Sequence[Generation] = (),
+        scenario: Scenario | None = None,
     ) -> Sweep:
         """A sweep from the arguments ``benchlab.run`` takes (see there for each)."""
         paths = [specs] if isinstance(specs, (str, Path)) else list(specs or ())
@@ -103,6 +107,7 @@ class Sweep:
             exclude_targets=tuple(exclude_targets), overrides=overrides,
             string_map=MappingProxyType(dict(string_map or {})), time_budget=time_budget,
             root_model_dir=root_model_dir, cache_dir=cache_dir, generations=tuple(generations),
+            scenario=scenario,
         )
 
     @property
@@ -114,9 +119,11 @@ class Sweep:
         """The canonical JSON of what names the sweep beside its models (``where``: the
         devices it runs on): framework configurations with sorted options, the overrides, the
         devices. Equal sweeps give equal lines whatever order options or keys came in."""
-        # Generations join the line only when asked for, so every other sweep keeps its name.
-        more = {"generations": [g.to_wire() for g in self.generations]} if self.generations \
-            else {}
+        # Generations and a scenario join the line only when asked for, so every other sweep keeps its name.
+        more: dict[str, Any] = {"generations": [g.to_wire() for g in self.generations]} \
+            if self.generations else {}
+        if self.scenario is not None:
+            more["scenario"] = self.scenario.to_wire()
         return json.dumps({
             **more,
             "v": FINGERPRINT_VERSION,

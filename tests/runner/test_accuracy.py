@@ -114,14 +114,14 @@ def test_to_arrays_flattens_nested_values() -> None:
 
 
 def test_several_input_sets_round_trip_and_stack_into_rows(tmp_path: Path) -> None:
-    from benchlab.runner.loop import _stack
+    from benchlab.runner.accuracy import stack_sets
 
     path = tmp_path / "ref.npz"
     sets = [({"x": np.full((1, 4), float(k))}, [np.eye(1, 6, k)]) for k in range(3)]
     save_reference(path, sets[0][0], sets[0][1], "classification", more=sets[1:])
     ref = load_reference(path)
     assert len(ref.more) == 2 and ref.more[1][0]["x"][0, 0] == 2.0
-    rows = _stack([ref.outputs, *[outs for _, outs in ref.more]])
+    rows = stack_sets([ref.outputs, *[outs for _, outs in ref.more]])
     assert rows[0].shape == (3, 6)
     # Three samples: the classes 0, 1, 2 one each; a backend that always says 0 agrees once.
     always_zero = [np.tile(np.eye(1, 6, 0), (3, 1))]

@@ -9,6 +9,7 @@ adapter's own ``backend`` module.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -171,6 +172,7 @@ def runner_invocation(
             layer_errors=test.layer_errors and ctx.repetition == 0,
             layer_reference=layer_reference if test.layer_errors else None,
             generate=test.generate.to_wire() if test.generate else None,
+            scenario=test.scenario,
         )
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
@@ -188,11 +190,20 @@ def _simulated_reference(ctx: JobContext, model_path: str | None) -> str | None:
                  if f"files.{SIMULATED_PREFIX}{key}" in ctx.files), None)
 
 
+def _no_scenario(ctx: JobContext, what: str) -> None:
+    """A load scenario runs in benchlab's runner, where LoadGen drives the backend: ``what``
+    (a native tool, a spec's commands) times itself, so a scenario there is a usage error."""
+    if ctx.test.scenario is not None:
+        raise UsageError(f"test {ctx.test.identifier!r} asks for the {ctx.test.scenario.name} "
+                         f"scenario, which runs in benchlab's runner; {what} cannot run it")
+
+
 def spec_command_invocations(ctx: JobContext) -> list[Invocation]:
     """The test's own commands, every placeholder substituted, with its thread and environment
     settings: what the ``generic`` framework runs, and FAI-PEP specs for a native tool."""
     from benchlab.spec.placeholders import substitute
 
+    _no_scenario(ctx, "the test's own commands")
     env = {**thread_env(ctx.test.threads), **ctx.test.env}
     return [Invocation(argv=substitute(command, ctx.placeholders), env=env)
             for command in ctx.test.commands]
@@ -341,6 +352,7 @@ class RunnerFramework:
         mode bits), with the test's thread and environment settings. ``before`` are shell
         commands run first (linking files into place); ``after`` runs once the tool succeeded
         (printing a report file it wrote)."""
+        _no_scenario(ctx, f"{self.name}'s native tool ({os.path.basename(argv[0])})")
         binary = shlex.quote(argv[0])
         run = quote_command(argv) + (f" && {after}" if after else "")
         command = "; ".join([*before, f"[ -x {binary} ] || chmod +x {binary} 2>/dev/null", run])

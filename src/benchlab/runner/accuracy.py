@@ -34,6 +34,7 @@ __all__ = [
     "nudged",
     "save_reference",
     "sqnr_db",
+    "stack_sets",
     "to_arrays",
 ]
 
@@ -328,3 +329,12 @@ def floor_stats(moved: Sequence[np.ndarray], outputs: Sequence[np.ndarray],
     if signal > 0:
         stats[Metric.LOWERING_FLOOR_L2_REL] = float(np.sqrt(noise / signal))
     return stats
+
+
+def stack_sets(sets: list[list[np.ndarray]]) -> list[np.ndarray]:
+    """Each output of every input set joined along the batch axis (rows for top-k)."""
+    if len(sets) == 1:
+        return sets[0]
+    return [np.concatenate([np.asarray(s[i]).reshape((-1, *np.asarray(s[i]).shape[1:]))
+                            for s in sets]) if np.asarray(sets[0][i]).ndim else
+            np.stack([np.asarray(s[i]) for s in sets]) for i in range(len(sets[0]))]

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from benchlab.scenario import Scenario
 from benchlab.settings import setting_info
 
 __all__ = ["GenerateConfig", "InputConfig", "RunnerConfig"]
@@ -79,6 +80,10 @@ class RunnerConfig(BaseModel):
     generate: GenerateConfig | None = Field(
         None, description="time generations of this workload instead of forward passes "
         "(benchlab.runner.generate); the backend is then a generative one"
+    )
+    scenario: Scenario | None = Field(
+        None, description="run this load scenario under MLPerf LoadGen instead of benchlab's "
+        "loop (benchlab.runner.scenario)"
     )
     dump_outputs: str | None = Field(
         None, description="write the last call's outputs to this .npz (the outputs API)"

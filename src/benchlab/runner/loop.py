@@ -27,6 +27,7 @@ from benchlab.runner.accuracy import (
     floor_stats,
     load_reference,
     nudged,
+    stack_sets,
 )
 from benchlab.runner.layers import compare_layers
 from benchlab.runner.config import InputConfig, RunnerConfig
@@ -48,6 +49,8 @@ NS_PER_MS = 1e6
 """Nanoseconds per millisecond: the runner's clocks count ns, its metrics are in ms."""
 # Without an explicit max_time, one adaptive process measures at most this long.
 _ADAPTIVE_MAX_TIME_S = 20.0
+# Synthetic input sets in a load scenario's sample library when the model has no reference.
+_SCENARIO_SETS = 16
 
 
 class ProfilingUnavailable(Exception):
@@ -157,15 +160,6 @@ def make_inputs(specs: Sequence[InputConfig], seed: int) -> dict[str, np.ndarray
     return inputs
 
 
-def _stack(sets: list[list[np.ndarray]]) -> list[np.ndarray]:
-    """Each output of every input set joined along the batch axis (rows for top-k)."""
-    if len(sets) == 1:
-        return sets[0]
-    return [np.concatenate([np.asarray(s[i]).reshape((-1, *np.asarray(s[i]).shape[1:]))
-                            for s in sets]) if np.asarray(sets[0][i]).ndim else
-            np.stack([np.asarray(s[i]) for s in sets]) for i in range(len(sets[0]))]
-
-
 def _files_mib(paths: Sequence[str | None]) -> float | None:
     """Total size of the model's files in MiB, or ``None`` when the model is not a file."""
     sizes = [os.path.getsize(p) for p in paths if p and os.path.isfile(p)]
@@ -190,7 +184,7 @@ def _attribution_lines(path: str, got: list[list[np.ndarray]],
     sets = [simulated.outputs, *(outs for _, outs in simulated.more)]
     if len(sets) < len(want):
         raise ValueError(f"{path} holds {len(sets)} output sets; the reference has {len(want)}")
-    stats = attribution_stats(_stack(got), _stack(sets[:len(want)]), _stack(want))
+    stats = attribution_stats(stack_sets(got), stack_sets(sets[:len(want)]), stack_sets(want))
     return [format_metric("NET", k, v, ATTRIBUTION_METRICS[k]) for k, v in stats.items()]
 
 
@@ -208,7 +202,7 @@ def _floor_lines(backend: RuntimeBackend, sets: list[dict[str, np.ndarray]],
         backend.prepare(inputs)
         moved.append(backend.outputs())
     backend.prepare(dict(sets[0]))
-    stats = floor_stats(_stack(moved), _stack(got), _stack(want))
+    stats = floor_stats(stack_sets(moved), stack_sets(got), stack_sets(want))
     return [format_metric("NET", k, v, FLOOR_METRICS[k]) for k, v in stats.items()]
 
 
@@ -240,12 +234,10 @@ def _diagnosis(backend: RuntimeBackend, config: RunnerConfig,
     return found
 
 
-def _measure_generation(backend: Any, config: RunnerConfig, out: TextIO, import_ms: float,
-                        load_ms: float, rss_before: float | None,
-                        rss_loaded: float | None) -> None:
-    """A generative test: the generative runner times generations on the loaded backend."""
-    from benchlab.runner.generate import measure_generation
-
+def _head(backend: Any, config: RunnerConfig, import_ms: float, load_ms: float,
+          rss_before: float | None, rss_loaded: float | None) -> list[str]:
+    """The lines a generative or scenario test prints before its own: import and load time,
+    the memory loading took, the model's size and the backend's whole-model facts."""
     head = [format_metric("NET", Metric.IMPORT_TIME, import_ms, "ms"),
             format_metric("NET", Metric.LOAD_TIME, load_ms, "ms")]
     if rss_before is not None and rss_loaded is not None:
@@ -255,7 +247,11 @@ def _measure_generation(backend: Any, config: RunnerConfig, out: TextIO, import_
         head.append(format_metric("NET", Metric.MODEL_SIZE, size, "MiB"))
     for name, (value, unit) in getattr(backend, "extra_metrics", dict)().items():
         head.append(format_metric("NET", name, value, unit))
-    measure_generation(backend, config, out, head=head, memory_peak=lambda: memory_mib()[1])
+    return head
+
+
+def _peak_mib() -> float | None:
+    return memory_mib()[1]
 
 
 def measure(config: RunnerConfig, out: TextIO) -> None:
@@ -271,7 +267,11 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
     load_ms = (clock() - t0) / NS_PER_MS
     rss_loaded, _ = memory_mib()
     if config.generate is not None:
-        _measure_generation(backend, config, out, import_ms, load_ms, rss_before, rss_loaded)
+        from benchlab.runner.generate import measure_generation
+
+        measure_generation(backend, config, out, memory_peak=_peak_mib,
+                           head=_head(backend, config, import_ms, load_ms, rss_before,
+                                      rss_loaded))
         return
 
     reference = load_reference(config.reference) if config.reference else None
@@ -290,6 +290,24 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
     else:
         specs = list(config.inputs) or backend.input_specs()
         inputs = make_inputs(specs, config.seed)
+    if config.scenario is not None:
+        from benchlab.runner.scenario import measure_scenario
+
+        # LoadGen's sample library: the reference's input sets (their outputs are what
+        # accuracy mode checks), else synthetic sets of the test's shapes.
+        if reference is not None and reference.inputs:
+            sets = [inputs, *(dict(more) for more, _ in reference.more)]
+            want = [reference.outputs, *(outs for _, outs in reference.more)] \
+                if reference.outputs and all(outs for _, outs in reference.more) else None
+        else:
+            sets = [make_inputs(specs, config.seed + k) for k in range(_SCENARIO_SETS)]
+            want = None
+        measure_scenario(backend, config, out, sets=sets, reference_outputs=want,
+                         task=reference.task if reference is not None else None,
+                         memory_peak=_peak_mib,
+                         head=_head(backend, config, import_ms, load_ms, rss_before,
+                                    rss_loaded))
+        return
     call = backend.prepare(inputs)
     t0 = clock()
     call()
@@ -355,7 +373,7 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
                 got.append(backend.outputs())
                 want.append(more_outputs)
                 sets.append(dict(more_inputs))
-        stats = error_stats(_stack(got), _stack(want), reference.task)
+        stats = error_stats(stack_sets(got), stack_sets(want), reference.task)
         details["reference_sets"] = len(got)
         lines += [format_metric("NET", k, v, ERROR_METRICS[k]) for k, v in stats.items()]
         details["reference_task"] = reference.task

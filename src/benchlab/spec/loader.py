@@ -371,6 +371,9 @@ def _build_spec(raw: dict[str, Any], path: Path, defaults: m.DefaultsModel) -> B
         placeholders = {**default_placeholders, **(test.model_extra or {})}
         identifier = test.identifier.replace("{ID}", str(index))
         generations = _generations(settings.pop("generate", None))
+        if settings.get("scenario") is not None and generations[0][1] is not None:
+            issues.append((f"tests[{index}].scenario", "a generative test times generations; "
+                           "load scenarios run forward passes (give generate or scenario)"))
         for (suffix, defs), (more, generate) in product(_expand(inputs, index, issues),
                                                         generations):
             case = TestCase(identifier=identifier + suffix + more, inputs=defs,

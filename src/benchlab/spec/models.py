@@ -26,6 +26,7 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
+from benchlab.scenario import Scenario
 from benchlab.settings import setting_info, settings_info
 from benchlab.spec.faipep import normalise_dtype, taskset_to_cpu_list, unwrap_file_list
 
@@ -87,6 +88,11 @@ def _parse_fraction(value: Any) -> Any:
 def _one_to_list(value: Any) -> Any:
     """One number where a list of them is allowed: a list of one."""
     return [value] if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def _scenario_by_name(value: Any) -> Any:
+    """``scenario: offline``: a scenario named alone, with its default settings."""
+    return {"name": value} if isinstance(value, str) else value
 
 
 def _one_command_to_list(value: Any) -> Any:
@@ -393,6 +399,11 @@ class TestDefaultsModel(_TestSettingsModel):  # type: ignore[misc,valid-type]
     commands_mapping: Any = Field(None, exclude=True, description=_IGNORED)
     generate: GenerateModel | None = Field(
         None, description="Measure text generation (a generative model): see docs/generative.md.")
+    scenario: Annotated[Scenario | None, BeforeValidator(_scenario_by_name)] = Field(
+        None, description="Run under a load scenario with MLPerf LoadGen: a name "
+        "(single_stream, multi_stream, server, offline) or {name, duration_s, query_count, "
+        "latency_bound_ms, target_qps, samples_per_query, mlperf_durations, accuracy}; see "
+        "docs/scenarios.md.")
 
     @model_validator(mode="before")
     @classmethod

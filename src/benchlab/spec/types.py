@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.generation import Generation
+from benchlab.scenario import Scenario
 from benchlab.settings import EnergySettings, TestSettings
 
 __all__ = [
@@ -112,7 +113,9 @@ class TestCase(TestSettings):
     asked for none (:func:`benchlab.spec.faipep.power_request`); the user's ``--energy`` is laid
     over it (:meth:`EnergySettings.over`). ``generate`` makes it a generative test
     (:class:`benchlab.generation.Generation`, one prompt length and depth each): a generation
-    is what each iteration times, instead of one forward pass.
+    is what each iteration times, instead of one forward pass. ``scenario`` runs the test
+    under a load scenario (:class:`benchlab.scenario.Scenario`): MLPerf LoadGen issues the
+    queries and judges the run, instead of benchlab's loop.
     """
 
     identifier: str
@@ -128,6 +131,7 @@ class TestCase(TestSettings):
     output_files: Mapping[str, OutputFile] = field(default_factory=dict)
     energy: EnergySettings | None = None
     generate: Generation | None = None
+    scenario: Scenario | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,124 @@
+"""What reports show of a load-scenario test: one row per job, LoadGen's figures apart.
+
+A scenario job's ``latency`` is each sample's own inference time under the load; what people
+read is the scenario's result (docs/scenarios.md): the percentile LoadGen computed and its
+early-stopping estimate, the server's QPS at the bound, the offline throughput, and whether
+LoadGen judged the run valid. :func:`scenario_rows` reads them from results;
+:func:`scenario_table` is the terminal's table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from benchlab.schema import DetailKey, Metric, Result
+
+__all__ = ["ScenarioRow", "scenario_rows", "scenario_table"]
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioRow:
+    """One scenario job's figures (medians over its processes; ``None``: not measured).
+
+    ``valid`` counts the processes LoadGen judged valid, of ``processes``; ``why`` is its
+    reason for the last invalid one; ``runs`` are the LoadGen runs of the job's last process
+    (a server search: one per rate tried, each ``target_qps``, ``percentile_ms``, ``valid``).
+    """
+
+    model: str
+    test: str
+    framework: str
+    status: str
+    scenario: str
+    percentile: str
+    latency_ms: float | None
+    early_stopping_ms: float | None
+    server_qps: float | None
+    throughput: float | None
+    sample_p50_ms: float | None
+    valid: int
+    processes: int
+    why: str
+    over_capacity: str | None
+    runs: tuple[dict[str, Any], ...]
+
+
+def _p50(result: Result, metric: Metric) -> float | None:
+    summary = result.summaries.get(metric.key)
+    return None if summary is None else float(summary.p50)
+
+
+def _row(result: Result) -> ScenarioRow:
+    facts: Any = result.details.get(DetailKey.SCENARIO) or {}
+    valid = result.summaries.get(Metric.SCENARIO_VALID.key)
+    name = str(facts.get("name", ""))
+    return ScenarioRow(
+        model=result.identity.model_name, test=result.identity.test_identifier,
+        framework=result.identity.framework, status=str(result.status),
+        scenario=str(facts.get("label", name)),
+        percentile={"single_stream": "p90", "multi_stream": "p99", "server": "p99"}.get(name,
+                                                                                      ""),
+        latency_ms=_p50(result, Metric.SCENARIO_LATENCY),
+        early_stopping_ms=_p50(result, Metric.EARLY_STOPPING_LATENCY),
+        server_qps=_p50(result, Metric.SERVER_QPS),
+        throughput=_p50(result, Metric.THROUGHPUT),
+        sample_p50_ms=_p50(result, Metric.LATENCY),
+        valid=round(valid.mean * valid.count) if valid is not None else 0,
+        processes=valid.count if valid is not None else 0,
+        why=str(facts.get("why_invalid") or ""),
+        over_capacity=facts.get("over_capacity"),
+        runs=tuple(facts.get("runs") or ()),
+    )
+
+
+def scenario_rows(results: Sequence[Result]) -> list[ScenarioRow]:
+    """A row for every result of a load-scenario test, in order."""
+    return [_row(r) for r in results if r.details.get(DetailKey.SCENARIO)]
+
+
+def _text(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def validity(row: ScenarioRow) -> str:
+    """``valid``, ``INVALID`` or ``2/3 valid``: LoadGen's verdict over the job's processes."""
+    if row.processes and row.valid == row.processes:
+        return "valid"
+    if row.valid == 0:
+        return "INVALID"
+    return f"{row.valid}/{row.processes} valid"
+
+
+def scenario_table(results: Sequence[Result]) -> Any:
+    """The terminal's scenario table (a rich ``Table``), or ``None`` without such results."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    rows = scenario_rows(results)
+    if not rows:
+        return None
+    table = Table(title="load scenarios (MLPerf LoadGen)", header_style="bold", expand=False,
+                  caption=("medians over the job's processes; latency: the scenario's percentile "
+                           "as LoadGen computes it, ES: its early-stopping estimate; QPS: the "
+                           "highest server rate whose p99 met the bound; samples/s: LoadGen's "
+                           "throughput; sample p50: one inference under the load "
+                           "(docs/scenarios.md)"))
+    columns = ["model/test", "framework", "status", "scenario", "pct", "latency ms", "ES ms",
+               "QPS", "samples/s", "sample p50", "LoadGen"]
+    for name in columns:
+        table.add_column(name, justify="left" if name in columns[:5] or name == "LoadGen"
+                         else "right", no_wrap=name != "LoadGen")
+    for row in rows:
+        verdict = validity(row)
+        if row.why and verdict != "valid":
+            verdict += f": {row.why}"
+        if row.over_capacity:
+            verdict += f" ({row.over_capacity})"
+        table.add_row(
+            escape(f"{row.model}/{row.test}"), row.framework, row.status, row.scenario,
+            row.percentile, _text(row.latency_ms, ".3f"), _text(row.early_stopping_ms, ".3f"),
+            _text(row.server_qps, ".4g"), _text(row.throughput, ".4g"),
+            _text(row.sample_p50_ms, ".3f"), escape(verdict))
+    return table

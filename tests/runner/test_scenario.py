@@ -1,0 +1,267 @@
+"""Load scenarios under the real MLPerf LoadGen wheel: the definitions on a backend whose
+service time is known, then a real runtime (ONNX Runtime) through benchlab's whole path.
+
+``SleepyBackend`` sleeps ``SERVICE_S`` per inference. A sleep is a floor, never a ceiling, so
+the assertions below are the ones a floor makes certain whatever the machine's load: a
+percentile is at least the service time, no run completes more than 1 / service time samples
+a second, and a rate several times that is over capacity.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from benchlab.protocol import parse_output
+from benchlab.runner.config import InputConfig, RunnerConfig
+from benchlab.runner.loop import measure
+from benchlab.runner.scenario import read_detail_log
+from benchlab.scenario import Scenario, parse_milliseconds, scenario_name
+from benchlab.schema import DetailKey, Metric
+
+pytest.importorskip("mlperf_loadgen")
+
+SERVICE_S = 0.004
+
+
+class SleepyBackend:
+    """A forward-pass backend that sleeps SERVICE_S per call and returns its input doubled."""
+
+    def __init__(self, config: RunnerConfig) -> None:
+        self.inputs: dict[str, np.ndarray] = {}
+
+    def load(self) -> None:
+        pass
+
+    def input_specs(self) -> list[InputConfig]:
+        return [InputConfig(name="x", shape=[1, 4])]
+
+    def prepare(self, inputs: dict[str, np.ndarray]) -> Any:
+        self.inputs = inputs
+
+        def call() -> None:
+            time.sleep(SERVICE_S)
+        return call
+
+    def outputs(self) -> list[np.ndarray]:
+        return [2 * next(iter(self.inputs.values()))]
+
+    def extra_metrics(self) -> dict[str, tuple[float, str]]:
+        return {}
+
+    def info(self) -> dict[str, Any]:
+        return {DetailKey.RUNTIME_VERSION: "sleepy"}
+
+
+def _run(scenario: Scenario) -> tuple[dict[str, list[float]], dict[str, Any]]:
+    config = RunnerConfig(backend=f"{__name__}:SleepyBackend", scenario=scenario, warmup=2)
+    out = io.StringIO()
+    measure(config, out)
+    parsed = parse_output(out.getvalue())
+    values: dict[str, list[float]] = {}
+    for sample in parsed.samples:
+        values.setdefault(sample.metric, []).append(sample.value)
+    return values, dict(parsed.details)
+
+
+# --- the workload's own checks -------------------------------------------------------------
+
+def test_scenario_names_in_any_common_spelling() -> None:
+    assert scenario_name("SingleStream") == "single_stream"
+    assert scenario_name("multi-stream") == "multi_stream"
+    assert scenario_name(" Server ") == "server"
+    with pytest.raises(ValueError, match="one of single_stream, multi_stream, server, offline"):
+        scenario_name("batch")
+
+
+def test_latency_bounds_in_words() -> None:
+    assert parse_milliseconds("15ms") == 15.0
+    assert parse_milliseconds("15") == 15.0
+    assert parse_milliseconds("0.015s") == pytest.approx(15.0)
+    assert parse_milliseconds("1500us") == pytest.approx(1.5)
+    with pytest.raises(ValueError, match="not a duration"):
+        parse_milliseconds("fast")
+
+
+@pytest.mark.parametrize(("settings", "problem"), [
+    ({"name": "server"}, "needs a latency bound"),
+    ({"name": "offline", "latency_bound_ms": 5}, "applies to the server scenario"),
+    ({"name": "single_stream", "target_qps": 10}, "applies to server and offline"),
+    ({"name": "server", "latency_bound_ms": 5, "samples_per_query": 4},
+     "applies to multi_stream"),
+    ({"name": "single_stream", "duration_s": 0}, "duration must be positive"),
+    ({"name": "server", "latency_bound_ms": -1}, "must be positive"),
+])
+def test_combinations_loadgen_cannot_run_are_errors(settings: dict[str, Any],
+                                                     problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        Scenario(**settings)
+
+
+def test_defaults_give_early_stopping_the_queries_it_needs() -> None:
+    assert Scenario("single_stream").min_queries == 64
+    assert Scenario("multi_stream").min_queries == 662
+    assert Scenario("server", latency_bound_ms=15).min_queries == 662
+    assert Scenario("server", latency_bound_ms=15).searches_peak
+    assert not Scenario("server", latency_bound_ms=15, target_qps=10).searches_peak
+    assert Scenario("server", latency_bound_ms=15, target_qps=10).label == "server@15ms 10qps"
+
+
+def test_the_detail_log_reader_keeps_every_entry_and_every_message() -> None:
+    text = "\n".join([
+        ':::MLLOG {"key": "generic_message", "value": "one"}',
+        ':::MLLOG {"key": "result_validity", "value": "INVALID"}',
+        'not a log line',
+        ':::MLLOG {"key": "generic_message", "value": "two"}',
+        ':::MLLOG {"key": "result_validity", "value": "VALID"}',
+    ])
+    assert read_detail_log(text) == {"generic_message": ["one", "two"],
+                                     "result_validity": "VALID"}
+
+
+# --- the scenarios, LoadGen driving a backend of known service time ------------------------
+
+def test_single_stream_reports_loadgen_p90_and_its_early_stopping_estimate() -> None:
+    values, details = _run(Scenario("single_stream", duration_s=0.5))
+    facts = details[DetailKey.SCENARIO]
+    assert facts["valid"] is True and values[Metric.SCENARIO_VALID] == [1.0]
+    assert facts["mode"] == "performance" and facts["runs"][0]["queries"] >= 64
+    p90 = values[Metric.SCENARIO_LATENCY][0]
+    # LoadGen's own p90 (issue to completion) is never under the service time, and its
+    # early-stopping estimate is never under the p90 it bounds.
+    assert p90 >= SERVICE_S * 1e3
+    assert values[Metric.EARLY_STOPPING_LATENCY][0] >= p90
+    assert values[Metric.THROUGHPUT][0] <= 1 / SERVICE_S
+    # benchlab's own per-sample times: every query's inference, each over the service time.
+    assert len(values[Metric.LATENCY]) == facts["samples_run"] >= 64
+    assert min(values[Metric.LATENCY]) >= SERVICE_S * 1e3
+    assert "90.0th percentile latency (ns)" in details[DetailKey.LOADGEN_SUMMARY]
+    assert "result_validity" in details[DetailKey.LOADGEN_DETAIL]
+    assert Metric.SERVER_QPS not in values
+
+
+def test_multi_stream_latency_is_a_whole_query_of_its_samples() -> None:
+    values, details = _run(Scenario("multi_stream", duration_s=0.2, query_count=30,
+                                    samples_per_query=4))
+    # 30 queries are too few for a p99 early-stopping estimate: LoadGen says the run is
+    # invalid, and benchlab says why, rather than failing the job.
+    assert values[Metric.SCENARIO_VALID] == [0.0]
+    assert "early stopping" in details[DetailKey.SCENARIO]["why_invalid"]
+    # A query is done when all four of its samples are, run one after another.
+    assert values[Metric.SCENARIO_LATENCY][0] >= 4 * SERVICE_S * 1e3
+    assert len(values[Metric.LATENCY]) == 4 * details[DetailKey.SCENARIO]["runs"][0]["queries"]
+
+
+def test_offline_issues_every_sample_at_once_and_reports_throughput() -> None:
+    values, details = _run(Scenario("offline", duration_s=0.5))
+    assert details[DetailKey.SCENARIO]["valid"] is True
+    assert 0 < values[Metric.THROUGHPUT][0] <= 1 / SERVICE_S
+    assert Metric.SCENARIO_LATENCY not in values  # offline's result is its throughput
+    # Sized to last the duration from the warm-up's rate, with headroom.
+    assert len(values[Metric.LATENCY]) >= 0.5 / SERVICE_S
+
+
+def test_an_impossible_latency_bound_is_an_invalid_run_not_a_crash() -> None:
+    values, details = _run(Scenario("server", duration_s=0.2, query_count=40,
+                                    latency_bound_ms=1.0))
+    facts = details[DetailKey.SCENARIO]
+    assert values[Metric.SCENARIO_VALID] == [0.0]
+    assert Metric.SERVER_QPS not in values
+    assert "no rate tried met the 1 ms bound" in facts["why_invalid"]
+    # Every query takes longer than the bound on its own: the search stops at once.
+    assert len(facts["runs"]) == 1
+
+
+def test_a_rate_far_above_capacity_is_reported_as_such() -> None:
+    values, details = _run(Scenario("server", duration_s=0.2, query_count=150,
+                                    latency_bound_ms=50, target_qps=8 / SERVICE_S))
+    facts = details[DetailKey.SCENARIO]
+    assert values[Metric.SCENARIO_VALID] == [0.0]
+    assert facts["over_capacity"] and "above what the model sustains" in facts["over_capacity"]
+    assert values[Metric.THROUGHPUT][0] <= 1 / SERVICE_S
+
+
+@pytest.mark.slow
+def test_the_server_search_finds_a_rate_that_meets_the_bound() -> None:
+    values, details = _run(Scenario("server", duration_s=0.5, query_count=500,
+                                    latency_bound_ms=40))
+    facts = details[DetailKey.SCENARIO]
+    runs = facts["runs"]
+    assert facts["valid"] is True and len(runs) >= 2
+    qps = values[Metric.SERVER_QPS][0]
+    # The reported rate is the highest that passed, and one sample at a time cannot go
+    # above 1 / service time.
+    assert qps == max(r["target_qps"] for r in runs if r["valid"])
+    assert 0 < qps <= 1 / SERVICE_S
+    assert all(r["target_qps"] > qps for r in runs if not r["valid"])
+    assert values[Metric.SCENARIO_LATENCY][0] <= 40
+
+
+# --- a real runtime through benchlab's whole path ------------------------------------------
+
+@pytest.fixture(scope="module")
+def mlp_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The zoo's mlp on ONNX Runtime in a single-stream and an accuracy-mode run."""
+    import benchlab
+
+    root = tmp_path_factory.mktemp("scenario")
+    overrides = benchlab.TestOverrides(repeat=1, warmup=2)
+    found = {}
+    for key, scenario in (("performance", Scenario("single_stream", duration_s=1.0)),
+                          ("accuracy", Scenario("single_stream", accuracy=True))):
+        (result,) = benchlab.run(models=["mlp"], frameworks=["onnxruntime"],
+                                 db=root / "results.db", cache_dir=root / "cache",
+                                 overrides=overrides, scenario=scenario)
+        found[key] = result
+    found["db"] = root / "results.db"
+    return found
+
+
+@pytest.mark.slow
+def test_a_scenario_result_lands_in_the_store_like_any_other(mlp_runs: dict[str, Any]) -> None:
+    from benchlab.report.scenario import scenario_rows
+    from benchlab.store import open_store
+
+    result = mlp_runs["performance"]
+    assert result.status == "ok", (result.error, result.stderr_tail)
+    assert result.summaries[Metric.SCENARIO_VALID.key].mean == 1.0
+    assert result.summaries[Metric.SCENARIO_LATENCY.key].count == 1
+    assert result.details[DetailKey.SCENARIO]["name"] == "single_stream"
+    assert "MLPerf Results Summary" in result.details[DetailKey.LOADGEN_SUMMARY]
+    (row,) = scenario_rows([result])
+    assert (row.scenario, row.percentile, row.valid, row.processes) == ("single_stream", "p90",
+                                                                       1, 1)
+    with open_store(mlp_runs["db"]) as store:
+        stored = [r for r in store.results() if r.details.get(DetailKey.SCENARIO)]
+    assert any(r.summaries[Metric.SCENARIO_LATENCY.key].p50
+               == result.summaries[Metric.SCENARIO_LATENCY.key].p50 for r in stored)
+
+
+@pytest.mark.slow
+def test_accuracy_mode_checks_loadgens_logged_outputs_against_the_reference(
+        mlp_runs: dict[str, Any]) -> None:
+    result = mlp_runs["accuracy"]
+    assert result.status == "ok", (result.error, result.stderr_tail)
+    assert result.details[DetailKey.SCENARIO]["mode"] == "accuracy"
+    # ONNX Runtime against the PyTorch reference of the same weights: float rounding only.
+    assert result.summaries[Metric.ERROR_MAX_ABS.key].max < 1e-3
+    assert result.details["reference_sets"] >= 1
+    assert Metric.SCENARIO_LATENCY.key not in result.summaries
+
+
+def test_a_scenario_on_the_specs_own_commands_fails_that_job_saying_why(tmp_path: Path) -> None:
+    import benchlab
+
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({
+        "model": {"name": "m", "framework": "generic", "format": "none"},
+        "tests": [{"identifier": "t", "commands": ["true"], "scenario": "single_stream"}]}))
+    (result,) = benchlab.run([spec], db=tmp_path / "r.db")
+    assert result.status != "ok"
+    assert "runs in benchlab's runner" in (result.error or "")
