@@ -11,8 +11,8 @@ from rich.console import Console
 
 from benchlab.jobrun import summarize_samples
 from benchlab.report.generation import generation_rows, generation_table
-from benchlab.report.generation_html import _PALETTE, generation_html
-from benchlab.report.svg import CSS
+from benchlab.report.generation_html import generation_html
+from benchlab.report.svg import CSS, PALETTE
 from benchlab.report.matrix_html import write_matrix_html
 from benchlab.schema import DetailKey, JobIdentity, Result, Sample, Status
 
@@ -93,5 +93,5 @@ def test_html_draws_the_depth_and_prompt_curves_in_chromium(tmp_path: Path) -> N
                      f"</head><body><main>{generation_html(generation_rows(_sweep()))}"
                      "</main></body></html>")
     shot = screenshot(alone, tmp_path / "shot.png", (1000, 3200))
-    for colour in _PALETTE[:4]:
+    for colour in PALETTE[:4]:
         assert colour_pixels(shot, colour, tolerance=40) > 50, colour

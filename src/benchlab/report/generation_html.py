@@ -13,23 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from benchlab.report.generation import GenerationRow
-from benchlab.report.svg import (
-    LEFT,
-    RIGHT,
-    WIDTH,
-    axis,
-    domain,
-    esc,
-    left_axis,
-    num,
-    scale,
-    svg,
-)
+from benchlab.report.svg import PALETTE, esc, frame, num, svg
 
 __all__ = ["generation_html"]
 
-_PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
-            "#17becf", "#7f7f7f", "#bcbd22")
 _HEIGHT = 300
 
 
@@ -38,30 +25,12 @@ def _workload(row: GenerationRow) -> dict[str, int]:
     return {"p": parts.get("p", 0), "g": parts.get("g", 0), "d": parts.get("d", 0)}
 
 
-Scale = Callable[[float], float]
-
-
-def _frame(series: dict[str, list[tuple[float, float]]], x_title: str, y_title: str,
-           x_also: Sequence[float] = ()) -> tuple[Scale, Scale, list[str]]:
-    """The x and y scales of a plot of ``series`` (y from 0), and its axes and titles."""
-    xs = [x for points in series.values() for x, _ in points]
-    ys = [y for points in series.values() for _, y in points]
-    x_lo, x_hi = domain([*xs, *x_also])
-    y_lo, y_hi = domain([*ys, 0.0])
-    top, bottom = 16.0, _HEIGHT - 50.0
-    x = scale(x_lo, x_hi, LEFT, WIDTH - RIGHT)
-    y = scale(y_lo, y_hi, bottom, top)
-    return x, y, [*left_axis(y, y_lo, y_hi, LEFT, WIDTH - RIGHT, num),
-                  *axis(x, x_lo, x_hi, top, bottom, num, x_title),
-                  f'<text x="{LEFT - 50}" y="{top - 4:.0f}" fill="#555">{esc(y_title)}</text>']
-
-
 def _lines_svg(label: str, series: dict[str, list[tuple[float, float]]], x_title: str,
                y_title: str) -> str:
     """One line (with dots) per series over a shared x axis."""
-    x, y, body = _frame(series, x_title, y_title)
+    x, y, body = frame(series, x_title, y_title, _HEIGHT)
     for index, (name, points) in enumerate(series.items()):
-        colour = _PALETTE[index % len(_PALETTE)]
+        colour = PALETTE[index % len(PALETTE)]
         points = sorted(points)
         path = " ".join(f"{x(px):.1f},{y(py):.1f}" for px, py in points)
         body.append(f'<polyline points="{path}" fill="none" stroke="{colour}" '
@@ -149,10 +118,10 @@ def generation_html(rows: Sequence[GenerationRow]) -> str:
 
 def _scatter_svg(label: str, points: dict[str, list[tuple[float, float]]]) -> str:
     """TPOT (y) against token agreement in % (x), one named dot per cell."""
-    x, y, body = _frame(points, "token agreement with the reference (%)", "TPOT ms",
-                        x_also=(100.0,))
+    x, y, body = frame(points, "token agreement with the reference (%)", "TPOT ms", _HEIGHT,
+                       x_also=(100.0,))
     for index, (name, marks) in enumerate(points.items()):
-        colour = _PALETTE[index % len(_PALETTE)]
+        colour = PALETTE[index % len(PALETTE)]
         for px, py in marks:
             body.append(f'<circle cx="{x(px):.1f}" cy="{y(py):.1f}" r="5" fill="{colour}">'
                         f"<title>{esc(name)}</title></circle>"

@@ -337,12 +337,13 @@ def matrix_html(
     skipped: Sequence[tuple[str, str]] = (),
     facts: Mapping[str, Any] | None = None,
     changes: Mapping[tuple[str, str], str] | None = None,
-    generation: str = "",
+    sections: Sequence[str] = (),
 ) -> str:
     """The whole report as one HTML string (inline CSS and SVG, no scripts, no network).
 
-    ``generation`` is the text generators' section (:mod:`benchlab.report.generation_html`),
-    placed after the table of every cell.
+    ``sections`` are the workloads' own sections, placed after the table of every cell: the
+    text generators' (:mod:`benchlab.report.generation_html`) and the load scenarios'
+    (:mod:`benchlab.report.scenario_html`); empty ones are left out.
 
     ``changes`` maps ``(model, backend label)`` to a note on a cell whose runtime version
     changed since that job's previous run (see :func:`runtime_change_notes`).
@@ -396,8 +397,7 @@ def matrix_html(
                       'units):</p><ul class="unit-notes">',
                       *(f"<li><b>{esc(c.model)} @ {esc(c.label)}</b>: {esc(note)}</li>"
                         for c, note in unit_notes), "</ul>"]
-    if generation:
-        parts.append(generation)
+    parts += [section for section in sections if section]
     if skipped:
         parts += ["<h2>Not run</h2><ul>",
                   *(f'<li class="skip"><b>{esc(label)}</b>: {esc(reason)}</li>'
@@ -477,6 +477,8 @@ def write_matrix_html(
     from benchlab.report.generation import generation_rows
     from benchlab.report.generation_html import generation_html
     from benchlab.report.matrix import matrix_cells
+    from benchlab.report.scenario import scenario_rows
+    from benchlab.report.scenario_html import scenario_html
 
     facts: dict[str, Any] = {}
     for result in results:
@@ -487,5 +489,7 @@ def write_matrix_html(
         break
     changes = runtime_change_notes(results, previous) if previous else {}
     page = matrix_html(matrix_cells(results), title=title, skipped=skipped, facts=facts,
-                       changes=changes, generation=generation_html(generation_rows(results)))
+                       changes=changes,
+                       sections=(generation_html(generation_rows(results)),
+                                 scenario_html(scenario_rows(results))))
     return write_page(path, page)

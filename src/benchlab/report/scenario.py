@@ -33,6 +33,7 @@ class ScenarioRow:
     status: str
     scenario: str
     percentile: str
+    latency_bound_ms: float | None
     latency_ms: float | None
     early_stopping_ms: float | None
     server_qps: float | None
@@ -60,6 +61,7 @@ def _row(result: Result) -> ScenarioRow:
         scenario=str(facts.get("label", name)),
         percentile={"single_stream": "p90", "multi_stream": "p99", "server": "p99"}.get(name,
                                                                                       ""),
+        latency_bound_ms=facts.get("latency_bound_ms"),
         latency_ms=_p50(result, Metric.SCENARIO_LATENCY),
         early_stopping_ms=_p50(result, Metric.EARLY_STOPPING_LATENCY),
         server_qps=_p50(result, Metric.SERVER_QPS),

@@ -7,19 +7,21 @@ these helpers draw axes, scales and plot frames without a plotting library.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from pathlib import Path
 
 __all__ = [
     "CSS",
     "LEFT",
+    "PALETTE",
     "RIGHT",
     "WIDTH",
     "axis",
     "left_axis",
     "domain",
     "esc",
+    "frame",
     "median",
     "num",
     "quantile",
@@ -33,6 +35,9 @@ __all__ = [
 WIDTH = 960  # every plot shares it so their axes line up down the page
 LEFT = 250  # gutter for row labels
 RIGHT = 200  # gutter for the numbers printed beside each row
+#: Colours of a plot's series, in order.
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
+           "#17becf", "#7f7f7f", "#bcbd22")
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;
@@ -147,6 +152,23 @@ def left_axis(y: Callable[[float], float], lo: float, hi: float, x0: float, x1: 
                    f'stroke="#eee"/><text x="{x0 - 6:.1f}" y="{py + 4:.1f}" '
                    f'text-anchor="end">{esc(fmt(tick))}</text>')
     return out
+
+
+def frame(series: Mapping[str, Sequence[tuple[float, float]]], x_title: str, y_title: str,
+          height: float, x_also: Sequence[float] = (), y_also: Sequence[float] = ()
+          ) -> tuple[Callable[[float], float], Callable[[float], float], list[str]]:
+    """The x and y scales of a plot of named point series (y from 0; ``x_also`` and
+    ``y_also`` widen the ranges to values drawn beside the points), and its axes and titles."""
+    xs = [x for points in series.values() for x, _ in points]
+    ys = [y for points in series.values() for _, y in points]
+    x_lo, x_hi = domain([*xs, *x_also])
+    y_lo, y_hi = domain([*ys, *y_also, 0.0])
+    top, bottom = 16.0, height - 50.0
+    x = scale(x_lo, x_hi, LEFT, WIDTH - RIGHT)
+    y = scale(y_lo, y_hi, bottom, top)
+    return x, y, [*left_axis(y, y_lo, y_hi, LEFT, WIDTH - RIGHT, num),
+                  *axis(x, x_lo, x_hi, top, bottom, num, x_title),
+                  f'<text x="{LEFT - 50}" y="{top - 4:.0f}" fill="#555">{esc(y_title)}</text>']
 
 
 def svg(kind: str, height: float, body: list[str], label: str) -> str:
