@@ -265,3 +265,24 @@ def test_a_scenario_on_the_specs_own_commands_fails_that_job_saying_why(tmp_path
     (result,) = benchlab.run([spec], db=tmp_path / "r.db")
     assert result.status != "ok"
     assert "runs in benchlab's runner" in (result.error or "")
+
+
+@pytest.mark.slow
+def test_a_scenario_runs_where_the_runner_runs_on_an_ssh_board(tmp_path: Path,
+                                                                board: Any) -> None:
+    """LoadGen runs in the runner process on the board (the loopback sshd): its clock and
+    queries never cross the link, and the result has the shape of any other."""
+    import sys
+
+    import benchlab
+
+    (result,) = benchlab.run(models=["mlp"], frameworks=["onnxruntime"],
+                             target=f"{board.target_text},python={sys.executable}",
+                             db=tmp_path / "results.db", cache_dir=tmp_path / "cache",
+                             overrides=benchlab.TestOverrides(repeat=1, warmup=2),
+                             scenario=Scenario("offline", duration_s=0.5))
+    assert result.status == "ok", (result.error, result.stderr_tail)
+    assert result.identity.target == "ssh"
+    assert result.summaries[Metric.SCENARIO_VALID.key].mean == 1.0
+    assert result.summaries[Metric.THROUGHPUT.key].p50 > 0
+    assert "Scenario : Offline" in result.details[DetailKey.LOADGEN_SUMMARY]

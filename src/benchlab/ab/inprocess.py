@@ -49,6 +49,9 @@ def inprocess_problem(control: Job, treatment: Job, pythons: Sequence[str | None
             # The pair process alternates single forward passes in blocks; a generation is
             # many calls on one growing cache, which only the generative runner times.
             return "a generative test times whole generations, not single calls"
+        if job.test.scenario is not None:
+            # LoadGen issues the queries and keeps the clock of a whole run.
+            return "a load scenario is timed by LoadGen over whole runs, not single calls"
     threads = {job.config.options.get("threads", job.test.threads) for job in (control, treatment)}
     if len(threads) > 1:
         return "the sides ask for different thread counts, which are settings of the process"

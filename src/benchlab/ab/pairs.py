@@ -48,9 +48,13 @@ from benchlab.units import convert
 
 __all__ = ["CompareSettings", "Side", "compare_jobs", "make_side", "side_job"]
 
-# Metrics decided on when present; for all of them a larger value is worse.
-DECIDED_METRICS = (LATENCY_KEY, Metric.FIRST_INFERENCE.key, Metric.LOAD_TIME.key,
-                   Metric.MEMORY_PEAK.key, Metric.TTFT.key, Metric.TPOT.key)
+# Metrics decided on when present → whether a larger value is worse (a load scenario's
+# throughput and server QPS are better larger).
+DECIDED_METRICS = {key: True for key in (LATENCY_KEY, Metric.FIRST_INFERENCE.key,
+                                         Metric.LOAD_TIME.key, Metric.MEMORY_PEAK.key,
+                                         Metric.TTFT.key, Metric.TPOT.key,
+                                         Metric.SCENARIO_LATENCY.key)}
+DECIDED_METRICS |= {Metric.THROUGHPUT.key: False, Metric.SERVER_QPS.key: False}
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,12 +249,12 @@ def _run_pairs(
 
 def _decide_all(data: _Sides, settings: CompareSettings) -> dict[str, PairedEstimate]:
     estimates = {}
-    for key in DECIDED_METRICS:
+    for key, higher_is_worse in DECIDED_METRICS.items():
         control, treatment = data.series(key)
         if len(control) >= 2 and all(v > 0 for v in control + treatment):
             estimates[key] = decide(
                 control, treatment, min_effect=settings.min_effect, alpha=settings.alpha,
-                n_looks=len(settings.looks),
+                n_looks=len(settings.looks), higher_is_worse=higher_is_worse,
             )
     return estimates
 

@@ -306,11 +306,6 @@ def search_peak(backend: Any, scenario: Scenario, sets: Sequence[dict[str, np.nd
     return runs
 
 
-def _sample_sets(make_set: Callable[[int], dict[str, np.ndarray]], count: int
-                 ) -> list[dict[str, np.ndarray]]:
-    return [make_set(k) for k in range(count)]
-
-
 def _accuracy_outputs(run: LoadGenRun, shapes: Sequence[tuple[int, ...]],
                       count: int) -> list[list[np.ndarray]]:
     """Each set's outputs from LoadGen's accuracy log (float32 bytes, in hex), split back

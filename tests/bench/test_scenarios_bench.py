@@ -1,0 +1,34 @@
+"""bench/scenarios.py --smoke runs and writes its figures (numbers mean nothing here)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+pytest.importorskip("mlperf_loadgen")
+
+
+@pytest.mark.slow
+def test_scenarios_bench_smoke_writes_its_figures(tmp_path: Path) -> None:
+    out = tmp_path / "scenarios.json"
+    proc = subprocess.run([sys.executable, str(BENCH / "scenarios.py"), "--smoke", "--out",
+                           str(out), "--cache-dir", str(tmp_path / "cache")],
+                          capture_output=True, text=True, timeout=900,
+                          stdin=subprocess.DEVNULL, check=False)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    record = json.loads(out.read_text())
+    figures = record["figures"]
+    assert record["smoke"] is True
+    assert {r["scenario"] for r in figures["cells"]} == {"single_stream", "server@15ms",
+                                                         "offline"}
+    assert {r["framework"] for r in figures["cells"]} == {"onnxruntime", "openvino"}
+    assert all(r["status"] == "ok" for r in figures["cells"])
+    assert len(figures["rounds"]) == 2
+    for key in ("single_stream_ratio", "offline_ratio"):
+        assert figures[key]["ratio"] > 0 and figures[key]["low"] <= figures[key]["high"]
