@@ -22,7 +22,7 @@ from benchlab.targets.host import HostTarget
 
 pytest.importorskip("mlperf_loadgen")
 
-HERE = Path(__file__).parent
+TESTS = Path(__file__).parents[1]  # where sleepy_backend.py is
 
 
 class SleepyFramework(RunnerFramework):
@@ -40,7 +40,7 @@ def _jobs(tmp_path: Path) -> list:
     spec.write_text(json.dumps({
         "model": {"name": "sleepy", "format": "script", "entry": "sleepy_backend:SleepyBackend"},
         "tests": [{"identifier": "camera", "warmup": 2, "timeout": 120,
-                   "env": {"PYTHONPATH": str(HERE)},
+                   "env": {"PYTHONPATH": str(TESTS)},
                    "inputs": {"x": {"shapes": [[1, 4]]}},
                    "scenario": {"name": "single_stream", "duration_s": 0.3}}],
     }))

@@ -1,15 +1,15 @@
-"""Helpers shared by the generative backends' tests: greedy decoding by hand, SQNR, and the
-runner's metric lines read back as values per metric."""
+"""Helpers shared by the generative backends' tests: greedy decoding by hand and SQNR (and the
+runner's metric lines read back, from tests/runner_lines.py)."""
 
 from __future__ import annotations
 
-import io
 from typing import Any
 
 import numpy as np
 
-from benchlab.protocol import parse_output
-from benchlab.runner.config import RunnerConfig
+from runner_lines import runner_values
+
+__all__ = ["greedy", "runner_values", "sqnr"]
 
 
 def sqnr(got: np.ndarray, want: np.ndarray) -> float:
@@ -28,16 +28,3 @@ def greedy(backend: Any, prompt: np.ndarray, count: int) -> tuple[list[int], lis
         tokens.append(int(np.argmax(logits)))
         seen.append(logits)
     return tokens, seen
-
-
-def runner_values(config: RunnerConfig) -> tuple[dict[str, list[float]], dict[str, Any]]:
-    """Run the runner's loop on ``config`` in this process: each metric's values, the details."""
-    from benchlab.runner.loop import measure
-
-    out = io.StringIO()
-    measure(config, out)
-    parsed = parse_output(out.getvalue())
-    values: dict[str, list[float]] = {}
-    for sample in parsed.samples:
-        values.setdefault(sample.metric, []).append(sample.value)
-    return values, dict(parsed.details)

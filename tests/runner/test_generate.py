@@ -8,15 +8,14 @@ should. The real runtimes are in tests/zoo/test_generative.py.
 
 from __future__ import annotations
 
-import io
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from runner_lines import runner_values
 
-from benchlab.protocol import parse_output
 from benchlab.runner.config import RunnerConfig
 from benchlab.runner.generate import (
     GenerativeReference,
@@ -24,7 +23,6 @@ from benchlab.runner.generate import (
     load_generative_reference,
     save_generative_reference,
 )
-from benchlab.runner.loop import measure
 from benchlab.schema import DetailKey, Metric
 
 VOCAB = 16
@@ -94,15 +92,9 @@ class TableDecoder:
 
 
 def _measure(backend: str, **generate: int) -> tuple[dict[str, list[float]], dict[str, Any]]:
-    config = RunnerConfig(backend=backend, warmup=1, iterations=3, min_time=0.0,
-                          generate={"prompt_tokens": 8, "new_tokens": 5, **generate})
-    out = io.StringIO()
-    measure(config, out)
-    parsed = parse_output(out.getvalue())
-    values: dict[str, list[float]] = {}
-    for sample in parsed.samples:
-        values.setdefault(sample.metric, []).append(sample.value)
-    return values, dict(parsed.details)
+    return runner_values(RunnerConfig(backend=backend, warmup=1, iterations=3, min_time=0.0,
+                                      generate={"prompt_tokens": 8, "new_tokens": 5,
+                                                **generate}))
 
 
 def test_each_metric_is_what_its_definition_says() -> None:

@@ -1,7 +1,7 @@
 """Load scenarios under the real MLPerf LoadGen wheel: the definitions on a backend whose
 service time is known, then a real runtime (ONNX Runtime) through benchlab's whole path.
 
-``SleepyBackend`` sleeps ``SERVICE_S`` per inference. A sleep is a floor, never a ceiling, so
+``SleepyBackend`` (tests/sleepy_backend.py) sleeps ``SERVICE_S`` per inference. A sleep is a floor, never a ceiling, so
 the assertions below are the ones a floor makes certain whatever the machine's load: a
 percentile is at least the service time, no run completes more than 1 / service time samples
 a second, and a rate several times that is over capacity.
@@ -9,18 +9,14 @@ a second, and a rate several times that is over capacity.
 
 from __future__ import annotations
 
-import io
 import json
-import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
+from runner_lines import runner_values
 
-from benchlab.protocol import parse_output
-from benchlab.runner.config import InputConfig, RunnerConfig
-from benchlab.runner.loop import measure
+from benchlab.runner.config import RunnerConfig
 from benchlab.runner.scenario import read_detail_log
 from benchlab.scenario import Scenario, parse_milliseconds, scenario_name
 from benchlab.schema import DetailKey, Metric
@@ -30,44 +26,9 @@ pytest.importorskip("mlperf_loadgen")
 SERVICE_S = 0.004
 
 
-class SleepyBackend:
-    """A forward-pass backend that sleeps SERVICE_S per call and returns its input doubled."""
-
-    def __init__(self, config: RunnerConfig) -> None:
-        self.inputs: dict[str, np.ndarray] = {}
-
-    def load(self) -> None:
-        pass
-
-    def input_specs(self) -> list[InputConfig]:
-        return [InputConfig(name="x", shape=[1, 4])]
-
-    def prepare(self, inputs: dict[str, np.ndarray]) -> Any:
-        self.inputs = inputs
-
-        def call() -> None:
-            time.sleep(SERVICE_S)
-        return call
-
-    def outputs(self) -> list[np.ndarray]:
-        return [2 * next(iter(self.inputs.values()))]
-
-    def extra_metrics(self) -> dict[str, tuple[float, str]]:
-        return {}
-
-    def info(self) -> dict[str, Any]:
-        return {DetailKey.RUNTIME_VERSION: "sleepy"}
-
-
 def _run(scenario: Scenario) -> tuple[dict[str, list[float]], dict[str, Any]]:
-    config = RunnerConfig(backend=f"{__name__}:SleepyBackend", scenario=scenario, warmup=2)
-    out = io.StringIO()
-    measure(config, out)
-    parsed = parse_output(out.getvalue())
-    values: dict[str, list[float]] = {}
-    for sample in parsed.samples:
-        values.setdefault(sample.metric, []).append(sample.value)
-    return values, dict(parsed.details)
+    return runner_values(RunnerConfig(backend="sleepy_backend:SleepyBackend", scenario=scenario,
+                                      warmup=2, options={"service_ms": SERVICE_S * 1e3}))
 
 
 # --- the workload's own checks -------------------------------------------------------------

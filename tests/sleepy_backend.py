@@ -1,6 +1,6 @@
-"""A forward-pass backend for the A/B tests of load scenarios: each call sleeps
-``service_ms`` (an option, default 2), so a change of the service time is known. Loaded by
-the runner process from PYTHONPATH."""
+"""A forward-pass backend whose every call sleeps ``service_ms`` (an option, default 2): a
+known service time for the load-scenario tests, in this process and (from PYTHONPATH) in
+runner processes. Its outputs are its input."""
 
 from __future__ import annotations
 
