@@ -37,10 +37,10 @@ PROMPT, NEW = 128, 64
 
 
 def _gguf(cache_dir: Path | None) -> str:
-    from benchlab.artifacts import ArtifactCache
+    from benchlab.artifacts import ArtifactCache, default_cache_dir
     from benchlab.zoo import export_models
 
-    cache = ArtifactCache(cache_dir) if cache_dir else ArtifactCache()
+    cache = ArtifactCache(cache_dir or default_cache_dir())
     (export,) = export_models(["llama_15m"], cache)
     return str(export.files["gguf"][0])
 

@@ -42,10 +42,10 @@ BOUND_MS = 15.0
 
 def _exported(model: str, cache_dir: Path | None) -> tuple[str, str]:
     """The model's ONNX file and reference, from the artifact cache."""
-    from benchlab.artifacts import ArtifactCache
+    from benchlab.artifacts import ArtifactCache, default_cache_dir
     from benchlab.zoo import export_models
 
-    (export,) = export_models([model], ArtifactCache(cache_dir) if cache_dir else ArtifactCache())
+    (export,) = export_models([model], ArtifactCache(cache_dir or default_cache_dir()))
     return str(export.files["onnx"][0]), str(export.files["reference"][0])
 
 
