@@ -74,6 +74,8 @@ def test_precision_picks_the_gguf_file_and_options_are_checked() -> None:
     assert fw.why_not_generative(model, {"cache_type": "q8_0", "flash_attn": True}) is None
     assert "n_batch" in fw.why_not_generative(model, {"n_batch": 0})
     assert "precision" in fw.why_not_generative(model, {"precision": "int4"})
+    assert "poll must be 0 to 100 or none" in fw.why_not_generative(model, {"poll": 101})
+    assert fw.why_not_generative(model, {"poll": "none"}) is None
 
 
 def test_a_forward_pass_test_is_a_usage_error() -> None:
@@ -377,6 +379,21 @@ def test_the_backend_reports_what_it_ran(decoder: Any) -> None:
     assert info[DetailKey.THREADS] == 2 == info["threads_batch"]
     assert info["n_ctx"] >= 512  # the reference text is 512 tokens
     assert decoder.vocab_size() == 8192
+    # A persistent ggml threadpool, as llama.cpp's own tools attach one.
+    assert info["threadpool"] == "attached, 2 threads, poll 50"
+
+
+@pytest.mark.llamacpp
+def test_without_a_threadpool_the_logits_are_the_same(exported: Exported, decoder: Any,
+                                                      reference: Any) -> None:
+    plain = _decoder(exported, poll="none")
+    try:
+        assert plain.info()["threadpool"].startswith("none attached")
+        decoder.reset()
+        np.testing.assert_array_equal(plain.forward(reference.prompt),
+                                      decoder.forward(reference.prompt))
+    finally:
+        plain.close()
 
 
 @pytest.mark.llamacpp

@@ -277,14 +277,16 @@ def search_peak(backend: Any, scenario: Scenario, sets: Sequence[dict[str, np.nd
 
     It starts at half the rate one sample at a time could sustain (1000 / ``expected_ms``),
     doubles while runs pass and halves while they fail, then bisects the bracket until it
-    is 5% wide. It stops early when a failed run's median latency is over the bound
-    already: then no lower rate can meet it.
+    is 5% wide. While no rate has passed it stops early when lowering the rate cannot help:
+    a failed run's median latency is over the bound already, or its p99 is no better than
+    the previous (higher) rate's, or the rate is under 1/64 of the start (each run issues a
+    fixed number of queries, so a low rate is a long run).
     """
     bound = scenario.latency_bound_ms or 0.0
     runs: list[LoadGenRun] = []
     passed: float | None = None
     failed: float | None = None
-    rate = 0.5 * 1000.0 / max(expected_ms, 1e-3)
+    start = rate = 0.5 * 1000.0 / max(expected_ms, 1e-3)
     while len(runs) < _SEARCH_MAX_RUNS:
         run = run_loadgen(backend, scenario, sets, expected_ms, target_qps=rate)
         runs.append(run)
@@ -294,8 +296,7 @@ def search_peak(backend: Any, scenario: Scenario, sets: Sequence[dict[str, np.nd
             passed = rate
         else:
             failed = rate
-            median = run.ns("result_50.00_percentile_latency_ns")
-            if passed is None and median is not None and median > bound:
+            if passed is None and _hopeless(run, runs[:-1], bound, rate / start):
                 break
         if passed is not None and failed is not None:
             if (failed - passed) / passed <= _SEARCH_PRECISION:
@@ -304,6 +305,20 @@ def search_peak(backend: Any, scenario: Scenario, sets: Sequence[dict[str, np.nd
         else:
             rate = rate * 2 if failed is None else rate / 2
     return runs
+
+
+def _hopeless(run: LoadGenRun, before: Sequence[LoadGenRun], bound: float,
+              fraction_of_start: float) -> bool:
+    """Whether a lower rate than ``run``'s (failed, none passed yet) cannot meet ``bound``."""
+    median = run.ns("result_50.00_percentile_latency_ns")
+    if median is not None and median > bound:
+        return True
+    if fraction_of_start <= 1 / 64:
+        return True
+    if before and run.percentile_ms is not None and before[-1].percentile_ms is not None:
+        # Halving the load did not bring the tail down: queueing is not what is slow.
+        return run.percentile_ms >= 0.9 * before[-1].percentile_ms
+    return False
 
 
 def _accuracy_outputs(run: LoadGenRun, shapes: Sequence[tuple[int, ...]],

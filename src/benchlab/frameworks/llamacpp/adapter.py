@@ -25,7 +25,9 @@ class LlamaCppFramework(RunnerFramework):
     the default, or ``q8_0``: which GGUF file), ``n_batch`` (tokens per ``llama_decode``,
     512), ``flash_attn`` (``false``, llama-cpp-python's default, or ``true``),
     ``cache_type`` (the key/value cache's element type: ``f16``, llama.cpp's default,
-    ``f32`` or ``q8_0``), ``n_ctx`` (the context; by default what the test needs)."""
+    ``f32`` or ``q8_0``), ``n_ctx`` (the context; by default what the test needs), ``poll``
+    (the threadpool's polling level, 0-100, 50 as llama.cpp's tools; ``none`` attaches no
+    pool)."""
 
     name = "llamacpp"
     requires = ("llama_cpp", "llama-cpp-python", "llamacpp")
@@ -33,7 +35,7 @@ class LlamaCppFramework(RunnerFramework):
     generative_file = GGUF_FILES["fp32"]
     generative_precisions = GGUF_FILES
     generative_options = frozenset({"threads", "precision", "n_batch", "flash_attn",
-                                    "cache_type", "n_ctx"})
+                                    "cache_type", "n_ctx", "poll"})
 
     def defaults(self, model: ModelDef) -> list[FrameworkConfig] | Unsupported:
         """Nothing but text generators (their configurations come from
@@ -60,6 +62,9 @@ class LlamaCppFramework(RunnerFramework):
             return f"llamacpp flash_attn must be true or false, not {flash!r}"
         if cache == "q8_0" and str(flash).lower() not in ("true", "1"):
             return "llamacpp cache_type=q8_0 needs flash_attn=true (llama.cpp's rule)"
+        poll = str(options.get("poll", "50")).lower()
+        if poll != "none" and not (poll.isdigit() and int(poll) <= 100):
+            return f"llamacpp poll must be 0 to 100 or none, not {options.get('poll')!r}"
         for option in ("n_batch", "n_ctx", "threads"):
             value = options.get(option)
             if value is not None and (not str(value).isdigit() or int(value) < 1):

@@ -26,6 +26,7 @@ from typing import Any
 import llama_cpp
 import numpy as np
 
+from benchlab.frameworks.llamacpp.threadpool import DEFAULT_POLL, Threadpool
 from benchlab.runner.config import RunnerConfig
 from benchlab.schema import DetailKey
 
@@ -76,7 +77,9 @@ class LlamaCppDecoder:
     """:class:`benchlab.runner.generate.GenerativeBackend` on llama.cpp. Options: ``threads``
     (or the test's; all CPUs this process may use otherwise; prefill and decode alike),
     ``n_batch`` (512), ``flash_attn`` (false), ``cache_type`` (``f16``, llama.cpp's
-    default; ``f32``, ``q8_0``), ``n_ctx`` (default :func:`context_needed`)."""
+    default; ``f32``, ``q8_0``), ``n_ctx`` (default :func:`context_needed`), ``poll`` (the
+    attached threadpool's polling level, 0-100, 50 as llama.cpp's tools; ``none``: no pool
+    attached, ggml's pool per call as ``llama-cpp-python`` leaves it)."""
 
     def __init__(self, config: RunnerConfig) -> None:
         options = config.options
@@ -89,6 +92,9 @@ class LlamaCppDecoder:
         self._cache_type = str(options.get("cache_type", "f16"))
         if self._cache_type not in _CACHE_TYPES:
             raise ValueError(f"cache_type must be one of {sorted(_CACHE_TYPES)}")
+        poll = str(options.get("poll", DEFAULT_POLL)).lower()
+        self._poll = None if poll == "none" else int(poll)
+        self._pool: Threadpool | None = None
         self._llm: Any = None
         self._ctx: Any = None
         self._batch: Any = None
@@ -106,6 +112,8 @@ class LlamaCppDecoder:
         if self._n_ctx > trained:
             raise ValueError(f"n_ctx {self._n_ctx} is more than the model's {trained} positions")
         self._ctx = self._llm.ctx
+        if self._poll is not None:
+            self._pool = Threadpool(self._ctx, self._threads, self._poll)
         self._vocab = int(self._llm.n_vocab())
         size = self._n_batch
         self._batch = llama_cpp.llama_batch_init(size, 0, 1)
@@ -176,6 +184,8 @@ class LlamaCppDecoder:
             "n_batch": int(cparams.n_batch),
             "flash_attn": self._flash,
             "kv_cache": f"llama.cpp in place, {self._cache_type}",
+            "threadpool": (f"attached, {self._pool.threads} threads, poll {self._pool.poll}"
+                           if self._pool else "none attached: ggml's own per llama_decode"),
             "logits": "output flag on the last position only unless all positions are asked",
             "model_desc": _model_desc(self._llm.model),
             "vocab": self._vocab,
@@ -183,6 +193,9 @@ class LlamaCppDecoder:
 
     def close(self) -> None:
         """Free this backend's batch and llama.cpp's model and context."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
         if self._batch is not None:
             llama_cpp.llama_batch_free(self._batch)
             self._batch = None
