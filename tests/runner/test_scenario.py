@@ -166,17 +166,29 @@ def test_the_server_search_finds_a_rate_that_meets_the_bound() -> None:
 
 # --- a real runtime through benchlab's whole path ------------------------------------------
 
+#: The real-runtime runs: every scenario, an accuracy-mode run and a bound no rate can meet.
+REAL_RUNS = {
+    "performance": Scenario("single_stream", duration_s=1.0),
+    "accuracy": Scenario("single_stream", accuracy=True),
+    "multi_stream": Scenario("multi_stream", duration_s=0.5, query_count=100),
+    "server": Scenario("server", duration_s=0.5, query_count=300, latency_bound_ms=50,
+                       target_qps=200),
+    "offline": Scenario("offline", duration_s=0.5),
+    "impossible": Scenario("server", duration_s=0.3, query_count=100,
+                           latency_bound_ms=0.001),
+}
+
+
 @pytest.fixture(scope="module")
 def mlp_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The zoo's mlp on ONNX Runtime in a single-stream and an accuracy-mode run."""
+    """The zoo's mlp on ONNX Runtime under each of :data:`REAL_RUNS`, one store."""
     import benchlab
 
     root = tmp_path_factory.mktemp("scenario")
     overrides = benchlab.TestOverrides(repeat=1, warmup=2)
     found = {}
-    for key, scenario in (("performance", Scenario("single_stream", duration_s=1.0)),
-                          ("accuracy", Scenario("single_stream", accuracy=True))):
-        (result,) = benchlab.run(models=["mlp"], frameworks=["onnxruntime"],
+    for key, scenario in REAL_RUNS.items():
+        (result,) = benchlab.run(models=["mlp"], frameworks=["onnxruntime:precision=fp32"],
                                  db=root / "results.db", cache_dir=root / "cache",
                                  overrides=overrides, scenario=scenario)
         found[key] = result
@@ -202,6 +214,42 @@ def test_a_scenario_result_lands_in_the_store_like_any_other(mlp_runs: dict[str,
         stored = [r for r in store.results() if r.details.get(DetailKey.SCENARIO)]
     assert any(r.summaries[Metric.SCENARIO_LATENCY.key].p50
                == result.summaries[Metric.SCENARIO_LATENCY.key].p50 for r in stored)
+
+
+@pytest.mark.slow
+def test_every_scenario_runs_on_onnx_runtime_and_lands_in_the_store(
+        mlp_runs: dict[str, Any]) -> None:
+    from benchlab.store import open_store
+
+    by_name = {key: mlp_runs[key] for key in ("multi_stream", "server", "offline")}
+    for key, result in by_name.items():
+        assert result.status == "ok", (key, result.error, result.stderr_tail)
+        assert result.details[DetailKey.SCENARIO]["name"] == key
+        assert Metric.SCENARIO_VALID.key in result.summaries, key
+        assert result.summaries[Metric.LATENCY.key].count > 0, key
+    assert Metric.SCENARIO_LATENCY.key in by_name["multi_stream"].summaries
+    for key in ("server", "offline"):
+        assert by_name[key].summaries[Metric.THROUGHPUT.key].p50 > 0, key
+    server = by_name["server"]
+    assert server.details[DetailKey.SCENARIO]["runs"][0]["target_qps"] == 200
+    if server.summaries[Metric.SCENARIO_VALID.key].mean == 1.0:
+        assert server.summaries[Metric.SERVER_QPS.key].p50 == 200
+    with open_store(mlp_runs["db"]) as store:
+        stored = {r.details[DetailKey.SCENARIO]["name"] for r in store.results()
+                  if r.details.get(DetailKey.SCENARIO)}
+    assert stored == {"single_stream", "multi_stream", "server", "offline"}
+
+
+@pytest.mark.slow
+def test_a_bound_no_rate_meets_is_an_invalid_run_on_onnx_runtime(
+        mlp_runs: dict[str, Any]) -> None:
+    result = mlp_runs["impossible"]
+    assert result.status == "ok", (result.error, result.stderr_tail)
+    facts = result.details[DetailKey.SCENARIO]
+    assert result.summaries[Metric.SCENARIO_VALID.key].mean == 0.0
+    assert "no rate tried met the 0.001 ms bound" in facts["why_invalid"]
+    assert Metric.SERVER_QPS.key not in result.summaries
+    assert len(facts["runs"]) == 1  # every query alone is over it: no lower rate is tried
 
 
 @pytest.mark.slow
@@ -237,13 +285,14 @@ def test_a_scenario_runs_where_the_runner_runs_on_an_ssh_board(tmp_path: Path,
 
     import benchlab
 
-    (result,) = benchlab.run(models=["mlp"], frameworks=["onnxruntime"],
+    (result,) = benchlab.run(models=["mlp"], frameworks=["onnxruntime:precision=fp32"],
                              target=f"{board.target_text},python={sys.executable}",
                              db=tmp_path / "results.db", cache_dir=tmp_path / "cache",
                              overrides=benchlab.TestOverrides(repeat=1, warmup=2),
                              scenario=Scenario("offline", duration_s=0.5))
     assert result.status == "ok", (result.error, result.stderr_tail)
     assert result.identity.target == "ssh"
-    assert result.summaries[Metric.SCENARIO_VALID.key].mean == 1.0
+    assert result.summaries[Metric.SCENARIO_VALID.key].mean == 1.0, \
+        result.details[DetailKey.SCENARIO]["why_invalid"]
     assert result.summaries[Metric.THROUGHPUT.key].p50 > 0
     assert "Scenario : Offline" in result.details[DetailKey.LOADGEN_SUMMARY]

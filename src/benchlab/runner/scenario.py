@@ -11,8 +11,8 @@ inference. Every sample's own time is kept too as ``latency``: each sample's own
 same definition as benchlab's loop, now under the scenario's load (at most
 :data:`MAX_LATENCY_SAMPLES`, evenly spaced, so an offline run of a tiny model stays small).
 
-Before LoadGen starts, the warm-up calls are timed: their mean tells LoadGen what latency to
-expect (how many samples an offline query needs to last the duration) and where the server
+Before LoadGen starts, the warm-up calls are timed (the test's, and more for a quarter of a
+second): their median tells LoadGen what latency to expect (how many samples an offline query needs to last the duration) and where the server
 search starts. The server search (:func:`search_peak`) runs LoadGen once per rate tried.
 """
 
@@ -40,12 +40,17 @@ __all__ = ["MAX_LATENCY_SAMPLES", "LoadGenRun", "measure_scenario", "read_detail
 _NS_PER_MS = 1e6
 # The scenario's own percentile (LoadGen's defaults: 90th single-stream, 99th the others).
 _PERCENTILE = {"single_stream": "90.00", "multi_stream": "99.00", "server": "99.00"}
-# Offline: LoadGen sizes its one query as duration x expected QPS; a rate above the real one
-# keeps the run from ending before its minimum duration (which would make it invalid).
-_OFFLINE_HEADROOM = 1.5
+# LoadGen makes as many queries as the expected rate fills the minimum duration with, and
+# runs them all; a model faster than expected runs out before the duration and LoadGen
+# judges the run invalid. So it is told a rate this much above the warm-up's (the run may
+# last up to that much longer than the duration instead).
+_HEADROOM = 1.5
 # The server search stops when its bracket is this narrow (relative).
 _SEARCH_PRECISION = 0.05
 _SEARCH_MAX_RUNS = 12
+# Warm-up before LoadGen: the test's calls, then more while under this time and count.
+_WARM_NS = 250_000_000
+_WARM_MAX_CALLS = 2000
 #: The most per-sample latencies a scenario result keeps.
 MAX_LATENCY_SAMPLES = 20_000
 
@@ -215,12 +220,12 @@ def _settings(lg: Any, scenario: Scenario, expected_ms: float, target_qps: float
         settings.min_query_count = scenario.min_queries
     settings.scenario = getattr(lg.TestScenario, scenario.loadgen_name)
     settings.mode = lg.TestMode.AccuracyOnly if scenario.accuracy else lg.TestMode.PerformanceOnly
-    expected_ns = max(int(expected_ms * _NS_PER_MS), 1)
+    expected_ns = max(int(expected_ms * _NS_PER_MS / _HEADROOM), 1)
     settings.single_stream_expected_latency_ns = expected_ns
     per_query = scenario.samples_per_query or 8
     settings.multi_stream_samples_per_query = per_query
     settings.multi_stream_expected_latency_ns = expected_ns * per_query
-    settings.offline_expected_qps = target_qps or _OFFLINE_HEADROOM * 1000.0 / expected_ms
+    settings.offline_expected_qps = target_qps or _HEADROOM * 1000.0 / expected_ms
     if scenario.name == "server":
         settings.server_target_qps = target_qps
         settings.server_target_latency_ns = int(scenario.latency_bound_ms * _NS_PER_MS)
@@ -352,14 +357,18 @@ def measure_scenario(backend: Any, config: Any, out: TextIO, *, head: Sequence[s
 
     scenario: Scenario = config.scenario
     clock = time.perf_counter_ns
-    warm_ms = []
-    for k in range(max(config.warmup, 3)):
-        call = backend.prepare(sets[k % len(sets)])
+    warm_ms: list[float] = []
+    began = clock()
+    # The test's warm-up calls, and more while they last under a quarter of a second: a fast
+    # model's few calls are too noisy a guide to how many samples fill the duration.
+    while (len(warm_ms) < max(config.warmup, 3)
+           or (clock() - began < _WARM_NS and len(warm_ms) < _WARM_MAX_CALLS)):
+        call = backend.prepare(sets[len(warm_ms) % len(sets)])
         started = clock()
         call()
         warm_ms.append((clock() - started) / _NS_PER_MS)
-    # The first call may compile; the mean of the rest is what LoadGen is told to expect.
-    expected_ms = float(np.mean(warm_ms[1:]))
+    # The first call may compile; the median of the rest is what LoadGen is told to expect.
+    expected_ms = float(np.median(warm_ms[1:]))
     if scenario.searches_peak:
         runs = search_peak(backend, scenario, sets, expected_ms)
         good = [r for r in runs if r.valid]
