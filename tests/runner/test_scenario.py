@@ -166,7 +166,8 @@ def test_the_server_search_finds_a_rate_that_meets_the_bound() -> None:
 
 # --- a real runtime through benchlab's whole path ------------------------------------------
 
-#: The real-runtime runs: every scenario, an accuracy-mode run and a bound no rate can meet.
+#: The real-runtime runs: every scenario, an accuracy-mode run, a bound no rate can meet and
+#: a rate far above capacity.
 REAL_RUNS = {
     "performance": Scenario("single_stream", duration_s=1.0),
     "accuracy": Scenario("single_stream", accuracy=True),
@@ -176,6 +177,8 @@ REAL_RUNS = {
     "offline": Scenario("offline", duration_s=0.5),
     "impossible": Scenario("server", duration_s=0.3, query_count=100,
                            latency_bound_ms=0.001),
+    # 200,000 queries/s for 50 ms: 10,000 queries, far more than Python's SUT completes.
+    "overload": Scenario("server", duration_s=0.05, latency_bound_ms=50, target_qps=200_000),
 }
 
 
@@ -250,6 +253,17 @@ def test_a_bound_no_rate_meets_is_an_invalid_run_on_onnx_runtime(
     assert "no rate tried met the 0.001 ms bound" in facts["why_invalid"]
     assert Metric.SERVER_QPS.key not in result.summaries
     assert len(facts["runs"]) == 1  # every query alone is over it: no lower rate is tried
+
+
+@pytest.mark.slow
+def test_a_rate_far_above_capacity_on_onnx_runtime_is_reported_as_such(
+        mlp_runs: dict[str, Any]) -> None:
+    result = mlp_runs["overload"]
+    assert result.status == "ok", (result.error, result.stderr_tail)
+    facts = result.details[DetailKey.SCENARIO]
+    assert result.summaries[Metric.SCENARIO_VALID.key].mean == 0.0
+    assert "above what the model sustains" in facts["over_capacity"]
+    assert result.summaries[Metric.THROUGHPUT.key].p50 < 200_000 / 2
 
 
 @pytest.mark.slow
