@@ -124,7 +124,8 @@ def test_a_quarantined_device_takes_nothing_until_released(lab_url: str,
         with open_lab(lab_url) as lab:
             release(lab.store, "host:hostQ", who="alice")
             history = device_events(lab.store, "host:hostQ")
-        assert [(e.kind, e.value, e.who) for e in history[:2]] == [
+        # The worker's health checks are events too and may fall between the two.
+        assert [(e.kind, e.value, e.who) for e in history if e.kind == "quarantine"][:2] == [
             ("quarantine", "off", "alice"), ("quarantine", "on", "alice")]
         wait_until(lambda: lab_agents.job(job.id).status == "finished", 90,
                    "the job to run after release")
