@@ -120,22 +120,45 @@ def _ended(url: str, ids: list[int]) -> int:
 
 
 def run_chaos(lab: Lab, shape: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """Submit the jobs, play the faults while they run, then account for every job."""
+    """Submit the jobs, play the faults while they run, then account for every job.
+
+    A tenth of the jobs (at least one) is held back until every kind of fault has been
+    played once: on a machine fast enough to finish the others before the schedule reaches
+    a kind, that kind is played at once, and the jobs still to come must get through the
+    lab it leaves behind.
+    """
     specs = [nap_spec(folder, 0.3, folder / f"marks-{n}.jsonl", name=f"chaos{n}")
              for n in range(shape["jobs"])]
+    reserve = max(1, len(specs) // 10)
     started = time.time()
-    ids = [submit_to_lab(lab.url, [spec], pool=POOL, fan_out=False)[0].id for spec in specs]
+    ids = [submit_to_lab(lab.url, [spec], pool=POOL, fan_out=False)[0].id
+           for spec in specs[:-reserve]]
     submitted_s = time.time() - started
     faults: list[Fault] = []
     plan = _schedule(shape, list(lab.workers))
+    kinds = {kind for _, kind, _ in plan}
     t0 = time.monotonic()
-    while _ended(lab.url, ids) < len(ids) and time.monotonic() - t0 < shape["timeout_s"]:
+    while time.monotonic() - t0 < shape["timeout_s"]:
+        ended = _ended(lab.url, ids)
+        if ended == len(ids) == len(specs):
+            break
         now = time.monotonic() - t0
+        due = []
         while plan and plan[0][0] <= now:
-            _, kind, target = plan.pop(0)
+            due.append(plan.pop(0))
+        if ended == len(ids):
+            # The jobs ran out before the schedule played every kind: each one left, now.
+            played = {f.kind for f in faults} | {kind for _, kind, _ in due}
+            for kind in sorted(kinds - played):
+                due.append(next(step for step in plan if step[1] == kind))
+                plan.remove(due[-1])
+        for _, kind, target in due:
             faults.append(_inject(lab, kind, target, shape))
             print(f"{time.monotonic() - t0:6.1f} s  {faults[-1].kind} {faults[-1].detail}",
                   flush=True)
+        if len(ids) < len(specs) and kinds <= {f.kind for f in faults}:
+            ids += [submit_to_lab(lab.url, [spec], pool=POOL, fan_out=False)[0].id
+                    for spec in specs[len(ids):]]
         time.sleep(0.5)
     wall_s = time.monotonic() - t0
     return _account(lab, ids, faults, folder, shape, wall_s, submitted_s)

@@ -209,8 +209,13 @@ class PostgresServer:
         new ones refused until the server is back.
         """
         assert self._root is not None, "server not started"
-        done = self._run([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-m", "fast",
-                          "-w", "stop"], as_server=True)
+        pg_ctl = [str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-w"]
+        done = self._run([*pg_ctl, "-t", "20", "-m", "fast", "stop"], as_server=True)
+        if done.returncode != 0:
+            # A fast shutdown waits for every backend to exit and for a shutdown checkpoint;
+            # seen to outlast pg_ctl's wait on a loaded 2-CPU VM. An immediate one is a crash
+            # of the server, which the lab must survive as well.
+            done = self._run([*pg_ctl, "-m", "immediate", "stop"], as_server=True)
         if done.returncode != 0:
             raise RuntimeError(f"pg_ctl stop failed:\n{done.stdout}\n{done.stderr}")
 
