@@ -22,6 +22,7 @@ from benchlab.artifacts import ArtifactCache
 from benchlab.energy.session import EnergySettings
 from benchlab.errors import UsageError
 from benchlab.frameworks.base import NATIVE_BINARY, Framework, Unsupported
+from benchlab.frameworks.common import is_generative
 from benchlab.jobrun import Job, JobMeasurement, run_job
 from benchlab.plugins import FRAMEWORK_GROUP, available_names, load_framework
 from benchlab.schema import EnvKey, JobIdentity, Result
@@ -235,7 +236,11 @@ def plan(
                 getattr(adapter, "runs_spec_commands", False)
                 and all(test.commands for test in spec.tests))
             if not available.ok and not native_only:
-                skipped.append(Skipped(label, available.reason))
+                # A runtime that could not run this model anyway says that, not "install it".
+                if getattr(adapter, "generative_only", False) and not is_generative(spec.model):
+                    skipped.append(Skipped(label, f"{name} runs text generators only"))
+                else:
+                    skipped.append(Skipped(label, available.reason))
                 continue
             configs = adapter.configurations(spec.model, requested)
             if isinstance(configs, Unsupported):

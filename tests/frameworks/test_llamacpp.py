@@ -85,6 +85,33 @@ def test_a_forward_pass_test_is_a_usage_error() -> None:
         LlamaCppFramework().invocations(ctx)
 
 
+def test_a_forward_pass_model_is_not_for_llama_cpp_installed_or_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where llama-cpp-python is missing, a forward-pass model's skip says llama.cpp does not
+    run it, not to install llama-cpp-python."""
+    import benchlab.harness as harness
+    from benchlab.frameworks.common import Availability
+    from benchlab.spec.types import BenchmarkSpec, TestCase
+    from benchlab.targets.host import HostTarget
+
+    class NotInstalled(LlamaCppFramework):
+        def availability(self) -> Availability:
+            return Availability(ok=False, reason="llama-cpp-python is not installed")
+
+    monkeypatch.setattr(harness, "load_framework", lambda name: NotInstalled())
+    spec = BenchmarkSpec(path=tmp_path / "s.json", model=model_def({"onnx": "m.onnx"}),
+                         tests=(TestCase(identifier="t"),))
+    found = harness.plan([spec], HostTarget(), frameworks=[FrameworkConfig("llamacpp", {})],
+                         device="here")
+    assert not found.jobs
+    assert [s.reason for s in found.skipped] == ["llamacpp runs text generators only"]
+    generator = BenchmarkSpec(path=tmp_path / "g.json", model=_generator(),
+                              tests=(TestCase(identifier="t"),))
+    found = harness.plan([generator], HostTarget(),
+                         frameworks=[FrameworkConfig("llamacpp", {})], device="here")
+    assert [s.reason for s in found.skipped] == ["llama-cpp-python is not installed"]
+
+
 def test_availability_does_not_import_the_runtime() -> None:
     probe = ("import json, sys\n"
              "from benchlab.frameworks.llamacpp import LlamaCppFramework\n"

@@ -31,6 +31,8 @@ class LlamaCppFramework(RunnerFramework):
 
     name = "llamacpp"
     requires = ("llama_cpp", "llama-cpp-python", "llamacpp")
+    #: The planner's cue: a forward-pass model is not for llama.cpp, installed or not.
+    generative_only = True
     generative_backend = "benchlab.frameworks.llamacpp.generative:LlamaCppDecoder"
     generative_file = GGUF_FILES["fp32"]
     generative_precisions = GGUF_FILES
