@@ -22,11 +22,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["SCENARIOS", "Scenario", "parse_milliseconds", "scenario_name"]
+__all__ = ["PERCENTILES", "SCENARIOS", "Scenario", "parse_milliseconds", "scenario_name"]
 
 #: The scenarios, in benchlab's spelling → LoadGen's.
 SCENARIOS = {"single_stream": "SingleStream", "multi_stream": "MultiStream",
              "server": "Server", "offline": "Offline"}
+#: The percentile each scenario's latency result is (LoadGen's defaults; offline has none).
+PERCENTILES = {"single_stream": 90, "multi_stream": 99, "server": 99}
 #: Queries each scenario runs at least by default: as many as LoadGen's early stopping needs
 #: to state its percentile when no query is over (p90: 64, p99: 662; docs/scenarios.md), and
 #: one query holding every sample for offline.

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from benchlab.scenario import PERCENTILES
 from benchlab.schema import DetailKey, Metric, Result
 
 __all__ = ["ScenarioRow", "scenario_rows", "scenario_table"]
@@ -59,8 +60,7 @@ def _row(result: Result) -> ScenarioRow:
         model=result.identity.model_name, test=result.identity.test_identifier,
         framework=result.identity.framework, status=str(result.status),
         scenario=str(facts.get("label", name)),
-        percentile={"single_stream": "p90", "multi_stream": "p99", "server": "p99"}.get(name,
-                                                                                      ""),
+        percentile=f"p{PERCENTILES[name]}" if name in PERCENTILES else "",
         latency_bound_ms=facts.get("latency_bound_ms"),
         latency_ms=_p50(result, Metric.SCENARIO_LATENCY),
         early_stopping_ms=_p50(result, Metric.EARLY_STOPPING_LATENCY),

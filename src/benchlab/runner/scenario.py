@@ -31,15 +31,13 @@ from typing import Any, TextIO
 import numpy as np
 
 from benchlab.protocol import format_detail, format_metric
-from benchlab.scenario import Scenario
+from benchlab.scenario import PERCENTILES, Scenario
 from benchlab.schema import DetailKey, Metric
 
 __all__ = ["MAX_LATENCY_SAMPLES", "LoadGenRun", "measure_scenario", "read_detail_log",
            "run_loadgen", "search_peak"]
 
 _NS_PER_MS = 1e6
-# The scenario's own percentile (LoadGen's defaults: 90th single-stream, 99th the others).
-_PERCENTILE = {"single_stream": "90.00", "multi_stream": "99.00", "server": "99.00"}
 # LoadGen makes as many queries as the expected rate fills the minimum duration with, and
 # runs them all; a model faster than expected runs out before the duration and LoadGen
 # judges the run invalid. So it is told a rate this much above the warm-up's (the run may
@@ -100,11 +98,11 @@ class LoadGenRun:
     def percentile_ms(self) -> float | None:
         """The scenario's percentile latency in ms (p90 single-stream; p99 per query
         multi-stream; p99 server); ``None`` offline."""
-        pct = _PERCENTILE.get(self.scenario.name)
-        if pct is None:
+        percentile = PERCENTILES.get(self.scenario.name)
+        if percentile is None:
             return None
         key = "per_query_" if self.scenario.name == "multi_stream" else ""
-        return self.ns(f"result_{pct}_percentile_{key}latency_ns")
+        return self.ns(f"result_{percentile:.2f}_percentile_{key}latency_ns")
 
     @property
     def early_stopping_ms(self) -> float | None:
@@ -148,10 +146,7 @@ def _throughput(run: LoadGenRun) -> float | None:
     for key in ("result_samples_per_second", "result_completed_samples_per_sec",
                 "result_qps_with_loadgen_overhead"):
         if run.log.get(key) is not None:
-            value = float(run.log[key])
-            if key == "result_qps_with_loadgen_overhead" and run.scenario.name == "multi_stream":
-                value *= run.scenario.samples_per_query or 8
-            return value
+            return float(run.log[key])  # LoadGen logs none of these for multi-stream
     return None
 
 
