@@ -18,6 +18,11 @@ tests took on this CPU (docs/reproducibility.md). The script exits 1 when any ru
 so it can gate. Results go to ``bench/results/flake_hunt.json``.
 
     python bench/flake_hunt.py --scope all --seeds 1,2 --repeats 3
+    python bench/flake_hunt.py --scope all --seeds 1 --workers 0   # in one process
+
+The runs use the suite's parallel workers (``--workers auto``, as the test command): a test that
+depends on running alone, or that two workers' tests share a file, port or cache badly, fails
+here as it would in CI.
 """
 
 from __future__ import annotations
@@ -97,11 +102,15 @@ def _section(output: str, title: str) -> list[str]:
     return lines
 
 
-def run_pytest(phase: str, seed: int, bucket: str, selection: list[str]) -> PytestRun:
-    """One pytest process over ``selection`` (paths and ``-m`` options), shuffled by ``seed``."""
+def run_pytest(phase: str, seed: int, bucket: str, selection: list[str],
+               workers: str = "auto") -> PytestRun:
+    """One pytest run over ``selection`` (paths and ``-m`` options), shuffled by ``seed``, in
+    ``workers`` parallel workers (pytest-xdist's ``-n``: ``auto`` as the suite runs, ``0`` for
+    one process)."""
     with tempfile.TemporaryDirectory(prefix="flake-hunt-") as tmp:
         report = Path(tmp) / "junit.xml"
         command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                   f"--numprocesses={workers}",
                    f"--random-order-seed={seed}", f"--random-order-bucket={bucket}",
                    f"--junitxml={report}", *selection]
         started = time.monotonic()
@@ -115,8 +124,9 @@ def run_pytest(phase: str, seed: int, bucket: str, selection: list[str]) -> Pyte
         run.torch_leaks = _section(proc.stdout, LEAK_SECTION)
         run.machine_cases = _section(proc.stdout, CASES_SECTION)
     verdict = "ok" if run.ok else "FAILED"
-    print(f"{phase:6} seed {seed:<6} {bucket:8} {run.passed:5} passed {run.failed:3} failed "
-          f"{run.errors:3} errors {run.skipped:3} skipped {run.wall_s:8.1f} s  {verdict}",
+    print(f"{phase:6} seed {seed:<6} {bucket:8} -n {workers:4} {run.passed:5} passed "
+          f"{run.failed:3} failed {run.errors:3} errors {run.skipped:3} skipped "
+          f"{run.wall_s:8.1f} s  {verdict}",
           flush=True)
     for failure in run.failures:
         print(f"    {failure}", flush=True)
@@ -134,6 +144,9 @@ def _options(parser) -> None:  # noqa: ANN001 - argparse's parser
     parser.add_argument("--no-repeat", action="store_true", help="skip the tests/zoo repeats")
     parser.add_argument("--tests", nargs="+", default=None, metavar="PATH",
                         help="shuffle these test files or folders instead of --scope")
+    parser.add_argument("--workers", default="auto",
+                        help="pytest-xdist workers per run: auto (as the test command runs), "
+                             "0 (one process), or a number")
 
 
 def main() -> int:
@@ -142,16 +155,18 @@ def main() -> int:
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     runs: list[PytestRun] = []
     if args.smoke:
-        runs.append(run_pytest("order", seeds[0], "global", list(SMOKE_TESTS)))
+        runs.append(run_pytest("order", seeds[0], "global", list(SMOKE_TESTS), args.workers))
     else:
         selection = args.tests or (["tests"] if args.scope == "all" else ["tests", "-m", "slow"])
-        runs += [run_pytest("order", seed, args.bucket, selection) for seed in seeds]
+        runs += [run_pytest("order", seed, args.bucket, selection, args.workers)
+                 for seed in seeds]
         if not args.no_repeat:
-            runs += [run_pytest("repeat", 1000 + i, "global", ["tests/zoo"])
+            runs += [run_pytest("repeat", 1000 + i, "global", ["tests/zoo"], args.workers)
                      for i in range(args.repeats)]
     failures = sorted({f for run in runs for f in run.failures})
     figures = {
         "scope": "smoke" if args.smoke else ("chosen tests" if args.tests else args.scope),
+        "workers": args.workers,
         "runs": [{**asdict(run), "ok": run.ok} for run in runs],
         "all_ok": all(run.ok for run in runs),
         "distinct_failures": failures,

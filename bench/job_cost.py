@@ -185,7 +185,10 @@ def sweep_cost(tmp: Path, runs: int, sweep_args: list[str], cache_dir: Path) -> 
 
 def main() -> None:
     """Measure, print two tables, write the JSON result."""
-    args = parse_args(__doc__.splitlines()[0])
+    args = parse_args(__doc__.splitlines()[0], extra=lambda parser: parser.add_argument(
+        "--cache-dir", type=Path, default=None,
+        help="artifact cache to export into (default: an empty one, so the export is timed "
+             "cold; the smoke test passes its session's cache)"))
     if args.smoke:
         models: tuple[str, ...] = ("mlp",)
         iterations = 1
@@ -211,7 +214,7 @@ def main() -> None:
                       "pytorch:mode=torchscript", "-f", "onnxruntime:precision=fp32"]
     tmp = Path(tempfile.mkdtemp(prefix="benchlab-job-cost-"))
     try:
-        cache = ArtifactCache(tmp / "cache")
+        cache = ArtifactCache(args.cache_dir or tmp / "cache")
         specs, export_s = export_zoo(models, cache)
         jobs, floors = per_process(specs, args.repeats, iterations, cache)
         # Smoke runs reuse the exported zoo to stay short; a real run starts the sweep cold.

@@ -4,6 +4,7 @@ machine-dependent case each test took (see machine_facts.py)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -15,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import machine_facts
+from exclusive import file_lock
 from process_state import TorchSettings
 import pytest
 import tiny_models
@@ -24,11 +26,25 @@ from benchlab_standin.adbserver import AdbServer, isolated_adb_server
 from benchlab_standin.board import LoopbackBoard, find_sshd
 
 # A test that needs PostgreSQL or the browser fails the run when it skips, unless
-# --allow-skip names the dependency (required_deps.py).
-pytest_plugins = ["required_deps"]
+# --allow-skip names the dependency (required_deps.py); tests marked exclusive run with no
+# other test beside them (exclusive.py); the run is held to a budget of costly processes
+# (suite_budget.py).
+pytest_plugins = ["required_deps", "exclusive", "suite_budget"]
+
+# Workers for ``-n auto``: one more than the cores, at most this many. A quarter of the suite's
+# time is spent waiting (on sleeps, servers, other processes' locks) with the CPU idle: on 2
+# cores, 3 workers ran the suite in 620 s against 731 s with 2 (docs/performance.md §15). Each
+# worker imports the runtimes (1-2 GiB with torch), hence the cap.
+MAX_WORKERS = 6
 
 _CASES = pytest.StashKey[list[tuple[str, str]]]()
 _TORCH_LEAKS = pytest.StashKey[list[tuple[str, list[str]]]]()
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist's own hook reads the number given there
+    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0)) + 1))
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -40,9 +56,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="record the measured int8 SQNR in tests/zoo/data/int8_baseline.json")
 
 
+# Tests record these in their reports' user properties, so that the process printing the
+# summary (under pytest-xdist the controller, which runs no test) reads them from the reports.
+_MACHINE_CASE = "machine_case"
+_TORCH_LEAK = "torch_settings_changed"
+
+
+class _ReportedFacts:
+    """The machine cases taken and the torch settings leaked, read from the test reports."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for key, value in report.user_properties:
+            # A property set during the call is carried by the teardown report too.
+            if key == _MACHINE_CASE and report.when == "call":
+                self.config.stash[_CASES].append((report.nodeid, value))
+            elif key == _TORCH_LEAK and report.when == "teardown":
+                self.config.stash[_TORCH_LEAKS].append((report.nodeid, value))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_CASES] = []
     config.stash[_TORCH_LEAKS] = []
+    config.pluginmanager.register(_ReportedFacts(config), "reported_facts")
 
 
 @pytest.fixture(autouse=True)
@@ -57,7 +95,7 @@ def _torch_settings_restored(request: pytest.FixtureRequest) -> Iterator[None]:
     changes = before.changed(now)
     if changes:
         before.restore()
-        request.config.stash[_TORCH_LEAKS].append((request.node.nodeid, changes))
+        request.node.user_properties.append((_TORCH_LEAK, changes))
 
 
 @pytest.fixture
@@ -65,8 +103,7 @@ def machine_case(request: pytest.FixtureRequest) -> Callable[[str], None]:
     """Call it with the case a machine-dependent test took; the session summary lists them."""
 
     def record(case: str) -> None:
-        request.node.user_properties.append(("machine_case", case))
-        request.config.stash[_CASES].append((request.node.nodeid, case))
+        request.node.user_properties.append((_MACHINE_CASE, case))
         print(f"machine case: {case}")
 
     return record
@@ -150,16 +187,109 @@ class ZooExport:
 
 
 @pytest.fixture(scope="session")
-def llama_15m_export(tmp_path_factory: pytest.TempPathFactory) -> ZooExport:
-    """The zoo's llama_15m exported once per session to every format it takes here (ONNX,
+def run_shared_dir(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Path:
+    """A folder shared by every worker of this test run (and by no other run).
+
+    Under pytest-xdist each worker has its own session fixtures; what they build here is built
+    once for all of them, where building it is safe to share (the zoo's export cache holds a
+    lock per model, so a second worker waits for the first one's export and reuses it).
+    """
+    base = tmp_path_factory.getbasetemp()
+    # xdist puts each worker's basetemp inside the controller's (``<basetemp>/gw0``).
+    shared = base.parent if hasattr(pytestconfig, "workerinput") else base
+    folder = shared / "shared"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def build_once(run_shared_dir: Path) -> Callable[[str, Callable[[Path], None]], Path]:
+    """``build_once(name, make)``: the folder ``name`` of this run, filled by ``make(folder)``
+    in whichever worker asks first; the others wait for it and reuse it. For a session
+    fixture's files that every worker would otherwise build again (a model export)."""
+
+    def build(name: str, make: Callable[[Path], None]) -> Path:
+        folder = run_shared_dir / name
+        done = folder / ".built"
+        with file_lock(run_shared_dir / f"{name}.lock"):
+            if not done.exists():
+                shutil.rmtree(folder, ignore_errors=True)  # a failed build's leftovers
+                folder.mkdir()
+                make(folder)
+                done.touch()
+        return folder
+
+    return build
+
+
+def _zoo_cache_in(shared: Path) -> Path:
+    return shared / "zoo-cache"
+
+
+@pytest.fixture(scope="session")
+def zoo_cache_dir(run_shared_dir: Path) -> Path:
+    """The artifact cache the zoo's models are exported into once per test run, for the tests
+    that measure exported models rather than test the export itself."""
+    return _zoo_cache_in(run_shared_dir)
+
+
+#: Fixture → the zoo models its tests take from the shared cache, exported in the background
+#: as a parallel run starts (:func:`_shared_exports_begun`).
+PREFETCHED = {"llama_15m_export": ("llama_15m",),
+              "zoo_cache_dir": ("mlp", "convnet", "transformer")}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_exports_begun(request: pytest.FixtureRequest, pytestconfig: pytest.Config,
+                          run_shared_dir: Path) -> Iterator[None]:
+    """Under xdist, begin the shared cache's exports in a background thread of each worker.
+
+    A test that needs a model another worker is exporting would wait on the model's lock with
+    its worker idle (40 s for llama_15m). Begun at once, each export runs beside the first
+    tests instead, and each worker starts on other models (the order is rotated), so the two
+    threads split the work. Only the models the collected tests' fixtures take are exported;
+    a run in one process skips this (a developer running a few tests waits for nothing more).
+    An export that fails here fails again in the test that needs it, with its reason. (It takes
+    the shared folder, not ``zoo_cache_dir``: as an autouse fixture, whatever it takes would
+    count as taken by every test.)
+    """
+    workerinput = getattr(pytestconfig, "workerinput", None)
+    used = {name for item in request.session.items
+            for name in getattr(item, "fixturenames", ())}
+    models = [m for fixture, names in PREFETCHED.items() if fixture in used for m in names]
+    if workerinput is None or not models:
+        yield
+        return
+    from benchlab.artifacts import ArtifactCache
+    from benchlab.zoo import export_models
+
+    index = int(workerinput["workerid"].removeprefix("gw") or 0)
+    shift = (index * len(models) // 2) % len(models)
+    order = models[shift:] + models[:shift]
+
+    def export_each() -> None:
+        for name in order:
+            try:
+                export_models([name], ArtifactCache(_zoo_cache_in(run_shared_dir)), workers=1)
+            except Exception:  # noqa: BLE001 - the test that needs it reports it
+                pass
+
+    thread = threading.Thread(target=export_each, name="shared-exports", daemon=True)
+    thread.start()
+    yield
+    thread.join()  # an export process outliving the worker would run on unowned
+
+
+@pytest.fixture(scope="session")
+def llama_15m_export(zoo_cache_dir: Path) -> ZooExport:
+    """The zoo's llama_15m exported once per test run to every format it takes here (ONNX,
     int8 ONNX, ExecuTorch, GGUF): its export process takes about two minutes, which the
     generative tests, the llama.cpp and ExecuTorch tests and the bench smoke test share."""
     from benchlab.artifacts import ArtifactCache
     from benchlab.zoo import export_models
 
-    cache_dir = tmp_path_factory.mktemp("llama_15m") / "cache"
-    (export,) = export_models(["llama_15m"], ArtifactCache(cache_dir))
-    return ZooExport(cache_dir, {key: path for key, (path, _) in export.files.items()})
+    (export,) = export_models(["llama_15m"], ArtifactCache(zoo_cache_dir))
+    return ZooExport(zoo_cache_dir, {key: path for key, (path, _) in export.files.items()})
 
 
 @pytest.fixture(scope="session")

@@ -51,6 +51,7 @@ def pytest_configure(config: pytest.Config) -> None:
                                 f"known: {', '.join(REQUIRED)}")
     config.stash[_ALLOWED] = frozenset(names)
     config.stash[_SKIPPED] = []
+    config.pluginmanager.register(_SkipCollector(config), "required_deps_skips")
 
 
 def _needs(item: pytest.Item) -> list[str]:
@@ -66,6 +67,11 @@ def _reason(report: pytest.TestReport) -> str:
     return str(report.longrepr)
 
 
+# The report carries what the test needs, so the process that prints the summary (under
+# pytest-xdist the controller, which runs no test itself) learns of it from the report alone.
+_NEEDS = "needs_dependency"
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
         item: pytest.Item, call: pytest.CallInfo[None],
@@ -73,11 +79,27 @@ def pytest_runtest_makereport(
     report = yield
     # An expected failure is reported as skipped too; it says nothing about the machine.
     if report.skipped and not hasattr(report, "wasxfail"):
-        allowed = item.config.stash[_ALLOWED]
-        for name in _needs(item):
-            if name not in allowed:
-                item.config.stash[_SKIPPED].append((name, item.nodeid, _reason(report)))
+        report.user_properties.extend((_NEEDS, name) for name in _needs(item))
     return report
+
+
+class _SkipCollector:
+    """Collects the skips of tests that needed a dependency, from their reports.
+
+    Under xdist a worker sees its own reports and the controller each report it receives; the
+    worker's count is never read, the controller's (or a plain run's) decides the exit status.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if not report.skipped:
+            return
+        allowed = self.config.stash[_ALLOWED]
+        for key, name in report.user_properties:
+            if key == _NEEDS and name not in allowed:
+                self.config.stash[_SKIPPED].append((name, report.nodeid, _reason(report)))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

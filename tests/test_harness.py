@@ -18,6 +18,8 @@ from conftest import FileServer
 import benchlab
 from benchlab import Status
 from benchlab.store import open_store
+from benchlab.zoo import ZOO
+from benchlab.zoo.cache import model_fingerprint
 
 GOOD = """
 import sys
@@ -183,11 +185,11 @@ def test_bad_and_truncated_artifacts_fail_their_job_only(
 
 
 @pytest.mark.slow
-def test_zoo_model_on_pytorch_and_onnxruntime(tmp_path: Path) -> None:
+def test_zoo_model_on_pytorch_and_onnxruntime(tmp_path: Path, zoo_cache_dir: Path) -> None:
     overrides = benchlab.TestOverrides(iter=5, min_time=0.0, repeat=1, warmup=1, profile_ops=True)
     results = benchlab.run(
         models=["mlp"], frameworks=["pytorch", "onnxruntime"], db=tmp_path / "r.db",
-        cache_dir=tmp_path / "cache", overrides=overrides,
+        cache_dir=zoo_cache_dir, overrides=overrides,
     )
     configs = {(r.identity.framework, r.identity.framework_config.get("mode")) for r in results}
     assert configs == {("pytorch", "eager"), ("pytorch", "torchscript"), ("pytorch", "export"),
@@ -201,10 +203,20 @@ def test_zoo_model_on_pytorch_and_onnxruntime(tmp_path: Path) -> None:
         assert ops, "per-operator times were asked for"
     frame = results.to_dataframe()
     assert {"model", "framework", "p50", "ci_low", "ci_high"} <= set(frame.columns)
-    # A second run exports nothing: the zoo files come from the artifact cache.
-    index = json.loads((tmp_path / "cache" / "zoo-index.json").read_text())
-    before = {p: p.stat().st_mtime_ns for p in (tmp_path / "cache").rglob("*.onnx")}
+    # A second run exports nothing: mlp's files come from the artifact cache. (Other workers
+    # may add other models to this shared cache meanwhile: only mlp's entries are compared.)
+    def mlp_entries() -> dict[str, object]:
+        index = json.loads((zoo_cache_dir / "zoo-index.json").read_text())
+        return {key: entry for key, entry in index["formats"].items()
+                if key.startswith(model_fingerprint(ZOO["mlp"]) + "|")}
+
+    def mtimes(entries: dict[str, object]) -> dict[str, int]:
+        return {f["path"]: Path(f["path"]).stat().st_mtime_ns
+                for entry in entries.values() for f in entry["files"].values()}
+
+    before = mlp_entries()
+    assert before and mtimes(before)
     benchlab.run(models=["mlp"], frameworks=["onnxruntime"], db=tmp_path / "r.db",
-                 cache_dir=tmp_path / "cache", overrides=overrides)
-    assert json.loads((tmp_path / "cache" / "zoo-index.json").read_text()) == index
-    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "cache").rglob("*.onnx")} == before
+                 cache_dir=zoo_cache_dir, overrides=overrides)
+    assert mlp_entries() == before
+    assert mtimes(mlp_entries()) == mtimes(before)

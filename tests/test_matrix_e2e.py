@@ -20,13 +20,13 @@ RUNTIMES = {"pytorch", "onnxruntime", "tflite", "executorch", "openvino"}
 
 @pytest.mark.slow
 def test_one_model_on_every_backend_with_real_accuracy(
-    tmp_path: Path, machine_case: Callable[[str], None]
+    tmp_path: Path, machine_case: Callable[[str], None], zoo_cache_dir: Path
 ) -> None:
     overrides = benchlab.TestOverrides(iter=5, min_time=0.0, repeat=1, warmup=1)
     results = benchlab.run(
         models=["convnet"],
         frameworks=["all", "openvino:precision=f32", "openvino:precision=bf16"],
-        db=tmp_path / "r.db", cache_dir=tmp_path / "cache", overrides=overrides,
+        db=tmp_path / "r.db", cache_dir=zoo_cache_dir, overrides=overrides,
     )
     assert {r.identity.framework for r in results} == RUNTIMES
     assert all(r.status is Status.OK for r in results), [(r.identity.label, r.error)
@@ -57,11 +57,12 @@ def test_one_model_on_every_backend_with_real_accuracy(
 
 
 @pytest.mark.slow
-def test_cli_matrix_one_backend_on_the_small_zoo_writes_the_report(tmp_path: Path) -> None:
+def test_cli_matrix_one_backend_on_the_small_zoo_writes_the_report(tmp_path: Path,
+                                                                   zoo_cache_dir: Path) -> None:
     report = tmp_path / "report.html"
     outcome = CliRunner().invoke(app, [
         "run", "--models", "small", "-f", "onnxruntime", "--iter", "5", "--repeat", "1",
-        "--min-time", "0", "--db", str(tmp_path / "r.db"), "--cache-dir", str(tmp_path / "c"),
+        "--min-time", "0", "--db", str(tmp_path / "r.db"), "--cache-dir", str(zoo_cache_dir),
         "--html", str(report), "--quiet",
     ])
     assert outcome.exit_code == 0, outcome.output

@@ -67,8 +67,14 @@ def _pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
         cwd=project, env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
-def test_a_skip_for_a_required_dependency_fails_the_run_naming_it(project: Path) -> None:
-    done = _pytest(project)
+# Under pytest-xdist the workers run the tests and the controller, which runs none, decides.
+XDIST = ("-p", "xdist.plugin", "-n", "2")
+
+
+@pytest.mark.parametrize("parallel", [(), XDIST], ids=["one process", "xdist workers"])
+def test_a_skip_for_a_required_dependency_fails_the_run_naming_it(
+        project: Path, parallel: tuple[str, ...]) -> None:
+    done = _pytest(project, *parallel)
     out = done.stdout
     assert done.returncode == 1, out + done.stderr
     assert "tests skipped for a missing dependency: the run fails" in out

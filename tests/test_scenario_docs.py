@@ -19,11 +19,11 @@ pytest.importorskip("mlperf_loadgen")
 
 
 @pytest.mark.slow
-def test_the_python_example_runs_as_written(tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_python_example_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            zoo_cache_dir: Path) -> None:
     code = re.search(r"```python\n(.*?)```", DOC.read_text(), re.S).group(1)  # type: ignore
     monkeypatch.setattr(benchlab, "run", functools.partial(
-        benchlab.run, db=tmp_path / "results.db", cache_dir=tmp_path / "cache"))
+        benchlab.run, db=tmp_path / "results.db", cache_dir=zoo_cache_dir))
     namespace: dict = {}
     exec(compile(code, str(DOC), "exec"), namespace)  # noqa: S102 - the documented example
     result = namespace["result"]

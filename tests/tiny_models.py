@@ -7,10 +7,20 @@ TorchScript file is a traced two-layer perceptron. Both take one float input ``x
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 IN_FEATURES = 8
 OUT_FEATURES = 4
+
+
+def run_export_script(code: str, out: Path) -> None:
+    """Run a test module's export script (``python -c code out``) in a fresh process: the
+    converters it imports stay out of the pytest process."""
+    proc = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
 
 
 def write_onnx(path: Path) -> Path:

@@ -370,6 +370,23 @@ class ArtifactCache:
                 return candidate
         return "artifact"
 
+    @contextmanager
+    def exclusive(self, name: str) -> Iterator[None]:
+        """Hold the cache-wide advisory lock called ``name`` for the block.
+
+        Processes (and threads) that share this cache and ask for the same name take turns;
+        the lock ends with the block, or with the process that held it. The zoo's exports
+        use it so two runs sharing a cache export a model once, and the second one waits.
+        """
+        folder = self._root / ".locks"
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            _lock_fd(fd)
+            yield
+        finally:
+            os.close(fd)
+
     # -- cache entries -------------------------------------------------------------------------
 
     @contextmanager

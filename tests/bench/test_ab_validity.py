@@ -13,7 +13,10 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
+# Exclusive: its A/A sessions judge noise (at most one false regression), which another
+# test beside it would add.
 @pytest.mark.slow
+@pytest.mark.exclusive
 def test_the_smoke_run_measures_every_part(tmp_path: Path) -> None:
     out = tmp_path / "ab.json"
     proc = subprocess.run(

@@ -35,8 +35,9 @@ def _hunt(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str],
 def test_an_order_dependent_test_fails_the_hunt_and_is_named(tmp_path: Path) -> None:
     tests = tmp_path / "test_order_dependent.py"
     tests.write_text(ORDER_DEPENDENT)
+    # In one process: the two tests share module state only when they share a process.
     proc, record = _hunt(tmp_path, "--tests", str(tests), "--seeds", "1,2,3,4,5,6",
-                         "--bucket", "module", "--no-repeat")
+                         "--bucket", "module", "--no-repeat", "--workers", "0")
     runs = record["figures"]["runs"]
     assert len(runs) == 6 and {r["seed"] for r in runs} == {1, 2, 3, 4, 5, 6}
     failing = [r for r in runs if not r["ok"]]

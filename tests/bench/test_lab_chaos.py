@@ -13,7 +13,10 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
+# Exclusive: it kills and restarts workers, PostgreSQL and the server on a schedule and
+# waits for each recovery; another test beside it would shift the schedule it checks.
 @pytest.mark.slow
+@pytest.mark.exclusive
 @pytest.mark.postgres
 def test_lab_chaos_smoke_loses_nothing_and_stores_nothing_twice(tmp_path: Path) -> None:
     out = tmp_path / "chaos.json"

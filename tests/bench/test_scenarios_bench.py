@@ -15,10 +15,10 @@ pytest.importorskip("mlperf_loadgen")
 
 
 @pytest.mark.slow
-def test_scenarios_bench_smoke_writes_its_figures(tmp_path: Path) -> None:
+def test_scenarios_bench_smoke_writes_its_figures(tmp_path: Path, zoo_cache_dir: Path) -> None:
     out = tmp_path / "scenarios.json"
     proc = subprocess.run([sys.executable, str(BENCH / "scenarios.py"), "--smoke", "--out",
-                           str(out), "--cache-dir", str(tmp_path / "cache")],
+                           str(out), "--cache-dir", str(zoo_cache_dir)],
                           capture_output=True, text=True, timeout=900,
                           stdin=subprocess.DEVNULL, check=False)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]

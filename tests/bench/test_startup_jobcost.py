@@ -59,10 +59,11 @@ def test_the_package_imports_its_public_names_on_first_use() -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-def _smoke(script: str, tmp_path: Path) -> dict[str, Any]:
+def _smoke(script: str, tmp_path: Path, *extra: str) -> dict[str, Any]:
     out = tmp_path / "x.json"
     proc = subprocess.run(
-        [sys.executable, str(BENCH / script), "--smoke", "--repeats", "1", "--out", str(out)],
+        [sys.executable, str(BENCH / script), "--smoke", "--repeats", "1", "--out", str(out),
+         *extra],
         check=False,
         capture_output=True,
         text=True,
@@ -100,8 +101,8 @@ def test_cli_startup_smoke_writes_every_figure(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_job_cost_smoke_writes_every_figure(tmp_path: Path) -> None:
-    record = _smoke("job_cost.py", tmp_path)
+def test_job_cost_smoke_writes_every_figure(tmp_path: Path, zoo_cache_dir: Path) -> None:
+    record = _smoke("job_cost.py", tmp_path, "--cache-dir", str(zoo_cache_dir))
     assert record["name"] == "job_cost"
     figures = record["figures"]
     # Every installed framework's defaults; these three are always there in the test env.

@@ -6,17 +6,18 @@ in a separate process, so the test process never imports ExecuTorch's compiler s
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
+from tiny_models import run_export_script
 
 from benchlab.errors import UsageError
 from benchlab.frameworks.base import Framework, Invocation, JobContext, Unsupported
@@ -101,11 +102,9 @@ class Tiny:
 
 
 @pytest.fixture(scope="session")
-def tiny_pte(tmp_path_factory: pytest.TempPathFactory) -> Tiny:
-    out = tmp_path_factory.mktemp("executorch")
-    proc = subprocess.run([sys.executable, "-c", EXPORT, str(out)], capture_output=True,
-                          text=True, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def tiny_pte(build_once: Callable[[str, Callable[[Path], None]], Path]) -> Tiny:
+    # Built once per test run, whichever worker asks first (tests/conftest.py).
+    out = build_once("tiny-executorch", functools.partial(run_export_script, EXPORT))
     return Tiny(out / "tiny.xnnpack.pte", out / "tiny.portable.pte", out / "ref.npz",
                 out / "seed0.npz")
 

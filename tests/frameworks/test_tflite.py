@@ -7,6 +7,7 @@ process has no business importing).
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import json
 import os
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tiny_models import run_export_script
 
 from benchlab.errors import UsageError
 from benchlab.frameworks.base import Framework, Invocation, JobContext, Unsupported
@@ -129,11 +131,9 @@ class Tiny:
 
 
 @pytest.fixture(scope="session")
-def tiny_tflite(tmp_path_factory: pytest.TempPathFactory) -> Tiny:
-    out = tmp_path_factory.mktemp("tflite")
-    proc = subprocess.run([sys.executable, "-c", EXPORT, str(out)], capture_output=True,
-                          text=True, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def tiny_tflite(build_once: Callable[[str, Callable[[Path], None]], Path]) -> Tiny:
+    # Built once per test run, whichever worker asks first (tests/conftest.py).
+    out = build_once("tiny-tflite", functools.partial(run_export_script, EXPORT))
     return Tiny(out / "tiny.tflite", out / "tiny.int8.tflite", out / "twelve.tflite",
                 out / "ref.npz", out / "seed0.npz", out / "wide.tflite")
 

@@ -183,7 +183,7 @@ REAL_RUNS = {
 
 
 @pytest.fixture(scope="module")
-def mlp_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def mlp_runs(tmp_path_factory: pytest.TempPathFactory, zoo_cache_dir: Path) -> dict[str, Any]:
     """The zoo's mlp on ONNX Runtime under each of :data:`REAL_RUNS`, one store."""
     import benchlab
 
@@ -192,7 +192,7 @@ def mlp_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     found = {}
     for key, scenario in REAL_RUNS.items():
         (result,) = benchlab.run(models=["mlp"], frameworks=["onnxruntime:precision=fp32"],
-                                 db=root / "results.db", cache_dir=root / "cache",
+                                 db=root / "results.db", cache_dir=zoo_cache_dir,
                                  overrides=overrides, scenario=scenario)
         found[key] = result
     found["db"] = root / "results.db"
@@ -291,8 +291,8 @@ def test_a_scenario_on_the_specs_own_commands_fails_that_job_saying_why(tmp_path
 
 
 @pytest.mark.slow
-def test_a_scenario_runs_where_the_runner_runs_on_an_ssh_board(tmp_path: Path,
-                                                                board: Any) -> None:
+def test_a_scenario_runs_where_the_runner_runs_on_an_ssh_board(tmp_path: Path, board: Any,
+                                                                zoo_cache_dir: Path) -> None:
     """LoadGen runs in the runner process on the board (the loopback sshd): its clock and
     queries never cross the link, and the result has the shape of any other."""
     import sys
@@ -301,7 +301,7 @@ def test_a_scenario_runs_where_the_runner_runs_on_an_ssh_board(tmp_path: Path,
 
     (result,) = benchlab.run(models=["mlp"], frameworks=["onnxruntime:precision=fp32"],
                              target=f"{board.target_text},python={sys.executable}",
-                             db=tmp_path / "results.db", cache_dir=tmp_path / "cache",
+                             db=tmp_path / "results.db", cache_dir=zoo_cache_dir,
                              overrides=benchlab.TestOverrides(repeat=1, warmup=2),
                              scenario=Scenario("offline", duration_s=0.5))
     assert result.status == "ok", (result.error, result.stderr_tail)

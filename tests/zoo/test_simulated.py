@@ -181,8 +181,9 @@ SLACK = 1e-9
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("simulated") / "cache"
+def cache_dir(zoo_cache_dir: Path) -> Path:
+    # The run's shared zoo cache: the int8 files may be there already, or are put there once.
+    return zoo_cache_dir
 
 
 @pytest.fixture(scope="module")
@@ -196,11 +197,13 @@ def int8_only() -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def int8_results(int8_only: None, cache_dir: Path) -> dict[tuple[str, str], Result]:
+def int8_results(int8_only: None, cache_dir: Path,
+                 tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Result]:
     """(model, framework) → its int8 file measured by ``benchlab.run``, once per module."""
     overrides = benchlab.TestOverrides(iter=2, min_time=0.0, repeat=1, warmup=0)
     results = benchlab.run(models=list(MODELS), frameworks=list(RUNTIMES.values()),
-                           db=cache_dir.parent / "results.db", cache_dir=cache_dir,
+                           db=tmp_path_factory.mktemp("simulated") / "results.db",
+                           cache_dir=cache_dir,
                            overrides=overrides)
     return {(r.identity.model_name, r.identity.framework): r for r in results}
 

@@ -133,7 +133,7 @@ class ExportSession:
                  formats: Sequence[str] | None = None, force: bool = False,
                  progress: Callable[[str], None] | None = None,
                  workers: int | None = None) -> None:
-        self._cache, self._formats = cache, formats
+        self._cache, self._formats, self._force = cache, formats, force
         self._index = ExportIndex(cache)
         self._planned = [self._plan(ZOO[name], force) for name in resolve_model_names(names)]
         busy = [p for p in self._planned if p.todo]
@@ -171,15 +171,32 @@ class ExportSession:
         self._processes.close()
 
     def _export(self, planned: _Planned) -> ModelExport:
-        todo = list(planned.todo)
-        with tempfile.TemporaryDirectory(prefix="benchlab-zoo-") as tmp:
-            report = run_exporter(planned.model, todo, Path(tmp), self._processes,
-                                  self._shown.event(planned.model.name))
-            # Copying into the cache is disk work: never while a measurement runs.
-            with self._processes.running(), self._index_lock:
-                _index_report(self._index, self._cache, planned.fingerprint, todo, report)
-                self._index.save()
-        return self._collect(planned)
+        # Another process sharing the cache (a second run, parallel test workers) may be
+        # exporting this model now: wait for it, then export only what it left undone.
+        with self._cache.exclusive(f"zoo-export-{planned.fingerprint}"):
+            with self._index_lock:
+                self._index.reload()
+                todo = self._still_todo(planned)
+            if not todo:
+                self._shown.say(f"{planned.model.name}: exported meanwhile by another process "
+                                "sharing the cache")
+                return replace(self._collect(planned), exported=())
+            with tempfile.TemporaryDirectory(prefix="benchlab-zoo-") as tmp:
+                report = run_exporter(planned.model, todo, Path(tmp), self._processes,
+                                      self._shown.event(planned.model.name))
+                # Copying into the cache is disk work: never while a measurement runs.
+                with self._processes.running(), self._index_lock:
+                    _index_report(self._index, self._cache, planned.fingerprint, todo, report)
+                    self._index.save()
+        return replace(self._collect(planned), exported=tuple(todo))
+
+    def _still_todo(self, planned: _Planned) -> list[str]:
+        """The planned formats the index still lacks (all of them when forced)."""
+        if self._force:
+            return list(planned.todo)
+        return [fmt for fmt in planned.todo
+                if not ((entry := self._index.get(format_key(planned.fingerprint, fmt)))
+                        and entry.usable())]
 
     def _collect(self, planned: _Planned) -> ModelExport:
         return _collect(self._index, planned.model, planned.fingerprint, self._formats,

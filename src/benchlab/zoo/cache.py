@@ -118,18 +118,37 @@ def _intact(entry: Mapping[str, Any]) -> bool:
 
 
 class ExportIndex:
-    """The JSON index beside the artifact cache, rewritten atomically."""
+    """The JSON index beside the artifact cache, rewritten atomically.
+
+    Several processes may share one cache (two runs, a run beside ``zoo export``, parallel test
+    workers): :meth:`save` writes under the cache's ``zoo-index`` lock and keeps what others
+    saved since this index was read, adding only what this one :meth:`put`; :meth:`reload`
+    takes in what others saved.
+    """
 
     def __init__(self, cache: ArtifactCache) -> None:
+        self._cache = cache
         self._path = cache.root / "zoo-index.json"
+        self._formats, self._metadata = self._read()
+        # What this index recorded itself, laid over the file's newer content on save.
+        self._put_formats: dict[str, Any] = {}
+        self._put_metadata: dict[str, Any] = {}
+
+    def _read(self) -> tuple[dict[str, Any], dict[str, Any]]:
         try:
             data = json.loads(self._path.read_text())
         except (OSError, ValueError):
             data = {}
         data = data if isinstance(data, dict) else {}
         formats, metadata = data.get("formats"), data.get("metadata")
-        self._formats: dict[str, Any] = formats if isinstance(formats, dict) else {}
-        self._metadata: dict[str, Any] = metadata if isinstance(metadata, dict) else {}
+        return (formats if isinstance(formats, dict) else {},
+                metadata if isinstance(metadata, dict) else {})
+
+    def reload(self) -> None:
+        """Read what other processes saved since, keeping this index's own unsaved entries."""
+        formats, metadata = self._read()
+        self._formats = {**formats, **self._put_formats}
+        self._metadata = {**metadata, **self._put_metadata}
 
     def get(self, key: str) -> FormatEntry | None:
         """The entry stored under a :func:`format_key`, if any."""
@@ -149,8 +168,9 @@ class ExportIndex:
 
     def put(self, key: str, entry: FormatEntry) -> None:
         """Record one format's export (in memory until :meth:`save`)."""
-        self._formats[key] = {"files": {k: dict(v) for k, v in entry.files.items()},
-                              "error": entry.error, "seconds": entry.seconds}
+        self._formats[key] = self._put_formats[key] = {
+            "files": {k: dict(v) for k, v in entry.files.items()}, "error": entry.error,
+            "seconds": entry.seconds}
 
     def metadata(self, fingerprint: str) -> dict[str, Any]:
         """Facts about a model definition recorded at export (params, FLOPs, task)."""
@@ -159,13 +179,16 @@ class ExportIndex:
 
     def put_metadata(self, fingerprint: str, metadata: Mapping[str, Any]) -> None:
         """Record a model definition's metadata."""
-        self._metadata[fingerprint] = dict(metadata)
+        self._metadata[fingerprint] = self._put_metadata[fingerprint] = dict(metadata)
 
     def save(self) -> None:
-        """Write the index atomically (readers never see half a file)."""
+        """Write the index atomically (readers never see half a file), merged with what other
+        processes saved since it was read."""
         self._path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self._path.parent, prefix=".zoo-index-")
-        with os.fdopen(fd, "w") as handle:
-            json.dump({"formats": self._formats, "metadata": self._metadata}, handle, indent=1,
-                      sort_keys=True)
-        os.replace(tmp, self._path)
+        with self._cache.exclusive("zoo-index"):
+            self.reload()
+            fd, tmp = tempfile.mkstemp(dir=self._path.parent, prefix=".zoo-index-")
+            with os.fdopen(fd, "w") as handle:
+                json.dump({"formats": self._formats, "metadata": self._metadata}, handle,
+                          indent=1, sort_keys=True)
+            os.replace(tmp, self._path)

@@ -1,0 +1,167 @@
+"""Suite cost: where the test command's time goes, per test, per fixture, per kind of work.
+
+Runs pytest over the suite (the README's test command by default, or the pytest arguments after
+``--``) with bench/suite_cost_plugin.py loaded, then prints and keeps:
+
+* the wall time of the run, the sum of every test's phases and, under xdist, each worker's busy
+  time (so the parallel speed-up and an idle worker both show);
+* the slowest tests, each split into setup, call and teardown, the CPU time of pytest itself and
+  of its reaped child processes, the main thread's sleeps, and the child processes it started;
+* the costliest fixtures (a session fixture's one-off setup shows apart from its users);
+* the totals per test module and per kind of child process, and which test paid for importing
+  each runtime first.
+
+    python bench/suite_cost.py                        # the whole suite as README runs it
+    python bench/suite_cost.py -- -n 0 tests/zoo      # any pytest arguments
+
+Results go to ``bench/results/suite_cost.json``; docs/performance.md §15 has the figures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from _common import parse_args, write_result
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = Path(__file__).resolve().parent
+SMOKE_TESTS = ("tests/test_stats.py", "tests/test_process_state.py")
+
+
+def _options(parser) -> None:  # noqa: ANN001 - argparse's parser
+    parser.add_argument("--top", type=int, default=25, help="how many tests and fixtures to list")
+    parser.add_argument("pytest_args", nargs="*", help="pytest arguments (after --)")
+
+
+def run_suite(pytest_args: list[str], out_dir: Path) -> tuple[int, float, str]:
+    """One pytest process with the cost plugin; its exit status, wall time and last lines."""
+    # bench/ first, for the plugin; whatever the caller had after it.
+    paths = [str(BENCH), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    command = [sys.executable, "-m", "pytest", "-p", "suite_cost_plugin",
+               f"--suite-cost-dir={out_dir}", *pytest_args]
+    started = time.monotonic()
+    proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    wall = time.monotonic() - started
+    tail = "\n".join(proc.stdout.splitlines()[-40:])
+    return proc.returncode, wall, tail
+
+
+def _total(row: dict[str, Any], key: str) -> float:
+    return sum(phase.get(key, 0.0) for phase in row["phases"].values())
+
+
+def summarise(out_dir: Path, wall_s: float, top: int) -> dict[str, Any]:
+    workers = [json.loads(path.read_text()) for path in sorted(out_dir.glob("*.json"))]
+    tests: dict[str, dict[str, Any]] = {}
+    fixtures: list[dict[str, Any]] = []
+    for worker in workers:
+        tests.update(worker["tests"])
+        fixtures += worker["fixtures"]
+    rows = []
+    for nodeid, row in tests.items():
+        processes = row["processes"]
+        rows.append({
+            "test": nodeid, "worker": row["worker"], "outcome": row["outcome"],
+            "wall_s": round(_total(row, "wall_s"), 2),
+            "setup_s": round(row["phases"].get("setup", {}).get("wall_s", 0.0), 2),
+            "call_s": round(row["phases"].get("call", {}).get("wall_s", 0.0), 2),
+            "teardown_s": round(row["phases"].get("teardown", {}).get("wall_s", 0.0), 2),
+            "cpu_s": round(_total(row, "cpu_s"), 2),
+            "children_cpu_s": round(_total(row, "children_cpu_s"), 2),
+            "sleep_s": round(_total(row, "sleep_s"), 2),
+            "processes": dict(processes), "imported": row["imported"]})
+    rows.sort(key=lambda r: -r["wall_s"])
+    modules: dict[str, float] = defaultdict(float)
+    for row in rows:
+        modules[row["test"].split("::")[0]] += row["wall_s"]
+    kinds: dict[str, int] = defaultdict(int)
+    for row in rows:
+        for kind, n in row["processes"].items():
+            kinds[kind] += n
+    fixture_totals: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for fix in fixtures:
+        fixture_totals[(fix["fixture"], fix["scope"], fix["baseid"])].append(fix["wall_s"])
+    fixture_rows = sorted(
+        ({"fixture": name, "scope": scope, "defined_in": baseid or "(plugin)",
+          "setups": len(times), "total_s": round(sum(times), 2), "max_s": round(max(times), 2)}
+         for (name, scope, baseid), times in fixture_totals.items()),
+        key=lambda r: -r["total_s"])
+    busy = {w["worker"]: round(sum(_total(t, "wall_s") for t in w["tests"].values()), 1)
+            for w in workers}
+    return {
+        "wall_s": round(wall_s, 1),
+        "tests": len(rows),
+        "outcomes": {o: sum(r["outcome"] == o for r in rows) for o in
+                     ("passed", "failed", "error", "skipped")},
+        "sum_of_tests_s": round(sum(r["wall_s"] for r in rows), 1),
+        "worker_busy_s": busy,
+        "setup_s": round(sum(r["setup_s"] for r in rows), 1),
+        "call_s": round(sum(r["call_s"] for r in rows), 1),
+        "teardown_s": round(sum(r["teardown_s"] for r in rows), 1),
+        "pytest_cpu_s": round(sum(r["cpu_s"] for r in rows), 1),
+        "children_cpu_s": round(sum(r["children_cpu_s"] for r in rows), 1),
+        "main_thread_sleep_s": round(sum(r["sleep_s"] for r in rows), 1),
+        "processes_by_kind": dict(sorted(kinds.items(), key=lambda kv: -kv[1])),
+        "modules": [{"module": m, "wall_s": round(s, 1)}
+                    for m, s in sorted(modules.items(), key=lambda kv: -kv[1])],
+        "slowest": rows[:top],
+        "fixtures": fixture_rows[:top],
+        "first_imports": {name: r["test"] for r in rows for name in r["imported"]},
+        "all_tests": [{k: r[k] for k in ("test", "worker", "outcome", "wall_s", "setup_s",
+                                         "call_s", "teardown_s", "children_cpu_s", "sleep_s",
+                                         "processes")} for r in rows],
+    }
+
+
+def print_summary(figures: dict[str, Any], top: int) -> None:
+    print(f"wall {figures['wall_s']} s; {figures['tests']} tests {figures['outcomes']}; "
+          f"sum of tests {figures['sum_of_tests_s']} s; busy per worker {figures['worker_busy_s']}")
+    print(f"setup {figures['setup_s']} s, call {figures['call_s']} s, teardown "
+          f"{figures['teardown_s']} s; pytest CPU {figures['pytest_cpu_s']} s, children's CPU "
+          f"{figures['children_cpu_s']} s, main-thread sleeps {figures['main_thread_sleep_s']} s")
+    print(f"child processes: {figures['processes_by_kind']}")
+    print("\n| test | wall s | setup | call | teardown | own CPU | children CPU | sleep | "
+          "processes |\n|---|---|---|---|---|---|---|---|---|")
+    for r in figures["slowest"][:top]:
+        procs = ", ".join(f"{k} {n}" for k, n in r["processes"].items())
+        print(f"| {r['test']} | {r['wall_s']} | {r['setup_s']} | {r['call_s']} | "
+              f"{r['teardown_s']} | {r['cpu_s']} | {r['children_cpu_s']} | {r['sleep_s']} | "
+              f"{procs} |")
+    print("\n| fixture | scope | setups | total s | max s |\n|---|---|---|---|---|")
+    for f in figures["fixtures"][:top]:
+        print(f"| {f['fixture']} ({f['defined_in']}) | {f['scope']} | {f['setups']} | "
+              f"{f['total_s']} | {f['max_s']} |")
+    print("\n| module | wall s |\n|---|---|")
+    for m in figures["modules"][:top]:
+        print(f"| {m['module']} | {m['wall_s']} |")
+    print(f"\nfirst imports: {figures['first_imports']}")
+
+
+def main() -> int:
+    args = parse_args(__doc__.splitlines()[0], repeats=1, extra=_options,
+                      repeats_help="unused: one run of the suite")
+    pytest_args = list(SMOKE_TESTS) if args.smoke else args.pytest_args
+    with tempfile.TemporaryDirectory(prefix="suite-cost-") as tmp:
+        status, wall, tail = run_suite(pytest_args, Path(tmp))
+        print(tail)
+        figures = summarise(Path(tmp), wall, args.top)
+    figures["pytest_args"] = pytest_args
+    figures["exit_status"] = status
+    print_summary(figures, args.top)
+    out = write_result("suite_cost", args, figures)
+    print(f"written to {out}")
+    # A run that measured nothing or failed is no figure.
+    return 0 if status == 0 and figures["tests"] > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
