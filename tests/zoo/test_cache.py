@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,62 @@ def test_a_damaged_index_or_cached_file_means_export_again_not_a_traceback(
     for garbage in ("[1, 2]", "{\"formats\": 7}", "\x00\x01 not json"):
         index.write_text(garbage)
         assert "onnx" in zoo.export_models([model.name], cache, formats=["onnx"])[0].exported
+
+
+def test_two_indexes_of_one_cache_keep_each_others_entries(tmp_path: Path) -> None:
+    """Two processes sharing a cache each read the index, record a format and save: the file
+    ends with both, where a plain rewrite kept only the last one's."""
+    from benchlab.zoo.cache import ExportIndex, FormatEntry
+
+    cache = ArtifactCache(tmp_path / "cache")
+    first, second = ExportIndex(cache), ExportIndex(cache)
+    first.put("a|onnx", FormatEntry(error="first's"))
+    second.put("b|onnx", FormatEntry(error="second's"))
+    second.put_metadata("b", {"params": 2})
+    first.save()
+    second.save()
+    merged = ExportIndex(cache)
+    assert merged.get("a|onnx") == FormatEntry(error="first's")
+    assert merged.get("b|onnx") == FormatEntry(error="second's")
+    assert merged.metadata("b") == {"params": 2}
+    # What an index recorded itself wins over the file; reload takes in the others' entries.
+    first.put("b|onnx", FormatEntry(error="first's again"))
+    first.reload()
+    assert first.get("b|onnx") == FormatEntry(error="first's again")
+    assert first.metadata("b") == {"params": 2}
+
+
+@pytest.mark.slow
+def test_two_exports_of_one_model_into_one_cache_export_it_once(
+    user_model: tuple[ZooModel, Path], tmp_path: Path
+) -> None:
+    """Two runs sharing a cache ask for the same model at once: one exports it, the other
+    waits for it and takes its files (the model's lock in the cache; threads here, processes
+    in a parallel test run or two runs at once)."""
+    import threading
+
+    model, _ = user_model
+    cache_dir = tmp_path / "cache"
+    exports: list[zoo.ModelExport] = []
+    progress: list[str] = []
+
+    def export() -> None:
+        exports.extend(zoo.export_models([model.name], ArtifactCache(cache_dir),
+                                         formats=["onnx"], progress=progress.append))
+
+    threads = [threading.Thread(target=export) for _ in range(2)]
+    # Both plan the export before either may start it: the test holds the model's lock until
+    # each has said it is exporting.
+    with ArtifactCache(cache_dir).exclusive(f"zoo-export-{model_fingerprint(model)}"):
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 120
+        while sum("exporting 1 model" in line for line in progress) < 2:
+            assert time.monotonic() < deadline, progress
+            time.sleep(0.01)
+    for thread in threads:
+        thread.join(timeout=300)
+    assert len(exports) == 2
+    assert sorted(len(e.exported) for e in exports) == [0, 2]  # onnx and its reference
+    assert exports[0].files == exports[1].files and "onnx" in exports[0].files
+    assert any("exported meanwhile by another process" in line for line in progress)
