@@ -35,14 +35,12 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from _common import parse_args, write_result
+from _common import QUICK_TESTS, parse_args, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 # Headings of the summary sections tests/conftest.py writes.
 LEAK_SECTION = "torch settings changed by a test"
 CASES_SECTION = "machine-dependent cases taken"
-# A few quick files for --smoke: one run proves the plumbing, not the suite.
-SMOKE_TESTS = ("tests/test_process_state.py", "tests/test_stats.py")
 
 
 @dataclass
@@ -155,7 +153,7 @@ def main() -> int:
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     runs: list[PytestRun] = []
     if args.smoke:
-        runs.append(run_pytest("order", seeds[0], "global", list(SMOKE_TESTS), args.workers))
+        runs.append(run_pytest("order", seeds[0], "global", list(QUICK_TESTS), args.workers))
     else:
         selection = args.tests or (["tests"] if args.scope == "all" else ["tests", "-m", "slow"])
         runs += [run_pytest("order", seed, args.bucket, selection, args.workers)

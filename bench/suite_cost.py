@@ -29,11 +29,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from _common import parse_args, write_result
+from _common import QUICK_TESTS, parse_args, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = Path(__file__).resolve().parent
-SMOKE_TESTS = ("tests/test_stats.py", "tests/test_process_state.py")
 
 
 def _options(parser) -> None:  # noqa: ANN001 - argparse's parser
@@ -149,7 +148,8 @@ def print_summary(figures: dict[str, Any], top: int) -> None:
 def main() -> int:
     args = parse_args(__doc__.splitlines()[0], repeats=1, extra=_options,
                       repeats_help="unused: one run of the suite")
-    pytest_args = list(SMOKE_TESTS) if args.smoke else args.pytest_args
+    # The smoke runs two workers, so the merging of their records is exercised too.
+    pytest_args = ["-n", "2", *QUICK_TESTS] if args.smoke else args.pytest_args
     with tempfile.TemporaryDirectory(prefix="suite-cost-") as tmp:
         status, wall, tail = run_suite(pytest_args, Path(tmp))
         print(tail)

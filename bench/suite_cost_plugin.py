@@ -151,8 +151,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     out = config.getoption("suite_cost_dir")
     # The xdist controller runs no tests: only the processes that do record.
-    if out is None or (hasattr(config, "workerinput") is False
-                       and config.getoption("numprocesses", None)):
+    runs_tests = hasattr(config, "workerinput") or not config.getoption("numprocesses", None)
+    if out is None or not runs_tests:
         return
     worker = getattr(config, "workerinput", {}).get("workerid", "main")
     config.pluginmanager.register(SuiteCost(Path(out), worker), "suite_cost")

@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import machine_facts
-from exclusive import file_lock
+from exclusive import file_lock, workers_folder
 from process_state import TorchSettings
 import pytest
 import tiny_models
@@ -194,10 +194,7 @@ def run_shared_dir(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytes
     once for all of them, where building it is safe to share (the zoo's export cache holds a
     lock per model, so a second worker waits for the first one's export and reuses it).
     """
-    base = tmp_path_factory.getbasetemp()
-    # xdist puts each worker's basetemp inside the controller's (``<basetemp>/gw0``).
-    shared = base.parent if hasattr(pytestconfig, "workerinput") else base
-    folder = shared / "shared"
+    folder = (workers_folder(pytestconfig) or tmp_path_factory.getbasetemp()) / "shared"
     folder.mkdir(exist_ok=True)
     return folder
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import fcntl
 import os
 from collections.abc import Generator, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -27,15 +27,22 @@ import pytest
 MARKER = "exclusive"
 
 
-def _lock_dir(config: pytest.Config) -> Path | None:
-    """A folder every worker of this run sees and no other run does, or None without xdist.
+def workers_folder(config: pytest.Config) -> Path | None:
+    """Under xdist, a folder every worker of this run sees and no other run does; else None.
 
-    xdist gives each worker a basetemp inside the controller's (``<basetemp>/gw0``); the lock
-    lives beside them, and pytest's own retention of old basetemps removes it.
+    xdist gives each worker a basetemp inside the controller's (``<basetemp>/gw0``): this is
+    the controller's, which pytest's own retention of old basetemps removes.
     """
     if not hasattr(config, "workerinput"):
         return None
-    folder = Path(config.option.basetemp).parent / "exclusive-lock"
+    return Path(config.option.basetemp).parent
+
+
+def _lock_dir(config: pytest.Config) -> Path | None:
+    shared = workers_folder(config)
+    if shared is None:
+        return None
+    folder = shared / "exclusive-lock"
     folder.mkdir(exist_ok=True)
     return folder
 
@@ -59,13 +66,11 @@ def held(folder: Path, exclusive: bool) -> Iterator[None]:
         with file_lock(turnstile, fcntl.LOCK_EX), file_lock(room, fcntl.LOCK_EX):
             yield
         return
-    with file_lock(turnstile, fcntl.LOCK_EX):
-        room_fd = os.open(room, os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(room_fd, fcntl.LOCK_SH)
-    try:
+    with ExitStack() as stack:
+        # The read lock outlives the turnstile, which is let go as soon as it is taken.
+        with file_lock(turnstile, fcntl.LOCK_EX):
+            stack.enter_context(file_lock(room, fcntl.LOCK_SH))
         yield
-    finally:
-        os.close(room_fd)
 
 
 @pytest.hookimpl(trylast=True)

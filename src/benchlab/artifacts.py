@@ -78,6 +78,17 @@ else:
         fcntl.flock(fd, fcntl.LOCK_EX)
 
 
+@contextmanager
+def _held(lock_file: Path) -> Iterator[None]:
+    """Hold the exclusive advisory lock on ``lock_file`` (made if missing) for the block."""
+    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        _lock_fd(fd)
+        yield
+    finally:
+        os.close(fd)
+
+
 @dataclass(frozen=True, slots=True)
 class FetchedArtifact:
     """A local file ready to use, and what is known about its content.
@@ -380,27 +391,19 @@ class ArtifactCache:
         """
         folder = self._root / ".locks"
         folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(folder / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            _lock_fd(fd)
+        with _held(folder / f"{name}.lock"):
             yield
-        finally:
-            os.close(fd)
 
     # -- cache entries -------------------------------------------------------------------------
 
     @contextmanager
     def _locked(self, entry: Path) -> Iterator[None]:
         entry.mkdir(parents=True, exist_ok=True)
-        fd = os.open(entry / _LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            _lock_fd(fd)
+        with _held(entry / _LOCK_NAME):
             # Whoever holds the lock is the only writer, so leftover temps are from a dead process.
             for stale in entry.glob(_TMP_PREFIX + "*"):
                 stale.unlink(missing_ok=True)
             yield
-        finally:
-            os.close(fd)
 
     @staticmethod
     def _tmp_path(entry: Path) -> Path:

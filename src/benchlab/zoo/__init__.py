@@ -135,7 +135,7 @@ class ExportSession:
                  workers: int | None = None) -> None:
         self._cache, self._formats, self._force = cache, formats, force
         self._index = ExportIndex(cache)
-        self._planned = [self._plan(ZOO[name], force) for name in resolve_model_names(names)]
+        self._planned = [self._plan(ZOO[name]) for name in resolve_model_names(names)]
         busy = [p for p in self._planned if p.todo]
         self._workers = min(workers or default_export_workers(), max(len(busy), 1))
         self._shown = ExportProgress(progress, sum(
@@ -143,14 +143,13 @@ class ExportSession:
         self._processes = PausableProcesses()
         self._index_lock = threading.Lock()
 
-    def _plan(self, model: ZooModel, force: bool) -> _Planned:
+    def _plan(self, model: ZooModel) -> _Planned:
         onnx_bytes = (resolve_onnx_resource(model.onnx_resource).read_bytes()
                       if model.onnx_resource else None)
         fingerprint = model_fingerprint(model, onnx_bytes)
         todo, absent = [], {}
         for fmt in _wanted_formats(model, self._formats):
-            entry = self._index.get(format_key(fingerprint, fmt))
-            if entry is not None and entry.usable() and not force:
+            if not self._needs_export(fingerprint, fmt):
                 continue
             why = _missing_exporter(fmt)
             if why:
@@ -176,7 +175,8 @@ class ExportSession:
         with self._cache.exclusive(f"zoo-export-{planned.fingerprint}"):
             with self._index_lock:
                 self._index.reload()
-                todo = self._still_todo(planned)
+                todo = [fmt for fmt in planned.todo
+                        if self._needs_export(planned.fingerprint, fmt)]
             if not todo:
                 self._shown.say(f"{planned.model.name}: exported meanwhile by another process "
                                 "sharing the cache")
@@ -190,13 +190,10 @@ class ExportSession:
                     self._index.save()
         return replace(self._collect(planned), exported=tuple(todo))
 
-    def _still_todo(self, planned: _Planned) -> list[str]:
-        """The planned formats the index still lacks (all of them when forced)."""
-        if self._force:
-            return list(planned.todo)
-        return [fmt for fmt in planned.todo
-                if not ((entry := self._index.get(format_key(planned.fingerprint, fmt)))
-                        and entry.usable())]
+    def _needs_export(self, fingerprint: str, fmt: str) -> bool:
+        """Whether ``fmt`` must be exported: forced, or the index has no usable entry for it."""
+        entry = self._index.get(format_key(fingerprint, fmt))
+        return self._force or entry is None or not entry.usable()
 
     def _collect(self, planned: _Planned) -> ModelExport:
         return _collect(self._index, planned.model, planned.fingerprint, self._formats,
