@@ -35,7 +35,16 @@ from benchlab.tracking.tracker import (
 from benchlab.tracking.tracker import fingerprint as track_fingerprint
 from benchlab.generation import Generation
 from benchlab.scenario import Scenario
-from benchlab.zoo import DEFAULT_MODELS, ExportSession, resolve_model_names, spec_of
+from benchlab.usermodels.prepare import entry_only, prepare_models
+from benchlab.zoo import (
+    DEFAULT_GENERATIVE_TEST,
+    DEFAULT_MODELS,
+    DEFAULT_TEST,
+    ExportSession,
+    ModelExport,
+    resolve_model_names,
+    spec_of,
+)
 
 if TYPE_CHECKING:  # rich is the reporters' business; the API only passes a console through
     from rich.console import Console
@@ -83,13 +92,21 @@ def _staged(
     """
     configs = list(sweep.frameworks)
     loaded = [spec for path in sweep.specs for spec in load(path, root_dir=sweep.root_model_dir)]
+    # A spec naming a factory and no file is the user's model: exported like any other.
+    factories = [spec for spec in loaded if entry_only(spec)]
+    loaded = [spec for spec in loaded if not entry_only(spec)]
     names = (resolve_model_names(list(sweep.models)) if sweep.models
-             else [] if sweep.specs else list(DEFAULT_MODELS))
-    if not loaded and not names:
-        raise UsageError("nothing to run: the given specs contain no tests")
+             else [] if sweep.specs or sweep.user_models else list(DEFAULT_MODELS))
     for spec in loaded if progress else ():
         for field, why in spec.ignored:
             progress(f"{spec.path.name}: {field} is not used: {why}")
+    users = prepare_models(sweep.user_models, cache, inputs=sweep.inputs, data=sweep.data,
+                           test=DEFAULT_TEST, generative_test=DEFAULT_GENERATIVE_TEST,
+                           specs=factories, progress=progress)
+    loaded += users.ready
+    if not loaded and not names and not users.exports:
+        raise UsageError("nothing to run: the given specs contain no tests")
+    own_tests = users.tests or {}
 
     # Once per target: describing a remote one is a round trip, and stages plan many times.
     devices = [str(target.describe().get(EnvKey.HOSTNAME, "")) for target in targets]
@@ -100,11 +117,15 @@ def _staged(
                                     scenario=sweep.scenario)
                                for target, device in zip(targets, devices, strict=True)])
 
-    with ExportSession(names, cache, progress=progress) as session:
+    def spec_for(export: ModelExport) -> BenchmarkSpec:
+        return spec_of(export, cache, generations=sweep.generations,
+                       own_tests=own_tests.get(export.model.name, ()))
+
+    with ExportSession([*names, *users.exports], cache, progress=progress) as session:
         first = plan_of(loaded)
         requested = [job.identity.key for job in first.jobs]
         legacy = list(requested)
-        if names:
+        if session.fingerprints:
             where = ",".join(f"{target.name}@{device}"
                              for target, device in zip(targets, devices, strict=True))
             for name, fp in session.fingerprints.items():
@@ -113,20 +134,18 @@ def _staged(
         taken: list[Plan] = []
 
         def stages() -> Iterator[Plan]:
-            # Spec files and cached zoo models need no export: one stage, so that their
+            # Spec files and cached models need no export: one stage, so that their
             # processes are measured in the same rounds (harness.execute).
             cached = session.cached()
-            taken.append(plan_of([*loaded, *(spec_of(e, cache, generations=sweep.generations) for e in cached)])
-                         if cached else first)
+            taken.append(plan_of([*loaded, *(spec_for(e) for e in cached)]) if cached else first)
             yield taken[-1]
             for batch in session.batches(pause=pause, include_cached=False):
-                taken.append(plan_of([spec_of(export, cache, generations=sweep.generations)
-                                       for export in batch]))
+                taken.append(plan_of([spec_for(export) for export in batch]))
                 yield taken[-1]
 
         staged = StagedPlan(tuple(requested), stages(),
-                            legacy_requested=tuple(legacy) if names else ())
-        yield _Staged(staged, taken, len(names))
+                            legacy_requested=tuple(legacy) if session.fingerprints else ())
+        yield _Staged(staged, taken, len(session.fingerprints))
 
 
 def _cache_of(sweep: Sweep, progress: DownloadProgress | None = None) -> ArtifactCache:
@@ -161,12 +180,16 @@ def plan_sweep(
     overrides: TestOverrides | None = None,
     cache_dir: Path | None = None,
     root_model_dir: Path | None = None,
+    model: Any = None,
+    inputs: Sequence[Any] | None = None,
+    data: str | Path | None = None,
 ) -> Plan:
     """The jobs :func:`run` would run with the same arguments (or :class:`Sweep`), without
     running them."""
     sweep = _as_sweep(specs, models=models, frameworks=frameworks, target=target,
                       exclude_targets=exclude_targets, overrides=overrides,
-                      cache_dir=cache_dir, root_model_dir=root_model_dir)
+                      cache_dir=cache_dir, root_model_dir=root_model_dir, model=model,
+                      inputs=inputs, data=data)
     return _plan(sweep, select_targets(list(sweep.targets), sweep.exclude_targets),
                  _cache_of(sweep))
 
@@ -195,12 +218,21 @@ def run(
     order: str = "rounds",
     generations: Sequence[Generation] = (),
     scenario: Scenario | None = None,
+    model: Any = None,
+    inputs: Sequence[Any] | None = None,
+    data: str | Path | None = None,
 ) -> Results:
     """Run a sweep and return its :class:`Results`; every result is also in the store.
 
     ``specs`` are spec or suite files, or a whole :class:`~benchlab.sweep.Sweep` (then the
     arguments it holds are not given again); ``models`` names zoo models (or ``all``,
-    ``default``, ``small``). With neither, the zoo's default models run on every installed framework.
+    ``default``, ``small``). ``model`` is your own model, or a list of them: a
+    ``torch.nn.Module``, a ``"file.py:factory"`` or ``"pkg.module:factory"``, an ONNX file, or
+    a file a runtime reads as it is (``.tflite``, ``.pte``, ``.xml``, ``.pt``, ``.pt2``,
+    ``.gguf``); it is exported to every format the installed runtimes take (docs/your-model.md).
+    ``inputs`` gives its input shapes (``"1x3x224x224"``, ``"ids=1x128:int64"``) or example
+    tensors; ``data`` an ``.npz`` of input sets for int8 calibration and accuracy.
+    With none of these, the zoo's default models run on every installed framework.
     ``frameworks`` limits and configures the frameworks (``"pytorch:mode=eager"``).
     Failed jobs do not raise: they are results with a failed status (see ``Results.failed``).
     ``target`` is ``"host"``, ``"ssh:host=pi"``, ``"adb:serial=X"``, a target object, or a
@@ -231,7 +263,7 @@ def run(
                       exclude_targets=exclude_targets, overrides=overrides,
                       string_map=string_map, time_budget=time_budget, cache_dir=cache_dir,
                       root_model_dir=root_model_dir, generations=generations,
-                      scenario=scenario)
+                      scenario=scenario, model=model, inputs=inputs, data=data)
     announce, bar, downloads = None, None, None
     if progress:
         # rich only when something is shown: the API itself stays free of it.

@@ -79,6 +79,9 @@ def split_frameworks(values: list[str]) -> list[str]:
 def run(
     specs: Annotated[list[Path], typer.Argument(help="Spec or suite files (JSON/YAML).")] = [],  # noqa: B006
     models: Annotated[Optional[str], typer.Option(help="Zoo models, comma-separated, or 'all'.")] = None,  # noqa: UP007,E501
+    model: Annotated[list[str], typer.Option("--model", "-m", help="Your own model, exported to every runtime: mynet.py:build, pkg.module:factory, model.onnx, or a .tflite/.pte/.xml/.pt/.pt2/.gguf file (repeatable).")] = [],  # noqa: B006,E501
+    model_input: Annotated[list[str], typer.Option("--input", help="Your model's input: [name=]1x3x224x224[:dtype], once per input (default: what the model declares).")] = [],  # noqa: B006,E501
+    data: Annotated[Optional[Path], typer.Option("--inputs", help="An .npz of your model's input sets (one array per input, sets along the first axis): int8 calibration and accuracy.")] = None,  # noqa: UP007,E501
     frameworks: Annotated[list[str], typer.Option("--frameworks", "-f", help="Frameworks, e.g. 'pytorch:mode=eager,onnxruntime' or 'all'.")] = [],  # noqa: B006,E501
     target: Annotated[list[str], typer.Option("--target", help="Where to run: host, ssh:host=NAME, adb[:serial=X]. Repeat it to run on several devices; 'adb' alone is every attached phone.")] = ["host"],  # noqa: B006,E501
     exclude_target: Annotated[list[str], typer.Option("--exclude-target", help="Leave out the devices this names, e.g. 'adb:serial=X' (repeatable).")] = [],  # noqa: B006,E501
@@ -153,12 +156,17 @@ def run(
         generations=generations_from_options(prompt_tokens, new_tokens, depth),
         scenario=scenario_from_options(scenario, latency_bound, target_qps, duration, query_count,
                            samples_per_query, mlperf_durations, scenario_accuracy),
+        model=list(model), inputs=list(model_input), data=data,
     )
     if dry_run:
         console.print_json(describe_plan(plan_sweep(sweep)))
         return
     if lab:
         from benchlab.cli_lab import run_on_lab
+
+        if model:
+            raise UsageError("--model with --lab: a lab's devices cannot reach a model on this "
+                             "machine yet; run it here, or give the lab a spec with its files")
 
         found, ok = run_on_lab(lab, list(specs), model_names or [],
                                split_frameworks(frameworks), dict(overrides.values),

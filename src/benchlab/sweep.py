@@ -21,7 +21,8 @@ from benchlab.generation import Generation
 from benchlab.harness import TestOverrides
 from benchlab.scenario import Scenario
 from benchlab.plugins import FRAMEWORK_GROUP, available_names, parse_plugin_text
-from benchlab.spec.types import FrameworkConfig
+from benchlab.spec.types import FrameworkConfig, InputDef
+from benchlab.usermodels.given import input_defs
 from benchlab.targets.base import Target
 
 __all__ = ["FINGERPRINT_VERSION", "SpecsArg", "Sweep", "TargetsArg", "framework_configs", "parse_framework"]
@@ -80,6 +81,12 @@ class Sweep:
     generations: tuple[Generation, ...] = ()
     #: The load scenario every forward-pass test runs under (``None``: the specs' own).
     scenario: Scenario | None = None
+    #: The user's own models (:mod:`benchlab.usermodels.given`: files, factories, modules).
+    user_models: tuple[Any, ...] = ()
+    #: Their input shapes and dtypes (empty: what each model declares or its file says).
+    inputs: tuple[InputDef, ...] = ()
+    #: An ``.npz`` of their input sets, for int8 calibration and accuracy.
+    data: Path | None = None
 
     @classmethod
     def of(
@@ -97,9 +104,15 @@ class Sweep:
         cache_dir: Path | None = None,
         generations: Sequence[Generation] = (),
         scenario: Scenario | None = None,
+        model: Any = None,
+        inputs: Sequence[Any] | None = None,
+        data: str | Path | None = None,
     ) -> Sweep:
         """A sweep from the arguments ``benchlab.run`` takes (see there for each)."""
         paths = [specs] if isinstance(specs, (str, Path)) else list(specs or ())
+        # One model (a file, a factory, a module) or a list of them.
+        given = list(model) if isinstance(model, (list, tuple)) else [] if model is None \
+            else [model]
         targets = [target] if isinstance(target, (str, Target)) else list(target)
         return cls(
             specs=tuple(Path(p) for p in paths), models=tuple(models or ()),
@@ -107,7 +120,8 @@ class Sweep:
             exclude_targets=tuple(exclude_targets), overrides=overrides,
             string_map=MappingProxyType(dict(string_map or {})), time_budget=time_budget,
             root_model_dir=root_model_dir, cache_dir=cache_dir, generations=tuple(generations),
-            scenario=scenario,
+            scenario=scenario, user_models=tuple(given), inputs=input_defs(inputs),
+            data=Path(data) if data is not None else None,
         )
 
     @property

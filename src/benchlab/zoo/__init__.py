@@ -39,6 +39,7 @@ from benchlab.zoo.pipeline import (
 from benchlab.zoo.registry import DEFAULT_MODELS, SMALL_MODELS, ZOO, resolve_onnx_resource
 
 __all__ = [
+    "DEFAULT_GENERATIVE_TEST",
     "DEFAULT_MODELS",
     "DEFAULT_TEST",
     "ExportSession",
@@ -119,7 +120,8 @@ class _Planned:
 
 
 class ExportSession:
-    """The exports of some zoo models, handed out model by model as each one ends.
+    """The exports of some models (the zoo's by name, a user's by definition), handed out
+    model by model as each one ends.
 
     Planning (on construction) only reads the index: :attr:`fingerprints` is known before
     anything runs. :meth:`batches` yields first the models that need no export, then each
@@ -129,13 +131,16 @@ class ExportSession:
     leaving it kills exports still running.
     """
 
-    def __init__(self, names: Sequence[str], cache: ArtifactCache, *,
+    def __init__(self, names: Sequence[str | ZooModel], cache: ArtifactCache, *,
                  formats: Sequence[str] | None = None, force: bool = False,
                  progress: Callable[[str], None] | None = None,
                  workers: int | None = None) -> None:
         self._cache, self._formats, self._force = cache, formats, force
         self._index = ExportIndex(cache)
-        self._planned = [self._plan(ZOO[name]) for name in resolve_model_names(names)]
+        # A user's model comes as its definition (benchlab.usermodels); the zoo's by name.
+        zoo = resolve_model_names([n for n in names if isinstance(n, str)])
+        self._planned = [self._plan(ZOO[name]) for name in zoo] + [
+            self._plan(model) for model in names if isinstance(model, ZooModel)]
         busy = [p for p in self._planned if p.todo]
         self._workers = min(workers or default_export_workers(), max(len(busy), 1))
         self._shown = ExportProgress(progress, sum(
@@ -308,10 +313,12 @@ def _collect(index: ExportIndex, model: ZooModel, fingerprint: str,
 
 
 def spec_of(export: ModelExport, cache: ArtifactCache, test: TestCase | None = None, *,
-            generations: Sequence[Generation] = ()) -> BenchmarkSpec:
-    """The spec of an exported zoo model: its files in the cache, ``test`` (default
+            generations: Sequence[Generation] = (),
+            own_tests: Sequence[TestCase] = ()) -> BenchmarkSpec:
+    """The spec of an exported model: its files in the cache, ``test`` (default
     :data:`DEFAULT_TEST`) with the model's inputs. A text generator gets one test per
-    workload of ``generations`` (default: :data:`DEFAULT_GENERATIVE_TEST`'s)."""
+    workload of ``generations`` (default: :data:`DEFAULT_GENERATIVE_TEST`'s). ``own_tests``
+    (a user's spec's own) replace them all."""
     model = export.model
     generative = model.task == GENERATION_TASK
     test = test or (DEFAULT_GENERATIVE_TEST if generative else DEFAULT_TEST)
@@ -320,23 +327,30 @@ def spec_of(export: ModelExport, cache: ArtifactCache, test: TestCase | None = N
                       for g in (generations or (test.generate or DEFAULT_GENERATION,)))
     else:
         tests = (test,)
+    tests = tuple(own_tests) or tests
     files = {
         key: FileRef(key=key, location=str(path), base_dir=cache.root, sha256=sha,
                      filename=path.name)
         for key, (path, sha) in export.files.items()
     }
-    metadata = {"task": model.task, "pretrained": model.pretrained, "zoo": True,
-                **{k: v for k, v in export.metadata.items() if k in ("params", "flops")}}
+    metadata = {"task": model.task, "pretrained": model.pretrained, "zoo": not model.given,
+                **{k: v for k, v in export.metadata.items()
+                   if k in ("params", "flops", "inputs")}}
+    if model.given:
+        metadata["given"] = model.given
     if export.failures:
         metadata["export_failures"] = dict(export.failures)
-    inputs = tuple(InputDef(f"input{i}", s, d)
-                   for i, (s, d) in enumerate(zip(model.input_shapes, model.dtypes)))
+    # An ONNX file given without shapes: the ones the export read from the graph.
+    shapes = model.input_shapes or tuple(tuple(s) for s in export.metadata.get("input_shapes", ()))
+    dtypes = model.input_dtypes or tuple(export.metadata.get("input_dtypes", ())) or tuple(
+        "float32" for _ in shapes)
+    inputs = tuple(InputDef(f"input{i}", s, d) for i, (s, d) in enumerate(zip(shapes, dtypes)))
     return BenchmarkSpec(
-        path=Path(f"zoo:{model.name}"),
+        path=Path(model.given or f"zoo:{model.name}"),
         model=ModelDef(name=model.name, format="pytorch" if model.entry else "onnx",
                        files=files, entry=model.entry, description=model.description,
                        metadata=metadata),
-        tests=tuple(replace(t, inputs=inputs) for t in tests),
+        tests=tuple(replace(t, inputs=inputs) if inputs else t for t in tests),
     )
 
 

@@ -38,7 +38,10 @@ def _version(distribution: str) -> str:
 
 
 def _module_source(module: str) -> bytes:
-    """The bytes of a module's source file, found without importing it."""
+    """The bytes of a module's source file (a module name or a ``.py`` path), found without
+    importing it."""
+    if module.endswith(".py"):
+        return Path(module).read_bytes() if os.path.isfile(module) else f"missing:{module}".encode()
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.origin or not os.path.isfile(spec.origin):
         return f"missing:{module}".encode()
@@ -66,6 +69,8 @@ def model_fingerprint(model: ZooModel, onnx_bytes: bytes | None = None) -> str:
             digest.update(_module_source(module) + b"\0")
     if onnx_bytes is not None:
         digest.update(hashlib.sha256(onnx_bytes).digest())
+    if model.data is not None:  # the user's input sets: the reference and calibration
+        digest.update(Path(model.data).read_bytes())
     return digest.hexdigest()[:20]
 
 

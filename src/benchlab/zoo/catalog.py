@@ -137,10 +137,14 @@ class ZooModel:
     ``entry`` (``module:factory``) builds an eval-mode ``torch.nn.Module`` with seeded or
     pretrained weights whose ``example_shapes`` (and optional ``example_dtypes``) attributes
     describe its inputs. ONNX-only models have no entry and name an ``onnx_resource``
-    (``package:relative/path.onnx``) shipped inside an installed package instead.
+    (``package:relative/path.onnx`` shipped inside an installed package, or the absolute path
+    of a user's ONNX file) instead.
     ``sources`` are the modules whose source code defines the model: their bytes are part of
     the export cache key, so a changed definition is a cache miss. ``requires`` lists the
     distributions the model needs (pretrained weights packages), checked before export.
+    A user's model (:mod:`benchlab.usermodels`) says what the user gave in ``given``; its
+    ``data`` (an ``.npz`` of input sets) replaces seeded random inputs for calibration and
+    accuracy.
     """
 
     name: str
@@ -155,6 +159,8 @@ class ZooModel:
     requires: tuple[str, ...] = ()
     pretrained: bool = False
     tags: tuple[str, ...] = field(default=())
+    given: str = ""
+    data: str | None = None
 
     @property
     def dtypes(self) -> tuple[str, ...]:

@@ -39,11 +39,13 @@ import numpy as np
 
 from benchlab.errors import ModelBuildError
 from benchlab.frameworks.common import GENERATION_TASK
+from benchlab.usermodels.reasons import failure_reason
 from benchlab.zoo import exporters
 from benchlab.zoo.catalog import EXPORT_PROGRESS_PREFIX, FORMATS
 from benchlab.zoo.exporters import ExportContext
 
-__all__ = ["CALIBRATION_SAMPLES", "ModelBuildError", "failure_reason", "run_job"]
+__all__ = ["CALIBRATION_SAMPLES", "ModelBuildError", "failure_reason", "random_inputs", "run_job",
+           "stdout_to_stderr"]
 
 #: Input sets in a reference file: the first is the one timed, all are compared.
 REFERENCE_SETS = 8
@@ -53,14 +55,7 @@ _REQUIRED = ("name", "task", "formats", "out_dir")
 _ORT_TYPES = {"tensor(float)": "float32", "tensor(double)": "float64", "tensor(float16)": "float16"}
 
 
-def failure_reason(error: BaseException, limit: int = 300) -> str:
-    """``ExcType: first non-empty line of the message``, at most ``limit`` characters."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    text = f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _random_inputs(
+def random_inputs(
     shapes: Sequence[Sequence[int]], dtypes: Sequence[str], seed: int
 ) -> tuple[np.ndarray, ...]:
     """Standard-normal floats and integers in [0, 100) (token-id-like), from one seeded rng."""
@@ -75,6 +70,37 @@ def _random_inputs(
         else:
             arrays.append(rng.integers(0, 100, tuple(shape)).astype(dtype))
     return tuple(arrays)
+
+
+def data_sets(path: str | Path, shapes: Sequence[Sequence[int]]) -> list[tuple[np.ndarray, ...]]:
+    """The input sets of a user's ``.npz``: one array per input, in the model's input order,
+    each stacking the sets along a new first axis (``N × shape``; ``N × shape[1:]`` is taken
+    for a batch of one too). Raises :class:`ModelBuildError` naming what does not fit."""
+    try:
+        with np.load(path) as archive:
+            arrays = [archive[name] for name in archive.files]
+    except (OSError, ValueError) as error:
+        raise ModelBuildError(f"cannot read input data {path}: {failure_reason(error)}") from None
+    if len(arrays) != len(shapes):
+        raise ModelBuildError(f"input data {path} holds {len(arrays)} array(s); the model "
+                              f"takes {len(shapes)} input(s) {[list(s) for s in shapes]}")
+    sets: list[tuple[np.ndarray, ...]] = []
+    count = min(len(a) for a in arrays) if arrays else 0
+    for k in range(count):
+        one = []
+        for array, shape in zip(arrays, shapes, strict=True):
+            for candidate in (array[k], array[k:k + 1]):
+                if list(candidate.shape) == list(shape):
+                    one.append(np.ascontiguousarray(candidate))
+                    break
+            else:
+                raise ModelBuildError(
+                    f"input data {path}: arrays of shape {list(array.shape)} hold no sets of "
+                    f"the input shape {list(shape)} (give N x {list(shape)})")
+        sets.append(tuple(one))
+    if not sets:
+        raise ModelBuildError(f"input data {path} holds no input sets")
+    return sets
 
 
 def _as_numpy(values: Any) -> tuple[np.ndarray, ...]:
@@ -116,11 +142,15 @@ def _torch_context(job: dict[str, Any], out_dir: Path) -> tuple[ExportContext, d
         "float32" for _ in shapes
     ]
     make = getattr(module, "make_example_inputs", None)
+    given = data_sets(job["data"], shapes) if job.get("data") else None
 
     def inputs(s: int) -> tuple[np.ndarray, ...]:
-        return _as_numpy(make(s)) if make is not None else _random_inputs(shapes, dtypes, s)
+        return _as_numpy(make(s)) if make is not None else random_inputs(shapes, dtypes, s)
 
-    calibration = [inputs(seed + i) for i in range(CALIBRATION_SAMPLES)]
+    # The user's data, when given, is both: calibration takes its first sets, accuracy every
+    # set up to REFERENCE_SETS (a user with little data has no held-out sets to spare).
+    calibration = (given[:CALIBRATION_SAMPLES] if given is not None
+                   else [inputs(seed + i) for i in range(CALIBRATION_SAMPLES)])
     args = tuple(torch.from_numpy(np.ascontiguousarray(a)) for a in calibration[0])
     names = [f"input{i}" for i in range(len(args))]
     try:
@@ -141,7 +171,9 @@ def _torch_context(job: dict[str, Any], out_dir: Path) -> tuple[ExportContext, d
     # above all) rests on several samples, none of which the int8 formats calibrated on.
     more = []
     for k in range(1, REFERENCE_SETS):
-        extra = inputs(seed + 1000 + k)
+        if given is not None and k >= len(given):
+            break
+        extra = given[k] if given is not None else inputs(seed + 1000 + k)
         with torch.no_grad():
             more.append((dict(zip(names, extra, strict=True)), to_arrays(
                 module(*(torch.from_numpy(np.ascontiguousarray(a)) for a in extra)))))
@@ -155,6 +187,7 @@ def _torch_context(job: dict[str, Any], out_dir: Path) -> tuple[ExportContext, d
         "input_shapes": [list(a.shape) for a in calibration[0]],
         "input_dtypes": [str(a.dtype) for a in calibration[0]],
         "output_shapes": [list(o.shape) for o in outputs],
+        "inputs": "data" if given is not None else "random",
     }
     context = ExportContext(
         name=job["name"], out_dir=out_dir, module=module, args=args, input_names=names,
@@ -183,7 +216,9 @@ def _onnx_context(job: dict[str, Any], out_dir: Path) -> tuple[ExportContext, di
     dtypes = job.get("input_dtypes") or [
         _ORT_TYPES.get(i.type, i.type[len("tensor("):-1]) for i in session.get_inputs()
     ]
-    calibration = [_random_inputs(shapes, dtypes, seed + i) for i in range(CALIBRATION_SAMPLES)]
+    calibration = ([*data_sets(job["data"], shapes)][:CALIBRATION_SAMPLES] if job.get("data")
+                   else [random_inputs(shapes, dtypes, seed + i)
+                         for i in range(CALIBRATION_SAMPLES)])
     try:
         output_shapes = [list(np.shape(o)) for o in
                          session.run(None, dict(zip(names, calibration[0], strict=True)))]
@@ -197,7 +232,7 @@ def _onnx_context(job: dict[str, Any], out_dir: Path) -> tuple[ExportContext, di
     metadata = {
         "params": params, "flops": flops, "task": job["task"],
         "input_shapes": [list(s) for s in shapes], "input_dtypes": list(dtypes),
-        "output_shapes": output_shapes,
+        "output_shapes": output_shapes, "inputs": "data" if job.get("data") else "random",
     }
     context = ExportContext(
         name=job["name"], out_dir=out_dir, input_names=names, calibration=calibration,
@@ -259,7 +294,7 @@ def _event(event: dict[str, Any]) -> None:
 
 
 @contextlib.contextmanager
-def _stdout_to_stderr() -> Iterator[None]:
+def stdout_to_stderr() -> Iterator[None]:
     """Point file descriptor 1 at stderr, so C++ toolchains' prints cannot follow our JSON."""
     sys.stdout.flush()
     saved = os.dup(1)
@@ -278,7 +313,7 @@ def main(argv: list[str]) -> int:
         print("usage: python -m benchlab.zoo.export '<json job>'", file=sys.stderr)
         return 2
     try:
-        with _stdout_to_stderr():
+        with stdout_to_stderr():
             result = run_job(json.loads(argv[0]))
     except (ValueError, ModelBuildError) as error:
         print(f"benchlab.zoo.export: {error}", file=sys.stderr)

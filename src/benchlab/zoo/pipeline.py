@@ -157,7 +157,7 @@ def run_exporter(model: ZooModel, formats: list[str], out_dir: Path,
         if model.onnx_resource else None,
         "input_shapes": [list(s) for s in model.input_shapes],
         "input_dtypes": list(model.dtypes), "formats": [f for f in formats if f != "reference"],
-        "out_dir": str(out_dir), "seed": 0,
+        "out_dir": str(out_dir), "seed": 0, "data": model.data,
     }
     proc = processes.popen([sys.executable, "-m", "benchlab.zoo.export", json.dumps(job)],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -177,10 +177,15 @@ SMALL_MODELS: tuple[str, ...] = ("mlp", "convnet", "transformer")
 
 
 def resolve_onnx_resource(resource: str) -> Path:
-    """The file named by ``package:relative/path.onnx``, found without importing the package.
+    """The file named by ``package:relative/path.onnx``, found without importing the package
+    (or by an absolute path: a user's own ONNX file).
 
     Raises :class:`FileNotFoundError` when the package is not installed or lacks the file.
     """
+    if Path(resource).is_absolute():
+        if not Path(resource).is_file():
+            raise FileNotFoundError(f"ONNX file {resource} does not exist")
+        return Path(resource)
     package, sep, relative = resource.partition(":")
     if not sep or not package or not relative:
         raise FileNotFoundError(f"bad ONNX resource {resource!r}: expected 'package:path'")

@@ -1,0 +1,184 @@
+"""A user's models as the sweep takes them: export definitions for the export pipeline (a
+PyTorch module or factory, an ONNX file) and specs for the files that run as they are.
+
+A PyTorch model is frozen first (:mod:`benchlab.usermodels.snapshot`: a factory in its own
+process, a module object in this one, which holds torch already). The snapshot is kept in the
+artifact cache under the model's fingerprint (its weights' bytes, its code, its input
+shapes), beside a one-function loader file that is the model's ``entry``: PyTorch eager and
+every exporter build the same module from it, and a second run finds the same fingerprint,
+the same entry, and so the same export cache key — nothing is exported again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from benchlab.artifacts import ArtifactCache, sha256_of
+from benchlab.errors import ModelBuildError, UsageError
+from benchlab.frameworks.common import GENERATION_TASK
+from benchlab.spec.types import BenchmarkSpec, FileRef, InputDef, ModelDef, TestCase
+from benchlab.usermodels.given import READY_FILES, ModelGiven, parse_model
+from benchlab.zoo.catalog import DEFAULT_FORMATS, ZooModel
+
+__all__ = ["SNAPSHOT_TIMEOUT_S", "UserModels", "entry_only", "prepare_models"]
+
+#: How long building and freezing a factory's model may take (a pretrained one loads weights).
+SNAPSHOT_TIMEOUT_S = 600.0
+_LOADER = '''"""benchlab's snapshot of {given}: eager PyTorch and every export build this module."""
+
+import torch
+
+SNAPSHOT = {snapshot!r}
+
+
+def build():
+    return torch.load(SNAPSHOT, weights_only=False).eval()
+'''
+
+
+@dataclass(frozen=True, slots=True)
+class UserModels:
+    """The user's models: ``exports`` go through the export pipeline, ``ready`` run as
+    they are. ``tests`` (when a spec gave the model) replace the default test, by model
+    name."""
+
+    exports: tuple[ZooModel, ...] = ()
+    ready: tuple[BenchmarkSpec, ...] = ()
+    tests: dict[str, tuple[TestCase, ...]] | None = None
+
+
+def entry_only(spec: BenchmarkSpec) -> bool:
+    """A spec naming a PyTorch factory and no model file: its model goes through the export
+    pipeline like any other, so every runtime gets it."""
+    return bool(spec.model.entry) and not [k for k in spec.model.files if k != "reference"]
+
+
+def _stored_snapshot(cache: ArtifactCache, report: dict[str, Any], name: str) -> str:
+    """Keep a fresh snapshot under its fingerprint (the first one stays: pickles of the same
+    weights differ byte for byte) and return the loader's ``file.py:build`` entry."""
+    folder = cache.root / "user-models" / report["fingerprint"]
+    snapshot, loader = folder / "model.snapshot.pt", folder / f"{name}_snapshot.py"
+    folder.mkdir(parents=True, exist_ok=True)
+    with cache.exclusive(f"user-model-{report['fingerprint']}"):
+        if not snapshot.is_file():
+            os.replace(report["snapshot"], snapshot)
+        text = _LOADER.format(given=name, snapshot=str(snapshot))
+        if not loader.is_file() or loader.read_text() != text:
+            loader.write_text(text)
+    return f"{loader}:build"
+
+
+def _snapshot_factory(given: ModelGiven, inputs: Sequence[InputDef], out_dir: Path) -> dict[str, Any]:
+    job = {"entry": given.text, "out_dir": str(out_dir),
+           "input_shapes": [list(i.shape) for i in inputs] or None,
+           "input_dtypes": [i.dtype for i in inputs] or None}
+    try:
+        done = subprocess.run([sys.executable, "-m", "benchlab.usermodels.snapshot",
+                               json.dumps(job)], capture_output=True, text=True,
+                              timeout=SNAPSHOT_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        raise ModelBuildError(f"model {given.text}: building it took over "
+                              f"{SNAPSHOT_TIMEOUT_S:.0f} s") from None
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        raise ModelBuildError(f"model {given.text}: {lines[-1] if lines else 'exited '}"
+                              f"{'' if lines else done.returncode}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _snapshot_module(given: ModelGiven, inputs: Sequence[InputDef], out_dir: Path) -> dict[str, Any]:
+    from benchlab.usermodels.snapshot import snapshot
+
+    return snapshot(given.module, out_dir, [list(i.shape) for i in inputs] or None,
+                    [i.dtype for i in inputs] or None)
+
+
+def _torch_model(given: ModelGiven, cache: ArtifactCache, inputs: Sequence[InputDef],
+                 data: Path | None) -> ZooModel:
+    # Beside the cache, so that keeping the snapshot is a rename, not a copy.
+    cache.root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="benchlab-snapshot-", dir=cache.root) as tmp:
+        make = _snapshot_module if given.kind == "module" else _snapshot_factory
+        report = make(given, inputs, Path(tmp))
+        entry = _stored_snapshot(cache, report, given.name)
+    return ZooModel(
+        name=given.name, description=f"your model ({given.text})", task=report["task"],
+        input_shapes=tuple(tuple(s) for s in report["input_shapes"]),
+        input_dtypes=tuple(report["input_dtypes"]), entry=entry, formats=DEFAULT_FORMATS,
+        given=given.text, data=str(data) if data else None)
+
+
+def _onnx_model(given: ModelGiven, inputs: Sequence[InputDef], data: Path | None) -> ZooModel:
+    return ZooModel(
+        name=given.name, description=f"your model ({given.text})", task="",
+        input_shapes=tuple(i.shape for i in inputs), input_dtypes=tuple(i.dtype for i in inputs),
+        onnx_resource=str(given.path), formats=DEFAULT_FORMATS, given=given.text,
+        data=str(data) if data else None)
+
+
+def _ready_spec(given: ModelGiven, inputs: Sequence[InputDef], test: TestCase,
+                generative_test: TestCase) -> BenchmarkSpec:
+    assert given.path is not None
+    key = READY_FILES[given.path.suffix.lower()][0]
+    paths = {key: given.path}
+    if key == "openvino":
+        paths["openvino_bin"] = given.path.with_suffix(".bin")
+    files = {k: FileRef(key=k, location=str(p), base_dir=p.parent, sha256=sha256_of(p),
+                        filename=p.name) for k, p in paths.items()}
+    generative = key == "gguf"
+    metadata = {"task": GENERATION_TASK if generative else "", "given": given.text}
+    chosen = generative_test if generative else replace(test, inputs=tuple(inputs))
+    return BenchmarkSpec(path=given.path, model=ModelDef(
+        name=given.name, format=key, files=files, description=f"your model ({given.text})",
+        metadata=metadata), tests=(chosen,))
+
+
+def prepare_models(
+    given: Sequence[Any],
+    cache: ArtifactCache,
+    *,
+    inputs: Sequence[InputDef] = (),
+    data: Path | None = None,
+    test: TestCase,
+    generative_test: TestCase,
+    specs: Sequence[BenchmarkSpec] = (),
+    progress: Callable[[str], None] | None = None,
+) -> UserModels:
+    """The user's models (``given``: what :func:`~benchlab.usermodels.given.parse_model`
+    reads, plus ``specs`` naming a factory and no file), ready for the sweep.
+
+    Raises :class:`~benchlab.errors.UsageError` (exit 2) naming the model and what is wrong
+    when one cannot be read, built or run on its inputs.
+    """
+    if data is not None and not Path(data).is_file():
+        raise UsageError(f"input data {data}: no such file")
+    parsed = [parse_model(g) for g in given]
+    for spec in specs:
+        parsed.append(ModelGiven("factory", spec.model.entry or "", spec.model.name))
+    names = [p.name for p in parsed]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UsageError(f"two models are named {', '.join(twice)}: rename a file")
+    exports, ready = [], []
+    spec_inputs = {spec.model.name: spec.tests[0].inputs if spec.tests else ()
+                   for spec in specs}
+    for item in parsed:
+        if progress is not None and item.kind in ("factory", "module"):
+            progress(f"{item.name}: building and freezing your model ({item.text})")
+        own = spec_inputs.get(item.name) or tuple(inputs)
+        if item.kind in ("factory", "module"):
+            exports.append(_torch_model(item, cache, own, data))
+        elif item.kind == "onnx":
+            exports.append(_onnx_model(item, own, data))
+        else:
+            ready.append(_ready_spec(item, own, test, generative_test))
+    return UserModels(exports=tuple(exports), ready=tuple(ready),
+                      tests={spec.model.name: spec.tests for spec in specs} or None)
