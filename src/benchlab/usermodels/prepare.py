@@ -163,6 +163,10 @@ def prepare_models(
     parsed = [parse_model(g) for g in given]
     for spec in specs:
         parsed.append(ModelGiven("factory", spec.model.entry or "", spec.model.name))
+    # The same model in two forms (mynet.onnx, mynet.tflite) is told apart by its suffix.
+    stems = [p.name for p in parsed]
+    parsed = [replace(p, name=p.path.name) if p.path is not None and p.kind != "factory"
+              and stems.count(p.name) > 1 else p for p in parsed]
     names = [p.name for p in parsed]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:

@@ -18,6 +18,7 @@ __all__ = ["failure_reason", "users_code"]
 _INSTALLED = tuple(sorted({sysconfig.get_paths()[k] for k in ("purelib", "platlib", "stdlib")}))
 _BENCHLAB = str(Path(__file__).resolve().parents[1])
 _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def users_code(path: str | None) -> bool:
@@ -39,10 +40,22 @@ def _users_line(error: BaseException) -> str | None:
     return found[-1] if found else None
 
 
+def _root_cause(error: BaseException) -> BaseException:
+    """The error a converter wrapped (the ONNX exporter wraps torch.export's): it names the
+    operator or the guard, the wrapper only the step."""
+    seen = {id(error)}
+    while error.__cause__ is not None and id(error.__cause__) not in seen:
+        error = error.__cause__
+        seen.add(id(error))
+    return error
+
+
 def failure_reason(error: BaseException, limit: int = 300) -> str:
-    """``ExcType: first non-empty line of the message`` (``(at file.py:N)`` added when the
-    user's code is in it), at most ``limit`` characters."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    """``ExcType: first non-empty line of the message`` of the error at the root of
+    ``error``'s causes (``(at file.py:N)`` added when the user's code is in it), at most
+    ``limit`` characters, without terminal colours."""
+    error = _root_cause(error)
+    lines = [line.strip() for line in _ANSI.sub("", str(error)).splitlines() if line.strip()]
     text = f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
     where = _users_line(error)
     suffix = f" (at {where})" if where and where not in text else ""
