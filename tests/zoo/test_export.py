@@ -140,6 +140,7 @@ def test_convnet_metadata(convnet: Job) -> None:
         "input_shapes": [[1, 3, 128, 128]],
         "input_dtypes": ["float32"],
         "output_shapes": [[1, 10]],
+        "inputs": "random",  # seeded random sets: no user data was given
     }
     assert 2.3e8 < meta["flops"] < 2.4e8  # 2 x multiply-adds of five convs and one linear
 

@@ -2,6 +2,7 @@
 
 * ``mynet.py:build`` or ``pkg.module:factory``: a factory that builds a ``torch.nn.Module``;
 * a ``torch.nn.Module`` object (the Python API);
+* a Hugging Face model folder (``save_pretrained``), read offline;
 * ``model.onnx``: an ONNX file, exported further (int8, OpenVINO) like the zoo's;
 * a file a runtime reads as it is: ``.tflite``, ``.pte``, OpenVINO IR ``.xml`` (its ``.bin``
   beside it), TorchScript ``.pt``/``.pth``/``.ptl``, ``torch.export`` ``.pt2``, ``.gguf``.
@@ -41,8 +42,8 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
 @dataclass(frozen=True, slots=True)
 class ModelGiven:
-    """One model as the user gave it. ``kind``: ``factory``, ``module``, ``onnx`` or
-    ``file``; ``name`` names it in tables (the file's stem, the factory's module or the
+    """One model as the user gave it. ``kind``: ``factory``, ``module``, ``huggingface``,
+    ``onnx`` or ``file``; ``name`` names it in tables (the file's stem, the factory's module or the
     module's class); ``path`` is the file (a factory's, when it is a file)."""
 
     kind: str
@@ -94,7 +95,10 @@ def parse_model(given: Any) -> ModelGiven:
         raise UsageError(f"model {text}: no such file (give a model file, a 'file.py:factory' "
                          "or a 'pkg.module:factory')")
     if path.is_dir():
-        raise UsageError(f"model {text}: a folder; give a model file or a factory")
+        from benchlab.usermodels.huggingface import read_folder
+
+        read_folder(path)  # a folder without config.json or weights says so here
+        return ModelGiven("huggingface", str(path), path.name, path)
     suffix = path.suffix.lower()
     if suffix == ".onnx":
         return ModelGiven("onnx", str(path), path.stem, path)

@@ -26,10 +26,14 @@ from benchlab.errors import ModelBuildError, UsageError
 from benchlab.frameworks.common import GENERATION_TASK
 from benchlab.spec.types import BenchmarkSpec, FileRef, InputDef, ModelDef, TestCase
 from benchlab.usermodels.given import READY_FILES, ModelGiven, parse_model
-from benchlab.zoo.catalog import DEFAULT_FORMATS, ZooModel
+from benchlab.usermodels.huggingface import read_folder
+from benchlab.zoo.catalog import DECODER_FORMATS, DECODER_SOURCES, DEFAULT_FORMATS, ZooModel
 
-__all__ = ["SNAPSHOT_TIMEOUT_S", "UserModels", "entry_only", "prepare_models"]
+__all__ = ["SNAPSHOT_TIMEOUT_S", "TORCH_KINDS", "UserModels", "entry_only",
+           "prepare_models"]
 
+#: What is built as a PyTorch module and frozen before export.
+TORCH_KINDS = ("factory", "module", "huggingface")
 #: How long building and freezing a factory's model may take (a pretrained one loads weights).
 SNAPSHOT_TIMEOUT_S = 600.0
 _LOADER = '''"""benchlab's snapshot of {given}: eager PyTorch and every export build this module."""
@@ -77,7 +81,9 @@ def _stored_snapshot(cache: ArtifactCache, report: dict[str, Any], name: str) ->
 
 
 def _snapshot_factory(given: ModelGiven, inputs: Sequence[InputDef], out_dir: Path) -> dict[str, Any]:
-    job = {"entry": given.text, "out_dir": str(out_dir),
+    folder = given.kind == "huggingface"
+    job = {"entry": None if folder else given.text,
+           "huggingface": given.text if folder else None, "out_dir": str(out_dir),
            "input_shapes": [list(i.shape) for i in inputs] or None,
            "input_dtypes": [i.dtype for i in inputs] or None}
     try:
@@ -103,12 +109,19 @@ def _snapshot_module(given: ModelGiven, inputs: Sequence[InputDef], out_dir: Pat
 
 def _torch_model(given: ModelGiven, cache: ArtifactCache, inputs: Sequence[InputDef],
                  data: Path | None) -> ZooModel:
+    generative = given.kind == "huggingface" and given.path is not None and \
+        read_folder(given.path).generative
     # Beside the cache, so that keeping the snapshot is a rename, not a copy.
     cache.root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="benchlab-snapshot-", dir=cache.root) as tmp:
         make = _snapshot_module if given.kind == "module" else _snapshot_factory
         report = make(given, inputs, Path(tmp))
         entry = _stored_snapshot(cache, report, given.name)
+    if generative:  # the zoo's decoders' path: the prompt and cache are the runner's
+        return ZooModel(
+            name=given.name, description=f"your text generator ({given.text})",
+            task=GENERATION_TASK, input_shapes=(), entry=entry, formats=DECODER_FORMATS,
+            sources=(entry.rpartition(":")[0], *DECODER_SOURCES), given=given.text)
     return ZooModel(
         name=given.name, description=f"your model ({given.text})", task=report["task"],
         input_shapes=tuple(tuple(s) for s in report["input_shapes"]),
@@ -175,10 +188,10 @@ def prepare_models(
     spec_inputs = {spec.model.name: spec.tests[0].inputs if spec.tests else ()
                    for spec in specs}
     for item in parsed:
-        if progress is not None and item.kind in ("factory", "module"):
+        if progress is not None and item.kind in TORCH_KINDS:
             progress(f"{item.name}: building and freezing your model ({item.text})")
         own = spec_inputs.get(item.name) or tuple(inputs)
-        if item.kind in ("factory", "module"):
+        if item.kind in TORCH_KINDS:
             exports.append(_torch_model(item, cache, own, data))
         elif item.kind == "onnx":
             exports.append(_onnx_model(item, own, data))

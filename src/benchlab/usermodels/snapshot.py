@@ -5,7 +5,7 @@ from a notebook) or, for a factory (``mynet.py:build``, ``pkg.module:factory``),
 process through ``python -m benchlab.usermodels.snapshot '<json job>'``, so that benchlab's main
 process never imports torch. The job::
 
-    {"entry": "mynet.py:build", "out_dir": "/abs/dir",
+    {"entry": "mynet.py:build" | null, "huggingface": "/abs/folder" | null, "out_dir": "/abs/dir",
      "input_shapes": [[1, 3, 64, 64]] | null, "input_dtypes": ["float32"] | null}
 
 The last stdout line is :func:`snapshot`'s report as JSON; exit 1 when the model cannot be
@@ -155,25 +155,31 @@ def main(argv: list[str]) -> int:
     """Build the job's factory (torch seeded with 0), snapshot it, print the report."""
     try:
         job = json.loads(argv[0]) if argv else None
-        entry, out_dir = job["entry"], Path(job["out_dir"])  # type: ignore[index]
-    except (ValueError, KeyError, TypeError):
+        entry, folder = job.get("entry"), job.get("huggingface")  # type: ignore[union-attr]
+        out_dir = Path(job["out_dir"])  # type: ignore[index]
+        if (entry is None) == (folder is None):
+            raise ValueError("give exactly one of entry and huggingface")
+    except (ValueError, KeyError, TypeError, AttributeError):
         print("usage: python -m benchlab.usermodels.snapshot "
               "'{\"entry\": ..., \"out_dir\": ...}'", file=sys.stderr)
         return 2
     import torch
 
     from benchlab.frameworks.pytorch.backend import build_from_entry
+    from benchlab.usermodels import huggingface
     from benchlab.zoo.export import stdout_to_stderr
 
     try:
         with stdout_to_stderr():
             torch.manual_seed(0)  # an unseeded factory still draws the same weights each run
             try:
-                module = build_from_entry(entry)
+                module = build_from_entry(entry) if entry else huggingface.build(folder)
             except Exception as error:
-                raise ModelBuildError(f"{entry} raised {failure_reason(error)}") from error
+                raise ModelBuildError(f"{entry or folder} raised {failure_reason(error)}") \
+                    from error
+            extra = _entry_source(entry) if entry else (Path(folder) / "config.json").read_bytes()
             report = snapshot(module, out_dir, job.get("input_shapes"), job.get("input_dtypes"),
-                              _entry_source(entry))
+                              extra)
     except ModelBuildError as error:
         print(str(error), file=sys.stderr)
         return 1

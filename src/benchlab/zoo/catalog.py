@@ -13,6 +13,8 @@ from benchlab.frameworks.common import SIMULATED_PREFIX
 
 __all__ = [
     "ALL_FORMATS",
+    "DECODER_FORMATS",
+    "DECODER_SOURCES",
     "DEFAULT_FORMATS",
     "EXPORT_PROGRESS_PREFIX",
     "FORMATS",
@@ -123,6 +125,11 @@ FORMAT_FILES: dict[str, tuple[str, ...]] = {name: (*f.files, *f.simulated_files)
 ALL_FORMATS = tuple(FORMATS)
 #: What a zoo model exports to unless it says otherwise.
 DEFAULT_FORMATS = tuple(name for name, f in FORMATS.items() if f.default)
+#: What a text generator (a Llama decoder, the zoo's or a user's) exports to.
+DECODER_FORMATS = ("decoder_onnx", "decoder_onnx_int8", "decoder_pte", "gguf", "gguf_q8_0")
+#: The modules that write a text generator's files: part of its export cache key.
+DECODER_SOURCES = ("benchlab.zoo.archs.llama", "benchlab.zoo.generative",
+                   "benchlab.zoo.gguf_export", "benchlab.zoo.pte_decoder")
 
 
 def format_of(name: str) -> ExportFormat:

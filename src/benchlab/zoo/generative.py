@@ -42,7 +42,14 @@ def decoder_context(job: dict[str, Any], out_dir: Path,
     from benchlab.zoo.archs.llama import KVDecoder, corpus_text, train_tokenizer
 
     model = build(job["entry"])
-    tokenizer = train_tokenizer(model.llama_shape.vocab)
+    # A user's Hugging Face folder brings its tokenizer; the zoo's decoders train theirs.
+    own = getattr(model, "tokenizer_json", None)
+    if own:
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(own)
+    else:
+        tokenizer = train_tokenizer(model.llama_shape.vocab)
     tokenizer_path = out_dir / f"{job['name']}.tokenizer.json"
     tokenizer.save(str(tokenizer_path))
     ids = np.array(tokenizer.encode(corpus_text()).ids, dtype=np.int64)
@@ -56,7 +63,8 @@ def decoder_context(job: dict[str, Any], out_dir: Path,
     tokens = generated[0, len(prompt):].numpy()
     reference = out_dir / f"{job['name']}.reference.npz"
     save_generative_reference(reference, GenerativeReference(
-        prompt=prompt, logits=logits, tokens=tokens, text=ids[:PERPLEXITY_TOKENS]))
+        prompt=prompt, logits=logits, tokens=tokens,
+        text=ids[:min(PERPLEXITY_TOKENS, model.llama_shape.max_positions)]))
     decoder = KVDecoder(model).eval()
     empty_keys, empty_values = decoder.empty_cache()
     with torch.inference_mode():

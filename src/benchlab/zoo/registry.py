@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.frameworks.common import GENERATION_TASK
-from benchlab.zoo.catalog import DEFAULT_FORMATS, ZooModel
+from benchlab.zoo.catalog import DECODER_FORMATS, DECODER_SOURCES, DEFAULT_FORMATS, ZooModel
 
 __all__ = ["DEFAULT_MODELS", "SMALL_MODELS", "ZOO", "resolve_onnx_resource"]
 
@@ -63,9 +63,8 @@ def _decoder(name: str, description: str) -> ZooModel:
         task=GENERATION_TASK,
         input_shapes=(),
         entry=f"{_ARCHS}.llama:{name}",
-        sources=(f"{_ARCHS}.llama", "benchlab.zoo.generative", "benchlab.zoo.gguf_export",
-                 "benchlab.zoo.pte_decoder"),
-        formats=("decoder_onnx", "decoder_onnx_int8", "decoder_pte", "gguf", "gguf_q8_0"),
+        sources=DECODER_SOURCES,
+        formats=DECODER_FORMATS,
         requires=("transformers", "tokenizers"),
         tags=("text", "generative"),
     )
