@@ -42,6 +42,7 @@ from benchlab.zoo import (
     DEFAULT_TEST,
     ExportSession,
     ModelExport,
+    generative_tests,
     resolve_model_names,
     spec_of,
 )
@@ -101,7 +102,8 @@ def _staged(
         for field, why in spec.ignored:
             progress(f"{spec.path.name}: {field} is not used: {why}")
     users = prepare_models(sweep.user_models, cache, inputs=sweep.inputs, data=sweep.data,
-                           test=DEFAULT_TEST, generative_test=DEFAULT_GENERATIVE_TEST,
+                           test=DEFAULT_TEST,
+                           generative=generative_tests(DEFAULT_GENERATIVE_TEST, sweep.generations),
                            specs=factories, progress=progress)
     loaded += users.ready
     if not loaded and not names and not users.exports:
@@ -121,7 +123,10 @@ def _staged(
         return spec_of(export, cache, generations=sweep.generations,
                        own_tests=own_tests.get(export.model.name, ()))
 
-    with ExportSession([*names, *users.exports], cache, progress=progress) as session:
+    # Frameworks named: export only what they read (-f onnxruntime needs no ExecuTorch file).
+    readers = [config.name for config in configs] or None
+    with ExportSession([*names, *users.exports], cache, progress=progress,
+                       readers=readers) as session:
         first = plan_of(loaded)
         requested = [job.identity.key for job in first.jobs]
         legacy = list(requested)

@@ -138,7 +138,7 @@ def _onnx_model(given: ModelGiven, inputs: Sequence[InputDef], data: Path | None
 
 
 def _ready_spec(given: ModelGiven, inputs: Sequence[InputDef], test: TestCase,
-                generative_test: TestCase) -> BenchmarkSpec:
+                generative: tuple[TestCase, ...]) -> BenchmarkSpec:
     assert given.path is not None
     key = READY_FILES[given.path.suffix.lower()][0]
     paths = {key: given.path}
@@ -146,12 +146,11 @@ def _ready_spec(given: ModelGiven, inputs: Sequence[InputDef], test: TestCase,
         paths["openvino_bin"] = given.path.with_suffix(".bin")
     files = {k: FileRef(key=k, location=str(p), base_dir=p.parent, sha256=sha256_of(p),
                         filename=p.name) for k, p in paths.items()}
-    generative = key == "gguf"
-    metadata = {"task": GENERATION_TASK if generative else "", "given": given.text}
-    chosen = generative_test if generative else replace(test, inputs=tuple(inputs))
+    generates = key == "gguf"
+    metadata = {"task": GENERATION_TASK if generates else "", "given": given.text}
     return BenchmarkSpec(path=given.path, model=ModelDef(
         name=given.name, format=key, files=files, description=f"your model ({given.text})",
-        metadata=metadata), tests=(chosen,))
+        metadata=metadata), tests=generative if generates else (replace(test, inputs=tuple(inputs)),))
 
 
 def prepare_models(
@@ -161,12 +160,13 @@ def prepare_models(
     inputs: Sequence[InputDef] = (),
     data: Path | None = None,
     test: TestCase,
-    generative_test: TestCase,
+    generative: Sequence[TestCase],
     specs: Sequence[BenchmarkSpec] = (),
     progress: Callable[[str], None] | None = None,
 ) -> UserModels:
     """The user's models (``given``: what :func:`~benchlab.usermodels.given.parse_model`
-    reads, plus ``specs`` naming a factory and no file), ready for the sweep.
+    reads, plus ``specs`` naming a factory and no file), ready for the sweep. ``test``
+    is a forward-pass file's test, ``generative`` a GGUF file's tests.
 
     Raises :class:`~benchlab.errors.UsageError` (exit 2) naming the model and what is wrong
     when one cannot be read, built or run on its inputs.
@@ -196,6 +196,6 @@ def prepare_models(
         elif item.kind == "onnx":
             exports.append(_onnx_model(item, own, data))
         else:
-            ready.append(_ready_spec(item, own, test, generative_test))
+            ready.append(_ready_spec(item, own, test, tuple(generative)))
     return UserModels(exports=tuple(exports), ready=tuple(ready),
                       tests={spec.model.name: spec.tests for spec in specs} or None)

@@ -48,6 +48,7 @@ __all__ = [
     "ModelExport",
     "ZooModel",
     "export_models",
+    "generative_tests",
     "resolve_model_names",
     "spec_document",
     "spec_of",
@@ -98,12 +99,17 @@ def _missing_exporter(fmt: str) -> str | None:
     return distribution_availability(*format_of(fmt).exporter_requires).reason or None
 
 
-def _wanted_formats(model: ZooModel, formats: Sequence[str] | None) -> list[str]:
+def _wanted_formats(model: ZooModel, formats: Sequence[str] | None,
+                    readers: Sequence[str] | None = None) -> list[str]:
+    """What to export of ``model``: ``formats`` or its own, only those ``readers`` (framework
+    names; ``None``: every framework) run, and the reference of a PyTorch model."""
     wanted = list(formats) if formats else list(model.formats)
     bad = [f for f in wanted if f not in ALL_FORMATS]
     if bad:
         raise UsageError(f"unknown export format(s) {', '.join(bad)}; "
                          f"known: {', '.join(ALL_FORMATS)}")
+    if readers is not None:
+        wanted = [f for f in wanted if set(format_of(f).read_by) & set(readers)]
     if model.entry is None:  # ONNX-only models: only what an .onnx file converts to
         wanted = [f for f in wanted if format_of(f).from_onnx]
     elif "reference" not in wanted:
@@ -115,6 +121,7 @@ def _wanted_formats(model: ZooModel, formats: Sequence[str] | None) -> list[str]
 class _Planned:
     model: ZooModel
     fingerprint: str
+    wanted: tuple[str, ...]  # formats the sweep reads ("reference" included)
     todo: tuple[str, ...]  # formats to export now ("reference" included)
     absent: dict[str, str]  # format → why it cannot be exported here
 
@@ -128,14 +135,16 @@ class ExportSession:
     model (or models) whose export has just ended. With ``pause=True`` every other export is
     stopped while the caller holds a batch (it measures it), and continues when the caller
     asks for the next; exports never run during a measurement. Use as a context manager:
-    leaving it kills exports still running.
+    leaving it kills exports still running. ``readers`` (framework names) limits the exports
+    to the formats they run.
     """
 
     def __init__(self, names: Sequence[str | ZooModel], cache: ArtifactCache, *,
                  formats: Sequence[str] | None = None, force: bool = False,
                  progress: Callable[[str], None] | None = None,
-                 workers: int | None = None) -> None:
+                 workers: int | None = None, readers: Sequence[str] | None = None) -> None:
         self._cache, self._formats, self._force = cache, formats, force
+        self._readers = readers
         self._index = ExportIndex(cache)
         # A user's model comes as its definition (benchlab.usermodels); the zoo's by name.
         zoo = resolve_model_names([n for n in names if isinstance(n, str)])
@@ -153,7 +162,8 @@ class ExportSession:
                       if model.onnx_resource else None)
         fingerprint = model_fingerprint(model, onnx_bytes)
         todo, absent = [], {}
-        for fmt in _wanted_formats(model, self._formats):
+        wanted = _wanted_formats(model, self._formats, self._readers)
+        for fmt in wanted:
             if not self._needs_export(fingerprint, fmt):
                 continue
             why = _missing_exporter(fmt)
@@ -161,7 +171,7 @@ class ExportSession:
                 absent[fmt] = why
             else:
                 todo.append(fmt)
-        return _Planned(model, fingerprint, tuple(todo), absent)
+        return _Planned(model, fingerprint, tuple(wanted), tuple(todo), absent)
 
     @property
     def fingerprints(self) -> dict[str, str]:
@@ -201,7 +211,7 @@ class ExportSession:
         return self._force or entry is None or not entry.usable()
 
     def _collect(self, planned: _Planned) -> ModelExport:
-        return _collect(self._index, planned.model, planned.fingerprint, self._formats,
+        return _collect(self._index, planned.model, planned.fingerprint, planned.wanted,
                         planned.absent, planned.todo)
 
     def cached(self) -> list[ModelExport]:
@@ -292,11 +302,10 @@ def _index_report(index: ExportIndex, cache: ArtifactCache, fingerprint: str,
 
 
 def _collect(index: ExportIndex, model: ZooModel, fingerprint: str,
-             formats: Sequence[str] | None, absent: dict[str, str],
+             wanted: Sequence[str], absent: dict[str, str],
              exported: tuple[str, ...]) -> ModelExport:
     files: dict[str, tuple[Path, str]] = {}
     failures = dict(absent)
-    wanted = _wanted_formats(model, formats)
     # Formats exported earlier on request (aoti) are picked up too.
     for fmt in dict.fromkeys([*wanted, *ALL_FORMATS]):
         entry = index.get(format_key(fingerprint, fmt))
@@ -312,6 +321,14 @@ def _collect(index: ExportIndex, model: ZooModel, fingerprint: str,
                        metadata=index.metadata(fingerprint), exported=exported)
 
 
+def generative_tests(test: TestCase, generations: Sequence[Generation] = ()
+                     ) -> tuple[TestCase, ...]:
+    """One copy of a generative ``test`` per workload of ``generations`` (default: the
+    test's own, else :data:`~benchlab.generation.DEFAULT_GENERATION`)."""
+    return tuple(replace(test, identifier=f"generate[{g.label}]", generate=g)
+                 for g in (generations or (test.generate or DEFAULT_GENERATION,)))
+
+
 def spec_of(export: ModelExport, cache: ArtifactCache, test: TestCase | None = None, *,
             generations: Sequence[Generation] = (),
             own_tests: Sequence[TestCase] = ()) -> BenchmarkSpec:
@@ -323,8 +340,7 @@ def spec_of(export: ModelExport, cache: ArtifactCache, test: TestCase | None = N
     generative = model.task == GENERATION_TASK
     test = test or (DEFAULT_GENERATIVE_TEST if generative else DEFAULT_TEST)
     if generative:
-        tests = tuple(replace(test, identifier=f"generate[{g.label}]", generate=g)
-                      for g in (generations or (test.generate or DEFAULT_GENERATION,)))
+        tests = generative_tests(test, generations)
     else:
         tests = (test,)
     tests = tuple(own_tests) or tests

@@ -45,6 +45,8 @@ class ExportFormat:
     ``exporter_requires``: (module, distribution, benchlab extra) without which it cannot be
     exported here, found without importing it, as a framework's ``requires``.
     ``from_onnx``: it converts an ONNX file, so ONNX-only models (no PyTorch entry) take it too.
+    ``read_by``: the frameworks that run its file: a sweep naming frameworks exports only
+    what they read.
     The exporter is the function ``export_<name>`` of :mod:`benchlab.zoo.exporters`.
     """
 
@@ -56,6 +58,7 @@ class ExportFormat:
     simulated: bool = False
     exporter_requires: tuple[str, str, str] = ("torch", "torch", "pytorch")
     from_onnx: bool = False
+    read_by: tuple[str, ...] = ("pytorch",)
 
     @property
     def simulated_files(self) -> tuple[str, ...]:
@@ -80,42 +83,50 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
     ExportFormat("torchscript", ("torchscript",)),
     ExportFormat("pt2", ("pt2",)),
     ExportFormat("onnx", ("onnx",), _ONNX_PACKAGES,
-                 exporter_requires=("onnxscript", "onnxscript", "onnxruntime"), from_onnx=True),
+                 exporter_requires=("onnxscript", "onnxscript", "onnxruntime"), from_onnx=True,
+                 read_by=("onnxruntime",)),
     ExportFormat("openvino", ("openvino", "openvino_bin"), (*_ONNX_PACKAGES, "openvino"),
-                 exporter_requires=("openvino", "openvino", "openvino"), from_onnx=True),
+                 exporter_requires=("openvino", "openvino", "openvino"), from_onnx=True,
+                 read_by=("openvino",)),
     # 2: 7-bit weights (quantize.REDUCE_RANGE), the same on every x86 CPU; 3: simulated outputs
     ExportFormat("onnx_int8", ("onnx_int8",), (*_ONNX_PACKAGES, "onnxruntime"), revision="3",
                  simulated=True, exporter_requires=("onnxruntime", "onnxruntime", "onnxruntime"),
-                 from_onnx=True),
+                 from_onnx=True, read_by=("onnxruntime",)),
     ExportFormat("tflite", ("tflite",), ("torch", "litert-torch"),
-                 exporter_requires=("litert_torch", "litert-torch", "tflite-export")),
+                 exporter_requires=("litert_torch", "litert-torch", "tflite-export"),
+                 read_by=("tflite",)),
     ExportFormat("pte_xnnpack", ("pte_xnnpack",), ("torch", "executorch"),
-                 exporter_requires=_EXECUTORCH),
+                 exporter_requires=_EXECUTORCH, read_by=("executorch",)),
     ExportFormat("pte_portable", ("pte_portable",), ("torch", "executorch"), default=False,
-                 exporter_requires=_EXECUTORCH),
+                 exporter_requires=_EXECUTORCH, read_by=("executorch",)),
     # 1: simulated outputs
     ExportFormat("pte_xnnpack_int8", ("pte_xnnpack_int8",), ("torch", "executorch", "torchao"),
-                 revision="1", simulated=True, exporter_requires=_EXECUTORCH),
+                 revision="1", simulated=True, exporter_requires=_EXECUTORCH,
+                 read_by=("executorch",)),
     ExportFormat("aoti", ("aoti",), default=False),
     # A text generator's decoder, its key/value cache as graph inputs and outputs (ONNX
     # Runtime, OpenVINO); only the zoo's generative models take it.
     ExportFormat("decoder_onnx", ("decoder_onnx",), (*_ONNX_PACKAGES, "transformers",
                                                      "tokenizers"),
-                 default=False, exporter_requires=("onnxscript", "onnxscript", "onnxruntime")),
+                 default=False, exporter_requires=("onnxscript", "onnxscript", "onnxruntime"),
+                 read_by=("onnxruntime", "openvino")),
     ExportFormat("decoder_onnx_int8", ("decoder_onnx_int8",),
                  (*_ONNX_PACKAGES, "onnxruntime", "transformers", "tokenizers"), default=False,
-                 exporter_requires=("onnxruntime", "onnxruntime", "onnxruntime")),
+                 exporter_requires=("onnxruntime", "onnxruntime", "onnxruntime"),
+                 read_by=("onnxruntime", "openvino")),
     # ExecuTorch's decoder program: its key/value cache inside, ExecuTorch's LLM kernels.
     ExportFormat("decoder_pte", ("decoder_pte",), ("torch", "executorch", "transformers",
                                                    "tokenizers"),
-                 default=False, exporter_requires=_EXECUTORCH),
+                 default=False, exporter_requires=_EXECUTORCH, read_by=("executorch",)),
     # llama.cpp's file, fp32 (written by the gguf package), then quantized by llama.cpp itself;
     # the second reuses the first's file, so it comes after it.
     ExportFormat("gguf", ("gguf",), ("torch", "transformers", "tokenizers", "gguf"),
-                 default=False, exporter_requires=("gguf", "gguf", "generative")),
+                 default=False, exporter_requires=("gguf", "gguf", "generative"),
+                 read_by=("llamacpp",)),
     ExportFormat("gguf_q8_0", ("gguf_q8_0",),
                  ("torch", "transformers", "tokenizers", "gguf", "llama-cpp-python"),
-                 default=False, exporter_requires=("llama_cpp", "llama-cpp-python", "llamacpp")),
+                 default=False, exporter_requires=("llama_cpp", "llama-cpp-python", "llamacpp"),
+                 read_by=("llamacpp",)),
 )}
 #: The PyTorch fp32 outputs every export writes beside its files (2: eight input sets).
 REFERENCE = ExportFormat("reference", ("reference",), ("torch", "numpy"), revision="2")
