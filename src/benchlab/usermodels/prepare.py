@@ -86,17 +86,24 @@ def _snapshot_factory(given: ModelGiven, inputs: Sequence[InputDef], out_dir: Pa
            "huggingface": given.text if folder else None, "out_dir": str(out_dir),
            "input_shapes": [list(i.shape) for i in inputs] or None,
            "input_dtypes": [i.dtype for i in inputs] or None}
+    return _run_checked([sys.executable, "-m", "benchlab.usermodels.snapshot", json.dumps(job)],
+                        given)
+
+
+def _run_checked(argv: list[str], given: ModelGiven) -> dict[str, Any]:
+    """Run a process that builds or loads the model; its last stdout line (JSON), or a
+    :class:`ModelBuildError` with the last line it wrote on stderr (its reason)."""
     try:
-        done = subprocess.run([sys.executable, "-m", "benchlab.usermodels.snapshot",
-                               json.dumps(job)], capture_output=True, text=True,
-                              timeout=SNAPSHOT_TIMEOUT_S, check=False)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=SNAPSHOT_TIMEOUT_S,
+                              check=False)
     except subprocess.TimeoutExpired:
         raise ModelBuildError(f"model {given.text}: building it took over "
                               f"{SNAPSHOT_TIMEOUT_S:.0f} s") from None
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
     if done.returncode != 0:
-        lines = [line for line in done.stderr.splitlines() if line.strip()]
-        raise ModelBuildError(f"model {given.text}: {lines[-1] if lines else 'exited '}"
-                              f"{'' if lines else done.returncode}")
+        why = lines[-1].removeprefix("benchlab.zoo.export: ") if lines else \
+            f"exited {done.returncode}"
+        raise ModelBuildError(f"model {given.text}: {why}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -130,9 +137,22 @@ def _torch_model(given: ModelGiven, cache: ArtifactCache, inputs: Sequence[Input
 
 
 def _onnx_model(given: ModelGiven, inputs: Sequence[InputDef], data: Path | None) -> ZooModel:
+    """An ONNX file, checked first: an export job with no format loads it with ONNX Runtime
+    and runs it on its inputs, so a file that is not a model, or shapes that do not fit, stop
+    the sweep before anything runs."""
+    job = {"name": given.name, "entry": None, "onnx_resource_path": str(given.path), "task": "",
+           "input_shapes": [list(i.shape) for i in inputs],
+           "input_dtypes": [i.dtype for i in inputs], "formats": [], "seed": 0,
+           "data": str(data) if data else None}
+    with tempfile.TemporaryDirectory(prefix="benchlab-onnx-check-") as tmp:
+        job["out_dir"] = tmp
+        report = _run_checked([sys.executable, "-m", "benchlab.zoo.export", json.dumps(job)],
+                              given)
+    found = report.get("metadata", {})
     return ZooModel(
         name=given.name, description=f"your model ({given.text})", task="",
-        input_shapes=tuple(i.shape for i in inputs), input_dtypes=tuple(i.dtype for i in inputs),
+        input_shapes=tuple(tuple(s) for s in found.get("input_shapes", ())),
+        input_dtypes=tuple(found.get("input_dtypes", ())),
         onnx_resource=str(given.path), formats=DEFAULT_FORMATS, given=given.text,
         data=str(data) if data else None)
 

@@ -112,7 +112,7 @@ def _wanted_formats(model: ZooModel, formats: Sequence[str] | None,
         wanted = [f for f in wanted if set(format_of(f).read_by) & set(readers)]
     if model.entry is None:  # ONNX-only models: only what an .onnx file converts to
         wanted = [f for f in wanted if format_of(f).from_onnx]
-    elif "reference" not in wanted:
+    if "reference" not in wanted:
         wanted.append("reference")
     return wanted
 

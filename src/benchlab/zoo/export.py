@@ -200,6 +200,7 @@ def _onnx_context(job: dict[str, Any], out_dir: Path) -> tuple[ExportContext, di
     """Open the ONNX-only model, make seeded inputs for it and read its metadata."""
     import onnxruntime as ort
 
+    from benchlab.runner.accuracy import save_reference
     from benchlab.zoo.onnx_stats import onnx_params_and_flops
 
     source = Path(job["onnx_resource_path"])
@@ -211,20 +212,35 @@ def _onnx_context(job: dict[str, Any], out_dir: Path) -> tuple[ExportContext, di
     names = [i.name for i in session.get_inputs()]
     shapes = job.get("input_shapes") or [i.shape for i in session.get_inputs()]
     if any(not isinstance(d, int) for s in shapes for d in s):
-        raise ModelBuildError(f"{source} has symbolic input dims {shapes}; give input_shapes")
+        raise ModelBuildError(f"{source} has symbolic input dims {shapes}; give its input "
+                              "shapes (--input 1x3x224x224, a spec's inputs, inputs= in Python)")
     # ORT names element types "tensor(float)", "tensor(int64)"...; numpy says float32, int64.
     dtypes = job.get("input_dtypes") or [
         _ORT_TYPES.get(i.type, i.type[len("tensor("):-1]) for i in session.get_inputs()
     ]
-    calibration = ([*data_sets(job["data"], shapes)][:CALIBRATION_SAMPLES] if job.get("data")
+    given = data_sets(job["data"], shapes) if job.get("data") else None
+    calibration = (given[:CALIBRATION_SAMPLES] if given is not None
                    else [random_inputs(shapes, dtypes, seed + i)
                          for i in range(CALIBRATION_SAMPLES)])
     try:
-        output_shapes = [list(np.shape(o)) for o in
-                         session.run(None, dict(zip(names, calibration[0], strict=True)))]
+        outputs = [np.asarray(o) for o in
+                   session.run(None, dict(zip(names, calibration[0], strict=True)))]
     except Exception as error:
         raise ModelBuildError(f"{source} fails on inputs {shapes} {dtypes}: "
                               f"{failure_reason(error)}") from error
+    output_shapes = [list(o.shape) for o in outputs]
+    # ONNX Runtime's fp32 outputs of the file itself are the reference: what its int8 copy and
+    # the other runtimes are checked against (on sets apart from the calibration data).
+    more = []
+    for k in range(1, REFERENCE_SETS):
+        if given is not None and k >= len(given):
+            break
+        extra = given[k] if given is not None else random_inputs(shapes, dtypes, seed + 1000 + k)
+        feed = dict(zip(names, extra, strict=True))
+        more.append((feed, [np.asarray(o) for o in session.run(None, feed)]))
+    reference = out_dir / f"{job['name']}.reference.npz"
+    save_reference(reference, dict(zip(names, calibration[0], strict=True)), outputs,
+                   job["task"], more=more)
     try:
         params, flops = onnx_params_and_flops(source, shapes)
     except Exception:  # the counts are informative; the export goes on
@@ -236,7 +252,7 @@ def _onnx_context(job: dict[str, Any], out_dir: Path) -> tuple[ExportContext, di
     }
     context = ExportContext(
         name=job["name"], out_dir=out_dir, input_names=names, calibration=calibration,
-        onnx_source=source,
+        onnx_source=source, reference=reference,
     )
     return context, metadata
 
