@@ -27,6 +27,7 @@ from benchlab.frameworks.common import GENERATION_TASK
 from benchlab.spec.types import BenchmarkSpec, FileRef, InputDef, ModelDef, TestCase
 from benchlab.usermodels.given import READY_FILES, ModelGiven, parse_model
 from benchlab.usermodels.huggingface import read_folder
+from benchlab.zoo.export import data_sets
 from benchlab.zoo.catalog import DECODER_FORMATS, DECODER_SOURCES, DEFAULT_FORMATS, ZooModel
 
 __all__ = ["SNAPSHOT_TIMEOUT_S", "TORCH_KINDS", "UserModels", "entry_only",
@@ -123,6 +124,8 @@ def _torch_model(given: ModelGiven, cache: ArtifactCache, inputs: Sequence[Input
     with tempfile.TemporaryDirectory(prefix="benchlab-snapshot-", dir=cache.root) as tmp:
         make = _snapshot_module if given.kind == "module" else _snapshot_factory
         report = make(given, inputs, Path(tmp))
+        if data is not None:  # the sets must fit the inputs: said now, not by every export
+            data_sets(data, report["input_shapes"])
         entry = _stored_snapshot(cache, report, given.name)
     if generative:  # the zoo's decoders' path: the prompt and cache are the runner's
         return ZooModel(

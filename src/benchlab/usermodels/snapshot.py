@@ -175,8 +175,8 @@ def main(argv: list[str]) -> int:
             try:
                 module = build_from_entry(entry) if entry else huggingface.build(folder)
             except Exception as error:
-                raise ModelBuildError(f"{entry or folder} raised {failure_reason(error)}") \
-                    from error
+                raise ModelBuildError(f"the {'factory' if entry else 'folder'} raised "
+                                      f"{failure_reason(error)}") from error
             extra = _entry_source(entry) if entry else (Path(folder) / "config.json").read_bytes()
             report = snapshot(module, out_dir, job.get("input_shapes"), job.get("input_dtypes"),
                               extra)
