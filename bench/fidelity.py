@@ -496,7 +496,8 @@ def native_figures(models: Sequence[str], thread_counts: Sequence[int], framewor
     import tempfile
 
     from benchlab.artifacts import ArtifactCache
-    from benchlab.zoo import export_models, spec_of
+    from benchlab.exporting.specs import spec_of
+    from benchlab.zoo import export_models
 
     print(f"native tools: benchlab vs the runtime's benchmark tool, {rounds} ABBA rounds per "
           f"cell, ratio = benchlab/tool", flush=True)

@@ -8,10 +8,13 @@ and with two, each on its own fresh cache, to show what running exports side by 
 
     .venv/bin/python bench/first_run.py              # about 35 minutes on 2 cores
     .venv/bin/python bench/first_run.py --runs-only  # the fresh and warm runs, about 15
+    .venv/bin/python bench/first_run.py --your-model # a user's small model vs convnet, ~3
     .venv/bin/python bench/first_run.py --smoke      # one small model, one framework
 
 Goals (issue 13, this 2-core machine): fresh cache, first cell within 3 minutes and the whole
-run within 7; warm cache, the whole run within 4.
+run within 7; warm cache, the whole run within 4. Issue 40: a user's small model (under 1M
+parameters, written here, never the zoo's) from a cold cache with ``-f all``, exports plus
+measurement, within 2x the zoo's ``convnet`` on the same machine (``--your-model``).
 """
 
 from __future__ import annotations
@@ -64,16 +67,68 @@ def export_phase(workers: int, models: list[str], formats: list[str] | None = No
     return float(out.strip().splitlines()[-1])
 
 
+#: A user's model for ``--your-model``: 4 conv blocks and a linear head, about 0.6M
+#: parameters at 3x128x128, the size and kind of the zoo's convnet (0.28M) but not its code.
+USER_NET = """
+import torch
+from torch import nn
+
+
+def block(cin, cout):
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU(),
+                         nn.MaxPool2d(2))
+
+
+class UserNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(block(3, 32), block(32, 64), block(64, 128),
+                                      block(128, 256))
+        self.head = nn.Linear(256, 100)
+
+    def forward(self, x):
+        return self.head(self.features(x).mean((2, 3)))
+
+
+def build():
+    return UserNet().eval()
+"""
+
+
+def your_model_vs_convnet(smoke: bool) -> dict[str, Any]:
+    """``benchlab run --model usernet.py:build -f all`` and ``--models convnet -f all``, each
+    from its own empty cache and store, side by side in time (the model first, then convnet)."""
+    quick = ["-f", "onnxruntime", "--iter", "3"] if smoke else ["-f", "all"]
+    with tempfile.TemporaryDirectory(prefix="benchlab-your-model-") as tmp:
+        net = Path(tmp) / "usernet.py"
+        net.write_text(USER_NET)
+        mine = timed_run(Path(tmp) / "c1", Path(tmp) / "r1.db",
+                         ["--model", f"{net}:build", "--input", "1x3x128x128", *quick])
+        zoo = timed_run(Path(tmp) / "c2", Path(tmp) / "r2.db", ["--models", "convnet", *quick])
+    return {"model": mine, "convnet": zoo, "ratio": mine["total_s"] / zoo["total_s"]}
+
+
 def main() -> None:
     runs_only = "--runs-only" in sys.argv
-    args = parse_args(__doc__.splitlines()[0], [a for a in sys.argv[1:] if a != "--runs-only"])
+    your_model = "--your-model" in sys.argv
+    args = parse_args(__doc__.splitlines()[0],
+                      [a for a in sys.argv[1:] if a not in ("--runs-only", "--your-model")])
+    figures: dict[str, Any] = {}
+    if your_model or args.smoke:
+        figures["your_model"] = your_model_vs_convnet(args.smoke)
+        run = figures["your_model"]
+        print(f"your model: {run['model']['total_s']:.0f} s ({run['model']['cells']} cells), "
+              f"convnet: {run['convnet']['total_s']:.0f} s ({run['convnet']['cells']} cells), "
+              f"ratio {run['ratio']:.2f}")
+        if your_model:
+            write_result("first_run_your_model", args, figures)
+            return
     from benchlab.zoo import DEFAULT_MODELS
 
     extra = ["--models", "mlp", "-f", "onnxruntime", "--iter", "3"] if args.smoke else []
     models = ["mlp"] if args.smoke else list(DEFAULT_MODELS)
     # The smoke's export phase checks the plumbing: ONNX alone exports in seconds.
     formats = ["onnx"] if args.smoke else None
-    figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="benchlab-first-run-") as tmp:
         cache, db = Path(tmp) / "cache", Path(tmp) / "results.db"
         figures["fresh"] = timed_run(cache, db, extra)

@@ -1,7 +1,7 @@
 """ONNX Runtime int8 accuracy with 8-bit against 7-bit weights, per zoo model, on this CPU.
 
 For each model the zoo's own export steps build the fp32 ONNX file, its reference outputs and
-the calibration inputs; ``benchlab.zoo.quantize.quantize_onnx`` then writes the int8 file twice,
+the calibration inputs; ``benchlab.exporting.quantize.quantize_onnx`` then writes the int8 file twice,
 with ``reduce_range`` off (8-bit weights) and on (7-bit weights, the zoo's choice). Each file
 runs in ONNX Runtime on every reference input set; the figure is the median SQNR (dB) against
 the fp32 reference. On x86 CPUs without VNNI the 8-bit files can saturate (docs/reproducibility.md).
@@ -22,8 +22,8 @@ from _common import parse_args, write_result
 
 from benchlab.runner.accuracy import error_stats, load_reference
 from benchlab.zoo import registry
-from benchlab.zoo.export import _torch_context
-from benchlab.zoo.quantize import quantize_onnx
+from benchlab.exporting.job import _torch_context
+from benchlab.exporting.quantize import quantize_onnx
 
 NAME = "int8_weights"
 MODELS = ("mlp", "convnet", "transformer", "mobilenet_v2", "efficientnet_lite0", "minilm")

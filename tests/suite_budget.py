@@ -1,6 +1,6 @@
 """A pytest plugin: the suite is held to a budget of costly processes, and says its time.
 
-Most of the suite's time goes to child processes: a zoo export (``python -m benchlab.zoo.export``,
+Most of the suite's time goes to child processes: a zoo export (``python -m benchlab.exporting.job``,
 20 s to 2 min each: it imports torch and every converter), a runner (``python -m
 benchlab.runner``, a runtime's import each), a bench script or a whole ``benchlab`` command. A
 test that exports the zoo again into a cache of its own, or runs a default-sized sweep where a
@@ -31,7 +31,7 @@ import pytest
 
 # Kinds of child process, judged from the argument list (first match wins).
 KINDS = (
-    ("export", ("benchlab.zoo.export",)),
+    ("export", ("benchlab.exporting.job",)),
     ("runner", ("benchlab.runner",)),
     ("bench script", ("/bench/",)),
     ("benchlab command", ("-m benchlab ", "benchlab.cli", "/bin/benchlab ")),

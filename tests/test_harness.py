@@ -19,7 +19,7 @@ import benchlab
 from benchlab import Status
 from benchlab.store import open_store
 from benchlab.zoo import ZOO
-from benchlab.zoo.cache import model_fingerprint
+from benchlab.exporting.cache import model_fingerprint
 
 GOOD = """
 import sys

@@ -36,16 +36,14 @@ from benchlab.tracking.tracker import fingerprint as track_fingerprint
 from benchlab.generation import Generation
 from benchlab.scenario import Scenario
 from benchlab.usermodels.prepare import entry_only, prepare_models
-from benchlab.zoo import (
+from benchlab.exporting.session import ExportSession, ModelExport
+from benchlab.exporting.specs import (
     DEFAULT_GENERATIVE_TEST,
-    DEFAULT_MODELS,
     DEFAULT_TEST,
-    ExportSession,
-    ModelExport,
     generative_tests,
-    resolve_model_names,
     spec_of,
 )
+from benchlab.zoo import DEFAULT_MODELS, definitions
 
 if TYPE_CHECKING:  # rich is the reporters' business; the API only passes a console through
     from rich.console import Console
@@ -88,7 +86,7 @@ def _staged(
     """Plan spec files at once and zoo models stage by stage, as their exports end.
 
     With ``pause``, the exports still running stop while a stage is measured (see
-    :class:`benchlab.zoo.ExportSession`). The sweep's fingerprint is known before any
+    :class:`benchlab.exporting.session.ExportSession`). The sweep's fingerprint is known before any
     export: it digests the spec files' job keys and each zoo model's definition.
     """
     configs = list(sweep.frameworks)
@@ -96,8 +94,8 @@ def _staged(
     # A spec naming a factory and no file is the user's model: exported like any other.
     factories = [spec for spec in loaded if entry_only(spec)]
     loaded = [spec for spec in loaded if not entry_only(spec)]
-    names = (resolve_model_names(list(sweep.models)) if sweep.models
-             else [] if sweep.specs or sweep.user_models else list(DEFAULT_MODELS))
+    zoo = definitions(list(sweep.models) if sweep.models
+                      else [] if sweep.specs or sweep.user_models else list(DEFAULT_MODELS))
     for spec in loaded if progress else ():
         for field, why in spec.ignored:
             progress(f"{spec.path.name}: {field} is not used: {why}")
@@ -106,7 +104,7 @@ def _staged(
                            generative=generative_tests(DEFAULT_GENERATIVE_TEST, sweep.generations),
                            specs=factories, progress=progress)
     loaded += users.ready
-    if not loaded and not names and not users.exports:
+    if not loaded and not zoo and not users.exports:
         raise UsageError("nothing to run: the given specs contain no tests")
     own_tests = users.tests or {}
 
@@ -125,7 +123,7 @@ def _staged(
 
     # Frameworks named: export only what they read (-f onnxruntime needs no ExecuTorch file).
     readers = [config.name for config in configs] or None
-    with ExportSession([*names, *users.exports], cache, progress=progress,
+    with ExportSession([*zoo, *users.exports], cache, progress=progress,
                        readers=readers) as session:
         first = plan_of(loaded)
         requested = [job.identity.key for job in first.jobs]

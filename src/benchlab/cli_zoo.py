@@ -66,7 +66,7 @@ def zoo_export(
     retries); the command still succeeds.
     """
     from benchlab.zoo import DEFAULT_MODELS, export_models
-    from benchlab.zoo.catalog import FORMAT_FILES
+    from benchlab.exporting.formats import FORMAT_FILES
 
     wanted = [f.strip() for f in formats.split(",") if f.strip()] if formats else None
     exports = export_models(names or list(DEFAULT_MODELS), _cache(cache_dir),

@@ -27,3 +27,8 @@ def test_first_run_bench_smoke(tmp_path: Path) -> None:
     assert fresh["exports_end_s"] <= fresh["first_cell_s"] <= fresh["total_s"]
     assert warm["exports_end_s"] is None and warm["cells"] == fresh["cells"]
     assert figures["exports_1_worker_s"] > 0 and figures["exports_2_workers_s"] > 0
+    # A user's model from a file beside the zoo's convnet: both ran and measured.
+    mine = figures["your_model"]
+    assert mine["model"]["rc"] == 0 and mine["convnet"]["rc"] == 0
+    assert mine["model"]["cells"] == mine["convnet"]["cells"] == 2  # ONNX Runtime fp32, int8
+    assert mine["ratio"] > 0

@@ -30,7 +30,7 @@ ROUNDING_DB = 100.0
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | str]:
     """The fp32 ONNX model, its perturbed copy (and the perturbed Conv's output), its int8 copy."""
-    from benchlab.zoo.quantize import quantize_onnx
+    from benchlab.exporting.quantize import quantize_onnx
 
     root = tmp_path_factory.mktemp("layers-ort")
     entry = layer_models.write_entry(root / "convnet.py")

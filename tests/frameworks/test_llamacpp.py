@@ -153,8 +153,8 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Exported:
     pytest.importorskip("transformers")
     pytest.importorskip("tokenizers")
     from benchlab.frameworks.pytorch.backend import build_from_entry
-    from benchlab.zoo.generative import decoder_context
-    from benchlab.zoo.gguf_export import export_gguf
+    from benchlab.exporting.generative import decoder_context
+    from benchlab.exporting.gguf_export import export_gguf
 
     out = tmp_path_factory.mktemp("gguf")
     job = {"name": "llama_15m", "entry": "benchlab.zoo.archs.llama:llama_15m",
@@ -195,7 +195,7 @@ def test_the_gguf_file_holds_every_hyperparameter(exported: Exported) -> None:
 def test_the_tensors_are_the_transformers_weights(exported: Exported) -> None:
     import gguf
 
-    from benchlab.zoo.gguf_export import rope_deinterleave
+    from benchlab.exporting.gguf_export import rope_deinterleave
 
     _, tensors = _fields(exported.gguf)
     decoder = exported.ctx.torch_module()
@@ -273,7 +273,7 @@ def _rope(x: np.ndarray, positions: np.ndarray, pairs: str, base: float = 10000.
 
 
 def test_the_row_reordering_turns_rotate_half_into_adjacent_pairs() -> None:
-    from benchlab.zoo.gguf_export import rope_deinterleave, rope_interleave
+    from benchlab.exporting.gguf_export import rope_deinterleave, rope_interleave
 
     rng = np.random.default_rng(0)
     heads, d, width, count = 3, 8, 12, 5
@@ -384,7 +384,7 @@ def test_llama_cpp_tokenizes_as_the_trained_tokenizer(exported: Exported) -> Non
     llama_cpp = pytest.importorskip("llama_cpp")
     from tokenizers import Tokenizer
 
-    from benchlab.zoo.archs.llama import corpus_text
+    from benchlab.exporting.decoder import corpus_text
 
     text = corpus_text()[:4000]
     want = Tokenizer.from_file(str(exported.tokenizer)).encode(text).ids
@@ -448,7 +448,7 @@ def test_the_runner_measures_llama_cpp_generations(exported: Exported) -> None:
 @pytest.fixture(scope="module")
 def q8_0(exported: Exported) -> Path:
     pytest.importorskip("llama_cpp")
-    from benchlab.zoo.gguf_export import export_gguf_q8_0
+    from benchlab.exporting.gguf_export import export_gguf_q8_0
 
     return export_gguf_q8_0(exported.ctx)["gguf_q8_0"]
 
@@ -513,7 +513,7 @@ def test_benchlab_runs_llama_15m_on_llama_cpp(tmp_path: Path, llama_15m_export: 
     import benchlab
     from benchlab.plugins import FRAMEWORK_GROUP, available_names
     from benchlab.schema import Status
-    from benchlab.zoo.catalog import FORMATS
+    from benchlab.exporting.formats import FORMATS
 
     if "llamacpp" not in available_names(FRAMEWORK_GROUP) or "gguf" not in FORMATS:
         pytest.skip("llamacpp is not registered (pyproject entry point, zoo format gguf)")

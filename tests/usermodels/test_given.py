@@ -12,8 +12,8 @@ import pytest
 from benchlab.errors import ModelBuildError, UsageError
 from benchlab.spec.types import InputDef
 from benchlab.usermodels.given import input_defs, parse_input, parse_model
-from benchlab.usermodels.reasons import failure_reason
-from benchlab.zoo.export import data_sets
+from benchlab.exporting.reasons import failure_reason
+from benchlab.exporting.job import data_sets
 
 
 def test_a_factory_in_a_file_is_named_after_the_file(tmp_path: Path) -> None:

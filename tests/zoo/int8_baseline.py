@@ -2,10 +2,10 @@
 
 ``int8_baseline.json`` holds, for a few (model, format) pairs, the SQNR in dB of the int8 file
 against the fp32 reference, the quantizer that made it and the versions of the packages that
-decide what the exporter writes (``benchlab.zoo.catalog.ExportFormat.packages``). Two checks:
+decide what the exporter writes (``benchlab.exporting.formats.ExportFormat.packages``). Two checks:
 
 * a floor: what the locked versions reach on any x86-64 CPU. ONNX Runtime's int8 files use
-  7-bit weights (``benchlab.zoo.quantize.REDUCE_RANGE``), so their integer arithmetic cannot
+  7-bit weights (``benchlab.exporting.quantize.REDUCE_RANGE``), so their integer arithmetic cannot
   saturate on CPUs without VNNI and gives the same result on every x86-64 CPU;
 * drift: more than ``tolerance_db`` from the recorded figure fails, naming the package versions
   that differ from the recorded ones. A runtime upgrade that changes quantized accuracy is news
@@ -21,7 +21,7 @@ from typing import Any
 
 import machine_facts
 
-from benchlab.zoo.catalog import format_of
+from benchlab.exporting.formats import format_of
 
 __all__ = ["BASELINE_PATH", "check_int8_sqnr", "installed_versions", "load_baseline"]
 

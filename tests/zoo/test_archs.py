@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from benchlab.frameworks.common import GENERATION_TASK
-from benchlab.zoo.catalog import ALL_FORMATS, ZooModel
-from benchlab.zoo.registry import DEFAULT_MODELS, SMALL_MODELS, ZOO, resolve_onnx_resource
+from benchlab.exporting.definition import ModelDefinition, resolve_onnx_resource
+from benchlab.exporting.formats import ALL_FORMATS
+from benchlab.zoo.registry import DEFAULT_MODELS, SMALL_MODELS, ZOO
 
 TASKS = {"classification", "segmentation", "detection", "style_transfer", "embedding", "regression",
          GENERATION_TASK}
@@ -47,7 +48,7 @@ TORCHVISION_PARAMS = {
 }
 
 
-def _factory(model: ZooModel) -> Callable[[], Any]:
+def _factory(model: ModelDefinition) -> Callable[[], Any]:
     assert model.entry is not None
     module, _, name = model.entry.partition(":")
     return getattr(importlib.import_module(module), name)
@@ -60,7 +61,7 @@ def _build(name: str) -> Any:
     return _factory(model)()
 
 
-def _example_inputs(module: Any, model: ZooModel) -> tuple[Any, ...]:
+def _example_inputs(module: Any, model: ModelDefinition) -> tuple[Any, ...]:
     import torch
 
     make = getattr(module, "make_example_inputs", None)

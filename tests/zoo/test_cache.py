@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 import benchlab.zoo as zoo
+from benchlab.exporting.session import ModelExport
 from benchlab.artifacts import ArtifactCache
-from benchlab.zoo.cache import model_fingerprint
-from benchlab.zoo.catalog import ZooModel
+from benchlab.exporting.cache import model_fingerprint
+from benchlab.exporting.definition import ModelDefinition
 
 _MODEL_SOURCE = textwrap.dedent('''
     import torch
@@ -29,21 +30,21 @@ _MODEL_SOURCE = textwrap.dedent('''
 
 
 @pytest.fixture()
-def user_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ZooModel, Path]:
+def user_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ModelDefinition, Path]:
     """A zoo entry whose definition lives in a module of the test's own."""
     source = tmp_path / "zoo_user_model.py"
     source.write_text(_MODEL_SOURCE.format(width=16))
     monkeypatch.syspath_prepend(str(tmp_path))
     # The export subprocess imports the module too.
     monkeypatch.setenv("PYTHONPATH", str(tmp_path) + ":" + ":".join(sys.path))
-    model = ZooModel(name="user_tiny", description="test model", task="regression",
+    model = ModelDefinition(name="user_tiny", description="test model", task="regression",
                      input_shapes=((2, 8),), entry="zoo_user_model:tiny",
                      sources=("zoo_user_model",), formats=("onnx", "torchscript"))
     monkeypatch.setitem(zoo.ZOO, model.name, model)
     return model, source
 
 
-def test_fingerprint_follows_the_definition(user_model: tuple[ZooModel, Path]) -> None:
+def test_fingerprint_follows_the_definition(user_model: tuple[ModelDefinition, Path]) -> None:
     model, source = user_model
     before = model_fingerprint(model)
     assert model_fingerprint(model) == before
@@ -53,7 +54,7 @@ def test_fingerprint_follows_the_definition(user_model: tuple[ZooModel, Path]) -
 
 @pytest.mark.slow
 def test_second_export_is_a_hit_and_a_changed_definition_a_miss(
-    user_model: tuple[ZooModel, Path], tmp_path: Path
+    user_model: tuple[ModelDefinition, Path], tmp_path: Path
 ) -> None:
     model, source = user_model
     cache = ArtifactCache(tmp_path / "cache")
@@ -79,7 +80,7 @@ def test_second_export_is_a_hit_and_a_changed_definition_a_miss(
 
 @pytest.mark.slow
 def test_a_failed_format_is_remembered_with_its_reason(
-    user_model: tuple[ZooModel, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    user_model: tuple[ModelDefinition, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     model, source = user_model
     # Data-dependent control flow: tracing to TorchScript works, torch.export rejects it.
@@ -97,7 +98,7 @@ def test_a_failed_format_is_remembered_with_its_reason(
             model.example_shapes = [[2, 8]]
             return model
     '''))
-    broken = ZooModel(name="user_branchy", description="t", task="regression",
+    broken = ModelDefinition(name="user_branchy", description="t", task="regression",
                       input_shapes=((2, 8),), entry="zoo_user_model:branchy",
                       sources=("zoo_user_model",), formats=("pt2", "torchscript"))
     monkeypatch.setitem(zoo.ZOO, broken.name, broken)
@@ -112,7 +113,7 @@ def test_a_failed_format_is_remembered_with_its_reason(
 
 @pytest.mark.slow
 def test_a_damaged_index_or_cached_file_means_export_again_not_a_traceback(
-    user_model: tuple[ZooModel, Path], tmp_path: Path
+    user_model: tuple[ModelDefinition, Path], tmp_path: Path
 ) -> None:
     import json
 
@@ -140,7 +141,7 @@ def test_a_damaged_index_or_cached_file_means_export_again_not_a_traceback(
 def test_two_indexes_of_one_cache_keep_each_others_entries(tmp_path: Path) -> None:
     """Two processes sharing a cache each read the index, record a format and save: the file
     ends with both, where a plain rewrite kept only the last one's."""
-    from benchlab.zoo.cache import ExportIndex, FormatEntry
+    from benchlab.exporting.cache import ExportIndex, FormatEntry
 
     cache = ArtifactCache(tmp_path / "cache")
     first, second = ExportIndex(cache), ExportIndex(cache)
@@ -162,7 +163,7 @@ def test_two_indexes_of_one_cache_keep_each_others_entries(tmp_path: Path) -> No
 
 @pytest.mark.slow
 def test_two_exports_of_one_model_into_one_cache_export_it_once(
-    user_model: tuple[ZooModel, Path], tmp_path: Path
+    user_model: tuple[ModelDefinition, Path], tmp_path: Path
 ) -> None:
     """Two runs sharing a cache ask for the same model at once: one exports it, the other
     waits for it and takes its files (the model's lock in the cache; threads here, processes
@@ -171,7 +172,7 @@ def test_two_exports_of_one_model_into_one_cache_export_it_once(
 
     model, _ = user_model
     cache_dir = tmp_path / "cache"
-    exports: list[zoo.ModelExport] = []
+    exports: list[ModelExport] = []
     progress: list[str] = []
 
     def export() -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import importlib.metadata
 
-from benchlab.zoo import exporters
-from benchlab.zoo.cache import format_key
-from benchlab.zoo.catalog import (
+from benchlab.exporting import exporters
+from benchlab.exporting.cache import format_key
+from benchlab.exporting.formats import (
     ALL_FORMATS,
     DEFAULT_FORMATS,
     FORMAT_FILES,

@@ -89,7 +89,7 @@ def test_the_decoders_have_the_sizes_they_are_named_for() -> None:
 
 
 def test_the_tokenizer_is_trained_the_same_every_time() -> None:
-    from benchlab.zoo.archs.llama import corpus_text, train_tokenizer
+    from benchlab.exporting.decoder import corpus_text, train_tokenizer
 
     first, second = train_tokenizer(), train_tokenizer()
     assert first.to_str() == second.to_str()

@@ -1,4 +1,4 @@
-"""Tests of :func:`benchlab.zoo.onnx_stats.onnx_params_and_flops`."""
+"""Tests of :func:`benchlab.exporting.onnx_stats.onnx_params_and_flops`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from benchlab.zoo.onnx_stats import onnx_params_and_flops
+from benchlab.exporting.onnx_stats import onnx_params_and_flops
 
 
 def _constant_of_shape_conv(path: Path) -> Path:

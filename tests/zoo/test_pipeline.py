@@ -14,11 +14,12 @@ import pytest
 
 import benchlab
 import benchlab.zoo as zoo
+from benchlab.exporting.session import ExportSession
 from benchlab.artifacts import ArtifactCache
 from benchlab.errors import InfrastructureError
 from benchlab.store import open_store
-from benchlab.zoo.catalog import ZooModel
-from benchlab.zoo.pipeline import PausableProcesses
+from benchlab.exporting.definition import ModelDefinition
+from benchlab.exporting.pipeline import PausableProcesses
 
 _MODELS = textwrap.dedent('''
     import os, time
@@ -63,7 +64,7 @@ def _wait_for_state(pid: int, wanted: set[str], timeout: float = 30.0) -> str:
 
 
 @pytest.fixture()
-def models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ZooModel, ZooModel, ZooModel]:
+def models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ModelDefinition, ModelDefinition, ModelDefinition]:
     """``quick`` and ``quick2`` export in seconds; ``slow`` sleeps first and writes its pid.
 
     Measured as they come, the first model exports alone; the next two side by side.
@@ -74,7 +75,7 @@ def models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ZooModel, Z
     monkeypatch.setenv("PIPELINE_SLOW_PID", str(tmp_path / "slow.pid"))
     made = []
     for name, entry in (("quick", "quick"), ("quick2", "quick"), ("slow", "slow")):
-        model = ZooModel(name=f"pipeline_{name}", description="test model", task="regression",
+        model = ModelDefinition(name=f"pipeline_{name}", description="test model", task="regression",
                          input_shapes=((2, 8),), entry=f"pipeline_models:{entry}",
                          sources=("pipeline_models",), formats=("onnx",))
         monkeypatch.setitem(zoo.ZOO, model.name, model)
@@ -112,12 +113,12 @@ def test_pause_stops_the_whole_group_and_resume_continues_it(tmp_path: Path) -> 
 
 @pytest.mark.slow
 def test_models_come_as_their_exports_end_and_the_rest_wait(
-    models: tuple[ZooModel, ZooModel, ZooModel], tmp_path: Path
+    models: tuple[ModelDefinition, ModelDefinition, ModelDefinition], tmp_path: Path
 ) -> None:
     quick, quick2, slow = models
     names = [quick.name, slow.name, quick2.name]
     cache = ArtifactCache(tmp_path / "cache")
-    with zoo.ExportSession(names, cache, workers=2) as session:
+    with ExportSession(zoo.definitions(names), cache, workers=2) as session:
         batches = session.batches(pause=True)
         first = next(batches)
         assert [e.model.name for e in first] == [quick.name]
@@ -134,18 +135,18 @@ def test_models_come_as_their_exports_end_and_the_rest_wait(
         assert _wait_for_state(pid, {"gone", "Z"}) in {"gone", "Z"}
         assert next(batches, None) is None
     # All are cached now: a new session hands them out at once, before exporting anything.
-    with zoo.ExportSession(names, cache) as session:
+    with ExportSession(zoo.definitions(names), cache) as session:
         assert [[e.model.name for e in b] for b in session.batches(pause=True)] == [names]
 
 
 @pytest.mark.slow
 def test_leaving_early_kills_the_exports_and_remembers_no_failure(
-    models: tuple[ZooModel, ZooModel, ZooModel], tmp_path: Path,
+    models: tuple[ModelDefinition, ModelDefinition, ModelDefinition], tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch
 ) -> None:
     quick, quick2, slow = models
     cache = ArtifactCache(tmp_path / "cache")
-    with zoo.ExportSession([quick.name, slow.name, quick2.name], cache, workers=2) as session:
+    with ExportSession(zoo.definitions([quick.name, slow.name, quick2.name]), cache, workers=2) as session:
         for number, _ in enumerate(session.batches(pause=True)):
             if number == 1:  # quick2 is measured, slow paused; then Ctrl-C, or a crash
                 break
@@ -159,7 +160,7 @@ def test_leaving_early_kills_the_exports_and_remembers_no_failure(
 
 @pytest.mark.slow
 def test_a_run_measures_the_first_model_while_the_next_export_waits(
-    models: tuple[ZooModel, ZooModel, ZooModel], tmp_path: Path,
+    models: tuple[ModelDefinition, ModelDefinition, ModelDefinition], tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from rich.console import Console

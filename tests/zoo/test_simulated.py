@@ -21,6 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import benchlab
 import benchlab.zoo as zoo
+from benchlab.exporting.specs import spec_of
 from benchlab.artifacts import ArtifactCache
 from benchlab.runner.accuracy import (
     attribution_stats,
@@ -31,7 +32,7 @@ from benchlab.runner.accuracy import (
     save_reference,
 )
 from benchlab.schema import Metric, Result, Status
-from benchlab.zoo.simulate import onnx_simulator, simulated_path, write_simulated
+from benchlab.exporting.simulate import onnx_simulator, simulated_path, write_simulated
 
 ATTRIBUTION = (Metric.QUANTIZATION_SQNR, Metric.QUANTIZATION_L2_REL, Metric.LOWERING_SQNR,
                Metric.LOWERING_L2_REL)
@@ -247,6 +248,6 @@ def test_the_zoo_specs_carry_the_simulated_files(
     cache = ArtifactCache(cache_dir)
     for export in zoo.export_models(list(MODELS), cache):
         assert export.exported == ()  # what the run exported, now from the cache
-        files = zoo.spec_of(export, cache).model.files
+        files = spec_of(export, cache).model.files
         assert {"reference", "onnx_int8", "simulated_onnx_int8", "pte_xnnpack_int8",
                 "simulated_pte_xnnpack_int8"} <= set(files)

@@ -98,7 +98,7 @@ def _causal_lm(found: FolderModel) -> Any:
     """The folder's Llama with the shape the zoo's decoder exporters read."""
     from transformers import LlamaForCausalLM
 
-    from benchlab.zoo.archs.llama import LlamaShape
+    from benchlab.exporting.decoder import LlamaShape
 
     model = LlamaForCausalLM.from_pretrained(str(found.folder), local_files_only=True,
                                              attn_implementation="eager").eval()

@@ -27,8 +27,9 @@ from benchlab.frameworks.common import GENERATION_TASK
 from benchlab.spec.types import BenchmarkSpec, FileRef, InputDef, ModelDef, TestCase
 from benchlab.usermodels.given import READY_FILES, ModelGiven, parse_model
 from benchlab.usermodels.huggingface import read_folder
-from benchlab.zoo.export import data_sets
-from benchlab.zoo.catalog import DECODER_FORMATS, DECODER_SOURCES, DEFAULT_FORMATS, ZooModel
+from benchlab.exporting.job import data_sets
+from benchlab.exporting.definition import ModelDefinition
+from benchlab.exporting.formats import DECODER_FORMATS, DECODER_SOURCES, DEFAULT_FORMATS
 
 __all__ = ["SNAPSHOT_TIMEOUT_S", "TORCH_KINDS", "UserModels", "entry_only",
            "prepare_models"]
@@ -55,7 +56,7 @@ class UserModels:
     they are. ``tests`` (when a spec gave the model) replace the default test, by model
     name."""
 
-    exports: tuple[ZooModel, ...] = ()
+    exports: tuple[ModelDefinition, ...] = ()
     ready: tuple[BenchmarkSpec, ...] = ()
     tests: dict[str, tuple[TestCase, ...]] | None = None
 
@@ -102,7 +103,7 @@ def _run_checked(argv: list[str], given: ModelGiven) -> dict[str, Any]:
                               f"{SNAPSHOT_TIMEOUT_S:.0f} s") from None
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     if done.returncode != 0:
-        why = lines[-1].removeprefix("benchlab.zoo.export: ") if lines else \
+        why = lines[-1].removeprefix("benchlab.exporting.job: ") if lines else \
             f"exited {done.returncode}"
         raise ModelBuildError(f"model {given.text}: {why}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -116,7 +117,7 @@ def _snapshot_module(given: ModelGiven, inputs: Sequence[InputDef], out_dir: Pat
 
 
 def _torch_model(given: ModelGiven, cache: ArtifactCache, inputs: Sequence[InputDef],
-                 data: Path | None) -> ZooModel:
+                 data: Path | None) -> ModelDefinition:
     generative = given.kind == "huggingface" and given.path is not None and \
         read_folder(given.path).generative
     # Beside the cache, so that keeping the snapshot is a rename, not a copy.
@@ -128,18 +129,18 @@ def _torch_model(given: ModelGiven, cache: ArtifactCache, inputs: Sequence[Input
             data_sets(data, report["input_shapes"])
         entry = _stored_snapshot(cache, report, given.name)
     if generative:  # the zoo's decoders' path: the prompt and cache are the runner's
-        return ZooModel(
+        return ModelDefinition(
             name=given.name, description=f"your text generator ({given.text})",
             task=GENERATION_TASK, input_shapes=(), entry=entry, formats=DECODER_FORMATS,
             sources=(entry.rpartition(":")[0], *DECODER_SOURCES), given=given.text)
-    return ZooModel(
+    return ModelDefinition(
         name=given.name, description=f"your model ({given.text})", task=report["task"],
         input_shapes=tuple(tuple(s) for s in report["input_shapes"]),
         input_dtypes=tuple(report["input_dtypes"]), entry=entry, formats=DEFAULT_FORMATS,
         given=given.text, data=str(data) if data else None)
 
 
-def _onnx_model(given: ModelGiven, inputs: Sequence[InputDef], data: Path | None) -> ZooModel:
+def _onnx_model(given: ModelGiven, inputs: Sequence[InputDef], data: Path | None) -> ModelDefinition:
     """An ONNX file, checked first: an export job with no format loads it with ONNX Runtime
     and runs it on its inputs, so a file that is not a model, or shapes that do not fit, stop
     the sweep before anything runs."""
@@ -149,10 +150,10 @@ def _onnx_model(given: ModelGiven, inputs: Sequence[InputDef], data: Path | None
            "data": str(data) if data else None}
     with tempfile.TemporaryDirectory(prefix="benchlab-onnx-check-") as tmp:
         job["out_dir"] = tmp
-        report = _run_checked([sys.executable, "-m", "benchlab.zoo.export", json.dumps(job)],
+        report = _run_checked([sys.executable, "-m", "benchlab.exporting.job", json.dumps(job)],
                               given)
     found = report.get("metadata", {})
-    return ZooModel(
+    return ModelDefinition(
         name=given.name, description=f"your model ({given.text})", task="",
         input_shapes=tuple(tuple(s) for s in found.get("input_shapes", ())),
         input_dtypes=tuple(found.get("input_dtypes", ())),

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from benchlab.errors import ModelBuildError
-from benchlab.usermodels.reasons import failure_reason, users_code
+from benchlab.exporting.reasons import failure_reason, users_code
 
 __all__ = ["fingerprint_module", "inputs_of", "main", "snapshot"]
 
@@ -114,7 +114,7 @@ def snapshot(module: Any, out_dir: Path, shapes: Sequence[Sequence[int]] | None 
     import torch
 
     from benchlab.runner.accuracy import to_arrays
-    from benchlab.zoo.export import random_inputs
+    from benchlab.exporting.job import random_inputs
 
     if not isinstance(module, torch.nn.Module):
         raise ModelBuildError(f"a model must be a torch.nn.Module, not {type(module).__name__}")
@@ -167,7 +167,7 @@ def main(argv: list[str]) -> int:
 
     from benchlab.frameworks.pytorch.backend import build_from_entry
     from benchlab.usermodels import huggingface
-    from benchlab.zoo.export import stdout_to_stderr
+    from benchlab.exporting.job import stdout_to_stderr
 
     try:
         with stdout_to_stderr():

@@ -1,19 +1,18 @@
 """Every model of the zoo, by name, and where to find the ONNX files shipped inside packages.
 
-Like :mod:`benchlab.zoo.catalog`, this imports nothing heavy (no torch, no onnx): it only names
+Like :mod:`benchlab.exporting.formats`, this imports nothing heavy (no torch, no onnx): it only names
 factories (``module:function``) and resources (``package:relative/path``).
 """
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from typing import Any
 
 from benchlab.frameworks.common import GENERATION_TASK
-from benchlab.zoo.catalog import DECODER_FORMATS, DECODER_SOURCES, DEFAULT_FORMATS, ZooModel
+from benchlab.exporting.definition import ModelDefinition
+from benchlab.exporting.formats import DECODER_FORMATS, DECODER_SOURCES, DEFAULT_FORMATS
 
-__all__ = ["DEFAULT_MODELS", "SMALL_MODELS", "ZOO", "resolve_onnx_resource"]
+__all__ = ["DEFAULT_MODELS", "SMALL_MODELS", "ZOO"]
 
 # ExecuTorch's portable (undelegated) kernels take seconds per inference on models much above
 # ~0.3 GFLOPs, so only the small ones opt in.
@@ -23,8 +22,8 @@ _ARCHS = "benchlab.zoo.archs"
 _COMMON = f"{_ARCHS}._common"
 
 
-def _tiny(name: str, description: str, task: str, shape: tuple[int, ...]) -> ZooModel:
-    return ZooModel(
+def _tiny(name: str, description: str, task: str, shape: tuple[int, ...]) -> ModelDefinition:
+    return ModelDefinition(
         name=name,
         description=description,
         task=task,
@@ -37,9 +36,9 @@ def _tiny(name: str, description: str, task: str, shape: tuple[int, ...]) -> Zoo
 
 
 def _arch(module: str, name: str, description: str, task: str,
-          input_shapes: tuple[tuple[int, ...], ...] = _IMAGE, **more: Any) -> ZooModel:
+          input_shapes: tuple[tuple[int, ...], ...] = _IMAGE, **more: Any) -> ModelDefinition:
     """A model whose factory ``name`` lives in ``benchlab.zoo.archs.<module>``."""
-    return ZooModel(
+    return ModelDefinition(
         name=name,
         description=description,
         task=task,
@@ -51,13 +50,13 @@ def _arch(module: str, name: str, description: str, task: str,
     )
 
 
-def _classifier(name: str, description: str, formats: tuple[str, ...]) -> ZooModel:
+def _classifier(name: str, description: str, formats: tuple[str, ...]) -> ModelDefinition:
     return _arch("classifiers", name, description, "classification", formats=formats)
 
 
-def _decoder(name: str, description: str) -> ZooModel:
+def _decoder(name: str, description: str) -> ModelDefinition:
     """A text generator of ``benchlab.zoo.archs.llama`` (its tests are generative)."""
-    return ZooModel(
+    return ModelDefinition(
         name=name,
         description=description,
         task=GENERATION_TASK,
@@ -85,8 +84,8 @@ _ONNX_LIGHT = {
 }
 
 
-def _onnx_light(name: str, stem: str, title: str) -> ZooModel:
-    return ZooModel(
+def _onnx_light(name: str, stem: str, title: str) -> ModelDefinition:
+    return ModelDefinition(
         name=name,
         description=(
             f"{title} from the ONNX model zoo, 1x3x224x224 → 1000 classes; weights are "
@@ -100,7 +99,7 @@ def _onnx_light(name: str, stem: str, title: str) -> ZooModel:
     )
 
 
-_MODELS: tuple[ZooModel, ...] = (
+_MODELS: tuple[ModelDefinition, ...] = (
     _tiny("mlp", "3-layer perceptron 512-1024-1024-10, batch 16", "regression", (16, 512)),
     _tiny("convnet", "5-block CNN classifier, 128x128 RGB", "classification", (1, 3, 128, 128)),
     _tiny("transformer", "2 transformer encoder blocks, 128 tokens x 128", "embedding",
@@ -134,7 +133,7 @@ _MODELS: tuple[ZooModel, ...] = (
     _arch("text", "transformer_encoder",
           "BERT-style encoder, 4 layers x 256 wide, 1x128 int64 token ids → 1x128x256",
           "embedding", ((1, 128),), input_dtypes=("int64",)),
-    ZooModel(
+    ModelDefinition(
         name="efficientnet_lite0",
         description="EfficientNet-Lite0, ImageNet-pretrained, 1x3x224x224 → 1000 logits",
         task="classification",
@@ -145,7 +144,7 @@ _MODELS: tuple[ZooModel, ...] = (
         pretrained=True,
         tags=("vision",),
     ),
-    ZooModel(
+    ModelDefinition(
         name="minilm",
         description=(
             "all-MiniLM-L6-v2 sentence embedding (pretrained), 1x128 int64 ids + mask → "
@@ -168,40 +167,8 @@ _MODELS: tuple[ZooModel, ...] = (
 )
 
 #: Every zoo model by name.
-ZOO: dict[str, ZooModel] = {m.name: m for m in _MODELS}
+ZOO: dict[str, ModelDefinition] = {m.name: m for m in _MODELS}
 #: What ``benchlab run`` measures when given no models: a CNN, a pretrained CNN, a transformer.
 DEFAULT_MODELS: tuple[str, ...] = ("mobilenet_v2", "efficientnet_lite0", "minilm")
 #: The fast models that CI measures.
 SMALL_MODELS: tuple[str, ...] = ("mlp", "convnet", "transformer")
-
-
-def resolve_onnx_resource(resource: str) -> Path:
-    """The file named by ``package:relative/path.onnx``, found without importing the package
-    (or by an absolute path: a user's own ONNX file).
-
-    Raises :class:`FileNotFoundError` when the package is not installed or lacks the file.
-    """
-    if Path(resource).is_absolute():
-        if not Path(resource).is_file():
-            raise FileNotFoundError(f"ONNX file {resource} does not exist")
-        return Path(resource)
-    package, sep, relative = resource.partition(":")
-    if not sep or not package or not relative:
-        raise FileNotFoundError(f"bad ONNX resource {resource!r}: expected 'package:path'")
-    try:
-        spec = importlib.util.find_spec(package)
-    except (ImportError, ValueError) as exc:  # a dotted name whose parent is missing
-        raise FileNotFoundError(f"ONNX resource {resource!r}: {exc}") from exc
-    locations = list(spec.submodule_search_locations or ()) if spec is not None else []
-    if not locations:
-        raise FileNotFoundError(
-            f"ONNX resource {resource!r}: package {package!r} is not installed"
-        )
-    for location in locations:
-        path = Path(location, relative)
-        if path.is_file():
-            return path
-    raise FileNotFoundError(
-        f"ONNX resource {resource!r}: {relative} is not in package {package!r} "
-        f"(looked in {', '.join(locations)})"
-    )

@@ -1,5 +1,5 @@
 """Runner-side generative ExecuTorch backend: the zoo's ``decoder_pte`` program, whose key/value
-cache lives inside it as mutable buffers (:mod:`benchlab.zoo.pte_decoder`), run by the
+cache lives inside it as mutable buffers (:mod:`benchlab.exporting.pte_decoder`), run by the
 ExecuTorch runtime with the XNNPACK delegate and ExecuTorch's LLM kernels.
 
 The program's ``forward(tokens [1, T], input_pos [1], logit_positions [K])`` writes the new

@@ -63,7 +63,7 @@ __all__ = [
 IR_SUFFIXES = (".xml",)
 WEIGHT_SUFFIXES = (".bin",)
 ONNX_SUFFIXES = (".onnx",)
-#: The zoo's file keys (see ``benchlab.zoo.catalog.FORMAT_FILES``).
+#: The zoo's file keys (see ``benchlab.exporting.formats.FORMAT_FILES``).
 IR_KEY, WEIGHTS_KEY, ONNX_KEY = "openvino", "openvino_bin", "onnx"
 
 

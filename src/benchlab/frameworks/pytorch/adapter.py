@@ -49,7 +49,7 @@ __all__ = ["MODES", "PRECISIONS", "PyTorchFramework", "model_file_key"]
 
 TORCHSCRIPT_SUFFIXES = (".pt", ".pth", ".ptl", ".torchscript")
 PT2_SUFFIXES = (".pt2",)
-#: The zoo's file keys (see ``benchlab.zoo.catalog.FORMAT_FILES``).
+#: The zoo's file keys (see ``benchlab.exporting.formats.FORMAT_FILES``).
 PT2_KEY, AOTI_KEY = "pt2", "aoti"
 
 

@@ -1,54 +1,21 @@
-"""Llama-architecture decoders defined in code: seeded weights, a tokenizer trained in code.
+"""The zoo's Llama-architecture decoders defined in code: seeded weights, a tokenizer trained in
+code.
 
 No hub: the architecture is ``transformers``' ``LlamaForCausalLM`` (the PyTorch eager
-reference every other runtime is checked against) built from a :class:`LlamaShape` with seeded
-weights, and the tokenizer is a byte-level BPE trained with ``tokenizers`` on
-``benchlab/data/corpus.txt``, which the package ships.
-
-:class:`KVDecoder` is the same model as one plain function of (new tokens, past keys, past
-values) → (logits, keys, values), written with torch operations only, so that it exports to a
-single graph with the KV cache as inputs and outputs (ONNX, OpenVINO). Its agreement with the
-``transformers`` model is what the accuracy check of every exported decoder measures.
+reference every other runtime is checked against) built from a
+:class:`~benchlab.exporting.decoder.LlamaShape` with seeded weights; the tokenizer is
+:func:`~benchlab.exporting.decoder.train_tokenizer`'s. How a decoder is exported (its
+:class:`~benchlab.exporting.decoder.KVDecoder` graph) is the export pipeline's business.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from importlib import resources
-from typing import Any
-
 import torch
 from torch import nn
 
-__all__ = [
-    "LLAMA_SHAPES",
-    "KVDecoder",
-    "LlamaShape",
-    "corpus_text",
-    "llama_15m",
-    "llama_100m",
-    "train_tokenizer",
-]
+from benchlab.exporting.decoder import LlamaShape
 
-
-@dataclass(frozen=True, slots=True)
-class LlamaShape:
-    """The sizes of one decoder (Llama: RMSNorm, rotary positions, SwiGLU, grouped KV heads)."""
-
-    dim: int
-    layers: int
-    heads: int
-    kv_heads: int
-    hidden: int
-    vocab: int = 8192
-    max_positions: int = 2048
-    rope_theta: float = 10000.0
-    norm_eps: float = 1e-5
-
-    @property
-    def head_dim(self) -> int:
-        """Width of one attention head."""
-        return self.dim // self.heads
+__all__ = ["LLAMA_SHAPES", "llama_15m", "llama_100m"]
 
 
 #: The zoo's decoders. 15M: the size of the small story-writing models that run on any phone;
@@ -65,25 +32,6 @@ LLAMA_SHAPES: dict[str, LlamaShape] = {
 # tokens), as a trained model's are, so only a real difference in computation flips a choice.
 _INIT_STD = 0.02
 _LM_HEAD_STD = 4.0
-
-
-def corpus_text() -> str:
-    """The text the tokenizer is trained on and perplexity is measured on (package data)."""
-    return resources.files("benchlab").joinpath("data/corpus.txt").read_text(encoding="utf-8")
-
-
-def train_tokenizer(vocab: int = 8192) -> Any:
-    """A byte-level BPE tokenizer trained on :func:`corpus_text` (deterministic)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab, min_frequency=2, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  special_tokens=["<s>", "</s>"])
-    tokenizer.train_from_iterator(corpus_text().splitlines(), trainer=trainer)
-    return tokenizer
 
 
 def _build(shape: LlamaShape, seed: int = 0) -> nn.Module:
@@ -114,78 +62,3 @@ def llama_15m() -> nn.Module:
 def llama_100m() -> nn.Module:
     """Llama decoder, 768 wide, 12 layers, 12 query and 4 key/value heads: about 97M."""
     return _build(LLAMA_SHAPES["llama_100m"])
-
-
-def _rotate_half(x: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-
-
-class KVDecoder(nn.Module):
-    """``(input_ids [1, T], past_keys [L, 1, Hkv, S, d], past_values) → (logits [1, T, V],
-    keys [L, 1, Hkv, S+T, d], values)``: the ``transformers`` model's weights, computed with
-    plain torch operations and an explicit cache, for export as one graph.
-
-    Positions are ``S, …, S+T-1``; new token ``i`` attends to every cached position and to the
-    new tokens up to itself.
-    """
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        shape: LlamaShape = model.llama_shape
-        self.shape = shape
-        self.inner = model.model
-        self.lm_head = model.lm_head
-        inv_freq = 1.0 / (shape.rope_theta ** (
-            torch.arange(0, shape.head_dim, 2, dtype=torch.float32) / shape.head_dim))
-        self.register_buffer("inv_freq", inv_freq, persistent=False)
-
-    def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        variance = x.pow(2).mean(-1, keepdim=True)
-        return weight * (x * torch.rsqrt(variance + self.shape.norm_eps))
-
-    def forward(self, input_ids: torch.Tensor, past_keys: torch.Tensor,
-                past_values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        shape = self.shape
-        new = input_ids.shape[1]
-        past = past_keys.shape[3]
-        positions = torch.arange(new, dtype=torch.float32) + past
-        angles = positions[:, None] * self.inv_freq[None, :]
-        angles = torch.cat((angles, angles), dim=-1)
-        cos, sin = angles.cos()[None, None], angles.sin()[None, None]
-        total = torch.arange(new + past)
-        allowed = total[None, :] <= (torch.arange(new) + past)[:, None]
-        mask = torch.zeros(new, new + past).masked_fill(~allowed, float("-inf"))
-        groups = shape.heads // shape.kv_heads
-        hidden = self.inner.embed_tokens(input_ids)
-        keys_out, values_out = [], []
-        for index, layer in enumerate(self.inner.layers):
-            attn = layer.self_attn
-            x = self._norm(hidden, layer.input_layernorm.weight)
-            q = attn.q_proj(x).view(1, new, shape.heads, shape.head_dim).transpose(1, 2)
-            k = attn.k_proj(x).view(1, new, shape.kv_heads, shape.head_dim).transpose(1, 2)
-            v = attn.v_proj(x).view(1, new, shape.kv_heads, shape.head_dim).transpose(1, 2)
-            q = q * cos + _rotate_half(q) * sin
-            k = k * cos + _rotate_half(k) * sin
-            k = torch.cat((past_keys[index], k), dim=2)
-            v = torch.cat((past_values[index], v), dim=2)
-            keys_out.append(k)
-            values_out.append(v)
-            if groups > 1:
-                k = k.repeat_interleave(groups, dim=1)
-                v = v.repeat_interleave(groups, dim=1)
-            scores = q @ k.transpose(-1, -2) / shape.head_dim**0.5 + mask
-            context = torch.softmax(scores, dim=-1) @ v
-            context = context.transpose(1, 2).reshape(1, new, shape.dim)
-            hidden = hidden + attn.o_proj(context)
-            x = self._norm(hidden, layer.post_attention_layernorm.weight)
-            mlp = layer.mlp
-            hidden = hidden + mlp.down_proj(nn.functional.silu(mlp.gate_proj(x)) * mlp.up_proj(x))
-        hidden = self._norm(hidden, self.inner.norm.weight)
-        return self.lm_head(hidden), torch.stack(keys_out), torch.stack(values_out)
-
-    def empty_cache(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Past keys and values holding no position."""
-        shape = self.shape
-        empty = torch.zeros(shape.layers, 1, shape.kv_heads, 0, shape.head_dim)
-        return empty, empty.clone()

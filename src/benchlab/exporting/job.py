@@ -1,4 +1,4 @@
-"""``python -m benchlab.zoo.export '<json job>'``: export one model to many formats at once.
+"""``python -m benchlab.exporting.job '<json job>'``: export one model to many formats at once.
 
 Runs in its own process so that benchlab's main process never imports torch, and a crash in a
 toolchain fails one export instead of the sweep. The job::
@@ -39,10 +39,10 @@ import numpy as np
 
 from benchlab.errors import ModelBuildError
 from benchlab.frameworks.common import GENERATION_TASK
-from benchlab.usermodels.reasons import failure_reason
-from benchlab.zoo import exporters
-from benchlab.zoo.catalog import EXPORT_PROGRESS_PREFIX, FORMATS
-from benchlab.zoo.exporters import ExportContext
+from benchlab.exporting.reasons import failure_reason
+from benchlab.exporting import exporters
+from benchlab.exporting.formats import EXPORT_PROGRESS_PREFIX, FORMATS
+from benchlab.exporting.context import ExportContext
 
 __all__ = ["CALIBRATION_SAMPLES", "ModelBuildError", "failure_reason", "random_inputs", "run_job",
            "stdout_to_stderr"]
@@ -131,7 +131,7 @@ def _torch_context(job: dict[str, Any], out_dir: Path) -> tuple[ExportContext, d
     seed = int(job.get("seed", 0))
     torch.manual_seed(seed)
     if job["task"] == GENERATION_TASK:
-        from benchlab.zoo.generative import decoder_context
+        from benchlab.exporting.generative import decoder_context
 
         return decoder_context(job, out_dir, _build_module)
     module = _build_module(job["entry"])
@@ -201,7 +201,7 @@ def _onnx_context(job: dict[str, Any], out_dir: Path) -> tuple[ExportContext, di
     import onnxruntime as ort
 
     from benchlab.runner.accuracy import save_reference
-    from benchlab.zoo.onnx_stats import onnx_params_and_flops
+    from benchlab.exporting.onnx_stats import onnx_params_and_flops
 
     source = Path(job["onnx_resource_path"])
     seed = int(job.get("seed", 0))
@@ -326,13 +326,13 @@ def stdout_to_stderr() -> Iterator[None]:
 def main(argv: list[str]) -> int:
     """Run the job in ``argv[0]`` (JSON); print the result as the last stdout line."""
     if not argv:
-        print("usage: python -m benchlab.zoo.export '<json job>'", file=sys.stderr)
+        print("usage: python -m benchlab.exporting.job '<json job>'", file=sys.stderr)
         return 2
     try:
         with stdout_to_stderr():
             result = run_job(json.loads(argv[0]))
     except (ValueError, ModelBuildError) as error:
-        print(f"benchlab.zoo.export: {error}", file=sys.stderr)
+        print(f"benchlab.exporting.job: {error}", file=sys.stderr)
         return 2 if isinstance(error, ValueError) else 1
     print(json.dumps(result), flush=True)
     return 0

@@ -1,7 +1,7 @@
 """One function per export format, sharing the expensive steps through an :class:`ExportContext`.
 
 Each exporter takes the context and returns ``{file_key: path}`` for the files it wrote (the
-keys of :data:`benchlab.zoo.catalog.FORMAT_FILES`). Heavy packages are imported inside the
+keys of :data:`benchlab.exporting.formats.FORMAT_FILES`). Heavy packages are imported inside the
 exporter that needs them: a job asking for two formats should not pay for importing six
 toolchains. Steps several formats need (``torch.export``, the fp32 ONNX file) run once per job
 and are memoised on the context, failures included, so a broken ``torch.export`` is reported
@@ -10,21 +10,19 @@ by every format built on it without being retried.
 
 from __future__ import annotations
 
-import shutil
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from benchlab.zoo.simulate import Simulator
+    from benchlab.exporting.simulate import Simulator
+
+from benchlab.exporting.context import ExportContext
 
 __all__ = [
-    "ExportContext",
-    "NeedsTorchModel",
     "export_aoti",
     "export_onnx",
     "export_decoder_onnx",
@@ -41,94 +39,6 @@ __all__ = [
     "export_tflite",
     "export_torchscript",
 ]
-
-
-class NeedsTorchModel(RuntimeError):
-    """The format is made from a torch module and the job has only an ONNX file."""
-
-
-@dataclass
-class ExportContext:
-    """What every exporter of one job reads: the model, its example inputs, where to write.
-
-    ``module`` is the eval-mode ``torch.nn.Module`` (None for ONNX-only models, whose file is
-    ``onnx_source``). ``args`` are the example inputs as torch tensors (the ones the reference
-    was computed from); ``calibration`` holds further seeded input tuples (numpy) for the
-    int8 formats, the reference inputs first. ``reference`` is the reference ``.npz`` (torch
-    models only).
-    """
-
-    name: str
-    out_dir: Path
-    module: Any = None
-    args: tuple[Any, ...] = ()
-    input_names: list[str] = field(default_factory=list)
-    calibration: list[tuple[np.ndarray, ...]] = field(default_factory=list)
-    onnx_source: Path | None = None
-    reference: Path | None = None
-    #: Files written with the context itself, by file key (a text generator's tokenizer).
-    extra_files: dict[str, Path] = field(default_factory=dict)
-    _memo: dict[str, tuple[bool, Any]] = field(default_factory=dict, repr=False)
-
-    def path(self, suffix: str) -> Path:
-        """The output file ``NAME<suffix>`` in the job's directory."""
-        return self.out_dir / f"{self.name}{suffix}"
-
-    def torch_module(self) -> Any:
-        """The torch module; raises :class:`NeedsTorchModel` for ONNX-only models."""
-        if self.module is None:
-            raise NeedsTorchModel("this format is made from a torch model; the job has only ONNX")
-        return self.module
-
-    def once(self, key: str, make: Callable[[], Any]) -> Any:
-        """``make()`` the first time, its memoised result (or exception) afterwards."""
-        if key not in self._memo:
-            try:
-                self._memo[key] = (True, make())
-            except Exception as error:
-                self._memo[key] = (False, error)
-        ok, value = self._memo[key]
-        if not ok:
-            raise value
-        return value
-
-    def exported_program(self) -> Any:
-        """``torch.export.export`` of the module at the example inputs, made once per job."""
-
-        def make() -> Any:
-            import torch
-
-            return torch.export.export(self.torch_module(), self.args)
-
-        return self.once("exported_program", make)
-
-    def fp32_onnx(self) -> Path:
-        """The fp32 ONNX file ``NAME.onnx`` (exported or copied once per job)."""
-        return self.once("onnx", self._write_onnx)
-
-    def onnx_if_made(self) -> Path | None:
-        """The fp32 ONNX file if a format of this job has made it already, else None."""
-        ok, value = self._memo.get("onnx", (False, None))
-        return value if ok else None
-
-    def remove_byproducts(self, keep: set[str]) -> None:
-        """Delete the fp32 ONNX file when it was made only for other formats (int8, OpenVINO)."""
-        made = self.onnx_if_made()
-        if made is not None and str(made) not in keep:
-            made.unlink(missing_ok=True)
-
-    def _write_onnx(self) -> Path:
-        target = self.path(".onnx")
-        if self.onnx_source is not None:
-            shutil.copyfile(self.onnx_source, target)
-            return target
-        import torch
-
-        torch.onnx.export(
-            self.torch_module(), self.args, str(target), dynamo=True, external_data=False,
-            input_names=self.input_names,
-        )
-        return target
 
 
 def export_torchscript(ctx: ExportContext) -> dict[str, Path]:
@@ -166,37 +76,37 @@ def export_onnx(ctx: ExportContext) -> dict[str, Path]:
 
 
 def export_decoder_onnx(ctx: ExportContext) -> dict[str, Path]:
-    """A text generator's cache-in, cache-out ONNX graph (:mod:`benchlab.zoo.generative`)."""
-    from benchlab.zoo.generative import export_decoder_onnx as export
+    """A text generator's cache-in, cache-out ONNX graph (:mod:`benchlab.exporting.generative`)."""
+    from benchlab.exporting.generative import export_decoder_onnx as export
 
     return export(ctx)
 
 
 def export_decoder_onnx_int8(ctx: ExportContext) -> dict[str, Path]:
-    """A text generator's decoder graph with int8 matrix products (:mod:`benchlab.zoo.generative`)."""
-    from benchlab.zoo.generative import export_decoder_onnx_int8 as export
+    """A text generator's decoder graph with int8 matrix products (:mod:`benchlab.exporting.generative`)."""
+    from benchlab.exporting.generative import export_decoder_onnx_int8 as export
 
     return export(ctx)
 
 
 def export_decoder_pte(ctx: ExportContext) -> dict[str, Path]:
     """A text generator as an ExecuTorch program with its cache inside
-    (:mod:`benchlab.zoo.pte_decoder`)."""
-    from benchlab.zoo.pte_decoder import export_decoder_pte as export
+    (:mod:`benchlab.exporting.pte_decoder`)."""
+    from benchlab.exporting.pte_decoder import export_decoder_pte as export
 
     return export(ctx)
 
 
 def export_gguf(ctx: ExportContext) -> dict[str, Path]:
-    """A text generator as one GGUF file for llama.cpp (:mod:`benchlab.zoo.gguf_export`)."""
-    from benchlab.zoo.gguf_export import export_gguf as export
+    """A text generator as one GGUF file for llama.cpp (:mod:`benchlab.exporting.gguf_export`)."""
+    from benchlab.exporting.gguf_export import export_gguf as export
 
     return export(ctx)
 
 
 def export_gguf_q8_0(ctx: ExportContext) -> dict[str, Path]:
-    """That GGUF file quantized to Q8_0 by llama.cpp (:mod:`benchlab.zoo.gguf_export`)."""
-    from benchlab.zoo.gguf_export import export_gguf_q8_0 as export
+    """That GGUF file quantized to Q8_0 by llama.cpp (:mod:`benchlab.exporting.gguf_export`)."""
+    from benchlab.exporting.gguf_export import export_gguf_q8_0 as export
 
     return export(ctx)
 
@@ -204,9 +114,9 @@ def export_gguf_q8_0(ctx: ExportContext) -> dict[str, Path]:
 def export_onnx_int8(ctx: ExportContext) -> dict[str, Path]:
     """ONNX Runtime int8 quantization of the fp32 ONNX file (``NAME.int8.onnx``), and for
     torch models its simulated outputs (``NAME.int8.simulated.npz``, see
-    :mod:`benchlab.zoo.simulate`)."""
-    from benchlab.zoo.quantize import quantize_onnx
-    from benchlab.zoo.simulate import onnx_simulator
+    :mod:`benchlab.exporting.simulate`)."""
+    from benchlab.exporting.quantize import quantize_onnx
+    from benchlab.exporting.simulate import onnx_simulator
 
     target = ctx.path(".int8.onnx")
     quantize_onnx(ctx.fp32_onnx(), target, ctx.calibration)
@@ -224,7 +134,7 @@ def _simulated(ctx: ExportContext, key: str, model_file: Path,
     (an op ``onnx.reference`` lacks): the int8 file is worth benchmarking without its error
     split, so that is said on stderr and the export goes on.
     """
-    from benchlab.zoo.simulate import simulated_key, simulated_path, write_simulated
+    from benchlab.exporting.simulate import simulated_key, simulated_path, write_simulated
 
     if ctx.reference is None:
         return {}
@@ -233,7 +143,7 @@ def _simulated(ctx: ExportContext, key: str, model_file: Path,
         write_simulated(ctx.reference, target, simulator())
     except Exception as error:
         target.unlink(missing_ok=True)
-        print(f"benchlab.zoo.export: no simulated outputs for {model_file.name}, so no "
+        print(f"benchlab.exporting.job: no simulated outputs for {model_file.name}, so no "
               f"quantization/lowering split: {type(error).__name__}: {error}", file=sys.stderr)
         return {}
     return {simulated_key(key): target}
@@ -306,8 +216,8 @@ def export_pte_portable(ctx: ExportContext) -> dict[str, Path]:
 def export_pte_xnnpack_int8(ctx: ExportContext) -> dict[str, Path]:
     """ExecuTorch XNNPACK with PT2E int8 quantization (``NAME.xnnpack-int8.pte``), and the
     fake-quantized model's outputs (``NAME.xnnpack-int8.simulated.npz``)."""
-    from benchlab.zoo.quantize import quantize_pt2e_xnnpack
-    from benchlab.zoo.simulate import torch_simulator
+    from benchlab.exporting.quantize import quantize_pt2e_xnnpack
+    from benchlab.exporting.simulate import torch_simulator
 
     target = ctx.path(".xnnpack-int8.pte")
     made = quantize_pt2e_xnnpack(ctx.exported_program(), ctx.args, ctx.calibration)

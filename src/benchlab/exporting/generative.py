@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from benchlab.zoo.exporters import ExportContext
+from benchlab.exporting.context import ExportContext
 
 __all__ = ["REFERENCE_PROMPT_TOKENS", "REFERENCE_NEW_TOKENS", "decoder_context",
            "export_decoder_onnx", "export_decoder_onnx_int8"]
@@ -39,7 +39,7 @@ def decoder_context(job: dict[str, Any], out_dir: Path,
     import torch
 
     from benchlab.runner.generate import GenerativeReference, save_generative_reference
-    from benchlab.zoo.archs.llama import KVDecoder, corpus_text, train_tokenizer
+    from benchlab.exporting.decoder import KVDecoder, corpus_text, train_tokenizer
 
     model = build(job["entry"])
     # A user's Hugging Face folder brings its tokenizer; the zoo's decoders train theirs.
@@ -101,7 +101,7 @@ def export_decoder_onnx_int8(ctx: ExportContext) -> dict[str, Path]:
     table stays fp32. ONNX Runtime and OpenVINO both run it."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from benchlab.zoo.quantize import REDUCE_RANGE
+    from benchlab.exporting.quantize import REDUCE_RANGE
 
     source = ctx.once("decoder_onnx", lambda: _write_decoder_onnx(ctx))
     target = ctx.path(".decoder.int8.onnx")

@@ -160,7 +160,7 @@ def quantize_pt2e_xnnpack(
     int8 activations lose too much in transformers (MiniLM: cosine 0.86 against the fp32
     output; tiny transformer: 0.9998 static, 0.999996 dynamic). The converted model is
     returned too: run in eager PyTorch it is the recipe computed exactly (the simulated
-    outputs, :mod:`benchlab.zoo.simulate`), so calibration runs once for both.
+    outputs, :mod:`benchlab.exporting.simulate`), so calibration runs once for both.
     """
     converted = fake_quantize_pt2e_xnnpack(program, calibration)
     return Pt2eInt8(program=lower_pt2e_xnnpack(converted, args), fake_quantized=converted)

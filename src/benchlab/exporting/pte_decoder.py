@@ -64,7 +64,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from benchlab.zoo.exporters import ExportContext
+from benchlab.exporting.context import ExportContext
 
 __all__ = ["MAX_CONTEXT_LEN", "MAX_SEQ_LEN", "METHOD", "StaticCacheDecoder",
            "export_decoder_pte", "load_llm_ops", "lower_decoder", "metadata"]

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.artifacts import ArtifactCache, sha256_of
-from benchlab.zoo.catalog import REFERENCE, ZooModel, format_of
+from benchlab.exporting.definition import ModelDefinition
+from benchlab.exporting.formats import REFERENCE, format_of
 
 __all__ = ["ExportIndex", "FormatEntry", "file_record", "format_key", "model_fingerprint"]
 
@@ -48,7 +49,7 @@ def _module_source(module: str) -> bytes:
     return Path(spec.origin).read_bytes()
 
 
-def _requires_versions(model: ZooModel) -> list[str]:
+def _requires_versions(model: ModelDefinition) -> list[str]:
     names = importlib.metadata.packages_distributions()
     versions = []
     for module in model.requires:
@@ -57,7 +58,7 @@ def _requires_versions(model: ZooModel) -> list[str]:
     return versions
 
 
-def model_fingerprint(model: ZooModel, onnx_bytes: bytes | None = None) -> str:
+def model_fingerprint(model: ModelDefinition, onnx_bytes: bytes | None = None) -> str:
     """A digest of everything that defines ``model`` (sources, shapes, weights package)."""
     digest = hashlib.sha256()
     parts = [ZOO_VERSION, model.name, model.entry or "", repr(model.input_shapes),

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from benchlab.zoo.exporters import ExportContext
+from benchlab.exporting.context import ExportContext
 
 __all__ = [
     "GGUF_KEY",
@@ -222,6 +222,6 @@ def quantize_gguf(source: Path, target: Path, file_type: str, threads: int = 0) 
     if status != 0:
         Path(target).unlink(missing_ok=True)
         raise RuntimeError(f"llama_model_quantize to {file_type} failed (status {status})")
-    print(f"benchlab.zoo.export: {Path(target).name} quantized by llama.cpp to {file_type}",
+    print(f"benchlab.exporting.job: {Path(target).name} quantized by llama.cpp to {file_type}",
           file=sys.stderr)
     return target

@@ -1,13 +1,13 @@
-"""What the zoo holds: one :class:`ZooModel` per model, and the export formats it can take.
+"""The export formats: everything benchlab knows about each, in one place.
 
-This module imports nothing heavy: benchlab reads the catalog (``benchlab zoo list``) without
-importing torch. Architectures live in :mod:`benchlab.zoo.archs`, exporters in
-:mod:`benchlab.zoo.export`.
+This module imports nothing heavy: benchlab plans exports (and ``benchlab zoo list`` reads
+them) without importing torch. The exporters live in :mod:`benchlab.exporting.exporters`,
+run by the export process :mod:`benchlab.exporting.job`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from benchlab.frameworks.common import SIMULATED_PREFIX
 
@@ -21,7 +21,6 @@ __all__ = [
     "FORMAT_FILES",
     "REFERENCE",
     "ExportFormat",
-    "ZooModel",
     "format_of",
 ]
 
@@ -41,13 +40,13 @@ class ExportFormat:
     only this format is exported again. ``default``: exported unless a model says otherwise.
     ``simulated``: an int8 format that also writes ``simulated_<key>`` beside its file, the
     quantization recipe's exact outputs on the reference's input sets
-    (:mod:`benchlab.zoo.simulate`), whenever the model has a reference.
+    (:mod:`benchlab.exporting.simulate`), whenever the model has a reference.
     ``exporter_requires``: (module, distribution, benchlab extra) without which it cannot be
     exported here, found without importing it, as a framework's ``requires``.
     ``from_onnx``: it converts an ONNX file, so ONNX-only models (no PyTorch entry) take it too.
     ``read_by``: the frameworks that run its file: a sweep naming frameworks exports only
     what they read.
-    The exporter is the function ``export_<name>`` of :mod:`benchlab.zoo.exporters`.
+    The exporter is the function ``export_<name>`` of :mod:`benchlab.exporting.exporters`.
     """
 
     name: str
@@ -68,7 +67,7 @@ class ExportFormat:
 
     @property
     def exporter(self) -> str:
-        """The name of its function in :mod:`benchlab.zoo.exporters`."""
+        """The name of its function in :mod:`benchlab.exporting.exporters`."""
         return f"export_{self.name}"
 
 
@@ -139,48 +138,10 @@ DEFAULT_FORMATS = tuple(name for name, f in FORMATS.items() if f.default)
 #: What a text generator (a Llama decoder, the zoo's or a user's) exports to.
 DECODER_FORMATS = ("decoder_onnx", "decoder_onnx_int8", "decoder_pte", "gguf", "gguf_q8_0")
 #: The modules that write a text generator's files: part of its export cache key.
-DECODER_SOURCES = ("benchlab.zoo.archs.llama", "benchlab.zoo.generative",
-                   "benchlab.zoo.gguf_export", "benchlab.zoo.pte_decoder")
+DECODER_SOURCES = ("benchlab.zoo.archs.llama", "benchlab.exporting.generative",
+                   "benchlab.exporting.gguf_export", "benchlab.exporting.pte_decoder")
 
 
 def format_of(name: str) -> ExportFormat:
     """The format called ``name`` (``reference`` included); ``KeyError`` when unknown."""
     return REFERENCE if name == REFERENCE.name else FORMATS[name]
-
-
-@dataclass(frozen=True, slots=True)
-class ZooModel:
-    """A model of the zoo.
-
-    ``entry`` (``module:factory``) builds an eval-mode ``torch.nn.Module`` with seeded or
-    pretrained weights whose ``example_shapes`` (and optional ``example_dtypes``) attributes
-    describe its inputs. ONNX-only models have no entry and name an ``onnx_resource``
-    (``package:relative/path.onnx`` shipped inside an installed package, or the absolute path
-    of a user's ONNX file) instead.
-    ``sources`` are the modules whose source code defines the model: their bytes are part of
-    the export cache key, so a changed definition is a cache miss. ``requires`` lists the
-    distributions the model needs (pretrained weights packages), checked before export.
-    A user's model (:mod:`benchlab.usermodels`) says what the user gave in ``given``; its
-    ``data`` (an ``.npz`` of input sets) replaces seeded random inputs for calibration and
-    accuracy.
-    """
-
-    name: str
-    description: str
-    task: str
-    input_shapes: tuple[tuple[int, ...], ...]
-    entry: str | None = None
-    input_dtypes: tuple[str, ...] = ()
-    onnx_resource: str | None = None
-    sources: tuple[str, ...] = ()
-    formats: tuple[str, ...] = DEFAULT_FORMATS
-    requires: tuple[str, ...] = ()
-    pretrained: bool = False
-    tags: tuple[str, ...] = field(default=())
-    given: str = ""
-    data: str | None = None
-
-    @property
-    def dtypes(self) -> tuple[str, ...]:
-        """One dtype per input (``float32`` unless the model says otherwise)."""
-        return self.input_dtypes or tuple("float32" for _ in self.input_shapes)

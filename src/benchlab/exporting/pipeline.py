@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import InfrastructureError
-from benchlab.zoo.catalog import EXPORT_PROGRESS_PREFIX, ZooModel
-from benchlab.zoo.registry import resolve_onnx_resource
+from benchlab.exporting.definition import ModelDefinition, resolve_onnx_resource
+from benchlab.exporting.formats import EXPORT_PROGRESS_PREFIX
 
 __all__ = ["ExportProgress", "PausableProcesses", "default_export_workers", "run_exporter"]
 
@@ -146,7 +146,7 @@ class ExportProgress:
         return on_event
 
 
-def run_exporter(model: ZooModel, formats: list[str], out_dir: Path,
+def run_exporter(model: ModelDefinition, formats: list[str], out_dir: Path,
                  processes: PausableProcesses,
                  on_event: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Export ``formats`` of ``model`` in a fresh process; its progress lines go to
@@ -159,7 +159,7 @@ def run_exporter(model: ZooModel, formats: list[str], out_dir: Path,
         "input_dtypes": list(model.dtypes), "formats": [f for f in formats if f != "reference"],
         "out_dir": str(out_dir), "seed": 0, "data": model.data,
     }
-    proc = processes.popen([sys.executable, "-m", "benchlab.zoo.export", json.dumps(job)],
+    proc = processes.popen([sys.executable, "-m", "benchlab.exporting.job", json.dumps(job)],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     tail: deque[str] = deque(maxlen=6)
 

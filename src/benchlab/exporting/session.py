@@ -1,0 +1,275 @@
+"""Exporting models into the artifact cache: :class:`ExportSession` plans every model's
+formats against the cache's index, runs the export processes (:mod:`benchlab.exporting.pipeline`)
+and hands the models out as each one ends; :func:`export_definitions` does it all at once.
+
+Each model is exported (in a subprocess, so benchlab itself never imports torch) to every
+format its runtimes take; the files are content-addressed in the artifact cache and indexed by
+model definition (see :mod:`benchlab.exporting.cache`), so a second run exports nothing.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from benchlab.artifacts import ArtifactCache
+from benchlab.errors import UsageError
+from benchlab.exporting.cache import (
+    ExportIndex,
+    FormatEntry,
+    file_record,
+    format_key,
+    model_fingerprint,
+)
+from benchlab.exporting.definition import ModelDefinition, resolve_onnx_resource
+from benchlab.exporting.formats import ALL_FORMATS, format_of
+from benchlab.exporting.pipeline import (
+    ExportProgress,
+    PausableProcesses,
+    default_export_workers,
+    run_exporter,
+)
+from benchlab.frameworks.common import distribution_availability
+
+__all__ = ["ExportSession", "ModelExport", "export_definitions"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelExport:
+    """A model's exported files (model file key → cached path, sha256) and failed formats."""
+
+    model: ModelDefinition
+    fingerprint: str
+    files: dict[str, tuple[Path, str]] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    exported: tuple[str, ...] = ()  # formats produced by this call (empty: all cache hits)
+
+
+def _missing_exporter(fmt: str) -> str | None:
+    """Why a format cannot be exported here, or ``None`` (checked without importing)."""
+    return distribution_availability(*format_of(fmt).exporter_requires).reason or None
+
+
+def _wanted_formats(model: ModelDefinition, formats: Sequence[str] | None,
+                    readers: Sequence[str] | None = None) -> list[str]:
+    """What to export of ``model``: ``formats`` or its own, only those ``readers`` (framework
+    names; ``None``: every framework) run, and the reference of a PyTorch model."""
+    wanted = list(formats) if formats else list(model.formats)
+    bad = [f for f in wanted if f not in ALL_FORMATS]
+    if bad:
+        raise UsageError(f"unknown export format(s) {', '.join(bad)}; "
+                         f"known: {', '.join(ALL_FORMATS)}")
+    if readers is not None:
+        wanted = [f for f in wanted if set(format_of(f).read_by) & set(readers)]
+    if model.entry is None:  # ONNX-only models: only what an .onnx file converts to
+        wanted = [f for f in wanted if format_of(f).from_onnx]
+    if "reference" not in wanted:
+        wanted.append("reference")
+    return wanted
+
+
+@dataclass(frozen=True, slots=True)
+class _Planned:
+    model: ModelDefinition
+    fingerprint: str
+    wanted: tuple[str, ...]  # formats the sweep reads ("reference" included)
+    todo: tuple[str, ...]  # formats to export now ("reference" included)
+    absent: dict[str, str]  # format → why it cannot be exported here
+
+
+class ExportSession:
+    """The exports of some models (the zoo's, a user's: :class:`ModelDefinition`), handed
+    out model by model as each one ends.
+
+    Planning (on construction) only reads the index: :attr:`fingerprints` is known before
+    anything runs. :meth:`batches` yields first the models that need no export, then each
+    model (or models) whose export has just ended. With ``pause=True`` every other export is
+    stopped while the caller holds a batch (it measures it), and continues when the caller
+    asks for the next; exports never run during a measurement. Use as a context manager:
+    leaving it kills exports still running. ``readers`` (framework names) limits the exports
+    to the formats they run.
+    """
+
+    def __init__(self, models: Sequence[ModelDefinition], cache: ArtifactCache, *,
+                 formats: Sequence[str] | None = None, force: bool = False,
+                 progress: Callable[[str], None] | None = None,
+                 workers: int | None = None, readers: Sequence[str] | None = None) -> None:
+        self._cache, self._formats, self._force = cache, formats, force
+        self._readers = readers
+        self._index = ExportIndex(cache)
+        self._planned = [self._plan(model) for model in models]
+        busy = [p for p in self._planned if p.todo]
+        self._workers = min(workers or default_export_workers(), max(len(busy), 1))
+        self._shown = ExportProgress(progress, sum(
+            len([f for f in p.todo if f != "reference"]) for p in busy))
+        self._processes = PausableProcesses()
+        self._index_lock = threading.Lock()
+
+    def _plan(self, model: ModelDefinition) -> _Planned:
+        onnx_bytes = (resolve_onnx_resource(model.onnx_resource).read_bytes()
+                      if model.onnx_resource else None)
+        fingerprint = model_fingerprint(model, onnx_bytes)
+        todo, absent = [], {}
+        wanted = _wanted_formats(model, self._formats, self._readers)
+        for fmt in wanted:
+            if not self._needs_export(fingerprint, fmt):
+                continue
+            why = _missing_exporter(fmt)
+            if why:
+                absent[fmt] = why
+            else:
+                todo.append(fmt)
+        return _Planned(model, fingerprint, tuple(wanted), tuple(todo), absent)
+
+    @property
+    def fingerprints(self) -> dict[str, str]:
+        """Model name → the fingerprint of its definition (what its export cache key is)."""
+        return {p.model.name: p.fingerprint for p in self._planned}
+
+    def __enter__(self) -> ExportSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._processes.close()
+
+    def _export(self, planned: _Planned) -> ModelExport:
+        # Another process sharing the cache (a second run, parallel test workers) may be
+        # exporting this model now: wait for it, then export only what it left undone.
+        with self._cache.exclusive(f"zoo-export-{planned.fingerprint}"):
+            with self._index_lock:
+                self._index.reload()
+                todo = [fmt for fmt in planned.todo
+                        if self._needs_export(planned.fingerprint, fmt)]
+            if not todo:
+                self._shown.say(f"{planned.model.name}: exported meanwhile by another process "
+                                "sharing the cache")
+                return replace(self._collect(planned), exported=())
+            with tempfile.TemporaryDirectory(prefix="benchlab-zoo-") as tmp:
+                report = run_exporter(planned.model, todo, Path(tmp), self._processes,
+                                      self._shown.event(planned.model.name))
+                # Copying into the cache is disk work: never while a measurement runs.
+                with self._processes.running(), self._index_lock:
+                    _index_report(self._index, self._cache, planned.fingerprint, todo, report)
+                    self._index.save()
+        return replace(self._collect(planned), exported=tuple(todo))
+
+    def _needs_export(self, fingerprint: str, fmt: str) -> bool:
+        """Whether ``fmt`` must be exported: forced, or the index has no usable entry for it."""
+        entry = self._index.get(format_key(fingerprint, fmt))
+        return self._force or entry is None or not entry.usable()
+
+    def _collect(self, planned: _Planned) -> ModelExport:
+        return _collect(self._index, planned.model, planned.fingerprint, planned.wanted,
+                        planned.absent, planned.todo)
+
+    def cached(self) -> list[ModelExport]:
+        """The models whose every format is in the cache already: ready without an export."""
+        return [self._collect(p) for p in self._planned if not p.todo]
+
+    def batches(self, *, pause: bool = False,
+                include_cached: bool = True) -> Iterator[list[ModelExport]]:
+        """Lists of finished models: the cached ones first (unless ``include_cached`` is
+        False, for a caller that took them from :meth:`cached`), then each export as it
+        ends."""
+        ready = self.cached() if include_cached else []
+        busy = [p for p in self._planned if p.todo]
+        if ready:
+            yield ready
+        if not busy:
+            return
+        self._shown.say(f"exporting {len(busy)} model(s), {self._shown.total} format(s), "
+                        f"{self._workers} at a time (once: later runs reuse the files)")
+        with ThreadPoolExecutor(max_workers=self._workers) as pool:
+            # When the caller measures as models come, the first one exports alone: on two
+            # cores one export alone takes about half as long as two side by side, so the
+            # first result comes sooner; the others then share the machine as before.
+            first, rest = (busy[:1], busy[1:]) if pause and len(busy) > 1 else (busy, [])
+            pending = {pool.submit(self._export, p) for p in first}
+            try:
+                while pending:
+                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    batch = [future.result() for future in finished]
+                    if pause and (pending or rest):
+                        self._processes.pause()
+                        if pending:
+                            self._shown.say(
+                                f"{len(pending)} export(s) paused while "
+                                f"{', '.join(e.model.name for e in batch)} is measured")
+                    yield batch
+                    if self._processes.paused:
+                        self._processes.resume()
+                    pending |= {pool.submit(self._export, p) for p in rest}
+                    rest = []
+            finally:
+                self._processes.close()
+
+
+def export_definitions(
+    models: Sequence[ModelDefinition],
+    cache: ArtifactCache,
+    *,
+    formats: Sequence[str] | None = None,
+    force: bool = False,
+    progress: Callable[[str], None] | None = None,
+    workers: int | None = None,
+) -> list[ModelExport]:
+    """Export models into the cache (once); returns every model's files and failures.
+
+    ``formats`` replaces each model's own list (``["aoti"]`` adds AOTInductor packages);
+    ``force`` re-exports even when the cache holds the files or a remembered failure.
+    Up to ``workers`` models export at once, each in its own process (default:
+    :func:`default_export_workers`); ``progress`` gets a line as each format starts and ends.
+    """
+    if not models:
+        return []
+    with ExportSession(models, cache, formats=formats, force=force, progress=progress,
+                       workers=workers) as session:
+        done = {e.model.name: e for batch in session.batches() for e in batch}
+    return [done[name] for name in session.fingerprints]
+
+
+def _index_report(index: ExportIndex, cache: ArtifactCache, fingerprint: str,
+                  todo: list[str], report: dict[str, Any]) -> None:
+    files: dict[str, str] = report.get("files", {})
+    failed: dict[str, str] = report.get("failed", {})
+    seconds: dict[str, float] = report.get("seconds", {})
+    for fmt in todo:
+        spec = format_of(fmt)
+        if fmt in failed or not all(k in files for k in spec.files):
+            reason = failed.get(fmt, "the exporter wrote no file")
+            index.put(format_key(fingerprint, fmt), FormatEntry(error=reason))
+            continue
+        stored = {}
+        # Simulated outputs are kept when written: models without a reference have none.
+        for key in [*spec.files, *(k for k in spec.simulated_files if k in files)]:
+            stored[key] = file_record(*cache.put(Path(files[key])))
+        index.put(format_key(fingerprint, fmt), FormatEntry(files=stored,
+                                                            seconds=seconds.get(fmt)))
+    if report.get("metadata"):
+        index.put_metadata(fingerprint, report["metadata"])
+
+
+def _collect(index: ExportIndex, model: ModelDefinition, fingerprint: str,
+             wanted: Sequence[str], absent: dict[str, str],
+             exported: tuple[str, ...]) -> ModelExport:
+    files: dict[str, tuple[Path, str]] = {}
+    failures = dict(absent)
+    # Formats exported earlier on request (aoti) are picked up too.
+    for fmt in dict.fromkeys([*wanted, *ALL_FORMATS]):
+        entry = index.get(format_key(fingerprint, fmt))
+        if entry is None:
+            continue
+        if entry.error is not None:
+            if fmt in wanted:
+                failures[fmt] = entry.error
+            continue
+        if entry.usable():
+            files.update({k: (Path(v["path"]), v["sha256"]) for k, v in entry.files.items()})
+    return ModelExport(model=model, fingerprint=fingerprint, files=files, failures=failures,
+                       metadata=index.metadata(fingerprint), exported=exported)
