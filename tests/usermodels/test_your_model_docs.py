@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 DOC = Path(__file__).parents[2] / "docs" / "your-model.md"
-QUICK = ["--iter", "3", "--warmup", "1", "--repeat", "1", "--min-time", "0", "-q"]
+QUICK = ["--iter", "3", "--warmup", "1", "--repeat", "1", "--min-time", "0"]
 pytestmark = pytest.mark.slow
 
 
