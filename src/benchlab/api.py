@@ -123,8 +123,9 @@ def _staged(
 
     # Frameworks named: export only what they read (-f onnxruntime needs no ExecuTorch file).
     readers = [config.name for config in configs] or None
+    # A run measuring as exports end takes each model's quick formats first (staged).
     with ExportSession([*zoo, *users.exports], cache, progress=progress,
-                       readers=readers) as session:
+                       readers=readers, staged=pause) as session:
         first = plan_of(loaded)
         requested = [job.identity.key for job in first.jobs]
         legacy = list(requested)

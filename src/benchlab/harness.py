@@ -225,6 +225,8 @@ def plan(
         for fmt, reason in spec.model.metadata.get("export_failures", {}).items():
             skipped.append(Skipped(f"{spec.model.name} @ {fmt} export", reason))
         for name, requested in _requested_configs(spec, frameworks).items():
+            if name in spec.elsewhere:  # planned with the model's other export stage
+                continue
             label = f"{spec.model.name} @ {name}"
             if name not in adapters:
                 adapters[name] = load_framework(name)

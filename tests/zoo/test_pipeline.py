@@ -201,3 +201,34 @@ def test_a_run_measures_the_first_model_while_the_next_export_waits(
                          overrides=overrides, resume=True)
     assert again.run_id == results.run_id
     assert sorted(r.identity.key for r in again) == sorted(r.identity.key for r in results)
+
+
+@pytest.mark.slow
+def test_a_staged_session_hands_out_quick_formats_first_and_the_slow_ones_after(
+    models: tuple[ModelDefinition, ModelDefinition, ModelDefinition], tmp_path: Path
+) -> None:
+    from dataclasses import replace
+
+    from benchlab.exporting.specs import spec_of
+    from benchlab.harness import plan
+    from benchlab.targets.host import HostTarget
+
+    quick, quick2, _ = models
+    # LiteRT's file is a later format: its export waits until every model's quick ones end.
+    both = [replace(m, formats=("onnx", "tflite")) for m in (quick, quick2)]
+    cache = ArtifactCache(tmp_path / "cache")
+    with ExportSession(both, cache, workers=2, staged=True) as session:
+        handed = [(e.model.name, tuple(sorted(e.exported)), e.elsewhere)
+                  for batch in session.batches(pause=True) for e in batch]
+        stages = [e for batch in ExportSession(both, cache, staged=True).batches() for e in batch]
+    assert [(name, exported) for name, exported, _ in handed] == [
+        (quick.name, ("onnx", "reference")), (quick2.name, ("onnx", "reference")),
+        (quick.name, ("tflite",)), (quick2.name, ("tflite",))]
+    assert handed[0][2] == ("tflite",) and "onnxruntime" in handed[2][2]
+    # Planned, each stage gives the jobs of its own frameworks only, and no "no file" skip.
+    first, second = (plan([spec_of(e, cache)], HostTarget(), device="here")
+                     for e in (replace(stages[0], elsewhere=("tflite",)),
+                               replace(stages[0], elsewhere=handed[2][2])))
+    assert "tflite" not in {j.identity.framework for j in first.jobs}
+    assert not [s for s in first.skipped if "tflite" in s.label]
+    assert {j.identity.framework for j in second.jobs} == {"tflite"}

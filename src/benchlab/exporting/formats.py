@@ -45,7 +45,9 @@ class ExportFormat:
     exported here, found without importing it, as a framework's ``requires``.
     ``from_onnx``: it converts an ONNX file, so ONNX-only models (no PyTorch entry) take it too.
     ``read_by``: the frameworks that run its file: a sweep naming frameworks exports only
-    what they read.
+    what they read. ``later``: its export takes tens of seconds (XNNPACK lowering, the LiteRT
+    converter), so a sweep that measures as exports end does it after every model's quick
+    formats (:class:`~benchlab.exporting.session.ExportSession`, ``staged``).
     The exporter is the function ``export_<name>`` of :mod:`benchlab.exporting.exporters`.
     """
 
@@ -58,6 +60,7 @@ class ExportFormat:
     exporter_requires: tuple[str, str, str] = ("torch", "torch", "pytorch")
     from_onnx: bool = False
     read_by: tuple[str, ...] = ("pytorch",)
+    later: bool = False
 
     @property
     def simulated_files(self) -> tuple[str, ...]:
@@ -93,15 +96,15 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
                  from_onnx=True, read_by=("onnxruntime",)),
     ExportFormat("tflite", ("tflite",), ("torch", "litert-torch"),
                  exporter_requires=("litert_torch", "litert-torch", "tflite-export"),
-                 read_by=("tflite",)),
+                 read_by=("tflite",), later=True),
     ExportFormat("pte_xnnpack", ("pte_xnnpack",), ("torch", "executorch"),
-                 exporter_requires=_EXECUTORCH, read_by=("executorch",)),
+                 exporter_requires=_EXECUTORCH, read_by=("executorch",), later=True),
     ExportFormat("pte_portable", ("pte_portable",), ("torch", "executorch"), default=False,
-                 exporter_requires=_EXECUTORCH, read_by=("executorch",)),
+                 exporter_requires=_EXECUTORCH, read_by=("executorch",), later=True),
     # 1: simulated outputs
     ExportFormat("pte_xnnpack_int8", ("pte_xnnpack_int8",), ("torch", "executorch", "torchao"),
                  revision="1", simulated=True, exporter_requires=_EXECUTORCH,
-                 read_by=("executorch",)),
+                 read_by=("executorch",), later=True),
     ExportFormat("aoti", ("aoti",), default=False),
     # A text generator's decoder, its key/value cache as graph inputs and outputs (ONNX
     # Runtime, OpenVINO); only the zoo's generative models take it.
@@ -116,7 +119,7 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
     # ExecuTorch's decoder program: its key/value cache inside, ExecuTorch's LLM kernels.
     ExportFormat("decoder_pte", ("decoder_pte",), ("torch", "executorch", "transformers",
                                                    "tokenizers"),
-                 default=False, exporter_requires=_EXECUTORCH, read_by=("executorch",)),
+                 default=False, exporter_requires=_EXECUTORCH, read_by=("executorch",), later=True),
     # llama.cpp's file, fp32 (written by the gguf package), then quantized by llama.cpp itself;
     # the second reuses the first's file, so it comes after it.
     ExportFormat("gguf", ("gguf",), ("torch", "transformers", "tokenizers", "gguf"),

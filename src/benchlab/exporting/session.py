@@ -35,6 +35,7 @@ from benchlab.exporting.pipeline import (
     run_exporter,
 )
 from benchlab.frameworks.common import distribution_availability
+from benchlab.plugins import FRAMEWORK_GROUP, available_names
 
 __all__ = ["ExportSession", "ModelExport", "export_definitions"]
 
@@ -49,6 +50,9 @@ class ModelExport:
     failures: dict[str, str] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
     exported: tuple[str, ...] = ()  # formats produced by this call (empty: all cache hits)
+    #: Frameworks not to plan with this export: in a staged session, those whose files come
+    #: in the model's other stage (:attr:`ExportSession.staged`).
+    elsewhere: tuple[str, ...] = ()
 
 
 def _missing_exporter(fmt: str) -> str | None:
@@ -94,14 +98,21 @@ class ExportSession:
     asks for the next; exports never run during a measurement. Use as a context manager:
     leaving it kills exports still running. ``readers`` (framework names) limits the exports
     to the formats they run.
+
+    ``staged``: each model comes twice, first with the formats that export in seconds (its
+    ``elsewhere`` naming the frameworks that wait for the rest), then, after every model's
+    first stage, with the slow ones (:attr:`ExportFormat.later`: LiteRT, ExecuTorch), its
+    ``elsewhere`` naming every other framework. The first cells reach the screen after
+    seconds of export instead of after a whole model's minute.
     """
 
     def __init__(self, models: Sequence[ModelDefinition], cache: ArtifactCache, *,
                  formats: Sequence[str] | None = None, force: bool = False,
                  progress: Callable[[str], None] | None = None,
-                 workers: int | None = None, readers: Sequence[str] | None = None) -> None:
+                 workers: int | None = None, readers: Sequence[str] | None = None,
+                 staged: bool = False) -> None:
         self._cache, self._formats, self._force = cache, formats, force
-        self._readers = readers
+        self._readers, self.staged = readers, staged
         self._index = ExportIndex(cache)
         self._planned = [self._plan(model) for model in models]
         busy = [p for p in self._planned if p.todo]
@@ -138,18 +149,18 @@ class ExportSession:
     def __exit__(self, *exc: object) -> None:
         self._processes.close()
 
-    def _export(self, planned: _Planned) -> ModelExport:
+    def _export(self, planned: _Planned, formats: tuple[str, ...],
+                elsewhere: tuple[str, ...] = ()) -> ModelExport:
         # Another process sharing the cache (a second run, parallel test workers) may be
         # exporting this model now: wait for it, then export only what it left undone.
         with self._cache.exclusive(f"zoo-export-{planned.fingerprint}"):
             with self._index_lock:
                 self._index.reload()
-                todo = [fmt for fmt in planned.todo
-                        if self._needs_export(planned.fingerprint, fmt)]
+                todo = [fmt for fmt in formats if self._needs_export(planned.fingerprint, fmt)]
             if not todo:
                 self._shown.say(f"{planned.model.name}: exported meanwhile by another process "
                                 "sharing the cache")
-                return replace(self._collect(planned), exported=())
+                return _in_stage(replace(self._collect(planned), exported=()), elsewhere)
             with tempfile.TemporaryDirectory(prefix="benchlab-zoo-") as tmp:
                 report = run_exporter(planned.model, todo, Path(tmp), self._processes,
                                       self._shown.event(planned.model.name))
@@ -157,7 +168,7 @@ class ExportSession:
                 with self._processes.running(), self._index_lock:
                     _index_report(self._index, self._cache, planned.fingerprint, todo, report)
                     self._index.save()
-        return replace(self._collect(planned), exported=tuple(todo))
+        return _in_stage(replace(self._collect(planned), exported=tuple(todo)), elsewhere)
 
     def _needs_export(self, fingerprint: str, fmt: str) -> bool:
         """Whether ``fmt`` must be exported: forced, or the index has no usable entry for it."""
@@ -168,34 +179,77 @@ class ExportSession:
         return _collect(self._index, planned.model, planned.fingerprint, planned.wanted,
                         planned.absent, planned.todo)
 
+    def _stages(self, planned: _Planned) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+        """The model's exports still to do, as (formats, frameworks planned elsewhere): one
+        for everything, or in a staged session its quick formats, then its later ones."""
+        if not self.staged:
+            return [(planned.todo, ())] if planned.todo else []
+        later = {f for f in planned.wanted if format_of(f).later}
+        slow = tuple(f for f in planned.todo if f in later)
+        if not slow:
+            return [(planned.todo, ())] if planned.todo else []
+        waiting = tuple(sorted({r for f in later for r in format_of(f).read_by}))
+        others = tuple(sorted(set(available_names(FRAMEWORK_GROUP)) - set(waiting)))
+        quick = tuple(f for f in planned.todo if f not in later)
+        return [(quick, waiting), (slow, others)]
+
     def cached(self) -> list[ModelExport]:
-        """The models whose every format is in the cache already: ready without an export."""
-        return [self._collect(p) for p in self._planned if not p.todo]
+        """The models ready without an export: every format in the cache already, or, in a
+        staged session, every quick one (the frameworks of the rest planned later)."""
+        ready = []
+        for planned in self._planned:
+            stages = self._stages(planned)
+            if not planned.todo:
+                ready.append(self._collect(planned))
+            elif stages and not stages[0][0]:
+                ready.append(_in_stage(self._collect(planned), stages[0][1]))
+        return ready
 
     def batches(self, *, pause: bool = False,
                 include_cached: bool = True) -> Iterator[list[ModelExport]]:
         """Lists of finished models: the cached ones first (unless ``include_cached`` is
         False, for a caller that took them from :meth:`cached`), then each export as it
-        ends."""
+        ends (in a staged session, each stage of each model)."""
         ready = self.cached() if include_cached else []
-        busy = [p for p in self._planned if p.todo]
         if ready:
             yield ready
-        if not busy:
+        # Every model's first stage, in order; a model's second stage joins the queue's end
+        # when its first ends, so the quick formats of every model come before any slow one.
+        queue: list[tuple[_Planned, tuple[str, ...], tuple[str, ...]]] = []
+        then: dict[str, tuple[_Planned, tuple[str, ...], tuple[str, ...]]] = {}
+        for planned in self._planned:
+            stages = [(formats, elsewhere) for formats, elsewhere in self._stages(planned)]
+            if stages and not stages[0][0]:  # its first stage came from the cache
+                stages = stages[1:]
+            if stages:
+                queue.append((planned, *stages[0]))
+            if len(stages) > 1:
+                then[planned.model.name] = (planned, *stages[1])
+        if not queue:
             return
-        self._shown.say(f"exporting {len(busy)} model(s), {self._shown.total} format(s), "
+        busy = len({planned.model.name for planned, _, _ in queue})
+        self._shown.say(f"exporting {busy} model(s), {self._shown.total} format(s), "
                         f"{self._workers} at a time (once: later runs reuse the files)")
         with ThreadPoolExecutor(max_workers=self._workers) as pool:
-            # When the caller measures as models come, the first one exports alone: on two
+            # When the caller measures as models come, the first export runs alone: on two
             # cores one export alone takes about half as long as two side by side, so the
             # first result comes sooner; the others then share the machine as before.
-            first, rest = (busy[:1], busy[1:]) if pause and len(busy) > 1 else (busy, [])
-            pending = {pool.submit(self._export, p) for p in first}
+            limit = 1 if pause and len(queue) + len(then) > 1 else self._workers
+            pending: set[Any] = set()
+
+            def fill() -> None:
+                while queue and len(pending) < limit:
+                    pending.add(pool.submit(self._export, *queue.pop(0)))
+
+            fill()
             try:
                 while pending:
-                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    finished, running = wait(pending, return_when=FIRST_COMPLETED)
+                    pending.clear()
+                    pending.update(running)
                     batch = [future.result() for future in finished]
-                    if pause and (pending or rest):
+                    queue.extend(then.pop(e.model.name) for e in batch if e.model.name in then)
+                    if pause and (pending or queue):
                         self._processes.pause()
                         if pending:
                             self._shown.say(
@@ -204,10 +258,20 @@ class ExportSession:
                     yield batch
                     if self._processes.paused:
                         self._processes.resume()
-                    pending |= {pool.submit(self._export, p) for p in rest}
-                    rest = []
+                    limit = self._workers
+                    fill()
             finally:
                 self._processes.close()
+
+
+def _in_stage(export: ModelExport, elsewhere: tuple[str, ...]) -> ModelExport:
+    """``export`` as one stage of a staged session: the frameworks in ``elsewhere`` left to
+    the other stage, and with them the failed formats only they read (each said once)."""
+    if not elsewhere:
+        return export
+    failures = {fmt: why for fmt, why in export.failures.items()
+                if not set(format_of(fmt).read_by) <= set(elsewhere)}
+    return replace(export, elsewhere=elsewhere, failures=failures)
 
 
 def export_definitions(

@@ -74,4 +74,5 @@ def spec_of(export: ModelExport, cache: ArtifactCache, test: TestCase | None = N
                        files=files, entry=model.entry, description=model.description,
                        metadata=metadata),
         tests=tuple(replace(t, inputs=inputs) if inputs else t for t in tests),
+        elsewhere=export.elsewhere,
     )

@@ -139,7 +139,9 @@ class BenchmarkSpec:
     """One loaded spec: a model, its tests, and the framework configs it names (may be empty).
 
     ``ignored`` lists the FAI-PEP fields the file uses that benchlab does not act on, as
-    (field path, why) pairs.
+    (field path, why) pairs. ``elsewhere`` names frameworks planned with another copy of this
+    spec (an exported model's other stage, :class:`benchlab.exporting.session.ExportSession`):
+    left out of this one's jobs without a word.
     """
 
     path: Path
@@ -147,6 +149,7 @@ class BenchmarkSpec:
     tests: tuple[TestCase, ...]
     frameworks: tuple[FrameworkConfig, ...] = ()
     ignored: tuple[tuple[str, str], ...] = ()
+    elsewhere: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
