@@ -50,6 +50,9 @@ def test_a_model_no_exporter_takes_says_why_per_format_and_still_runs_eager(tmp_
         assert "\n" not in reason and "Traceback" not in reason, reason
         assert reason.endswith(f"(at gate.py:{GATE_BRANCH_LINE})"), reason
         assert "data-dependent" in reason or "GuardOnDataDependent" in reason, reason
+    # The one line is cut from the converters' full output, which is kept.
+    log = (tmp_path / "cache" / "export-logs" / "gate.log").read_text()
+    assert "GuardOnDataDependentSymNode" in log and "Traceback" in log
     ok = {c.label for c in matrix_cells(results) if c.status == "ok"}
     assert "pytorch[eager]" in ok and "pytorch[torchscript]" in ok  # tracing takes one branch
     assert all(r.status is Status.OK for r in results)

@@ -31,6 +31,7 @@ import json
 import os
 import sys
 import time
+import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -293,6 +294,9 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             files.update({key: str(path) for key, path in written.items()})
         except Exception as error:  # report it and go on with the next format
             failed[fmt] = failure_reason(error)
+            # The whole error for the log the parent keeps; the report has one line.
+            print(f"{fmt} failed:", file=sys.stderr)
+            traceback.print_exc(file=sys.stderr)
             # A half-written file must not pass for an export; the fp32 ONNX file made on
             # the way may still serve the formats after this one.
             for path in set(out_dir.iterdir()) - before - {context.onnx_if_made()}:

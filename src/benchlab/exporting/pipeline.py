@@ -148,9 +148,12 @@ class ExportProgress:
 
 def run_exporter(model: ModelDefinition, formats: list[str], out_dir: Path,
                  processes: PausableProcesses,
-                 on_event: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+                 on_event: Callable[[dict[str, Any]], None] | None = None,
+                 log: Path | None = None) -> dict[str, Any]:
     """Export ``formats`` of ``model`` in a fresh process; its progress lines go to
-    ``on_event`` as they come, its report (the last stdout line) is returned."""
+    ``on_event`` as they come, its report (the last stdout line) is returned. ``log`` keeps
+    everything the process wrote on stderr (the converters' full errors, which a failure's
+    one-line reason cuts)."""
     job = {
         "name": model.name, "entry": model.entry, "task": model.task,
         "onnx_resource_path": str(resolve_onnx_resource(model.onnx_resource))
@@ -162,10 +165,18 @@ def run_exporter(model: ModelDefinition, formats: list[str], out_dir: Path,
     proc = processes.popen([sys.executable, "-m", "benchlab.exporting.job", json.dumps(job)],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     tail: deque[str] = deque(maxlen=6)
-
+    if log is not None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+    # Appended: a staged run exports a model in two processes, and each keeps its output.
+    kept = open(log, "a", encoding="utf-8") if log is not None else None  # noqa: SIM115
+    if kept is not None:
+        kept.write(f"== {time.strftime('%Y-%m-%d %H:%M:%S')} export of {model.name}: "
+                   f"{', '.join(formats)}\n")
     def read_stderr() -> None:
         assert proc.stderr is not None
         for line in proc.stderr:
+            if kept is not None:
+                kept.write(line)
             if line.startswith(EXPORT_PROGRESS_PREFIX):
                 try:
                     event = json.loads(line[len(EXPORT_PROGRESS_PREFIX):])
@@ -195,6 +206,8 @@ def run_exporter(model: ModelDefinition, formats: list[str], out_dir: Path,
         timer.cancel()
         processes.done(proc)
         reader.join(timeout=10)
+        if kept is not None:
+            kept.close()
     if killed:
         raise InfrastructureError(f"exporting {model.name} took over {EXPORT_TIMEOUT_S:.0f} s")
     lines = out.strip().splitlines()

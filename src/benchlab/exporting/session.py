@@ -162,8 +162,12 @@ class ExportSession:
                                 "sharing the cache")
                 return _in_stage(replace(self._collect(planned), exported=()), elsewhere)
             with tempfile.TemporaryDirectory(prefix="benchlab-zoo-") as tmp:
+                log = self._cache.root / "export-logs" / f"{planned.model.name}.log"
                 report = run_exporter(planned.model, todo, Path(tmp), self._processes,
-                                      self._shown.event(planned.model.name))
+                                      self._shown.event(planned.model.name), log=log)
+                if report.get("failed"):
+                    self._shown.say(f"{planned.model.name}: the exporters' full output is in "
+                                    f"{log}")
                 # Copying into the cache is disk work: never while a measurement runs.
                 with self._processes.running(), self._index_lock:
                     _index_report(self._index, self._cache, planned.fingerprint, todo, report)
