@@ -9,13 +9,16 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from tiny_models import write_onnx
+
 import benchlab
 from benchlab.cli import main
 from benchlab.report.matrix import matrix_cells
+from benchlab.report.terminal import result_notes
 from benchlab.schema import Status
 
-from tiny_models import write_onnx
 from .nets import BROKEN, GATE, GATE_BRANCH_LINE, MYNET, write
 
 pytestmark = pytest.mark.slow
@@ -35,6 +38,16 @@ def test_an_onnx_file_reaches_onnx_runtime_int8_and_openvino_with_accuracy(tmp_p
     assert cells["onnxruntime"].error_max_abs == 0 and cells["openvino[f32]"].sqnr > 90
     assert 15 < cells["onnxruntime[int8]"].sqnr < 80
     assert "tiny @ pytorch" in dict(results.skipped)  # an ONNX file has no PyTorch module
+    random_note = "tiny: int8 calibrated on seeded random inputs says little about accuracy"
+    assert any(note.startswith(random_note) for note in result_notes(list(results)))
+    # The user's own input sets: calibration and accuracy on them, and no such note.
+    sets = np.random.default_rng(5).standard_normal((10, 2, 8)).astype(np.float32)
+    np.savez(tmp_path / "sets.npz", x=sets)
+    again = benchlab.run(model=str(model), inputs=["x=2x8"], data=tmp_path / "sets.npz",
+                         frameworks=["onnxruntime"], db=tmp_path / "r.db",
+                         cache_dir=tmp_path / "cache", overrides=QUICK)
+    assert all(r.model_info["inputs"] == "data" and r.ok for r in again)
+    assert not any(note.startswith(random_note) for note in result_notes(list(again)))
 
 
 def test_a_model_no_exporter_takes_says_why_per_format_and_still_runs_eager(tmp_path: Path

@@ -146,7 +146,19 @@ def result_notes(results: Sequence[Result], *, warnings: bool = True) -> list[st
                              + (f"; {energy['warning']}" if energy.get("warning") else ""))
             else:
                 notes.append(f"{label}: energy unavailable: {energy.get('reason')}")
+    notes += _random_calibration_notes(results)
     return notes
+
+
+def _random_calibration_notes(results: Sequence[Result]) -> list[str]:
+    """One line per user's model whose int8 cells calibrated on seeded random inputs: their
+    error is the recipe's on noise, not on the data the model will see."""
+    models = dict.fromkeys(
+        r.identity.model_name for r in results
+        if r.model_info.get("given") and r.model_info.get("inputs") == "random"
+        and _cell_of(r).precision == "int8")
+    return [f"{model}: int8 calibrated on seeded random inputs says little about accuracy on "
+            "real data: give your own with --inputs data.npz" for model in models]
 
 
 #: Short tags for the notes column; drift is already tagged from the latency warnings.
