@@ -32,12 +32,13 @@ from _common import parse_args, write_result  # noqa: E402
 
 
 def timed_run(cache: Path, db: Path, extra: list[str]) -> dict[str, Any]:
-    """One ``benchlab run``: seconds to the first cell, to the last export line, to the end."""
+    """One ``benchlab run``: seconds to the first cell, to the last export line, to the end,
+    and the seconds spent exporting (the run's own count, measurements between left out)."""
     start = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "benchlab", "run", "--cache-dir", str(cache),
                              "--db", str(db), *extra], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    first_cell = last_export = None
+    first_cell = last_export = exporting = None
     cells = 0
     assert proc.stderr is not None
     for line in proc.stderr:
@@ -46,12 +47,14 @@ def timed_run(cache: Path, db: Path, extra: list[str]) -> dict[str, Any]:
         if text.startswith(("✓", "✗")):
             cells += 1
             first_cell = first_cell if first_cell is not None else now
+        elif "exports done: " in text:  # the session's own count, pauses left out
+            exporting = float(text.split("exports done: ", 1)[1].split(" s", 1)[0])
         elif "exported " in text or "exporting " in text:
             last_export = now
     proc.wait()
     total = time.monotonic() - start
     return {"rc": proc.returncode, "first_cell_s": first_cell, "exports_end_s": last_export,
-            "total_s": total, "cells": cells}
+            "exporting_s": exporting, "total_s": total, "cells": cells}
 
 
 def export_phase(workers: int, models: list[str], formats: list[str] | None = None) -> float:
@@ -140,7 +143,8 @@ def main() -> None:
         run = figures[name]
         first = run["first_cell_s"]
         print(f"{name:5s} cache: first cell {first if first is None else round(first)} s, "
-              f"exports end {run['exports_end_s'] and round(run['exports_end_s'])} s, "
+              f"exports end {run['exports_end_s'] and round(run['exports_end_s'])} s "
+              f"({run['exporting_s']} s exporting), "
               f"total {run['total_s']:.0f} s, {run['cells']} cells, rc {run['rc']}")
     if not runs_only:
         print(f"export phase: {figures['exports_1_worker_s']:.0f} s with one process, "

@@ -26,7 +26,8 @@ __all__ = [
 
 
 #: Prefix of the progress lines an export process writes to stderr, one JSON object each
-#: (``{"format", "event": "start" | "done" | "failed", "seconds"}``); the parent reads them.
+#: (``{"format", "event": "start" | "done" | "failed", "seconds", "cpu_seconds"}``); the parent
+#: reads them.
 EXPORT_PROGRESS_PREFIX = "BENCHLAB_EXPORT_PROGRESS "
 
 

@@ -131,7 +131,8 @@ class ExportProgress:
                 self.progress(f"[{time.monotonic() - self.started:4.0f} s] {text}")
 
     def event(self, model: str) -> Callable[[dict[str, Any]], None]:
-        """The handler of one model's export events (format started, done or failed)."""
+        """The handler of one model's export events (format started, done or failed): the
+        format's wall time, and its CPU time where a pause made them far apart."""
         def on_event(event: dict[str, Any]) -> None:
             fmt, what = event.get("format", "?"), event.get("event")
             if what == "start":
@@ -141,7 +142,11 @@ class ExportProgress:
                 self.done += 1
                 done = self.done
             verb = "failed after" if what == "failed" else "done in"
-            self.say(f"exported {model}: {fmt} {verb} {float(event.get('seconds') or 0):.1f} s "
+            wall, cpu = float(event.get("seconds") or 0), event.get("cpu_seconds")
+            # Far more wall than CPU: it was paused while a model was measured.
+            paused = f", {float(cpu):.1f} s of CPU" if cpu is not None and wall > 2 * cpu + 5 \
+                else ""
+            self.say(f"exported {model}: {fmt} {verb} {wall:.1f} s{paused} "
                      f"({done}/{self.total} formats)")
         return on_event
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
@@ -246,6 +247,7 @@ class ExportSession:
                     pending.add(pool.submit(self._export, *queue.pop(0)))
 
             fill()
+            began, held = time.monotonic(), 0.0
             try:
                 while pending:
                     finished, running = wait(pending, return_when=FIRST_COMPLETED)
@@ -259,11 +261,17 @@ class ExportSession:
                             self._shown.say(
                                 f"{len(pending)} export(s) paused while "
                                 f"{', '.join(e.model.name for e in batch)} is measured")
+                    handed = time.monotonic()
                     yield batch
+                    # The caller held the batch (measured it): no export ran meanwhile.
+                    held += time.monotonic() - handed if pause else 0.0
                     if self._processes.paused:
                         self._processes.resume()
                     limit = self._workers
                     fill()
+                spent = time.monotonic() - began - held
+                self._shown.say(f"exports done: {spent:.0f} s spent exporting"
+                                + (" (measurements not counted)" if held else ""))
             finally:
                 self._processes.close()
 
