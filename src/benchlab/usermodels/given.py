@@ -24,16 +24,17 @@ from benchlab.spec.types import InputDef
 
 __all__ = ["READY_FILES", "ModelGiven", "input_defs", "parse_input", "parse_model"]
 
-#: File suffix → (model file key, what reads it, the bytes a real one holds at offset 0 or 4).
-READY_FILES: dict[str, tuple[str, str, tuple[int, bytes] | None]] = {
-    ".tflite": ("tflite", "LiteRT", (4, b"TFL3")),
-    ".pte": ("pte", "ExecuTorch", (4, b"ET")),
-    ".xml": ("openvino", "OpenVINO", None),
-    ".pt": ("torchscript", "PyTorch (TorchScript)", (0, b"PK\x03\x04")),
-    ".pth": ("torchscript", "PyTorch (TorchScript)", (0, b"PK\x03\x04")),
-    ".ptl": ("torchscript", "PyTorch (TorchScript)", (0, b"PK\x03\x04")),
-    ".pt2": ("pt2", "PyTorch (torch.export)", (0, b"PK\x03\x04")),
-    ".gguf": ("gguf", "llama.cpp", (0, b"GGUF")),
+#: File suffix → (model file key, what reads it, the bytes a real one holds at offset 0 or 4,
+#: the framework that runs it).
+READY_FILES: dict[str, tuple[str, str, tuple[int, bytes] | None, str]] = {
+    ".tflite": ("tflite", "LiteRT", (4, b"TFL3"), "tflite"),
+    ".pte": ("pte", "ExecuTorch", (4, b"ET"), "executorch"),
+    ".xml": ("openvino", "OpenVINO", None, "openvino"),
+    ".pt": ("torchscript", "PyTorch (TorchScript)", (0, b"PK\x03\x04"), "pytorch"),
+    ".pth": ("torchscript", "PyTorch (TorchScript)", (0, b"PK\x03\x04"), "pytorch"),
+    ".ptl": ("torchscript", "PyTorch (TorchScript)", (0, b"PK\x03\x04"), "pytorch"),
+    ".pt2": ("pt2", "PyTorch (torch.export)", (0, b"PK\x03\x04"), "pytorch"),
+    ".gguf": ("gguf", "llama.cpp", (0, b"GGUF"), "llamacpp"),
 }
 _DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int8", "uint8",
            "bool")
@@ -54,7 +55,7 @@ class ModelGiven:
 
 
 def _check_magic(path: Path, suffix: str) -> None:
-    key, reader, magic = READY_FILES[suffix]
+    _, reader, magic, _ = READY_FILES[suffix]
     if magic is None:
         head = path.read_bytes()[:256].lstrip()
         if not head.startswith(b"<"):

@@ -24,7 +24,14 @@ from typing import Any
 from benchlab.artifacts import ArtifactCache, sha256_of
 from benchlab.errors import ModelBuildError, UsageError
 from benchlab.frameworks.common import GENERATION_TASK
-from benchlab.spec.types import BenchmarkSpec, FileRef, InputDef, ModelDef, TestCase
+from benchlab.spec.types import (
+    BenchmarkSpec,
+    FileRef,
+    FrameworkConfig,
+    InputDef,
+    ModelDef,
+    TestCase,
+)
 from benchlab.usermodels.given import READY_FILES, ModelGiven, parse_model
 from benchlab.usermodels.huggingface import read_folder
 from benchlab.exporting.job import data_sets
@@ -82,7 +89,8 @@ def _stored_snapshot(cache: ArtifactCache, report: dict[str, Any], name: str) ->
     return f"{loader}:build"
 
 
-def _snapshot_factory(given: ModelGiven, inputs: Sequence[InputDef], out_dir: Path) -> dict[str, Any]:
+def _snapshot_factory(given: ModelGiven, inputs: Sequence[InputDef],
+                      out_dir: Path) -> dict[str, Any]:
     folder = given.kind == "huggingface"
     job = {"entry": None if folder else given.text,
            "huggingface": given.text if folder else None, "out_dir": str(out_dir),
@@ -109,7 +117,8 @@ def _run_checked(argv: list[str], given: ModelGiven) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _snapshot_module(given: ModelGiven, inputs: Sequence[InputDef], out_dir: Path) -> dict[str, Any]:
+def _snapshot_module(given: ModelGiven, inputs: Sequence[InputDef],
+                     out_dir: Path) -> dict[str, Any]:
     from benchlab.usermodels.snapshot import snapshot
 
     return snapshot(given.module, out_dir, [list(i.shape) for i in inputs] or None,
@@ -140,7 +149,8 @@ def _torch_model(given: ModelGiven, cache: ArtifactCache, inputs: Sequence[Input
         given=given.text, data=str(data) if data else None)
 
 
-def _onnx_model(given: ModelGiven, inputs: Sequence[InputDef], data: Path | None) -> ModelDefinition:
+def _onnx_model(given: ModelGiven, inputs: Sequence[InputDef],
+                data: Path | None) -> ModelDefinition:
     """An ONNX file, checked first: an export job with no format loads it with ONNX Runtime
     and runs it on its inputs, so a file that is not a model, or shapes that do not fit, stop
     the sweep before anything runs."""
@@ -164,7 +174,7 @@ def _onnx_model(given: ModelGiven, inputs: Sequence[InputDef], data: Path | None
 def _ready_spec(given: ModelGiven, inputs: Sequence[InputDef], test: TestCase,
                 generative: tuple[TestCase, ...]) -> BenchmarkSpec:
     assert given.path is not None
-    key = READY_FILES[given.path.suffix.lower()][0]
+    key, _, _, framework = READY_FILES[given.path.suffix.lower()]
     paths = {key: given.path}
     if key == "openvino":
         paths["openvino_bin"] = given.path.with_suffix(".bin")
@@ -172,9 +182,12 @@ def _ready_spec(given: ModelGiven, inputs: Sequence[InputDef], test: TestCase,
                         filename=p.name) for k, p in paths.items()}
     generates = key == "gguf"
     metadata = {"task": GENERATION_TASK if generates else "", "given": given.text}
+    # The runtime that reads the file is its framework: no "no .pte file" line for the others
+    # (a sweep naming frameworks still chooses for itself).
+    tests = generative if generates else (replace(test, inputs=tuple(inputs)),)
     return BenchmarkSpec(path=given.path, model=ModelDef(
         name=given.name, format=key, files=files, description=f"your model ({given.text})",
-        metadata=metadata), tests=generative if generates else (replace(test, inputs=tuple(inputs)),))
+        metadata=metadata), tests=tests, frameworks=(FrameworkConfig(framework),))
 
 
 def prepare_models(
