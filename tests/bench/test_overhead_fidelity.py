@@ -50,10 +50,12 @@ def _spread(figure: Any, *, positive: bool) -> None:
 
 def test_overhead_smoke_writes_its_figures(tmp_path: Path) -> None:
     figures = _run_smoke("overhead.py", tmp_path / "x.json")
-    for key in ("floor_ns", "bare_loop_ns", "benchlab_loop_ns"):
+    for key in ("bare_loop_ns", "benchlab_loop_ns"):
         _spread(figures[key], positive=True)
-    # A difference of two noisy costs: its sign is not guaranteed in a tiny run.
-    _spread(figures["overhead_ns"], positive=False)
+    # Differences of two noisy costs (the clock floor is N reads minus an empty loop of N):
+    # their sign is not guaranteed in a tiny run on a busy machine (-568 ns seen under load).
+    for key in ("floor_ns", "overhead_ns"):
+        _spread(figures[key], positive=False)
     assert figures["iterations"] > 0
     assert isinstance(figures["goal_met"], bool)
 
