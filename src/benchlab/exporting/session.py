@@ -223,7 +223,7 @@ class ExportSession:
         queue: list[tuple[_Planned, tuple[str, ...], tuple[str, ...]]] = []
         then: dict[str, tuple[_Planned, tuple[str, ...], tuple[str, ...]]] = {}
         for planned in self._planned:
-            stages = [(formats, elsewhere) for formats, elsewhere in self._stages(planned)]
+            stages = self._stages(planned)
             if stages and not stages[0][0]:  # its first stage came from the cache
                 stages = stages[1:]
             if stages:
