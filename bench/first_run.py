@@ -101,7 +101,7 @@ def build():
 def your_model_vs_convnet(smoke: bool) -> dict[str, Any]:
     """``benchlab run --model usernet.py:build -f all`` and ``--models convnet -f all``, each
     from its own empty cache and store, side by side in time (the model first, then convnet)."""
-    quick = ["-f", "onnxruntime", "--iter", "3"] if smoke else ["-f", "all"]
+    quick = ["-f", "onnxruntime", "--iter", "3", "--min-time", "0"] if smoke else ["-f", "all"]
     with tempfile.TemporaryDirectory(prefix="benchlab-your-model-") as tmp:
         net = Path(tmp) / "usernet.py"
         net.write_text(USER_NET)
@@ -128,7 +128,8 @@ def main() -> None:
             return
     from benchlab.zoo import DEFAULT_MODELS
 
-    extra = ["--models", "mlp", "-f", "onnxruntime", "--iter", "3"] if args.smoke else []
+    extra = (["--models", "mlp", "-f", "onnxruntime", "--iter", "3", "--min-time", "0"]
+             if args.smoke else [])
     models = ["mlp"] if args.smoke else list(DEFAULT_MODELS)
     # The smoke's export phase checks the plumbing: ONNX alone exports in seconds.
     formats = ["onnx"] if args.smoke else None

@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import parse_args, write_result  # noqa: E402
 
-from benchlab.report.matrix import fastest_ratios, matrix_cells  # noqa: E402
+from benchlab.report.matrix import cell_of, fastest_ratios, matrix_cells  # noqa: E402
 from benchlab.runstats import run_change  # noqa: E402
 from benchlab.schema import LATENCY_KEY, Result  # noqa: E402
 from benchlab.stats import median_ci  # noqa: E402
@@ -56,6 +56,10 @@ from benchlab.units import convert  # noqa: E402
 
 #: Other confidence levels of the between-runs test, reported beside the rule's own.
 SENSITIVITY = (0.9, 0.95, 0.98, 0.99)
+#: A file in each run's directory holding the run's start (seconds since the epoch).
+STARTED = "started.txt"
+#: A "× fastest" ratio whose interval lies inside 1 ± this is a decided tie (issue 41).
+TIE = 0.03
 
 
 def _extra(parser: argparse.ArgumentParser) -> None:
@@ -82,6 +86,9 @@ def _one_run(index: int, where: Path, db: Path, extra: Sequence[str], smoke: boo
     elif specs:
         argv += ["--models", "default"]
     began = time.monotonic()
+    out.mkdir(parents=True, exist_ok=True)
+    # When the run started, for the first cell's time on screen (its JSON file's mtime).
+    (out / STARTED).write_text(repr(time.time()))
     proc = subprocess.run(argv, capture_output=True, text=True)
     wall = time.monotonic() - began
     if proc.returncode not in (0, 1):
@@ -204,10 +211,84 @@ def _pair(before: dict[str, Result], after: dict[str, Result],
     }
 
 
+def _contest_ratios(results: dict[str, Result]) -> dict[str, Any]:
+    """Per cell key: its paired ratio to the fastest of its contest (model, test, device)."""
+    groups: dict[tuple[str, str, str], list[Result]] = {}
+    for result in results.values():
+        ident = result.identity
+        groups.setdefault((ident.model_name, ident.test_identifier, ident.device),
+                          []).append(result)
+    out: dict[str, Any] = {}
+    for group in groups.values():
+        cells = [cell_of(r) for r in group]
+        ratios = fastest_ratios(cells)
+        for result, cell in zip(group, cells, strict=True):
+            out[result.identity.key] = ratios.get((cell.model, cell.label))
+    return out
+
+
+def run_figures(results: dict[str, Result], directory: Path) -> dict[str, Any]:
+    """One run's own figures: interval widths, decided ratios, warnings, processes, the
+    first cell's time."""
+    widths = sorted(r.summaries[LATENCY_KEY].ci_rel_halfwidth for r in results.values())
+    ratios = _contest_ratios(results)
+    others = [r for r in ratios.values() if r is not None and r.rounds >= 2]
+    decided = sum(r.separable for r in others)
+    ties = sum((not r.separable) and r.low is not None and r.high is not None
+               and r.low >= 1 - TIE and r.high <= 1 + TIE for r in others)
+    warned = sum(bool(r.summaries[LATENCY_KEY].warnings) for r in results.values())
+    processes = [r.repetitions for r in results.values()]
+    reasons: dict[str, int] = {}
+    for r in results.values():
+        key = (r.stop_reason.value if r.stop_reason else "none")
+        reasons[key] = reasons.get(key, 0) + 1
+    first = None
+    started = directory / STARTED
+    if started.is_file():
+        stamps = [p.stat().st_mtime for p in directory.rglob("*.json")]
+        if stamps:
+            first = min(stamps) - float(started.read_text())
+    return {
+        "cells": len(results),
+        "median_halfwidth": widths[len(widths) // 2] if widths else None,
+        "quartile_halfwidths": [widths[len(widths) // 4], widths[(3 * len(widths)) // 4]]
+        if widths else None,
+        "ratios": len(others), "ratios_decided": decided, "ratios_tied": ties,
+        "cells_warned": warned,
+        "processes_median": statistics.median(processes) if processes else None,
+        "processes_total": sum(processes),
+        "stop_reasons": reasons,
+        "first_cell_s": first,
+    }
+
+
+def ranking_flips(before: dict[str, Result], after: dict[str, Result]) -> tuple[int, int]:
+    """(flips, pairs): pairs of backends of one contest whose p50 order differs between two
+    runs."""
+    keys = set(before) & set(after)
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for key in keys:
+        ident = before[key].identity
+        groups.setdefault((ident.model_name, ident.test_identifier, ident.device),
+                          []).append(key)
+    flips = pairs = 0
+    for members in groups.values():
+        for i, a in enumerate(members):
+            for b in members[i + 1:]:
+                pairs += 1
+                flips += (_p50_ms(before[a]) < _p50_ms(before[b])) != (
+                    _p50_ms(after[a]) < _p50_ms(after[b]))
+    return flips, pairs
+
+
 def analyse(directories: Sequence[Path], walls: Sequence[float | None]) -> dict[str, Any]:
     runs = [_load(d) for d in directories]
     pairs = [_pair(runs[i], runs[i + 1], runs[:i]) for i in range(len(runs) - 1)]
     cells = sum(p["cells"] for p in pairs)
+    per_run = [run_figures(run, d) for run, d in zip(runs, directories, strict=True)]
+    flips = [ranking_flips(runs[i], runs[i + 1]) for i in range(len(runs) - 1)]
+    all_widths = sorted(r.summaries[LATENCY_KEY].ci_rel_halfwidth for run in runs
+                        for r in run.values())
 
     def total(key: str) -> int:
         return sum(p[key] for p in pairs)
@@ -222,6 +303,10 @@ def analyse(directories: Sequence[Path], walls: Sequence[float | None]) -> dict[
         "old_coverage": total("old_covered") / cells if cells else None,
         "false_flag_rate": total("false_flags") / cells if cells else None,
         "old_false_flag_rate": total("old_false_flags") / cells if cells else None,
+        "median_halfwidth": all_widths[len(all_widths) // 2] if all_widths else None,
+        "ranking_flips": sum(f for f, _ in flips),
+        "ranking_pairs": sum(p for _, p in flips),
+        "per_run": per_run,
         "pairs": pairs,
     }
 
@@ -344,6 +429,15 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{pair['old_false_flags']}), p50 change median {pair['p50_change_median']:.1%} "
               f"max {pair['p50_change_max']:.1%}, × fastest change median "
               f"{pair['ratio_change_median']:.1%} max {pair['ratio_change_max']:.1%}")
+    for i, run in enumerate(figures["per_run"]):
+        first = run["first_cell_s"]
+        print(f"  run {i}: interval median ±{run['median_halfwidth']:.1%}; × fastest decided "
+              f"{run['ratios_decided']}, ≈ within ±3% {run['ratios_tied']}, of "
+              f"{run['ratios']}; {run['cells_warned']}/{run['cells']} cells warned; "
+              f"{run['processes_total']} processes (median {run['processes_median']}); first "
+              f"cell {'-' if first is None else f'{first:.0f} s'}; {run['stop_reasons']}")
+    print(f"all runs: interval median ±{figures['median_halfwidth']:.1%}; ranking flips "
+          f"{figures['ranking_flips']}/{figures['ranking_pairs']}")
     if known is not None:
         print(f"known slowdown: {known['effect']:+.1%} [{known['effect_interval'][0]:+.1%}, "
               f"{known['effect_interval'][1]:+.1%}] over {known['effect_rounds']} rounds; "

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from benchlab.harness import TestOverrides
     from benchlab.lab.client import submit_to_lab
     from benchlab.lab.queue import init_lab
+    from benchlab.race import RacePolicy
     from benchlab.targets.reboot import RebootPolicy
     from benchlab.model_outputs import ModelOutputs, outputs
     from benchlab.zoo import export_models
@@ -50,6 +51,7 @@ __all__ = [
     "InfrastructureError",
     "JobIdentity",
     "ModelOutputs",
+    "RacePolicy",
     "RebootPolicy",
     "Result",
     "Results",
@@ -95,6 +97,7 @@ _HOMES = {
     "Summary": "benchlab.schema",
     "TestOverrides": "benchlab.harness",
     "RebootPolicy": "benchlab.targets.reboot",
+    "RacePolicy": "benchlab.race",
     "compare": "benchlab.api",
     "ModelOutputs": "benchlab.model_outputs",
     "outputs": "benchlab.model_outputs",

@@ -15,6 +15,7 @@ from benchlab.energy.session import EnergySettings
 from benchlab.errors import InfrastructureError, UsageError
 from benchlab.harness import Plan, StagedPlan, TestOverrides, across_devices, execute, plan
 from benchlab.report.jsondir import write_result_json
+from benchlab.race import RacePolicy
 from benchlab.results import Results
 from benchlab.schema import EnvKey, Result
 from benchlab.spec import load
@@ -225,6 +226,7 @@ def run(
     model: Any = None,
     inputs: Sequence[Any] | None = None,
     data: str | Path | None = None,
+    race: RacePolicy | bool | None = None,
 ) -> Results:
     """Run a sweep and return its :class:`Results`; every result is also in the store.
 
@@ -258,6 +260,11 @@ def run(
     (:func:`benchlab.generation.generation_grid` makes a grid; default P = 128, G = 64, D = 0).
     ``scenario`` runs every forward-pass test under a load scenario with MLPerf LoadGen
     (:class:`benchlab.scenario.Scenario`, docs/scenarios.md) instead of benchlab's loop.
+    ``race`` spends processes where the answer is open (:class:`benchlab.race.RacePolicy`,
+    docs/statistics.md): every cell gets a few, more go to the cells whose interval is wider
+    than the goal or whose "× fastest" ratio is undecided, clear losers stop early. By
+    default (``None``) a run in rounds races unless ``overrides`` fix ``repeat``, which
+    keeps the fixed design of that many processes per cell; ``False`` never races.
     """
     if order not in ("rounds", "jobs"):
         raise UsageError(f"order must be 'rounds' or 'jobs', not {order!r}")
@@ -301,6 +308,7 @@ def run(
                 string_map=dict(sweep.string_map) or None, time_budget=sweep.time_budget,
                 energy=energy, description=_describe(sweep),
                 on_result=stored, progress=bar, on_run=start, reboot=reboot, order=order,
+                race=race_policy(race, order, sweep.overrides),
             )
         finally:
             if bar is not None:
@@ -311,6 +319,19 @@ def run(
         run_uuid=record.uuid,
         skipped=tuple((s.label, s.reason) for stage in staged.taken for s in stage.skipped),
     )
+
+
+def race_policy(race: RacePolicy | bool | None, order: str,
+                overrides: TestOverrides | None) -> RacePolicy | None:
+    """The race a run uses: ``race`` as given, or by default a race for a run in rounds
+    whose number of processes the caller did not fix (``repeat`` in ``overrides``)."""
+    if isinstance(race, RacePolicy):
+        return race
+    if race is False or order != "rounds":
+        return None
+    if race is None and overrides is not None and "repeat" in overrides.values:
+        return None
+    return RacePolicy()
 
 
 def _counted(stages: Iterator[Plan], zoo_models: int, bar: SweepProgress) -> Iterator[Plan]:

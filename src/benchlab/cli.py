@@ -94,7 +94,8 @@ def run(
     time_budget: Annotated[Optional[float], typer.Option(help=f"Seconds per job for --target-ci (default {DEFAULT_TIME_BUDGET_S:g}).")] = None,  # noqa: UP007,E501
     warmup: Annotated[Optional[int], typer.Option(help=_help("warmup"))] = None,  # noqa: UP007
     iterations: Annotated[Optional[int], typer.Option("--iter", help=_help("iter"))] = None,  # noqa: UP007,E501
-    repeat: Annotated[Optional[int], typer.Option(help=_help("repeat"))] = None,  # noqa: UP007
+    repeat: Annotated[Optional[int], typer.Option(help=_help("repeat") + " Given, every cell gets exactly this many (no race).")] = None,  # noqa: UP007,E501
+    goal: Annotated[Optional[str], typer.Option(help="The interval half-width the race aims for in each cell, e.g. 5% (the default); cells get more processes until it, and a decided '× fastest', are reached.")] = None,  # noqa: UP007,E501
     min_time: Annotated[Optional[float], typer.Option(help=_help("min_time"))] = None,  # noqa: UP007,E501
     threads: Annotated[Optional[int], typer.Option(help=_help("threads"))] = None,  # noqa: UP007
     cpu_list: Annotated[Optional[str], typer.Option(help=_help("cpu_list"))] = None,  # noqa: UP007,E501
@@ -121,6 +122,7 @@ def run(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the planned jobs and exit.")] = False,  # noqa: E501
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     warnings: Annotated[bool, typer.Option("--warnings", help="Print every cell's noise warnings in full (one summary line is always printed).")] = False,  # noqa: E501
+    wide: Annotated[bool, typer.Option("--wide", help="One table with every column (about 250 columns wide) instead of latency, cost and accuracy tables.")] = False,  # noqa: E501
     order: Annotated[str, typer.Option("--order", help="'rounds': every job's first process, then every job's second... (drift falls on every cell alike; ratios are paired); 'jobs': each job's processes back to back.")] = "rounds",  # noqa: E501
     reboot: Annotated[bool, typer.Option("--reboot", help="Reboot the device before the run (adb).")] = False,  # noqa: E501
     reboot_after_failures: Annotated[Optional[int], typer.Option(help="Reboot the device after this many failed jobs in a row (adb).")] = None,  # noqa: UP007,E501
@@ -133,6 +135,7 @@ def run(
     """Run benchmarks: the zoo's default models on every installed framework, or the specs given."""
     from benchlab.api import plan_sweep, run as run_sweep
     from benchlab.harness import TestOverrides, describe_plan
+    from benchlab.race import RacePolicy
     from benchlab.spec import parse_string_map
     from benchlab.sweep import Sweep
     from benchlab.targets.reboot import RebootPolicy
@@ -158,6 +161,17 @@ def run(
                            samples_per_query, mlperf_durations, scenario_accuracy),
         model=list(model), inputs=list(model_input), data=data,
     )
+    if goal is not None and repeat is not None:
+        raise UsageError("--goal races the cells and --repeat fixes their processes: give one")
+    race = None
+    if goal is not None:
+        if lab:
+            raise UsageError("--goal with --lab: the lab's workers race with the default goal; "
+                             "run it here to set another")
+        try:
+            race = RacePolicy(goal=_percent(goal, "--goal") or 0.0)
+        except ValueError as exc:
+            raise UsageError(f"--goal {goal!r}: {exc}") from None
     if dry_run:
         console.print_json(describe_plan(plan_sweep(sweep)))
         return
@@ -172,7 +186,7 @@ def run(
                                split_frameworks(frameworks), dict(overrides.values),
                                lab_device, lab_pool)
         if found:
-            _print_results(found, "benchlab run on the lab", warnings=warnings)
+            _print_results(found, "benchlab run on the lab", warnings=warnings, wide=wide)
         raise typer.Exit(0 if ok else 1)
     reporter = None
     if report_to:
@@ -186,7 +200,7 @@ def run(
         results = run_sweep(
             sweep, db=db, resume=resume_run or resume, energy=energy, json_dir=json_dir,
             progress=not quiet, console=err_console, reboot=policy if policy.active else None,
-            order=order, on_run=reporter.on_run if reporter else None,
+            order=order, race=race, on_run=reporter.on_run if reporter else None,
             on_result=reporter.on_result if reporter else None,
         )
         ended = "finished"
@@ -194,7 +208,8 @@ def run(
         if reporter is not None:
             for line in reporter.close(ended).lines():
                 err_console.print(escape(line), highlight=False, soft_wrap=True)
-    _print_results(list(results), f"benchlab run {results.run_id}", warnings=warnings)
+    _print_results(list(results), f"benchlab run {results.run_id}", warnings=warnings,
+                   wide=wide)
     for label, reason in results.skipped:
         console.print(f"[dim]skipped {escape(label)}: {escape(reason)}[/]")
     if html is not None:
@@ -211,7 +226,9 @@ def run(
     raise typer.Exit(results.exit_code)
 
 
-def _print_results(results: list[Any], title: str, *, warnings: bool = True) -> None:
+def _print_results(results: list[Any], title: str, *, warnings: bool = True,
+                   wide: bool = False) -> None:
+    from benchlab.report.tables import TABLE_PARTS
     from benchlab.report.terminal import (
         device_spread_table,
         noise_line,
@@ -222,7 +239,12 @@ def _print_results(results: list[Any], title: str, *, warnings: bool = True) -> 
     from benchlab.report.generation import generation_table
     from benchlab.report.scenario import scenario_table
 
-    console.print(results_table(results, title=title))
+    # Latency first and never cut; the rest in tables of their own (all at once with --wide).
+    for part in ("all",) if wide else TABLE_PARTS:
+        table = results_table(results, title=title if part in ("all", "latency") else part,
+                              part=part)
+        if table is not None:
+            console.print(table)
     for table in (generation_table(results), scenario_table(results)):
         if table is not None:
             console.print(table)
@@ -448,6 +470,7 @@ def results_show(
     db: DbOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
     warnings: Annotated[bool, typer.Option("--warnings", help="Print every cell's noise warnings in full.")] = False,  # noqa: E501
+    wide: Annotated[bool, typer.Option("--wide", help="One table with every column instead of latency, cost and accuracy tables.")] = False,  # noqa: E501
 ) -> None:
     """Show the results of one run."""
     from benchlab.store import open_store
@@ -459,7 +482,7 @@ def results_show(
         sys.stdout.write(json.dumps([r.to_dict() for r in results], indent=1, default=str) + "\n")
         return
     _print_results(results, f"run {record.id} ({record.status.value}, {record.created_at[:19]})",
-                   warnings=warnings)
+                   warnings=warnings, wide=wide)
 
 
 @results_app.command("export")

@@ -22,6 +22,7 @@ __all__ = [
     "RUNTIME_PACKAGES",
     "capture_host_environment",
     "cpu_features",
+    "memory_layout",
     "package_versions",
     "parse_cpu_list",
 ]
@@ -127,4 +128,19 @@ def capture_host_environment() -> dict[str, Any]:
         "cpu_features": cpu_features(),
         EnvKey.CPUS_ALLOWED: sorted(os.sched_getaffinity(0)),
         EnvKey.PACKAGES: package_versions(),
+        EnvKey.MEMORY_LAYOUT: memory_layout(),
     }
+
+
+def memory_layout() -> dict[str, str | None]:
+    """What decides where a process's memory lands, which moves timings between identical
+    processes (docs/statistics.md, "Where the spread comes from"): address-space
+    randomisation (``/proc/sys/kernel/randomize_va_space``: 2 on, 0 off) and transparent huge
+    pages (the bracketed mode of ``/sys/kernel/mm/transparent_hugepage/enabled``). ``None``
+    where the file does not exist."""
+    aslr = _read(Path("/proc/sys/kernel/randomize_va_space"))
+    thp = _read(Path("/sys/kernel/mm/transparent_hugepage/enabled"))
+    mode = None
+    if thp and "[" in thp:
+        mode = thp.split("[", 1)[1].split("]", 1)[0]
+    return {"aslr": aslr.strip() if aslr else None, "transparent_hugepages": mode}

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import socket
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import zip_longest
@@ -25,6 +24,8 @@ from benchlab.frameworks.base import NATIVE_BINARY, Framework, Unsupported
 from benchlab.frameworks.common import is_generative
 from benchlab.jobrun import Job, JobMeasurement, run_job
 from benchlab.plugins import FRAMEWORK_GROUP, available_names, load_framework
+from benchlab.race import RacePolicy
+from benchlab.rounds import Pace, ProgressCallback, measure_in_rounds
 from benchlab.schema import EnvKey, JobIdentity, Result
 from benchlab.scenario import Scenario
 from benchlab.settings import check_settings
@@ -287,9 +288,6 @@ def across_devices(plans: Sequence[Plan]) -> Plan:
     return Plan(tuple(jobs), skipped)
 
 
-ProgressCallback = Callable[[Job, Result | None], None]
-
-
 def execute(
     sweep: Plan | StagedPlan,
     target: Target | Sequence[Target],
@@ -306,6 +304,7 @@ def execute(
     on_run: Callable[[str], None] | None = None,
     reboot: RebootPolicy | None = None,
     order: str = "rounds",
+    race: RacePolicy | None = None,
 ) -> tuple[RunRecord, list[Result]]:
     """Run the planned jobs; returns the store's run record and the run's results.
 
@@ -315,7 +314,9 @@ def execute(
     (paired ratios, :func:`benchlab.runstats.paired_ratio`). Jobs that must keep their
     processes together (a power meter, FAI-PEP host commands) run whole before the rounds,
     and a reboot policy runs everything job after job. ``order="jobs"`` runs each job's
-    processes back to back, one job after another.
+    processes back to back, one job after another. With ``race`` (and rounds), the processes
+    go where the answer is open (:mod:`benchlab.race`, :func:`benchlab.rounds.measure_in_rounds`):
+    contest by contest, each cell recorded as soon as it is decided.
 
     A :class:`StagedPlan`'s stages are taken one at a time, each when the one before is
     measured. A job runs on its own ``Job.target`` when it has one (a sweep over several
@@ -356,7 +357,7 @@ def execute(
     done = store.finished_job_keys(run.id)
     stages = iter((sweep,)) if isinstance(sweep, Plan) else sweep.stages
     keys: set[str] = set()
-    pace = _Pace()
+    pace = Pace()
 
     def record(job: Job, result: Result) -> None:
         store.add_result(run.id, result)
@@ -365,16 +366,16 @@ def execute(
         if progress:
             progress(job, result)
 
-    def measurement(job: Job) -> JobMeasurement:
+    def measurement(job: Job, raced: bool) -> JobMeasurement:
         return JobMeasurement(job, job.target or targets[0], cache, string_map=string_map,
-                              time_budget=time_budget, energy=energy)
+                              time_budget=time_budget, energy=energy, raced=raced)
 
     try:
         for stage in stages:
             keys.update(job.identity.key for job in stage.jobs)
             todo = [job for job in stage.jobs if job.identity.key not in done]
             if order == "rounds" and not any(r.policy.active for r in rebooters.values()):
-                _in_rounds(todo, measurement, record, progress, pace)
+                measure_in_rounds(todo, measurement, record, progress, pace, race)
                 continue
             for job in todo:
                 where = job.target or targets[0]
@@ -394,65 +395,6 @@ def execute(
     store.finish_run(run.id)
     results = [r for r in store.results(run.id) if r.identity.key in keys]
     return run, results
-
-
-class _Pace:
-    """The pause a test asks for before each process (``cooldown``), never before the first."""
-
-    def __init__(self) -> None:
-        self._next = 0.0
-
-    def wait(self) -> None:
-        if self._next:
-            time.sleep(self._next)
-
-    def after(self, job: Job) -> None:
-        self._next = job.test.cooldown or 0.0
-
-
-def _in_rounds(
-    jobs: Sequence[Job],
-    measurement: Callable[[Job], JobMeasurement],
-    record: Callable[[Job, Result], None],
-    progress: ProgressCallback | None,
-    pace: _Pace,
-) -> None:
-    """Measure ``jobs`` a process per job per round until each job's result is in.
-
-    Each job is opened (its files pushed) by its first process and closed when its result is
-    recorded, so at most the stage's jobs hold a workdir at once. A job that must keep its
-    processes together runs whole, before the rounds.
-    """
-    pending: list[JobMeasurement] = []
-    try:
-        for job in jobs:
-            job_measurement = measurement(job)
-            if job_measurement.interleavable:
-                pending.append(job_measurement)
-                continue
-            pace.wait()
-            if progress:
-                progress(job, None)
-            record(job, job_measurement.run())
-            pace.after(job)
-        while pending:
-            still: list[JobMeasurement] = []
-            for job_measurement in pending:
-                job = job_measurement.job
-                pace.wait()
-                if progress:
-                    progress(job, None)
-                result = job_measurement.step()
-                pace.after(job)
-                if result is None:
-                    still.append(job_measurement)
-                    continue
-                job_measurement.close()
-                record(job, result)
-            pending = still
-    finally:
-        for job_measurement in pending:
-            job_measurement.close()
 
 
 def _rebooters(policy: RebootPolicy, targets: Sequence[Target]) -> dict[int, Rebooter]:

@@ -8,6 +8,7 @@ out of :func:`run_job` except a bug in benchlab itself or a ``KeyboardInterrupt`
 from __future__ import annotations
 
 import signal
+import statistics
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -21,6 +22,7 @@ from benchlab.devicestate import GateOutcome, capture_state, state_flags, wait_u
 from benchlab.errors import DownloadError, InfrastructureError, UserError
 from benchlab.frameworks.base import NATIVE_BINARY, Framework, JobContext
 from benchlab.hoststeps import HostSteps, StepFailure, merge_parsed, renumbered
+from benchlab.race import Standing
 from benchlab.schema import (
     LATENCY_KEY,
     DetailKey,
@@ -154,8 +156,10 @@ class JobMeasurement:
 
     def __init__(self, job: Job, target: Target, cache: ArtifactCache, *,
                  string_map: Mapping[str, str] | None = None, time_budget: float | None = None,
-                 energy: EnergySettings | None = None) -> None:
+                 energy: EnergySettings | None = None, raced: bool = False) -> None:
         self.job, self._target, self._cache = job, target, cache
+        # Raced (benchlab.race): the harness decides when the job has enough processes.
+        self._raced = raced
         self._started_at = _now()
         test = job.test
         self._budget = time_budget if time_budget is not None else DEFAULT_TIME_BUDGET_S
@@ -302,9 +306,35 @@ class JobMeasurement:
         self._repetition = repetition = repetition + 1
         details[DetailKey.REPETITIONS] = repetition
         self._spent += time.monotonic() - began
-        stop = _stop_reason(test, self._samples, repetition, self._spent, self._budget)
+        stop = _stop_reason(test, self._samples, repetition, self._spent, self._budget,
+                            raced=self._raced)
         if stop is None or (self._meter is not None and self._meter.wants_more()):
             return None
+        return self._end(stop)
+
+    def conclude(self, standing: Standing) -> Result:
+        """End a raced job after its latest process: the race decided (``standing``)."""
+        self._details[DetailKey.RACE] = standing.why
+        try:
+            return self._end(standing.reason)
+        except StepFailure as exc:
+            return self._finish(exc.status, exc.reason, exc.tail)
+
+    def race_off(self) -> None:
+        """Leave the race: from now on the test's own rule (``repeat``) ends the job."""
+        self._raced = False
+
+    def process_medians(self) -> list[float]:
+        """The median ``NET latency`` of each process so far, in process order (empty when
+        the processes print none)."""
+        by_process: dict[int, list[float]] = {}
+        for sample in self._samples:
+            if sample.key == LATENCY_KEY:
+                by_process.setdefault(sample.repetition, []).append(sample.value)
+        return [statistics.median(by_process[r]) for r in sorted(by_process)]
+
+    def _end(self, stop: StopReason) -> Result:
+        details, repetition = self._details, self._repetition
         details[DetailKey.JOB_STOP_REASON] = stop.value
         last = self._steps.finish(repetition - 1)
         self._samples += renumbered(self._samples, last, repetition - 1)
@@ -372,9 +402,13 @@ def _merge_details(details: dict[str, Any], parsed: Any, repetition: int) -> Non
 
 
 def _stop_reason(
-    test: TestCase, samples: list[Sample], done: int, elapsed: float, budget: float
+    test: TestCase, samples: list[Sample], done: int, elapsed: float, budget: float, *,
+    raced: bool = False,
 ) -> StopReason | None:
-    """None while more repetitions are due; otherwise why the job stops here."""
+    """None while more repetitions are due; otherwise why the job stops here. A raced job
+    stops here only when its time budget is spent (the race decides the rest)."""
+    if raced:
+        return StopReason.TIME_BUDGET_EXHAUSTED if elapsed >= budget else None
     if done < test.repeat:
         return None
     if test.target_ci is None:

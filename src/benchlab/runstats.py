@@ -15,6 +15,7 @@ deterministic (no resampling).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ def _t_cdf_above_zero(x: float, df: float) -> float:
     return float(np.dot(weights, density) * (x / panels) / 3.0)
 
 
+@functools.lru_cache(maxsize=1024)
 def t_quantile(prob: float, df: float) -> float:
     """The ``prob`` quantile of Student's t with ``df`` degrees of freedom (0.5 < prob < 1).
 

@@ -62,6 +62,15 @@ class StopReason(StrEnum):
     FIXED_REPETITIONS = "fixed_repetitions"
     #: A target CI was asked for, but the processes printed no latency to judge it by.
     NO_LATENCY_SAMPLES = "no_latency_samples"
+    #: Raced (:mod:`benchlab.race`): the interval reached the goal and the "× fastest" ratio
+    #: is decided or a tie.
+    DECIDED = "decided"
+    #: Raced: slower than the contest's fastest by more than the race's margin, beyond doubt.
+    CLEARLY_SLOWER = "clearly_slower"
+    #: Raced: the most processes a cell gets, the answer still open.
+    PROCESS_CAP = "process_cap"
+    #: Raced: the contest spent the processes it may, the answer still open.
+    RACE_BUDGET = "race_budget"
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +208,7 @@ class DetailKey(StrEnum):
 
     REPETITIONS = "repetitions"  #: int, fresh processes that finished
     JOB_STOP_REASON = "job_stop_reason"  #: a StopReason, over the job's processes
+    RACE = "race"  #: str, why a raced job stopped, in words (benchlab.race)
     STOP_REASON = "stop_reason"  #: a StopReason, inside the last process
     MODEL_INFO = "model_info"  #: mapping, what the zoo knew about the model before running
     RUNTIME_VERSION = "runtime_version"  #: str, the runtime's version as the runner saw it
@@ -260,6 +270,8 @@ class EnvKey(StrEnum):
     CPU_COUNT = "cpu_count"  #: int, the CPUs the system has
     CPUS_ALLOWED = "cpus_allowed"  #: list of the CPUs this process may run on
     PACKAGES = "packages"  #: mapping, distribution -> installed version (None: absent)
+    #: mapping, what decides where memory lands: aslr (randomize_va_space), transparent_hugepages
+    MEMORY_LAYOUT = "memory_layout"
     # A phone's identity, from getprop (targets/adb.py).
     MODEL = "model"  #: str, the product model
     MANUFACTURER = "manufacturer"

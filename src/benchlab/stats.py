@@ -19,6 +19,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from benchlab.noise import finite_values, noise_warnings
 from benchlab.runstats import next_run_interval
 from benchlab.schema import DetailKey, StopReason, Summary
 
@@ -32,16 +33,6 @@ __all__ = [
     "summarize",
 ]
 
-_CV_LIMIT = 0.10
-_MAD_TO_SIGMA = 1.4826  # scales a MAD to a normal distribution's sigma
-_MIN_N_NOISE = 8  # fewer values say nothing reliable about CV or trends
-_TREND_Z = 3.0  # two-sided p of about 0.003
-_TREND_MIN_CHANGE = 0.05  # level change over the run, relative to the median
-_TREND_MAX_POINTS = 1000  # Mann-Kendall and Theil-Sen are quadratic: thin long runs
-_MIN_N_MODES = 20
-_MODE_MIN_MASS = 0.05
-_MODE_MIN_COUNT = 4  # with n = 20, one stray value is already 5%
-_MODE_MAX_VALLEY = 0.7  # a dip shallower than this (valley/lower peak) is noise, not two modes
 _EXACT_CI_MAX_N = 20000
 
 # Summary fields that an extra-percentile request may name; they are already reported.
@@ -50,15 +41,6 @@ _PRESENT = frozenset(
      "p0", "p10", "p50", "p90", "p99", "p100"}
 )  # fmt: skip
 _PERCENTILE_NAME = re.compile(r"p(\d+(?:\.\d+)?)")
-
-
-def _as_array(values: Sequence[float]) -> np.ndarray:
-    arr = np.asarray(values, dtype=float)
-    if arr.ndim != 1:
-        raise ValueError("values must be a flat sequence of numbers")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError("values must be finite numbers")
-    return arr
 
 
 def _check_level(level: float) -> None:
@@ -106,7 +88,7 @@ def median_ci(values: Sequence[float], level: float = 0.95) -> tuple[float, floa
     then covers less than asked, and :func:`summarize` says so in a warning.
     """
     _check_level(level)
-    arr = _as_array(values)
+    arr = finite_values(values)
     if arr.size == 0:
         raise ValueError("median_ci needs at least one value")
     low, high, _ = _median_ci_sorted(np.sort(arr), level)
@@ -120,7 +102,7 @@ def ci_rel_halfwidth(values: Sequence[float], level: float = 0.95) -> float:
     a zero median with a non-zero width (a zero-width interval at zero gives 0.0).
     """
     _check_level(level)
-    arr = _as_array(values)
+    arr = finite_values(values)
     if arr.size == 0:
         return math.inf
     ordered = np.sort(arr)
@@ -132,166 +114,6 @@ def ci_rel_halfwidth(values: Sequence[float], level: float = 0.95) -> float:
     if median == 0.0:
         return 0.0 if half == 0.0 else math.inf
     return half / median
-
-
-def _trend_warning(arr: np.ndarray) -> str | None:
-    """Mann-Kendall trend test, gated by the Theil-Sen change over the whole run."""
-    n = arr.size
-    if n > _TREND_MAX_POINTS:
-        # Evenly spaced thinning keeps a trend's shape and, under no trend, the test's validity.
-        positions = np.round(np.linspace(0, n - 1, _TREND_MAX_POINTS)).astype(int)
-    else:
-        positions = np.arange(n)
-    x = arr[positions]
-    m = x.size
-    upper = np.triu_indices(m, k=1)
-    diffs = (x[None, :] - x[:, None])[upper]
-    s = float(np.sign(diffs).sum())
-    _, ties = np.unique(x, return_counts=True)
-    tie_term = float(np.sum(ties * (ties - 1.0) * (2.0 * ties + 5.0)))
-    variance = (m * (m - 1.0) * (2.0 * m + 5.0) - tie_term) / 18.0
-    if variance <= 0.0 or s == 0.0:
-        return None
-    z = (s - math.copysign(1.0, s)) / math.sqrt(variance)
-    if abs(z) <= _TREND_Z:
-        return None
-    gaps = (positions[None, :] - positions[:, None])[upper]
-    slope = float(np.median(diffs / gaps))
-    median = float(np.median(arr))
-    if median == 0.0:
-        return None
-    change = slope * (n - 1) / abs(median)
-    if abs(change) <= _TREND_MIN_CHANGE:
-        return None
-    if change > 0:
-        what = "values rise"
-        meaning = "slowing down (throttling?)"
-    else:
-        what = "values fall"
-        meaning = "speeding up (still warming up?)"
-    return (
-        f"Trend across iterations: {what} by {abs(change):.0%} over the run "
-        f"(Mann-Kendall z = {z:.1f}); {meaning}"
-    )
-
-
-def _count_modes(arr: np.ndarray) -> int:
-    """Modes of a Gaussian KDE with Silverman's bandwidth, ignoring negligible bumps.
-
-    Runs on log values when all are positive, since timings spread multiplicatively. A bump
-    counts as a mode only when its region holds >= 5% of the values (and at least 4 of them)
-    and the valley separating it from its neighbour dips below 70% of the lower peak. These
-    limits were tuned on simulated unimodal data (lognormal, normal, gamma, shifted
-    exponential, rare outliers), where they raise a false alarm in a few percent of runs of
-    20-50 values at most.
-    """
-    x = np.log(arr) if np.all(arr > 0) else arr.copy()
-    n = x.size
-    q1, q25, q75, q99 = np.percentile(x, [1, 25, 75, 99])
-    sd = float(np.std(x, ddof=1))
-    iqr = float(q75 - q25)
-    spread = min(sd, iqr / 1.34) if iqr > 0 else sd
-    h = 0.9 * spread * n ** (-0.2)
-    distinct = np.unique(x)
-    if distinct.size < 3 or h <= 0:
-        return 1
-    # Quantised timers put values on a lattice; smoothing less than its step invents modes.
-    h = max(h, float(np.min(np.diff(distinct))))
-    # The extreme 1% on each side is left out so one far outlier cannot stretch the grid;
-    # it could not hold 5% of the values anyway.
-    lo, hi = float(q1) - 3.0 * h, float(q99) + 3.0 * h
-    points = int(min(4096, math.ceil((hi - lo) / (h / 4.0)) + 1))
-    points = max(points, 64)
-    step = (hi - lo) / (points - 1)
-    h = max(h, step)
-    bins = np.clip(np.round((x - lo) / step).astype(int), -1, points)
-    inside = bins[(bins >= 0) & (bins < points)]
-    counts = np.bincount(inside, minlength=points).astype(float)
-    reach = int(math.ceil(4.0 * h / step))
-    offsets = np.arange(-reach, reach + 1) * step
-    full = np.convolve(counts, np.exp(-0.5 * (offsets / h) ** 2), mode="full")
-    density = full[reach : reach + points]
-    left = np.concatenate(([-np.inf], density[:-1]))
-    right = np.concatenate((density[1:], [-np.inf]))
-    peaks = list(np.nonzero((density > left) & (density >= right))[0])
-    min_mass = max(_MODE_MIN_MASS, _MODE_MIN_COUNT / n)
-    while len(peaks) > 1:
-        valleys = [
-            a + int(np.argmin(density[a : b + 1])) for a, b in zip(peaks, peaks[1:], strict=False)
-        ]
-        edges = [0, *(v + 1 for v in valleys), points]
-        masses = [counts[a:b].sum() / n for a, b in zip(edges, edges[1:], strict=False)]
-        worst: tuple[float, int] | None = None
-        for i, valley in enumerate(valleys):
-            smaller = min(masses[i], masses[i + 1])
-            lower_peak = min(density[peaks[i]], density[peaks[i + 1]])
-            if smaller < min_mass or density[valley] > _MODE_MAX_VALLEY * lower_peak:
-                if worst is None or smaller < worst[0]:
-                    worst = (smaller, i)
-        if worst is None:
-            break
-        i = worst[1]
-        # Merge the pair: the lower of the two peaks goes, its region joins the other's.
-        drop = i if density[peaks[i]] < density[peaks[i + 1]] else i + 1
-        del peaks[drop]
-    return len(peaks)
-
-
-def noise_warnings(
-    values: Sequence[float], *, segments: Sequence[Sequence[float]] | None = None
-) -> tuple[str, ...]:
-    """Reasons not to trust these values, each a sentence for the user; empty when none.
-
-    Checks, in this order:
-
-    * variability: a coefficient of variation above 10% (n >= 8, positive mean and median),
-      when the bulk of the values is that noisy too: the robust CV, 1.4826*MAD/median, must
-      also exceed 10%, so a handful of outliers inflating the stdev does not count;
-    * a monotone trend (n >= 8): Mann-Kendall |z| > 3 with tie correction, and a Theil-Sen
-      slope that moves the level by more than 5% of the median over the run, so tiny drifts
-      that long runs make significant pass;
-    * several modes (n >= 20): peaks of a Gaussian KDE on log values with Silverman's
-      bandwidth, ignoring bumps that hold under 5% of the values or barely dip.
-
-    Isolated outliers are not a warning by themselves: the median shrugs them off.
-
-    ``segments`` splits ``values`` into the runs they came from (one per fresh process):
-    the trend is then sought inside each run, because a level shift *between* processes is
-    not a drift across iterations.
-    """
-    arr = _as_array(values)
-    found: list[str] = []
-    n = arr.size
-    if n >= _MIN_N_NOISE:
-        mean = float(arr.mean())
-        median = float(np.median(arr))
-        if mean > 0 and median > 0:
-            cv = float(arr.std(ddof=1)) / mean
-            # A few outliers inflate the stdev alone; the MAD-based spread tells them apart.
-            robust_cv = _MAD_TO_SIGMA * float(np.median(np.abs(arr - median))) / median
-            if cv > _CV_LIMIT and robust_cv > _CV_LIMIT:
-                found.append(
-                    f"High variability: CV is {cv:.1%} (above {_CV_LIMIT:.0%}); "
-                    "single numbers from this run are unreliable"
-                )
-        if segments is None:
-            trend = _trend_warning(arr)
-        else:
-            trend = next(
-                (t for seg in segments if len(seg) >= _MIN_N_NOISE
-                 for t in [_trend_warning(_as_array(seg))] if t),
-                None,
-            )
-        if trend:
-            found.append(trend)
-    if n >= _MIN_N_MODES:
-        modes = _count_modes(arr)
-        if modes > 1:
-            found.append(
-                f"Multimodal: the values cluster around {modes} distinct levels; "
-                "the median may sit between them"
-            )
-    return tuple(found)
 
 
 def _percentile_request(name: str) -> float | None:
@@ -332,7 +154,7 @@ def summarize(
     which predicts where the next identical run's median will land.
     """
     _check_level(ci_level)
-    arr = _as_array(values)
+    arr = finite_values(values)
     if arr.size == 0:
         raise ValueError("summarize needs at least one value")
     requests: dict[str, float] = {}
@@ -359,7 +181,7 @@ def summarize(
         )
     warnings.extend(noise_warnings(arr, segments=segments))
     parts = [seg for seg in segments or () if len(seg)]
-    process_p50s = tuple(float(np.median(_as_array(seg))) for seg in parts)
+    process_p50s = tuple(float(np.median(finite_values(seg))) for seg in parts)
     ahead = next_run_interval(parts, p50, ci_level)
     if ahead is not None:
         low, high = min(low, ahead.low), max(high, ahead.high)

@@ -27,11 +27,13 @@ __all__ = [
     "config_label",
     "device_spread",
     "devices_of",
+    "TIE",
     "fastest_ratios",
     "matrix_cells",
     "other_metric_names",
     "pareto_front",
     "per_device",
+    "ratio_verdict",
     "summary_in",
     "summary_ms",
     "unit_note",
@@ -295,6 +297,23 @@ def fastest_ratios(cells: Sequence[Cell]) -> dict[tuple[str, str], PairedRatio]:
                 out[(model, cell.label)] = PairedRatio(
                     (cell.p50 or 0.0) / (best.p50 or 1.0), None, None, 0.95, 0)
     return out
+
+
+#: A "× fastest" ratio whose interval lies inside 1 ± TIE is a tie: the backends are equal for
+#: any purpose a ranking serves (the race settles such a contest, docs/statistics.md).
+TIE = 0.03
+
+
+def ratio_verdict(ratio: PairedRatio) -> str:
+    """``decided`` (the interval excludes 1), ``tie`` (it lies inside 1 ± :data:`TIE`),
+    ``open`` (it holds 1 but is wider), or ``plain`` (no interval: fewer than two rounds)."""
+    if ratio.low is None or ratio.high is None:
+        return "plain"
+    if ratio.separable:
+        return "decided"
+    if ratio.low >= 1 - TIE and ratio.high <= 1 + TIE:
+        return "tie"
+    return "open"
 
 
 def matrix_cells(results: Sequence[Result]) -> list[Cell]:

@@ -19,6 +19,7 @@ from benchlab.report.matrix import (
     device_spread,
     devices_of,
     fastest_ratios,
+    ratio_verdict,
     pareto_front,
     per_device,
 )
@@ -287,14 +288,17 @@ def _heat(cells: Sequence[Cell]) -> list[str]:
                 shade = min(math.log2(ratio.value) / 4, 1.0) if ratio.value > 0 else 0
                 colour = f"hsl({120 - 120 * max(shade, 0.0):.0f},60%,88%)"
                 fastest = ratio.rounds == 0 and ratio.value == 1.0
-                tie = not fastest and ratio.low is not None and not ratio.separable
+                verdict = "fastest" if fastest else ratio_verdict(ratio)
+                tie = verdict in ("tie", "open")
                 klass = " fast" if fastest else " tie" if tie else ""
                 text = f"×{ratio.value:.2f}"
                 if ratio.low is not None and ratio.high is not None:
                     text += f" [{ratio.low:.2f}–{ratio.high:.2f}]"
-                mark = " ≈" if tie else ""
+                mark = {"tie": " ≈", "open": " ?"}.get(verdict, "")
                 title = ("the fastest backend" if fastest else
-                         "cannot be told apart from the fastest in this run" if tie else
+                         "a tie with the fastest, within ±3%" if verdict == "tie" else
+                         "not decided: this run cannot tell it apart from the fastest, nor "
+                         "call it a tie" if verdict == "open" else
                          f"paired over {ratio.rounds} rounds" if ratio.rounds else
                          "plain ratio of medians (fewer than two rounds)")
                 tds.append(f'<td class="n{klass}" style="background:{colour}" '
@@ -371,8 +375,8 @@ def matrix_html(
                   '<p class="sub">p50 per cell; ×: times the model\'s fastest backend, the '
                   "ratio of the two backends' process medians paired round by round (each "
                   "round measured every cell once, so a drift of the machine cancels), with "
-                  "its 95% interval; ≈: this run cannot tell the backend apart from the "
-                  "fastest (the interval holds ×1).</p>"]
+                  "its 95% interval; ≈: a tie with the fastest (the interval inside ×0.97–"
+                  "×1.03); ?: not decided (the interval holds ×1 but is wider).</p>"]
         if len(devices) > 1:
             parts += ["<h2>Across devices</h2>", *_spread(spread, devices),
                       f'<p class="sub">{len(devices)} devices; p50 per device, shaded by how '

@@ -23,9 +23,14 @@ from rich.table import Table
 from benchlab.report.matrix import cell_of as _cell_of
 from benchlab.diagnosis import coverage_warning
 from benchlab.report.explain import diagnosis_lines
-from benchlab.report.matrix import device_spread, devices_of, other_metric_names
-from benchlab.schema import LATENCY_KEY, Metric, Result, Status, StopReason, Summary
-from benchlab.units import convert
+from benchlab.report.matrix import device_spread, devices_of
+from benchlab.report.tables import device_flags, format_ms, results_table, warning_tag
+from benchlab.schema import (
+    LATENCY_KEY,
+    DetailKey,
+    Result,
+    StopReason,
+)
 
 __all__ = [
     "SweepProgress",
@@ -46,41 +51,6 @@ def make_console(stderr: bool = False) -> Console:
     would otherwise be cut to 80 columns and fold every table."""
     probe = Console(stderr=stderr)
     return probe if probe.is_terminal else Console(stderr=stderr, width=max(probe.width, 180))
-
-_STATUS_STYLE = {
-    Status.OK: "green",
-    Status.FAILED: "red",
-    Status.TIMEOUT: "yellow",
-    Status.USER_ERROR: "magenta",
-}
-
-
-def format_ms(value: float | None, unit: str = "ms") -> str:
-    """A time value converted to milliseconds with sensible precision, or ``-``.
-
-    A value that is not a time keeps its own unit (``12 MB``) rather than pose as ms.
-    """
-    if value is None:
-        return "-"
-    ms = convert(value, unit, "ms")
-    if ms is None:
-        return f"{value:.4g} {unit}"
-    return f"{ms:.3f}" if ms < 10 else f"{ms:.2f}" if ms < 100 else f"{ms:.1f}"
-
-
-_TAGS = (
-    ("high variability", "noisy"),
-    ("trend", "trend"),
-    ("multimodal", "modes"),
-    ("too few", "few"),
-)
-
-
-def warning_tag(warning: str) -> str:
-    """A one-word label for a statistics warning, for narrow table cells."""
-    lowered = warning.lower()
-    return next((tag for needle, tag in _TAGS if needle in lowered), "warn")
-
 
 def noise_line(results: Sequence[Result]) -> str | None:
     """One line on how noisy the run was: the cells with latency warnings, by kind, how wide
@@ -134,7 +104,7 @@ def result_notes(results: Sequence[Result], *, warnings: bool = True) -> list[st
                 "time budget exhausted before the target CI")
             notes.append(f"{label}: {what}: median ±{width:.2f}% after {processes} processes, "
                          f"{latency.count} samples")
-        for flag in _device_flags(result):
+        for flag in device_flags(result):
             notes.append(f"{label}: device {flag['flag'].replace('_', ' ')}: {flag['detail']}")
         notes += [f"{label}: {line}" for line in diagnosis_lines(_cell_of(result))]
         energy = result.energy
@@ -159,129 +129,6 @@ def _random_calibration_notes(results: Sequence[Result]) -> list[str]:
         and _cell_of(r).precision == "int8")
     return [f"{model}: int8 calibrated on seeded random inputs says little about accuracy on "
             "real data: give your own with --inputs data.npz" for model in models]
-
-
-#: Short tags for the notes column; drift is already tagged from the latency warnings.
-_FLAG_TAGS = {"temperature_above_gate": "hot", "not_cooled": "not-cooled",
-              "frequency_changed": "freq"}
-
-
-def _device_flags(result: Result) -> list[dict[str, str]]:
-    return [f for f in result.device_flags if isinstance(f, dict) and f.get("flag") in _FLAG_TAGS]
-
-
-def _summary(result: Result, key: str) -> Summary | None:
-    return result.summaries.get(key)
-
-
-def _shown(summary: Summary | None, value: float | None, spec: str = "") -> str:
-    """A cell value already in its column's unit; ``?`` when the metric exists in a unit the
-    column cannot show (the notes say which), ``-`` when it does not exist."""
-    if value is None:
-        return "?" if summary is not None else "-"
-    return format(value, spec) if spec else format_ms(value)
-
-
-def _sci(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1e}" if value else "0"
-
-
-_MAX_OTHER_COLUMNS = 4
-
-
-def results_table(results: Sequence[Result], title: str = "benchlab results") -> Table:
-    """One row per job: latency p50/p90 with the median's CI, load, first inference, memory.
-
-    Times are in milliseconds; ``±95%`` is the half-width of the interval where the next
-    identical run's median is expected, relative to the median (``¹``: one process, so only
-    that process's own precision); ``notes`` tags warnings whose full text
-    :func:`result_notes` gives. When any job reports them, the matrix columns appear too:
-    precision, model size, max absolute error and SQNR against the reference, top-1 agreement.
-    """
-    table = Table(title=title, caption="times in ms, memory and size in MiB, energy per "
-                  "inference in mJ, power in W; ±95%: where the next identical run's median "
-                  "is expected (95%, from the spread between processes; ¹: one process, its "
-                  "own precision only); err: max "
-                  "|output − reference|; L2rel: ‖output − reference‖ / ‖reference‖; KL: "
-                  "KL divergence of the classes, nats; q/l dB: SQNR of the int8 error's "
-                  "quantization and lowering parts; deleg: share of operators the delegate "
-                  "or provider took (or its partitions)", header_style="bold",
-                  expand=False)
-    cells = {id(r): _cell_of(r) for r in results}
-    extra = [
-        ("prec", any(c.precision != "fp32" or c.size is not None for c in cells.values())),
-        ("size", any(c.size is not None for c in cells.values())),
-        ("mJ", any(c.energy is not None for c in cells.values())),
-        ("W", any(c.power is not None for c in cells.values())),
-        ("err", any(c.error_max_abs is not None for c in cells.values())),
-        ("L2rel", any(c.error_l2_rel is not None for c in cells.values())),
-        ("SQNR", any(c.sqnr is not None for c in cells.values())),
-        ("top1", any(c.top1 is not None for c in cells.values())),
-        ("KL", any(c.kl_divergence is not None for c in cells.values())),
-        ("q/l dB", any(c.quant_sqnr is not None for c in cells.values())),
-        ("deleg", any(c.delegation is not None for c in cells.values())),
-    ]
-    shown = [name for name, present in extra if present]
-    precision = ["prec"] if "prec" in shown else []
-    device = ["device"] if len(devices_of(list(cells.values()))) > 1 else []
-    # Metrics with no column of their own (a FAI-PEP postprocess's accuracy): a few, by name.
-    other = other_metric_names(list(cells.values()))[:_MAX_OTHER_COLUMNS]
-    columns = ["model/test", "framework", *device, *precision, "status", "p50", "p90", "±95%", "n",
-               "load", "first", "MiB", *[c for c in shown if c != "prec"], *other, "notes"]
-    for name in columns:
-        justify = "left" if name in ("model/test", "framework", "device", "status", "notes",
-                                     "prec") \
-            else "right"
-        table.add_column(name, justify=justify, no_wrap=name != "notes")  # type: ignore[arg-type]
-    for result in results:
-        ident, cell = result.identity, cells[id(result)]
-        name = ident.model_name
-        if ident.test_identifier != "default":
-            name += f"/{ident.test_identifier}"
-        latency = _summary(result, LATENCY_KEY)
-        notes: list[str] = ["error"] if result.error else []
-        if latency is not None:
-            notes += [warning_tag(w) for w in latency.warnings]
-        if result.stop_reason is StopReason.TIME_BUDGET_EXHAUSTED:
-            notes.append("budget")
-        notes += [_FLAG_TAGS[f["flag"]] for f in _device_flags(result)]
-        if cell.unit_notes:
-            notes.append("unit")
-        if cell.delegation is not None and coverage_warning(cell.delegation):
-            notes.append("fallback")
-        if cell.layers is not None and cell.layers.first_diverging is not None:
-            notes.append("layer")
-        ci = "-"
-        if latency is not None:
-            ci = f"{latency.ci_rel_halfwidth * 100:.1f}%"
-            ci += "" if latency.predicts_next_run else "¹"
-        style = _STATUS_STYLE.get(result.status, "")
-        values = {
-            "model/test": escape(name), "framework": escape(cell.label),
-            "device": escape(cell.device),
-            "prec": escape(cell.precision), "status": f"[{style}]{result.status.value}[/]",
-            "p50": _shown(latency, cell.p50), "p90": _shown(latency, cell.p90), "±95%": ci,
-            "n": str(latency.count) if latency else "-",
-            "load": _shown(_summary(result, Metric.LOAD_TIME.key), cell.load),
-            "first": _shown(_summary(result, Metric.FIRST_INFERENCE.key), cell.first),
-            "MiB": _shown(_summary(result, Metric.MEMORY_PEAK.key), cell.memory_peak, ".0f"),
-            "size": _shown(_summary(result, Metric.MODEL_SIZE.key), cell.size, ".2f"),
-            "mJ": _shown(_summary(result, Metric.ENERGY_PER_INFERENCE.key), cell.energy, ".4g"),
-            "W": _shown(_summary(result, Metric.POWER.key), cell.power, ".3g"),
-            "err": _sci(cell.error_max_abs),
-            "L2rel": _sci(cell.error_l2_rel),
-            "SQNR": f"{cell.sqnr:.1f}" if cell.sqnr is not None else "-",
-            "KL": _sci(cell.kl_divergence),
-            "top1": f"{cell.top1:.0%}" if cell.top1 is not None else "-",
-            "q/l dB": "-" if cell.quant_sqnr is None or cell.lowering_sqnr is None
-            else f"{cell.quant_sqnr:.1f}/{cell.lowering_sqnr:.1f}",
-            "deleg": escape(cell.delegation.summary()) if cell.delegation else "-",
-            "notes": ",".join(dict.fromkeys(notes)),
-            **{name: f"{cell.other[name][0]:.4g} {cell.other[name][1]}" if name in cell.other
-               else "-" for name in other},
-        }
-        table.add_row(*(values[c] for c in columns))
-    return table
 
 
 def device_spread_table(results: Sequence[Result],
@@ -337,6 +184,9 @@ def cell_line(result: Result) -> str:
         parts.append(f"n={len(cell.latencies)}")
     else:
         parts.append("measured")
+    raced = result.details.get(DetailKey.RACE)
+    if raced:
+        parts.append(f"· {result.repetitions} processes, {escape(str(raced))}")
     if cell.sqnr is not None:
         parts.append(f"SQNR {cell.sqnr:.1f} dB")
     warning = coverage_warning(cell.delegation) if cell.delegation else None
@@ -346,7 +196,14 @@ def cell_line(result: Result) -> str:
 
 
 class SweepProgress:
-    """A rich progress bar over a sweep's jobs; use as a context manager and a callback."""
+    """A rich progress bar over a sweep's jobs; use as a context manager and a callback.
+
+    It redraws only when a process starts or a job ends, never while a runner measures: a
+    redrawing thread in the parent is a neighbour on the machine, and a neighbour busy a tenth
+    of the time took the spread of MobileNetV2's processes on two-thread ONNX Runtime from 2.5%
+    to 14.8% on a 2-vCPU VM (docs/statistics.md, "Where the spread between processes comes
+    from").
+    """
 
     def __init__(self, total: int, console: Console | None = None) -> None:
         self._progress = Progress(
@@ -356,6 +213,7 @@ class SweepProgress:
             TimeElapsedColumn(),
             console=console,
             transient=False,
+            auto_refresh=False,
         )
         self._task = self._progress.add_task("sweep", total=total)
         self.failed = 0
@@ -369,12 +227,13 @@ class SweepProgress:
 
     def expect(self, total: int) -> None:
         """Set how many jobs the sweep has, as far as is known (stages add jobs as they come)."""
-        self._progress.update(self._task, total=total)
+        self._progress.update(self._task, total=total, refresh=True)
 
     def __call__(self, job: Any, result: Result | None) -> None:
         """Show the job starting, or advance when its result arrives."""
         if result is None:
-            self._progress.update(self._task, description=escape(job.identity.label))
+            self._progress.update(self._task, description=escape(job.identity.label),
+                                  refresh=True)
             return
         if not result.ok:
             self.failed += 1
@@ -385,3 +244,4 @@ class SweepProgress:
         else:
             self._progress.console.print(f"[green]✓[/] {cell_line(result)}", highlight=False)
         self._progress.advance(self._task)
+        self._progress.refresh()

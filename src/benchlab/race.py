@@ -1,0 +1,150 @@
+"""Racing a matrix's cells: fresh processes go where the answer is still open.
+
+Every cell of a contest (one model and test on one device, measured by several backends) gets
+a few processes in rounds; then more rounds go only to the cells whose answer is open: their
+own interval still wider than the goal, or their "× fastest" ratio neither decided (its
+interval excludes 1) nor a tie (its interval inside ±``tie``). A cell that loses clearly, its
+paired ratio to the fastest above ``clear_loss`` even at the low end of its interval, stops
+at the minimum. The contest stops spending when its processes reach ``1 + extra`` times
+those of its minimum, and no cell gets more than ``max_processes``. This is racing as in
+F-Race (Birattari et al. 2002) and irace, and successive halving, with the stopping tests being
+the intervals benchlab prints anyway (:mod:`benchlab.runstats`).
+
+The decisions here are pure functions of the per-process medians, so they can be tested without
+measuring anything; :func:`benchlab.harness.execute` runs the processes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+from benchlab.schema import StopReason
+
+__all__ = ["RacePolicy", "Standing", "decide_round"]
+
+
+@dataclass(frozen=True, slots=True)
+class RacePolicy:
+    """How a race spends processes.
+
+    ``goal``: the relative half-width of the next-run interval a cell must reach.
+    ``tie``: a "× fastest" ratio whose interval lies inside ``1 ± tie`` is settled as a tie.
+    ``min_processes``: every cell gets at least this many (three: the fewest that estimate a
+    spread with more than one degree of freedom). ``max_processes``: no cell gets more.
+    ``clear_loss``: a cell whose paired ratio to the fastest is above this at the low end of
+    its interval stops after ``elimination_after`` rounds. ``extra``: a contest's processes
+    beyond its minimum, as a share of the minimum (0.5: at most one and a half times the
+    minimum in all).
+    """
+
+    goal: float = 0.05
+    tie: float = 0.03
+    min_processes: int = 3
+    max_processes: int = 12
+    clear_loss: float = 1.5
+    elimination_after: int = 3
+    extra: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not 0 < self.goal < 1 or not 0 < self.tie < 1:
+            raise ValueError("goal and tie are fractions between 0 and 1, e.g. 0.05 for ±5%")
+        if not 2 <= self.elimination_after <= self.min_processes <= self.max_processes:
+            raise ValueError("a race needs 2 <= elimination_after <= min_processes "
+                             "<= max_processes")
+        if self.clear_loss <= 1 or self.extra < 0:
+            raise ValueError("clear_loss must be above 1 and extra not negative")
+
+    def takes(self, repeat: int) -> bool:
+        """Whether a test asking for ``repeat`` fixed processes is raced: one that asks for
+        fewer than the race's minimum (a slow model, a single look) keeps its own count."""
+        return repeat >= self.min_processes
+
+    def allowance(self, cells: int) -> int:
+        """How many processes a contest of ``cells`` cells may spend in all."""
+        return cells * self.min_processes + math.floor(cells * self.min_processes * self.extra)
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """Why a cell stopped: ``reason`` is stored as the job's stop reason, ``why`` says it in a
+    user's words (``details.race``)."""
+
+    reason: StopReason
+    why: str
+
+
+def _centre(medians: Sequence[float]) -> float:
+    ordered = sorted(medians)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def _half_width(medians: Sequence[float]) -> float:
+    """The relative half-width of the next-run interval these process medians give."""
+    from benchlab.runstats import next_run_interval
+
+    centre = _centre(medians)
+    interval = next_run_interval([[m] for m in medians], centre)
+    if interval is None or centre <= 0:
+        return math.inf
+    return (interval.high - interval.low) / 2 / centre
+
+
+def _ratio_settled(ratio_low: float | None, ratio_high: float | None, tie: float) -> bool:
+    if ratio_low is None or ratio_high is None:
+        return False
+    return ratio_low > 1 or ratio_high < 1 or (ratio_low >= 1 - tie and ratio_high <= 1 + tie)
+
+
+def decide_round(
+    contest: Mapping[Hashable, Sequence[float]],
+    running: Sequence[Hashable],
+    policy: RacePolicy,
+    spent: int,
+) -> dict[Hashable, Standing]:
+    """Which of a contest's ``running`` cells stop now, and why (asked after every process).
+
+    ``contest`` maps every cell of the contest (running or stopped) to its per-process medians
+    in round order, each positive; ``spent`` is how many processes the contest has run in all.
+    """
+    from benchlab.runstats import paired_ratio
+
+    fastest = min(contest, key=lambda c: _centre(contest[c])) if contest else None
+    ratios = {}
+    for cell, medians in contest.items():
+        if fastest is not None and cell != fastest and min(len(medians),
+                                                            len(contest[fastest])) >= 2:
+            ratios[cell] = paired_ratio(contest[fastest], medians)
+    out: dict[Hashable, Standing] = {}
+    over_budget = spent >= policy.allowance(len(contest))
+    for cell in running:
+        medians = contest[cell]
+        k = len(medians)
+        ratio = ratios.get(cell)
+        if (ratio is not None and ratio.low is not None and ratio.low >= policy.clear_loss
+                and k >= policy.elimination_after):
+            out[cell] = Standing(
+                StopReason.CLEARLY_SLOWER,
+                f"clearly slower: ×{ratio.value:.2f} [{ratio.low:.2f}–{ratio.high:.2f}] the "
+                "fastest")
+            continue
+        if k < policy.min_processes:
+            continue
+        width = _half_width(medians)
+        if cell == fastest:
+            # A stopped cell's ratio cannot narrow: its rounds are over.
+            settled = all(_ratio_settled(r.low, r.high, policy.tie)
+                          for c, r in ratios.items() if c in running)
+        else:
+            settled = ratio is not None and _ratio_settled(ratio.low, ratio.high, policy.tie)
+        if width <= policy.goal and settled:
+            out[cell] = Standing(StopReason.DECIDED, "decided")
+        elif k >= policy.max_processes:
+            out[cell] = Standing(StopReason.PROCESS_CAP,
+                                 f"still open at the most processes a cell gets ({k})")
+        elif over_budget:
+            out[cell] = Standing(StopReason.RACE_BUDGET,
+                                 "still open when its contest had spent its processes")
+    return out
