@@ -73,6 +73,12 @@ def _extra(parser: argparse.ArgumentParser) -> None:
                         help="extra argument for every benchlab run (repeatable)")
     parser.add_argument("--matmuls", type=int, default=8,
                         help="identity MatMuls appended to the slowed copy (0: no such cells)")
+    parser.add_argument("--baseline-arg", action="append", default=None,
+                        help="also run this design (its benchlab run arguments, repeatable) "
+                             "between the runs, one after each, and analyse it apart: two "
+                             "designs measured in the same stretch of the machine's day")
+    parser.add_argument("--analyse-baseline", nargs="+", type=Path, default=None,
+                        help="with --analyse: the baseline design's JSON directories")
 
 
 def _one_run(index: int, where: Path, db: Path, extra: Sequence[str], smoke: bool,
@@ -402,6 +408,8 @@ def known_slowdown(directories: Sequence[Path]) -> dict[str, Any] | None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(__doc__.splitlines()[0], argv, repeats=3,
                       repeats_help="back-to-back runs (pairs = runs - 1)", extra=_extra)
+    baseline_dirs: list[Path] = list(args.analyse_baseline or [])
+    baseline_walls: list[float | None] = [None] * len(baseline_dirs)
     if args.analyse:
         directories = list(args.analyse)
         walls = list(args.walls) if args.walls else [None] * len(directories)
@@ -416,6 +424,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  specs)
             directories.append(out)
             walls.append(wall)
+            if args.baseline_arg is not None and index < runs - 1:
+                out, wall = _one_run(index, where / "baseline", where / "baseline.db",
+                                     args.baseline_arg, args.smoke, specs)
+                baseline_dirs.append(out)
+                baseline_walls.append(wall)
     figures = analyse(directories, walls)
     known = known_slowdown(directories)
     if known is not None:
@@ -442,6 +455,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"known slowdown: {known['effect']:+.1%} [{known['effect_interval'][0]:+.1%}, "
               f"{known['effect_interval'][1]:+.1%}] over {known['effect_rounds']} rounds; "
               f"flagged {known['real_changes_flagged']} of {known['real_changes']} real changes")
+    if len(baseline_dirs) >= 2:
+        base = analyse(baseline_dirs, baseline_walls)
+        figures["baseline"] = base
+        print(f"baseline design ({' '.join(args.baseline_arg or [])}): coverage "
+              f"{base['coverage']:.0%} of {base['cells_compared']}, interval median "
+              f"±{base['median_halfwidth']:.1%}, ranking flips {base['ranking_flips']}/"
+              f"{base['ranking_pairs']}, walls {[round(w or 0) for w in baseline_walls]}")
+        for i, run in enumerate(base["per_run"]):
+            print(f"  baseline run {i}: ±{run['median_halfwidth']:.1%}; decided "
+                  f"{run['ratios_decided']}, ≈ {run['ratios_tied']}, of {run['ratios']}; "
+                  f"{run['cells_warned']}/{run['cells']} warned; {run['processes_total']} "
+                  f"processes; first cell {run['first_cell_s'] or 0:.0f} s")
     path = write_result("repeatability", args, figures)
     print(f"wrote {path}")
     return 0
