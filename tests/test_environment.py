@@ -46,7 +46,7 @@ def test_capture_host_environment_describes_this_machine() -> None:
     env = capture_host_environment()
     assert set(env) == {
         "hostname", "os", "kernel", "machine", "python", "cpu_model", "cpu_count",
-        "cpu_features", "cpus_allowed", "packages",
+        "cpu_features", "cpus_allowed", "packages", "memory_layout",
     }
     assert env["cpu_features"] == cpu_features(Path("/proc/cpuinfo").read_text())
     assert isinstance(env["cpu_count"], int) and env["cpu_count"] >= 1
@@ -101,3 +101,14 @@ def test_package_versions_reports_missing_distributions_as_none() -> None:
     }
 
 
+
+
+def test_the_memory_layout_settings_are_recorded_as_the_kernel_has_them() -> None:
+    layout = capture_host_environment()["memory_layout"]
+    aslr = Path("/proc/sys/kernel/randomize_va_space")
+    assert layout["aslr"] == (aslr.read_text().strip() if aslr.exists() else None)
+    thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    if thp.exists():
+        assert f"[{layout['transparent_hugepages']}]" in thp.read_text()
+    else:
+        assert layout["transparent_hugepages"] is None

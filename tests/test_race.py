@@ -16,7 +16,8 @@ from benchlab.race import RacePolicy, Standing, decide_round
 from benchlab.rounds import Pace, measure_in_rounds
 from benchlab.schema import JobIdentity, Result, Status, StopReason
 
-POLICY = RacePolicy()
+# Three processes at least, so the rules show on short series; the default asks five.
+POLICY = RacePolicy(min_processes=3, elimination_after=3)
 
 
 def _steady(level: float, k: int, wobble: float = 0.001) -> list[float]:
@@ -44,7 +45,7 @@ def test_an_undecided_ratio_keeps_both_cells_running_until_the_cap() -> None:
     twin = [1.04, 0.96, 1.04, 0.96]
     out = decide_round({"a": fast, "b": twin}, ["a", "b"], POLICY, spent=8)
     assert out == {}
-    capped = RacePolicy(min_processes=3, max_processes=4)
+    capped = RacePolicy(min_processes=3, elimination_after=3, max_processes=4)
     out = decide_round({"a": fast, "b": twin}, ["a", "b"], capped, spent=8)
     assert {s.reason for s in out.values()} == {StopReason.PROCESS_CAP}
 
@@ -72,6 +73,9 @@ def test_the_policy_refuses_nonsense() -> None:
         RacePolicy(clear_loss=0.9)
     assert not POLICY.takes(1) and not POLICY.takes(2) and POLICY.takes(3)
     assert POLICY.allowance(9) == 40  # 27 for three each, and half as many again
+    default = RacePolicy()
+    assert default.min_processes == default.elimination_after == 5 and default.takes(5)
+    assert not default.takes(3)  # a test asking for three keeps its three
 
 
 def test_repeat_on_the_command_line_keeps_the_fixed_design() -> None:
@@ -179,14 +183,15 @@ def test_a_race_spends_processes_where_the_contest_is_close() -> None:
     assert len(log) <= POLICY.allowance(3) + 2
 
 
-def test_contests_are_raced_one_after_another_so_the_first_is_shown_early() -> None:
+def test_every_cell_shares_the_rounds_and_leaves_as_soon_as_it_is_decided() -> None:
     log: list[str] = []
     cells = [_Cell("a", [1.0], log, model="m1"), _Cell("b", [2.0], log, model="m2"),
              _Cell("c", [1.2], log, model="m1")]
     recorded = _measure(cells, POLICY)
-    # m1's two cells race first (round by round), then m2's single cell.
-    assert log == ["a", "c"] * 3 + ["b"] * 3
-    assert [name for name, _ in recorded] == ["a", "c", "b"]
+    # One rotation over every cell (a drift falls on all alike); each contest is judged
+    # after each of its processes, so a decided cell leaves mid-round.
+    assert log == ["a", "b", "c"] * 3
+    assert [name for name, _ in recorded] == ["a", "b", "c"]
     assert all(r.stop_reason is StopReason.DECIDED for _, r in recorded)
 
 

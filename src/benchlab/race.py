@@ -41,10 +41,10 @@ class RacePolicy:
 
     goal: float = 0.05
     tie: float = 0.03
-    min_processes: int = 3
+    min_processes: int = 5
     max_processes: int = 12
     clear_loss: float = 1.5
-    elimination_after: int = 3
+    elimination_after: int = 5
     extra: float = 0.5
 
     def __post_init__(self) -> None:

@@ -2,11 +2,12 @@
 
 :func:`measure_in_rounds` runs a stage's jobs a process at a time. With a fixed design every
 job gets its test's ``repeat`` processes, every job's first process, then every job's second,
-and so on. With a :class:`~benchlab.race.RacePolicy`, the jobs are grouped into contests (one
-model and test on one device: the cells whose "× fastest" ratios are compared), each contest is
-measured in rounds until the race stops its every cell, and one contest follows another, so
-each cell's result is recorded (and shown) as soon as it is decided rather than at the end of
-the stage. :func:`benchlab.harness.execute` calls it.
+and so on. With a :class:`~benchlab.race.RacePolicy` the rounds are the same, across every
+cell of the stage (a drift of the machine falls on every cell alike), and after each process the
+race looks at that cell's contest (one model and test on one device: the cells whose "×
+fastest" ratios are compared) and stops the cells whose answer is in; each is recorded (and
+shown) at once, and the rounds go on with the open ones. :func:`benchlab.harness.execute`
+calls it.
 """
 
 from __future__ import annotations
@@ -57,14 +58,15 @@ def measure_in_rounds(
 
     ``measurement(job, raced)`` opens a job. A job that must keep its processes together (a
     power meter, host commands) runs whole, before the rounds. With ``race``, the jobs it
-    takes (:meth:`RacePolicy.takes`, no target CI of their own) are raced contest by
-    contest; the others keep the fixed design, in rounds, first. Each job is opened by its
-    first process and closed when its result is recorded.
+    takes (:meth:`RacePolicy.takes`, no target CI of their own) are raced: they share the
+    rounds with the others, and after each of their processes the race decides, contest by
+    contest, which of them have enough. Each job is opened by its first process and closed
+    when its result is recorded.
     """
     opened: list[JobMeasurement] = []
     try:
-        fixed: list[JobMeasurement] = []
-        contests: dict[Hashable, list[JobMeasurement]] = {}
+        pending: list[JobMeasurement] = []
+        contests: dict[Hashable, _Contest] = {}
         for job in jobs:
             raced = race is not None and race.takes(job.test.repeat) and job.test.target_ci is None
             job_measurement = measurement(job, raced)
@@ -72,16 +74,21 @@ def measure_in_rounds(
             if not job_measurement.interleavable:
                 _take_turn(job_measurement, record, progress, pace, whole=True)
                 continue
+            pending.append(job_measurement)
             if raced:
-                contests.setdefault(contest_key(job), []).append(job_measurement)
-            else:
-                fixed.append(job_measurement)
-        pending = fixed
+                contests.setdefault(contest_key(job), _Contest()).cells.append(job_measurement)
+        by_cell = {id(m): c for c in contests.values() for m in c.cells}
         while pending:
-            pending = [m for m in pending if _take_turn(m, record, progress, pace) is None]
-        assert race is not None or not contests
-        for contest in contests.values():
-            _race(contest, race, record, progress, pace)  # type: ignore[arg-type]
+            for job_measurement in list(pending):
+                if job_measurement not in pending:  # the race stopped it this round
+                    continue
+                result = _take_turn(job_measurement, record, progress, pace)
+                contest = by_cell.get(id(job_measurement))
+                if result is not None:
+                    pending.remove(job_measurement)
+                if contest is not None and race is not None:
+                    for ended in contest.after(job_measurement, result, race, record):
+                        pending.remove(ended)
     finally:
         for job_measurement in opened:
             job_measurement.close()
@@ -104,56 +111,52 @@ def _take_turn(job_measurement: JobMeasurement, record: Callable[[Job, Result], 
     return result
 
 
-def _race(contest: list[JobMeasurement], race: RacePolicy,
-          record: Callable[[Job, Result], None], progress: ProgressCallback | None,
-          pace: Pace) -> None:
-    """One contest in rounds until the race stops each of its cells.
+class _Contest:
+    """The raced cells of one contest: their process medians, and what the race decides.
 
-    A cell whose processes print no positive latency has nothing to race on: it keeps its
-    turn in the rounds under its test's own rule (``repeat`` processes).
+    A cell whose processes print no positive latency has nothing to race on: it leaves the
+    race and runs its test's own ``repeat``.
     """
-    medians: dict[Hashable, Sequence[float]] = {}
-    running = list(contest)
-    unraced: set[str] = set()
-    spent = 0
-    while running:
-        for job_measurement in list(running):
-            if job_measurement not in running:  # stopped by a decision earlier in this round
+
+    def __init__(self) -> None:
+        self.cells: list[JobMeasurement] = []
+        self.medians: dict[Hashable, Sequence[float]] = {}
+        self.unraced: set[str] = set()
+        self.ended: set[str] = set()
+        self.spent = 0
+
+    def after(self, job_measurement: JobMeasurement, result: Result | None, race: RacePolicy,
+              record: Callable[[Job, Result], None]) -> list[JobMeasurement]:
+        """Take in a cell's latest process; end and record the cells the race stops now
+        (decided after every process, so a cell is shown as soon as its answer is in)."""
+        key = job_measurement.job.identity.key
+        self.spent += 1
+        now = job_measurement.process_medians()
+        usable = bool(now) and min(now) > 0 and key not in self.unraced
+        if result is not None:  # failed, or out of its time budget: its own result
+            self.ended.add(key)
+            if not (result.ok and usable):
+                self.medians.pop(key, None)
+                return []
+        if usable:
+            self.medians[key] = now
+        elif key not in self.unraced:
+            job_measurement.race_off()
+            self.unraced.add(key)
+            self.medians.pop(key, None)
+        running = [m for m in self.cells if m.job.identity.key not in self.ended]
+        # Cells yet to run their first process have nothing to judge.
+        racing = [m.job.identity.key for m in running
+                  if m.job.identity.key not in self.unraced and m.job.identity.key in self.medians]
+        standings = decide_round(self.medians, racing, race, self.spent)
+        stopped = []
+        for cell in running:
+            standing = standings.get(cell.job.identity.key)
+            if standing is None:
                 continue
-            key = job_measurement.job.identity.key
-            result = _take_turn(job_measurement, record, progress, pace)
-            spent += 1
-            now = job_measurement.process_medians()
-            usable = bool(now) and min(now) > 0 and key not in unraced
-            if result is not None:  # failed, or out of its time budget
-                running.remove(job_measurement)
-                if not (result.ok and usable):
-                    medians.pop(key, None)
-                    continue
-            if usable:
-                medians[key] = now
-            elif key not in unraced:
-                job_measurement.race_off()
-                unraced.add(key)
-                medians.pop(key, None)
-            # Decided after every process, not at the round's end: a cell leaves (and is shown)
-            # as soon as its answer is in.
-            _conclude(running, unraced, medians, race, spent, record)
-
-
-def _conclude(running: list[JobMeasurement], unraced: set[str],
-              medians: dict[Hashable, Sequence[float]], race: RacePolicy, spent: int,
-              record: Callable[[Job, Result], None]) -> None:
-    """Stop and record the running cells the race decides to stop now."""
-    # Cells yet to run their first process have nothing to judge.
-    racing = [m.job.identity.key for m in running
-              if m.job.identity.key not in unraced and m.job.identity.key in medians]
-    standings = decide_round(medians, racing, race, spent)
-    for job_measurement in list(running):
-        standing = standings.get(job_measurement.job.identity.key)
-        if standing is None:
-            continue
-        result = job_measurement.conclude(standing)
-        job_measurement.close()
-        record(job_measurement.job, result)
-        running.remove(job_measurement)
+            stopped_result = cell.conclude(standing)
+            cell.close()
+            record(cell.job, stopped_result)
+            self.ended.add(cell.job.identity.key)
+            stopped.append(cell)
+        return stopped

@@ -15,15 +15,13 @@ from benchlab.spec.types import BenchmarkSpec, FileRef, InputDef, ModelDef, Test
 
 __all__ = ["DEFAULT_GENERATIVE_TEST", "DEFAULT_TEST", "generative_tests", "spec_of"]
 
-# Defaults of the zoo's test: fresh processes of at least 30 iterations and 1 s each. A
-# default run races them (benchlab.race: three each, more where the answer is open); five is
-# the fixed design's count (race=False), for which three were too few: the lab's flags missed a
-# 12% slowdown in 3 of 5 runs (docs/performance.md §11). One second, not 0.3: a process's
-# median over 0.3 s is swayed by what the machine does in that stretch, and four times the
-# measuring time cut the spread between identical processes to a quarter of its variance,
-# [0.16, 0.42], on the 2-vCPU VM (bench/variance_sources.py, docs/statistics.md), a cheaper
-# cure than four times the processes, which each pay the runtime's import and the model's load.
-DEFAULT_TEST = TestCase(identifier="default", warmup=5, iter=30, min_time=1.0, repeat=5)
+# Defaults of the zoo's test: fresh processes of at least 30 iterations and 0.3 s each. A
+# default run races them (benchlab.race): five each, the fewest with which the lab's flags
+# found a known 12% slowdown every time and flagged no identical run (with three they missed it
+# in 3 of 5 runs, and a race that stopped clear losers at three missed it in 3 of 3:
+# docs/performance.md §11), and more where the answer is still open. Longer processes (1 s) did
+# not narrow the spread when measured side by side with these (docs/statistics.md).
+DEFAULT_TEST = TestCase(identifier="default", warmup=5, iter=30, min_time=0.3, repeat=5)
 # A generative zoo model's test: P = 128, G = 64 at depth 0 (docs/generative.md); each
 # iteration is a whole generation, so fewer of them, and one warm-up generation keeps the
 # cold start (first_inference) out of TTFT.
