@@ -353,7 +353,7 @@ def _spec(path: Path, name: str, model: Path, input_name: str, shape: list[int])
     spec = {"model": {"name": name, "format": "onnx", "framework": "onnxruntime",
                       "files": {"model": {"location": str(model), "md5": None}}},
             "tests": [{"identifier": "default", "warmup": 5, "iter": 30, "min_time": 0.3,
-                       "repeat": 3, "threads": 1,
+                       "repeat": 5, "threads": 1,
                        "inputs": {input_name: {"shapes": [shape]}}}]}
     path.write_text(json.dumps(spec))
     return path

@@ -316,7 +316,7 @@ def execute(
     and a reboot policy runs everything job after job. ``order="jobs"`` runs each job's
     processes back to back, one job after another. With ``race`` (and rounds), the processes
     go where the answer is open (:mod:`benchlab.race`, :func:`benchlab.rounds.measure_in_rounds`):
-    contest by contest, each cell recorded as soon as it is decided.
+    still in rounds, each cell recorded as soon as the race decides it.
 
     A :class:`StagedPlan`'s stages are taken one at a time, each when the one before is
     measured. A job runs on its own ``Job.target`` when it has one (a sweep over several
