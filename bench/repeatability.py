@@ -37,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import parse_args, write_result  # noqa: E402
 
 from benchlab.report.matrix import cell_of, fastest_ratios, matrix_cells  # noqa: E402
+from benchlab.rounds import contest_key  # noqa: E402
 from benchlab.runstats import run_change  # noqa: E402
 from benchlab.schema import LATENCY_KEY, Result  # noqa: E402
 from benchlab.stats import median_ci  # noqa: E402
@@ -58,8 +59,6 @@ from benchlab.units import convert  # noqa: E402
 SENSITIVITY = (0.9, 0.95, 0.98, 0.99)
 #: A file in each run's directory holding the run's start (seconds since the epoch).
 STARTED = "started.txt"
-#: A "× fastest" ratio whose interval lies inside 1 ± this is a decided tie (issue 41).
-TIE = 0.03
 
 
 def _extra(parser: argparse.ArgumentParser) -> None:
@@ -219,11 +218,9 @@ def _pair(before: dict[str, Result], after: dict[str, Result],
 
 def _contest_ratios(results: dict[str, Result]) -> dict[str, Any]:
     """Per cell key: its paired ratio to the fastest of its contest (model, test, device)."""
-    groups: dict[tuple[str, str, str], list[Result]] = {}
+    groups: dict[Hashable, list[Result]] = {}
     for result in results.values():
-        ident = result.identity
-        groups.setdefault((ident.model_name, ident.test_identifier, ident.device),
-                          []).append(result)
+        groups.setdefault(contest_key(result.identity), []).append(result)
     out: dict[str, Any] = {}
     for group in groups.values():
         cells = [cell_of(r) for r in group]
@@ -239,9 +236,8 @@ def run_figures(results: dict[str, Result], directory: Path) -> dict[str, Any]:
     widths = sorted(r.summaries[LATENCY_KEY].ci_rel_halfwidth for r in results.values())
     ratios = _contest_ratios(results)
     others = [r for r in ratios.values() if r is not None and r.rounds >= 2]
-    decided = sum(r.separable for r in others)
-    ties = sum((not r.separable) and r.low is not None and r.high is not None
-               and r.low >= 1 - TIE and r.high <= 1 + TIE for r in others)
+    decided = sum(r.verdict() == "decided" for r in others)
+    ties = sum(r.verdict() == "tie" for r in others)
     warned = sum(bool(r.summaries[LATENCY_KEY].warnings) for r in results.values())
     processes = [r.repetitions for r in results.values()]
     reasons: dict[str, int] = {}
@@ -272,11 +268,9 @@ def ranking_flips(before: dict[str, Result], after: dict[str, Result]) -> tuple[
     """(flips, pairs): pairs of backends of one contest whose p50 order differs between two
     runs."""
     keys = set(before) & set(after)
-    groups: dict[tuple[str, str, str], list[str]] = {}
+    groups: dict[Hashable, list[str]] = {}
     for key in keys:
-        ident = before[key].identity
-        groups.setdefault((ident.model_name, ident.test_identifier, ident.device),
-                          []).append(key)
+        groups.setdefault(contest_key(before[key].identity), []).append(key)
     flips = pairs = 0
     for members in groups.values():
         for i, a in enumerate(members):

@@ -17,12 +17,17 @@ measuring anything; :func:`benchlab.harness.execute` runs the processes.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
+from benchlab.runstats import TIE, next_run_interval, paired_ratio
 from benchlab.schema import StopReason
 
 __all__ = ["RacePolicy", "Standing", "decide_round"]
+
+#: The verdicts of a "× fastest" ratio that answer the contest (runstats.PairedRatio.verdict).
+_SETTLED = frozenset({"decided", "tie"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,8 +36,9 @@ class RacePolicy:
 
     ``goal``: the relative half-width of the next-run interval a cell must reach.
     ``tie``: a "× fastest" ratio whose interval lies inside ``1 ± tie`` is settled as a tie.
-    ``min_processes``: every cell gets at least this many (three: the fewest that estimate a
-    spread with more than one degree of freedom). ``max_processes``: no cell gets more.
+    ``min_processes``: every cell gets at least this many (five: with three, the lab's
+    between-run test missed a known 12% slowdown, docs/performance.md §11).
+    ``max_processes``: no cell gets more.
     ``clear_loss``: a cell whose paired ratio to the fastest is above this at the low end of
     its interval stops after ``elimination_after`` rounds. ``extra``: a contest's processes
     beyond its minimum, as a share of the minimum (0.5: at most one and a half times the
@@ -40,7 +46,7 @@ class RacePolicy:
     """
 
     goal: float = 0.05
-    tie: float = 0.03
+    tie: float = TIE
     min_processes: int = 5
     max_processes: int = 12
     clear_loss: float = 1.5
@@ -75,27 +81,13 @@ class Standing:
     why: str
 
 
-def _centre(medians: Sequence[float]) -> float:
-    ordered = sorted(medians)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
 def _half_width(medians: Sequence[float]) -> float:
     """The relative half-width of the next-run interval these process medians give."""
-    from benchlab.runstats import next_run_interval
-
-    centre = _centre(medians)
+    centre = statistics.median(medians)
     interval = next_run_interval([[m] for m in medians], centre)
     if interval is None or centre <= 0:
         return math.inf
     return (interval.high - interval.low) / 2 / centre
-
-
-def _ratio_settled(ratio_low: float | None, ratio_high: float | None, tie: float) -> bool:
-    if ratio_low is None or ratio_high is None:
-        return False
-    return ratio_low > 1 or ratio_high < 1 or (ratio_low >= 1 - tie and ratio_high <= 1 + tie)
 
 
 def decide_round(
@@ -109,9 +101,7 @@ def decide_round(
     ``contest`` maps every cell of the contest (running or stopped) to its per-process medians
     in round order, each positive; ``spent`` is how many processes the contest has run in all.
     """
-    from benchlab.runstats import paired_ratio
-
-    fastest = min(contest, key=lambda c: _centre(contest[c])) if contest else None
+    fastest = min(contest, key=lambda c: statistics.median(contest[c])) if contest else None
     ratios = {}
     for cell, medians in contest.items():
         if fastest is not None and cell != fastest and min(len(medians),
@@ -135,10 +125,10 @@ def decide_round(
         width = _half_width(medians)
         if cell == fastest:
             # A stopped cell's ratio cannot narrow: its rounds are over.
-            settled = all(_ratio_settled(r.low, r.high, policy.tie)
+            settled = all(r.verdict(policy.tie) in _SETTLED
                           for c, r in ratios.items() if c in running)
         else:
-            settled = ratio is not None and _ratio_settled(ratio.low, ratio.high, policy.tie)
+            settled = ratio is not None and ratio.verdict(policy.tie) in _SETTLED
         if width <= policy.goal and settled:
             out[cell] = Standing(StopReason.DECIDED, "decided")
         elif k >= policy.max_processes:

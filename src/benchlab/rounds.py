@@ -17,7 +17,7 @@ from collections.abc import Callable, Hashable, Sequence
 
 from benchlab.jobrun import Job, JobMeasurement
 from benchlab.race import RacePolicy, decide_round
-from benchlab.schema import Result
+from benchlab.schema import JobIdentity, Result
 
 __all__ = ["Pace", "ProgressCallback", "contest_key", "measure_in_rounds"]
 
@@ -39,10 +39,9 @@ class Pace:
         self._next = job.test.cooldown or 0.0
 
 
-def contest_key(job: Job) -> Hashable:
+def contest_key(identity: JobIdentity) -> Hashable:
     """The cells whose latencies are compared with each other: one model's test on one
     device, whatever the backend."""
-    identity = job.identity
     return (identity.model_name, identity.test_identifier, identity.target, identity.device)
 
 
@@ -76,7 +75,7 @@ def measure_in_rounds(
                 continue
             pending.append(job_measurement)
             if raced:
-                contests.setdefault(contest_key(job), _Contest()).cells.append(job_measurement)
+                contests.setdefault(contest_key(job.identity), _Contest()).cells.append(job_measurement)
         by_cell = {id(m): c for c in contests.values() for m in c.cells}
         while pending:
             for job_measurement in list(pending):
@@ -86,7 +85,8 @@ def measure_in_rounds(
                 contest = by_cell.get(id(job_measurement))
                 if result is not None:
                     pending.remove(job_measurement)
-                if contest is not None and race is not None:
+                if contest is not None:
+                    assert race is not None, "only a race makes contests"
                     for ended in contest.after(job_measurement, result, race, record):
                         pending.remove(ended)
     finally:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
+    "TIE",
     "NextRunInterval",
     "PairedRatio",
     "RunChange",
@@ -126,6 +127,11 @@ def next_run_interval(
     return NextRunInterval(low, high, level, k, spread)
 
 
+#: A ratio whose interval lies inside 1 ± TIE is a tie: the two are equal for any purpose a
+#: ranking serves (the race settles such a contest, docs/statistics.md).
+TIE = 0.03
+
+
 @dataclass(frozen=True, slots=True)
 class PairedRatio:
     """``value`` = b / a from processes paired by round, with its ``level`` interval.
@@ -145,6 +151,18 @@ class PairedRatio:
         """True when the interval excludes 1 (one is faster, beyond the run's noise)."""
         return self.low is not None and self.high is not None and (
             self.low > 1.0 or self.high < 1.0)
+
+    def verdict(self, tie: float = TIE) -> str:
+        """``decided`` (the interval excludes 1), ``tie`` (it lies inside 1 ± ``tie``),
+        ``open`` (it holds 1 but is wider), or ``plain`` (no interval: fewer than two
+        rounds)."""
+        if self.low is None or self.high is None:
+            return "plain"
+        if self.separable:
+            return "decided"
+        if self.low >= 1 - tie and self.high <= 1 + tie:
+            return "tie"
+        return "open"
 
 
 def paired_ratio(

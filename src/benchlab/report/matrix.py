@@ -27,7 +27,6 @@ __all__ = [
     "config_label",
     "device_spread",
     "devices_of",
-    "TIE",
     "fastest_ratios",
     "matrix_cells",
     "other_metric_names",
@@ -299,21 +298,13 @@ def fastest_ratios(cells: Sequence[Cell]) -> dict[tuple[str, str], PairedRatio]:
     return out
 
 
-#: A "× fastest" ratio whose interval lies inside 1 ± TIE is a tie: the backends are equal for
-#: any purpose a ranking serves (the race settles such a contest, docs/statistics.md).
-TIE = 0.03
-
-
 def ratio_verdict(ratio: PairedRatio) -> str:
-    """``decided`` (the interval excludes 1), ``tie`` (it lies inside 1 ± :data:`TIE`),
-    ``open`` (it holds 1 but is wider), or ``plain`` (no interval: fewer than two rounds)."""
-    if ratio.low is None or ratio.high is None:
-        return "plain"
-    if ratio.separable:
-        return "decided"
-    if ratio.low >= 1 - TIE and ratio.high <= 1 + TIE:
-        return "tie"
-    return "open"
+    """``fastest`` for the model's fastest backend itself (as :func:`fastest_ratios` marks
+    it), else :meth:`benchlab.runstats.PairedRatio.verdict`: ``decided``, ``tie``, ``open``
+    or ``plain``."""
+    if ratio.rounds == 0 and ratio.value == 1.0 and ratio.low is None:
+        return "fastest"
+    return ratio.verdict()
 
 
 def matrix_cells(results: Sequence[Result]) -> list[Cell]:

@@ -287,8 +287,8 @@ def _heat(cells: Sequence[Cell]) -> list[str]:
             else:
                 shade = min(math.log2(ratio.value) / 4, 1.0) if ratio.value > 0 else 0
                 colour = f"hsl({120 - 120 * max(shade, 0.0):.0f},60%,88%)"
-                fastest = ratio.rounds == 0 and ratio.value == 1.0
-                verdict = "fastest" if fastest else ratio_verdict(ratio)
+                verdict = ratio_verdict(ratio)
+                fastest = verdict == "fastest"
                 tie = verdict in ("tie", "open")
                 klass = " fast" if fastest else " tie" if tie else ""
                 text = f"×{ratio.value:.2f}"

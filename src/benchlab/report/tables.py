@@ -125,14 +125,14 @@ _CAPTIONS = {
 }
 
 
-def ratio_text(ratio: PairedRatio | None, fastest: bool = False) -> str:
+def ratio_text(ratio: PairedRatio | None) -> str:
     """``×1.51 [1.18–1.80]``; ``≈ [0.99–1.02]`` for a tie within ±3%; ``×1.04? [0.95–1.13]``
     when the interval holds 1 but is wider than that; ``×1.00`` for the fastest itself."""
-    if fastest:
-        return "×1.00"
     if ratio is None:
         return "-"
     verdict = ratio_verdict(ratio)
+    if verdict == "fastest":
+        return "×1.00"
     if verdict == "plain":
         return f"×{ratio.value:.2f}"
     span = f"[{ratio.low:.2f}–{ratio.high:.2f}]"
@@ -153,9 +153,7 @@ def _ratios(cells: Sequence[Cell]) -> dict[int, str]:
     for group in groups.values():
         ratios = fastest_ratios(group)
         for cell in group:
-            ratio = ratios.get((cell.model, cell.label))
-            out[id(cell)] = "-" if ratio is None else ratio_text(ratio, ratio.rounds == 0 and
-                                                                 ratio.value == 1.0)
+            out[id(cell)] = ratio_text(ratios.get((cell.model, cell.label)))
     return out
 
 
