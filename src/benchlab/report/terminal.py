@@ -184,14 +184,14 @@ def cell_line(result: Result) -> str:
         parts.append(f"n={len(cell.latencies)}")
     else:
         parts.append("measured")
-    raced = result.details.get(DetailKey.RACE)
-    if raced:
-        parts.append(f"· {result.repetitions} processes, {escape(str(raced))}")
     if cell.sqnr is not None:
         parts.append(f"SQNR {cell.sqnr:.1f} dB")
     warning = coverage_warning(cell.delegation) if cell.delegation else None
     if warning:
         parts.append(f"[yellow]⚠ {escape(warning)}[/]")
+    raced = result.details.get(DetailKey.RACE)
+    if raced:  # last: its words end with the ratio, which must not run into SQNR
+        parts.append(f"· {result.repetitions} processes, {escape(str(raced))}")
     return " ".join(parts)
 
 
