@@ -31,7 +31,8 @@ from pathlib import Path
 from _common import parse_args, spread, write_result
 
 from benchlab.artifacts import ArtifactCache
-from benchlab.harness import TestOverrides, plan
+from benchlab.harness import plan
+from benchlab.overrides import TestOverrides
 from benchlab.jobrun import run_job
 from benchlab.spec.types import FrameworkConfig
 from benchlab.targets.host import HostTarget

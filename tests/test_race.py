@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from benchlab.api import race_policy
-from benchlab.harness import TestOverrides
+from benchlab.overrides import TestOverrides
+from benchlab.sweep import Sweep
 from benchlab.race import RacePolicy, Standing, decide_round
 from benchlab.rounds import Pace, measure_in_rounds
 from benchlab.schema import JobIdentity, Result, Status, StopReason
@@ -79,12 +79,12 @@ def test_the_policy_refuses_nonsense() -> None:
 
 
 def test_repeat_on_the_command_line_keeps_the_fixed_design() -> None:
-    assert race_policy(None, "rounds", None) == RacePolicy()
-    assert race_policy(None, "rounds", TestOverrides(repeat=5)) is None
-    assert race_policy(None, "jobs", None) is None
-    assert race_policy(False, "rounds", None) is None
+    assert Sweep.of().race_policy() == RacePolicy()
+    assert Sweep.of(overrides=TestOverrides(repeat=5)).race_policy() is None
+    assert Sweep.of(order="jobs").race_policy() is None
+    assert Sweep.of(race=False).race_policy() is None
     custom = RacePolicy(goal=0.02)
-    assert race_policy(custom, "rounds", TestOverrides(repeat=5)) is custom
+    assert Sweep.of(race=custom, overrides=TestOverrides(repeat=5)).race_policy() is custom
 
 
 # --- the scheduler, with measurements written for the test -------------------------------

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from benchlab.cli import app
 from benchlab.errors import SpecError, UsageError
-from benchlab.harness import TestOverrides
+from benchlab.overrides import TestOverrides
 from benchlab.runner.config import RunnerConfig
 from benchlab.settings import SettingInfo, TestSettings, check_settings, settings_info
 from benchlab.spec import load_spec

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from benchlab.targets.host import HostTarget
     from benchlab.targets.ssh import SshTarget
     from benchlab.errors import BenchlabError, InfrastructureError, SpecError, UserError
-    from benchlab.harness import TestOverrides
+    from benchlab.overrides import TestOverrides
     from benchlab.lab.client import submit_to_lab
     from benchlab.lab.queue import init_lab
     from benchlab.race import RacePolicy
@@ -95,7 +95,7 @@ _HOMES = {
     "SpecError": "benchlab.errors",
     "Status": "benchlab.schema",
     "Summary": "benchlab.schema",
-    "TestOverrides": "benchlab.harness",
+    "TestOverrides": "benchlab.overrides",
     "RebootPolicy": "benchlab.targets.reboot",
     "RacePolicy": "benchlab.race",
     "compare": "benchlab.api",

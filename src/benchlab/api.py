@@ -2,28 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from typing_extensions import Unpack
 
 from benchlab.artifacts import ArtifactCache, DownloadProgress, default_cache_dir
 from benchlab.ab.pairs import CompareSettings, Side, compare_jobs
 from benchlab.ab.model import Comparison
-from benchlab.energy.session import EnergySettings
 from benchlab.errors import InfrastructureError, UsageError
-from benchlab.harness import Plan, StagedPlan, TestOverrides, across_devices, execute, plan
+from benchlab.harness import Plan, StagedPlan, across_devices, execute, plan
 from benchlab.report.jsondir import write_result_json
-from benchlab.race import RacePolicy
 from benchlab.results import Results
 from benchlab.schema import EnvKey, Result
 from benchlab.spec import load
-from benchlab.spec.types import BenchmarkSpec, FrameworkConfig
-from benchlab.sweep import SpecsArg, Sweep, TargetsArg, framework_configs
+from benchlab.spec.types import BenchmarkSpec
+from benchlab.sweep import SpecsArg, Sweep, SweepFields, framework_configs
 from benchlab.store import ResultStore, using_store
 from benchlab.targets.base import Target
-from benchlab.targets.reboot import RebootPolicy
 from benchlab.targets.selection import select_targets, usable_target
 from benchlab.tracking.gitrepo import fetch
 from benchlab.tracking.tracker import (
@@ -34,8 +33,6 @@ from benchlab.tracking.tracker import (
     wait_interval,
 )
 from benchlab.tracking.tracker import fingerprint as track_fingerprint
-from benchlab.generation import Generation
-from benchlab.scenario import Scenario
 from benchlab.usermodels.prepare import entry_only, prepare_models
 from benchlab.exporting.session import ExportSession, ModelExport
 from benchlab.exporting.specs import (
@@ -63,16 +60,14 @@ class _Staged:
     zoo_models: int
 
 
-def _as_sweep(specs: SpecsArg | Sweep, **fields: Any) -> Sweep:
+def _as_sweep(specs: SpecsArg | Sweep, fields: SweepFields) -> Sweep:
     """``specs`` when it is a :class:`Sweep` already (then no other field may be given),
     else the sweep those arguments describe (:meth:`Sweep.of`)."""
     if not isinstance(specs, Sweep):
         return Sweep.of(specs, **fields)
-    # Every field's default is empty (None, an empty sequence) or the host.
-    given = sorted(name for name, value in fields.items() if value and value != "host")
-    if given:
-        raise UsageError(f"give a Sweep or its fields, not both ({', '.join(given)} given "
-                         "beside a Sweep)")
+    if fields:
+        raise UsageError(f"give a Sweep or its fields, not both ({', '.join(sorted(fields))} "
+                         "given beside a Sweep)")
     return specs
 
 
@@ -175,26 +170,10 @@ def _one_target(sweep: Sweep) -> Target:
     return usable_target(sweep.targets[0])
 
 
-def plan_sweep(
-    specs: SpecsArg | Sweep = None,
-    *,
-    models: Sequence[str] | None = None,
-    frameworks: Sequence[str | FrameworkConfig] | None = None,
-    target: TargetsArg = "host",
-    exclude_targets: Sequence[str] = (),
-    overrides: TestOverrides | None = None,
-    cache_dir: Path | None = None,
-    root_model_dir: Path | None = None,
-    model: Any = None,
-    inputs: Sequence[Any] | None = None,
-    data: str | Path | None = None,
-) -> Plan:
+def plan_sweep(specs: SpecsArg | Sweep = None, **fields: Unpack[SweepFields]) -> Plan:
     """The jobs :func:`run` would run with the same arguments (or :class:`Sweep`), without
     running them."""
-    sweep = _as_sweep(specs, models=models, frameworks=frameworks, target=target,
-                      exclude_targets=exclude_targets, overrides=overrides,
-                      cache_dir=cache_dir, root_model_dir=root_model_dir, model=model,
-                      inputs=inputs, data=data)
+    sweep = _as_sweep(specs, fields)
     return _plan(sweep, select_targets(list(sweep.targets), sweep.exclude_targets),
                  _cache_of(sweep))
 
@@ -202,79 +181,44 @@ def plan_sweep(
 def run(
     specs: SpecsArg | Sweep = None,
     *,
-    models: Sequence[str] | None = None,
-    frameworks: Sequence[str | FrameworkConfig] | None = None,
-    target: TargetsArg = "host",
-    exclude_targets: Sequence[str] = (),
     db: str | Path | ResultStore | None = None,
     resume: bool | int | str = False,
-    overrides: TestOverrides | None = None,
-    time_budget: float | None = None,
-    energy: str | EnergySettings | None = None,
-    string_map: Mapping[str, str] | None = None,
     json_dir: Path | None = None,
-    cache_dir: Path | None = None,
-    root_model_dir: Path | None = None,
     progress: bool = False,
     console: Console | None = None,
-    reboot: RebootPolicy | None = None,
     on_run: Callable[[str], None] | None = None,
     on_result: Callable[[Result], None] | None = None,
-    order: str = "rounds",
-    generations: Sequence[Generation] = (),
-    scenario: Scenario | None = None,
-    model: Any = None,
-    inputs: Sequence[Any] | None = None,
-    data: str | Path | None = None,
-    race: RacePolicy | bool | None = None,
+    **fields: Unpack[SweepFields],
 ) -> Results:
     """Run a sweep and return its :class:`Results`; every result is also in the store.
 
     ``specs`` are spec or suite files, or a whole :class:`~benchlab.sweep.Sweep` (then the
-    arguments it holds are not given again); ``models`` names zoo models (or ``all``,
-    ``default``, ``small``). ``model`` is your own model, or a list of them: a
-    ``torch.nn.Module``, a ``"file.py:factory"`` or ``"pkg.module:factory"``, an ONNX file, or
-    a file a runtime reads as it is (``.tflite``, ``.pte``, ``.xml``, ``.pt``, ``.pt2``,
-    ``.gguf``); it is exported to every format the installed runtimes take (docs/your-model.md).
-    ``inputs`` gives its input shapes (``"1x3x224x224"``, ``"ids=1x128:int64"``) or example
-    tensors; ``data`` an ``.npz`` of input sets for int8 calibration and accuracy.
-    With none of these, the zoo's default models run on every installed framework.
-    ``frameworks`` limits and configures the frameworks (``"pytorch:mode=eager"``).
+    fields it holds are not given again). The other keyword arguments are the sweep's fields,
+    each described in :class:`~benchlab.sweep.SweepFields`: ``models`` (zoo models),
+    ``model`` (your own: a ``torch.nn.Module``, ``"file.py:factory"``, an ONNX file or a file
+    a runtime reads as it is, exported to every format the installed runtimes take,
+    docs/your-model.md) with ``inputs`` and ``data``, ``frameworks``, ``target`` (one device
+    or a list: every job runs on every device and the reports set them side by side),
+    ``exclude_targets``, ``overrides``, ``string_map``, ``time_budget``, ``generations``,
+    ``scenario``, ``energy``, ``reboot``, ``order`` and ``race``.
+    With none of them, the zoo's default models run on every installed framework.
     Failed jobs do not raise: they are results with a failed status (see ``Results.failed``).
-    ``target`` is ``"host"``, ``"ssh:host=pi"``, ``"adb:serial=X"``, a target object, or a
-    list of them: every job then runs on every device, one device after the other, and the
-    reports set the devices side by side. ``adb`` without a serial means every attached phone;
-    ``exclude_targets`` drops the devices it names (``"adb:serial=X"``).
+
     ``energy`` (``"auto"`` or a meter name) measures energy per inference where a meter can;
-    elsewhere each result's ``details.energy`` says why it is unavailable.
-    ``reboot`` reboots the device before the run, after failures in a row or after an uptime
-    (adb targets); each reboot is recorded in the next result's ``details.reboot``.
+    elsewhere each result's ``details.energy`` says why it is unavailable. ``reboot`` reboots
+    the device before the run, after failures in a row or after an uptime (adb targets); each
+    reboot is in the next result's ``details.reboot``. ``order`` is ``"rounds"`` (every job's
+    first process, then every job's second...: drift falls on every cell alike and the
+    "× fastest" ratios are paired) or ``"jobs"``. ``race`` spends processes where the answer
+    is open (:class:`benchlab.race.RacePolicy`, docs/statistics.md); by default a run in
+    rounds races unless ``overrides`` fix ``repeat``; ``False`` never races.
+
     ``db`` is a store URL or SQLite path (default: the per-user store) or an open
     :class:`~benchlab.store.ResultStore`, which is used as it is and left open.
     ``on_run`` is called with the run's UUID once it is in the store (a new or resumed run);
     ``on_result`` with each result once it is stored (the lab's remote reporter uses it).
-    ``order`` is ``"rounds"`` (every job's first process, then every job's second...: drift
-    falls on every cell alike and the "× fastest" ratios are paired) or ``"jobs"`` (each job's
-    processes back to back); see :func:`benchlab.harness.execute`.
-    ``generations`` are the workloads the zoo's text generators run, one test each
-    (:func:`benchlab.generation.generation_grid` makes a grid; default P = 128, G = 64, D = 0).
-    ``scenario`` runs every forward-pass test under a load scenario with MLPerf LoadGen
-    (:class:`benchlab.scenario.Scenario`, docs/scenarios.md) instead of benchlab's loop.
-    ``race`` spends processes where the answer is open (:class:`benchlab.race.RacePolicy`,
-    docs/statistics.md): every cell gets a few, more go to the cells whose interval is wider
-    than the goal or whose "× fastest" ratio is undecided, clear losers stop early. By
-    default (``None``) a run in rounds races unless ``overrides`` fix ``repeat``, which
-    keeps the fixed design of that many processes per cell; ``False`` never races.
     """
-    if order not in ("rounds", "jobs"):
-        raise UsageError(f"order must be 'rounds' or 'jobs', not {order!r}")
-    if isinstance(energy, str):
-        energy = EnergySettings(meter=energy)
-    sweep = _as_sweep(specs, models=models, frameworks=frameworks, target=target,
-                      exclude_targets=exclude_targets, overrides=overrides,
-                      string_map=string_map, time_budget=time_budget, cache_dir=cache_dir,
-                      root_model_dir=root_model_dir, generations=generations,
-                      scenario=scenario, model=model, inputs=inputs, data=data)
+    sweep = _as_sweep(specs, fields)
     announce, bar, downloads = None, None, None
     if progress:
         # rich only when something is shown: the API itself stays free of it.
@@ -304,11 +248,8 @@ def run(
             bar.__enter__()
         try:
             record, results = execute(
-                planned, targets, cache, store, resume=resume,
-                string_map=dict(sweep.string_map) or None, time_budget=sweep.time_budget,
-                energy=energy, description=_describe(sweep),
-                on_result=stored, progress=bar, on_run=start, reboot=reboot, order=order,
-                race=race_policy(race, order, sweep.overrides),
+                planned, sweep, targets, cache, store, resume=resume,
+                description=_describe(sweep), on_result=stored, progress=bar, on_run=start,
             )
         finally:
             if bar is not None:
@@ -319,19 +260,6 @@ def run(
         run_uuid=record.uuid,
         skipped=tuple((s.label, s.reason) for stage in staged.taken for s in stage.skipped),
     )
-
-
-def race_policy(race: RacePolicy | bool | None, order: str,
-                overrides: TestOverrides | None) -> RacePolicy | None:
-    """The race a run uses: ``race`` as given, or by default a race for a run in rounds
-    whose number of processes the caller did not fix (``repeat`` in ``overrides``)."""
-    if isinstance(race, RacePolicy):
-        return race
-    if race is False or order != "rounds":
-        return None
-    if race is None and overrides is not None and "repeat" in overrides.values:
-        return None
-    return RacePolicy()
 
 
 def _counted(stages: Iterator[Plan], zoo_models: int, bar: SweepProgress) -> Iterator[Plan]:
@@ -386,25 +314,20 @@ def compare(
     *,
     control: Side,
     treatment: Side,
-    models: Sequence[str] | None = None,
-    frameworks: Sequence[str | FrameworkConfig] | None = None,
-    target: str | Target = "host",
     db: str | Path | ResultStore | None = None,
     settings: CompareSettings | None = None,
-    overrides: TestOverrides | None = None,
-    cache_dir: Path | None = None,
-    root_model_dir: Path | None = None,
     progress: Callable[[str], None] | None = None,
+    **fields: Unpack[SweepFields],
 ) -> Comparison:
     """Compare two sides (programs, framework variants or Python environments) on every job.
 
     When the sides name framework configurations, each test is planned once with the
     control's configuration and each side swaps in its own. Every side's observations are
     stored as a result with variant ``control`` or ``treatment``. ``specs`` may be a whole
-    :class:`~benchlab.sweep.Sweep` on one device.
+    :class:`~benchlab.sweep.Sweep` on one device; the other keyword arguments are its fields
+    (:class:`~benchlab.sweep.SweepFields`; ``target``: the one device both sides run on).
     """
-    sweep = _as_sweep(specs, models=models, frameworks=frameworks, target=target,
-                      overrides=overrides, cache_dir=cache_dir, root_model_dir=root_model_dir)
+    sweep = _as_sweep(specs, fields)
     if control.framework is not None and not sweep.frameworks:
         sweep = replace(sweep, frameworks=framework_configs([control.framework]))
     cache = _cache_of(sweep)
@@ -431,22 +354,19 @@ def track(
     settings: TrackSettings,
     follow: bool = False,
     interval: float = 600.0,
-    models: Sequence[str] | None = None,
-    frameworks: Sequence[str | FrameworkConfig] | None = None,
-    target: str | Target = "host",
     db: str | Path | ResultStore | None = None,
-    overrides: TestOverrides | None = None,
-    cache_dir: Path | None = None,
     progress: Callable[[str], None] | None = None,
+    **fields: Unpack[SweepFields],
 ) -> TrackReport:
     """Track a commit range (or follow a branch) against a pinned reference build.
 
     The spec's commands name the build as ``{program}``; ``settings.program`` says what that
     is inside a commit's worktree. A track stopped through its status file, or killed,
-    resumes where it stopped when run again with the same arguments.
+    resumes where it stopped when run again with the same arguments. The other keyword
+    arguments are the sweep's fields (:class:`~benchlab.sweep.SweepFields`; ``target``: the
+    one device the track runs on).
     """
-    sweep = _as_sweep(specs, models=models, frameworks=frameworks, target=target,
-                      overrides=overrides, cache_dir=cache_dir)
+    sweep = _as_sweep(specs, fields)
     cache = _cache_of(sweep)
     the_target = _one_target(sweep)
     planned = _plan(sweep, [the_target], cache)

@@ -119,7 +119,7 @@ def run(
     samples_per_query: Annotated[Optional[int], typer.Option(help="Multi-stream: samples per query (default 8).")] = None,  # noqa: UP007,E501
     mlperf_durations: Annotated[bool, typer.Option("--mlperf-durations", help="Load scenarios: LoadGen's official minimum duration (600 s) and query counts.")] = False,  # noqa: E501
     scenario_accuracy: Annotated[bool, typer.Option("--scenario-accuracy", help="Load scenarios: LoadGen's accuracy mode, every sample once, its logged outputs checked against the reference.")] = False,  # noqa: E501
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the planned jobs and exit.")] = False,  # noqa: E501
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the planned jobs and exit; with --lab, the request the lab would be sent.")] = False,  # noqa: E501
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     warnings: Annotated[bool, typer.Option("--warnings", help="Print every cell's noise warnings in full (one summary line is always printed).")] = False,  # noqa: E501
     wide: Annotated[bool, typer.Option("--wide", help="One table with every column (about 250 columns wide) instead of latency, cost and accuracy tables.")] = False,  # noqa: E501
@@ -131,10 +131,12 @@ def run(
     lab: Annotated[Optional[str], typer.Option("--lab", metavar="DB", help="Run on a lab device instead of here: the lab's database URL (with --lab-device or --lab-pool).")] = None,  # noqa: UP007,E501
     lab_device: Annotated[Optional[str], typer.Option(help="With --lab: the device (its lab id).")] = None,  # noqa: UP007,E501
     lab_pool: Annotated[Optional[str], typer.Option(help="With --lab: every device matching this rule, e.g. 'abi=arm64-v8a'.")] = None,  # noqa: UP007,E501
+    detach: Annotated[bool, typer.Option("--detach", help="With --lab: queue the jobs, print their ids and return without waiting ('benchlab lab status' follows them).")] = False,  # noqa: E501
 ) -> None:
     """Run benchmarks: the zoo's default models on every installed framework, or the specs given."""
     from benchlab.api import plan_sweep, run as run_sweep
-    from benchlab.harness import TestOverrides, describe_plan
+    from benchlab.harness import describe_plan
+    from benchlab.overrides import TestOverrides
     from benchlab.race import RacePolicy
     from benchlab.spec import parse_string_map
     from benchlab.sweep import Sweep
@@ -150,6 +152,14 @@ def run(
         before_run=reboot, after_failures=reboot_after_failures,
         max_uptime_s=None if reboot_after_uptime is None else reboot_after_uptime * 3600.0,
     )
+    if goal is not None and repeat is not None:
+        raise UsageError("--goal races the cells and --repeat fixes their processes: give one")
+    race = None
+    if goal is not None:
+        try:
+            race = RacePolicy(goal=_percent(goal, "--goal") or 0.0)
+        except ValueError as exc:
+            raise UsageError(f"--goal {goal!r}: {exc}") from None
     model_names = [m.strip() for m in models.split(",") if m.strip()] if models else None
     sweep = Sweep.of(
         list(specs), models=model_names, frameworks=split_frameworks(frameworks), target=target,
@@ -159,35 +169,29 @@ def run(
         generations=generations_from_options(prompt_tokens, new_tokens, depth),
         scenario=scenario_from_options(scenario, latency_bound, target_qps, duration, query_count,
                            samples_per_query, mlperf_durations, scenario_accuracy),
-        model=list(model), inputs=list(model_input), data=data,
+        model=list(model), inputs=list(model_input), data=data, energy=energy,
+        reboot=policy if policy.active else None, order=order, race=race,
     )
-    if goal is not None and repeat is not None:
-        raise UsageError("--goal races the cells and --repeat fixes their processes: give one")
-    race = None
-    if goal is not None:
-        if lab:
-            raise UsageError("--goal with --lab: the lab's workers race with the default goal; "
-                             "run it here to set another")
-        try:
-            race = RacePolicy(goal=_percent(goal, "--goal") or 0.0)
-        except ValueError as exc:
-            raise UsageError(f"--goal {goal!r}: {exc}") from None
-    if dry_run:
-        console.print_json(describe_plan(plan_sweep(sweep)))
-        return
     if lab:
         from benchlab.cli_lab import run_on_lab
 
-        if model:
-            raise UsageError("--model with --lab: a lab's devices cannot reach a model on this "
-                             "machine yet; run it here, or give the lab a spec with its files")
-
-        found, ok = run_on_lab(lab, list(specs), model_names or [],
-                               split_frameworks(frameworks), dict(overrides.values),
-                               lab_device, lab_pool)
+        # What only this machine's store would hold: the lab keeps the run in its own.
+        _refuse_with_lab({"--db": db, "--resume": resume, "--resume-run": resume_run,
+                          "--report-to": report_to},
+                         "the lab stores the run in its own database")
+        found, ok = run_on_lab(lab, sweep, lab_device, lab_pool, dry_run=dry_run,
+                               detach=detach)
         if found:
             _print_results(found, "benchlab run on the lab", warnings=warnings, wide=wide)
+            from benchlab.lab.queue import store_url
+
+            _write_reports(found, json_dir, html, title="benchlab run on the lab",
+                           label="lab", db=store_url(lab))
         raise typer.Exit(0 if ok else 1)
+    _refuse_without_lab(detach=detach)
+    if dry_run:
+        console.print_json(describe_plan(plan_sweep(sweep)))
+        return
     reporter = None
     if report_to:
         from benchlab.lab.reporter import Reporter, store_run_info
@@ -198,9 +202,9 @@ def run(
     ended = "interrupted"
     try:
         results = run_sweep(
-            sweep, db=db, resume=resume_run or resume, energy=energy, json_dir=json_dir,
-            progress=not quiet, console=err_console, reboot=policy if policy.active else None,
-            order=order, race=race, on_run=reporter.on_run if reporter else None,
+            sweep, db=db, resume=resume_run or resume, json_dir=json_dir,
+            progress=not quiet, console=err_console,
+            on_run=reporter.on_run if reporter else None,
             on_result=reporter.on_result if reporter else None,
         )
         ended = "finished"
@@ -212,18 +216,47 @@ def run(
                    wide=wide)
     for label, reason in results.skipped:
         console.print(f"[dim]skipped {escape(label)}: {escape(reason)}[/]")
+    _write_reports(results, None, html, title=f"benchlab run {results.run_id}",
+                   label=results.run_uuid, db=db)
+    if results.failed:
+        err_console.print(f"[red]{len(results.failed)} of {len(results)} jobs failed[/]")
+    raise typer.Exit(results.exit_code)
+
+
+def _refuse_with_lab(given: dict[str, Any], why: str) -> None:
+    """A usage error naming the options given that a lab job cannot honour, and why."""
+    named = [option for option, value in given.items() if value]
+    if named:
+        raise UsageError(f"{', '.join(named)} with --lab: {why}")
+
+
+def _refuse_without_lab(**given: bool) -> None:
+    """``--detach`` and a compare's or a track's ``--dry-run`` only mean something with --lab."""
+    named = ["--" + name.replace("_", "-") for name, value in given.items() if value]
+    if named:
+        raise UsageError(f"{', '.join(named)} goes with --lab")
+
+
+def _write_reports(results: Any, json_dir: Path | None, html: Path | None, *, title: str,
+                   label: str, db: str | None) -> None:
+    """The files a run writes beside its tables: one JSON per result under ``label``
+    (``--json-dir``, for results that came from a lab; a run here writes them as they are
+    stored) and the matrix report (``--html``), with the earlier points of the same cells in
+    the store ``db``."""
+    if json_dir is not None:
+        from benchlab.report.jsondir import write_result_json
+
+        for result in results:
+            write_result_json(json_dir, label, result)
     if html is not None:
         from benchlab.report.matrix_html import write_matrix_html
         from benchlab.store import open_store
 
         with open_store(db) as store:
             previous = store.previous_points(results)
-        path = write_matrix_html(list(results), html, title=f"benchlab run {results.run_id}",
-                                 skipped=results.skipped, previous=previous)
+        path = write_matrix_html(list(results), html, title=title,
+                                 skipped=getattr(results, "skipped", ()), previous=previous)
         console.print(f"report: {path}")
-    if results.failed:
-        err_console.print(f"[red]{len(results.failed)} of {len(results)} jobs failed[/]")
-    raise typer.Exit(results.exit_code)
 
 
 def _print_results(results: list[Any], title: str, *, warnings: bool = True,
@@ -318,6 +351,9 @@ def compare(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
     lab: Annotated[Optional[str], typer.Option("--lab", metavar="DB", help="Compare on a lab device (both sides there): the lab's database URL, with --lab-device.")] = None,  # noqa: UP007,E501
     lab_device: Annotated[Optional[str], typer.Option(help="With --lab: the device (its lab id).")] = None,  # noqa: UP007,E501
+    target: Annotated[str, typer.Option("--target", help="The one device both sides run on: host, ssh:host=NAME, adb:serial=X.")] = "host",  # noqa: E501
+    detach: Annotated[bool, typer.Option("--detach", help="With --lab: queue the job, print its id and return without waiting.")] = False,  # noqa: E501
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="With --lab: print the request the lab would be sent, and exit.")] = False,  # noqa: E501
 ) -> None:
     """A/B: is the treatment slower or faster than the control? Exit code 1 on a regression."""
     from benchlab.api import compare as run_compare
@@ -328,7 +364,8 @@ def compare(
         comparison_table,
         fidelity_lines,
     )
-    from benchlab.harness import TestOverrides
+    from benchlab.overrides import TestOverrides
+    from benchlab.sweep import Sweep
 
     try:
         looks = tuple(int(p) for p in pairs.split(",") if p.strip())
@@ -345,33 +382,36 @@ def compare(
         fidelity_tolerance=(None if fidelity_tolerance == "off"
                             else _percent(fidelity_tolerance, "--fidelity-tolerance")),
     )
+    sweep = Sweep.of(
+        list(specs), models=[m.strip() for m in models.split(",") if m.strip()] if models
+        else None, frameworks=split_frameworks(frameworks) or None, target=target,
+        overrides=TestOverrides(iter=iterations, warmup=warmup, min_time=min_time),
+    )
     if lab:
-        if control_model or treatment_model:
-            raise UsageError("--lab takes programs, configs or Pythons as sides, not model "
-                             "files: put each file in a spec")
-        if control_commit or treatment_commit:
-            raise UsageError("--lab takes programs, configs or Pythons as sides, not commits: "
-                             "use 'benchlab track --lab' for commits")
         from benchlab.cli_lab import ab_on_lab
+        from benchlab.lab.ab_options import SideSpec, compare_options
 
-        ab_on_lab(lab, lab_device, "compare", list(specs), models, split_frameworks(frameworks),
-                   {"iter": iterations, "warmup": warmup, "min_time": min_time}, {
-                       "control": {"program": control_program, "config": control_config,
-                                   "python": control_python},
-                       "treatment": {"program": treatment_program, "config": treatment_config,
-                                     "python": treatment_python},
-                       "settings": {"min_effect": settings.min_effect, "alpha": alpha,
-                                    "looks": list(looks), "verify": verify, "mode": mode,
-                                    "fidelity_tolerance": settings.fidelity_tolerance}})
+        _refuse_with_lab({"--control-model": control_model,
+                          "--treatment-model": treatment_model},
+                         "the lab takes programs, configs or Pythons as sides: put each model "
+                         "file in a spec")
+        _refuse_with_lab({"--control-commit": control_commit,
+                          "--treatment-commit": treatment_commit, "--repo": repo,
+                          "--build": build, "--commit-program": commit_program},
+                         "commits are built on the device by 'benchlab track --lab'")
+        _refuse_with_lab({"--db": db}, "the lab stores the comparison in its own database")
+        ab_on_lab(lab, lab_device, "compare", sweep, compare_options(
+            SideSpec(control_program, control_config, control_python),
+            SideSpec(treatment_program, treatment_config, treatment_python), settings),
+            dry_run=dry_run, detach=detach)
+    _refuse_without_lab(detach=detach, dry_run=dry_run)
     comparison = run_compare(
-        list(specs),
+        sweep,
         control=_side("control", control_program, control_config, control_python,
                       control_commit, (repo, build, commit_program), control_model),
         treatment=_side("treatment", treatment_program, treatment_config, treatment_python,
                         treatment_commit, (repo, build, commit_program), treatment_model),
-        models=[m.strip() for m in models.split(",")] if models else None,
-        frameworks=split_frameworks(frameworks) or None, db=db, settings=settings,
-        overrides=TestOverrides(iter=iterations, warmup=warmup, min_time=min_time),
+        db=db, settings=settings,
         progress=None if quiet else (lambda text: err_console.print(f"[dim]{escape(text)}[/]")),
     )
     console.print(comparison_table(comparison))
@@ -411,11 +451,15 @@ def track(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
     lab: Annotated[Optional[str], typer.Option("--lab", metavar="DB", help="Track on a lab device: the lab's database URL, with --lab-device; --repo is a path on that device's host.")] = None,  # noqa: UP007,E501
     lab_device: Annotated[Optional[str], typer.Option(help="With --lab: the device (its lab id).")] = None,  # noqa: UP007,E501
+    target: Annotated[str, typer.Option("--target", help="The one device the track runs on: host, ssh:host=NAME, adb:serial=X.")] = "host",  # noqa: E501
+    detach: Annotated[bool, typer.Option("--detach", help="With --lab: queue the job, print its id and return without waiting.")] = False,  # noqa: E501
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="With --lab: print the request the lab would be sent, and exit.")] = False,  # noqa: E501
 ) -> None:
     """Benchmark a commit history against a pinned reference; find and bisect steps."""
     from benchlab.api import track as run_track
     from benchlab.artifacts import default_cache_dir
     from benchlab.report.history import track_table
+    from benchlab.sweep import Sweep
     from benchlab.tracking import TrackSettings
 
     if step < 1 or pairs < 2:
@@ -424,23 +468,25 @@ def track(
         raise UsageError("give --remote and --branch together")
     if remote is not None and revisions == "HEAD":
         revisions = f"{remote}/{branch}"
-    if lab:
-        if follow or remote:
-            raise UsageError("track --lab walks a fixed range: --follow and --remote stay local")
-        from benchlab.cli_lab import ab_on_lab
-
-        ab_on_lab(lab, lab_device, "track", list(specs), None, [], {}, {
-            "repo": str(repo), "revisions": revisions, "program": program,
-            "build_command": build, "reference": reference, "step": step, "pairs": pairs,
-            "min_effect": _percent(min_effect, "--min-effect") or 0.01})
     settings = TrackSettings(
         repo=repo, revisions=revisions, program=program, build_command=build,
         builds_dir=builds_dir or default_cache_dir().parent / "builds", reference=reference,
         step=step, pairs=pairs, min_effect=_percent(min_effect, "--min-effect") or 0.01,
         status_file=status_file, remote=remote, branch=branch,
     )
+    sweep = Sweep.of(list(specs), target=target)
+    if lab:
+        from benchlab.cli_lab import ab_on_lab
+        from benchlab.lab.ab_options import track_options
+
+        _refuse_with_lab({"--follow": follow, "--builds-dir": builds_dir},
+                         "a lab track walks a fixed range and builds on the device's host")
+        _refuse_with_lab({"--db": db}, "the lab stores the track in its own database")
+        ab_on_lab(lab, lab_device, "track", sweep, track_options(settings), dry_run=dry_run,
+                  detach=detach)
+    _refuse_without_lab(detach=detach, dry_run=dry_run)
     report = run_track(
-        list(specs), settings=settings, follow=follow, interval=interval, db=db,
+        sweep, settings=settings, follow=follow, interval=interval, db=db,
         progress=None if quiet else (lambda text: err_console.print(f"[dim]{escape(text)}[/]")),
     )
     console.print(track_table(report))

@@ -322,17 +322,22 @@ def lab_up(
 # The lab side of `run --lab`, `compare --lab` and `track --lab` (cli.py calls these).
 
 
-def run_on_lab(url: str, specs: list[Path], models: list[str], frameworks: list[str],
-               overrides: dict[str, Any], device: str | None,
-               pool: str | None) -> tuple[list[Any], bool]:
-    """``run --lab``: the same request, queued for lab devices and waited for.
+def run_on_lab(url: str, sweep: Any, device: str | None, pool: str | None, *,
+               dry_run: bool = False, detach: bool = False) -> tuple[list[Any], bool]:
+    """``run --lab``: the same sweep, queued for lab devices and waited for (``detach``:
+    queued only; ``dry_run``: the request printed, nothing queued).
 
     Returns the results the jobs stored, and whether every job finished with ok results.
     """
-    from benchlab.lab.client import job_outcomes, submit_to_lab
+    from benchlab.lab.client import job_outcomes, request_for, submit_to_lab
 
-    jobs = submit_to_lab(url, specs, device=device, pool=pool, models=models,
-                        frameworks=frameworks, overrides=overrides, wait=True)
+    if dry_run:
+        _print_request(request_for(sweep))
+        return [], True
+    jobs = submit_to_lab(url, sweep, device=device, pool=pool, wait=not detach)
+    if detach:
+        _jobs_table(jobs)
+        return [], True
     outcomes = job_outcomes(url, jobs, with_samples=True)
     for outcome in outcomes:
         job = outcome.job
@@ -342,19 +347,24 @@ def run_on_lab(url: str, specs: list[Path], models: list[str], frameworks: list[
     return [r for outcome in outcomes for r in outcome.results], ok
 
 
-def ab_on_lab(url: str, device: str | None, kind: str, specs: list[Path], models: str | None,
-              frameworks: list[str], overrides: dict[str, Any],
-              options: dict[str, Any]) -> None:
-    """``compare/track --lab``: one job on one device; prints its report and exits with its code."""
-    from benchlab.lab.client import submit_to_lab
+def ab_on_lab(url: str, device: str | None, kind: str, sweep: Any,
+              options: dict[str, Any], *, dry_run: bool = False,
+              detach: bool = False) -> None:
+    """``compare/track --lab``: one job on one device; prints its report and exits with its
+    code (``detach``: prints the job and exits 0; ``dry_run``: prints the request)."""
+    from benchlab.lab.client import request_for, submit_to_lab
 
+    if dry_run:
+        _print_request(request_for(sweep, kind=kind, options=options))
+        raise typer.Exit(0)
     if not device:
         raise UsageError(f"{kind} --lab needs --lab-device: both sides must run on one device")
-    [job] = submit_to_lab(
-        url, specs, device=device, models=[m.strip() for m in (models or "").split(",") if m],
-        frameworks=frameworks, kind=kind, wait=True,
-        overrides=_drop_none(overrides),
-        options=_drop_none(options))
+    jobs = submit_to_lab(url, sweep, device=device, kind=kind, options=options,
+                         wait=not detach)
+    if detach:
+        _jobs_table(jobs)
+        raise typer.Exit(0)
+    [job] = jobs
     err_console.print(f"lab job {job.id} on {escape(job.device_id or job.route)}: "
                f"{job.status} ({escape(job.reason)})")
     if job.report is None:
@@ -363,7 +373,8 @@ def ab_on_lab(url: str, device: str | None, kind: str, specs: list[Path], models
     raise typer.Exit(int(job.report["exit_code"]))
 
 
-def _drop_none(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _drop_none(v) for k, v in value.items() if v is not None}
-    return value
+def _print_request(request: Any) -> None:
+    """A lab request as JSON, with the digest its stored job will carry."""
+    console.print_json(json.dumps({"kind": request.kind, "digest": request.digest,
+                                   "sweep": dict(request.sweep),
+                                   "options": dict(request.options)}))

@@ -11,26 +11,23 @@ from __future__ import annotations
 import hashlib
 import json
 import socket
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import zip_longest
-from types import MappingProxyType
-from typing import Any
 
 from benchlab.artifacts import ArtifactCache
-from benchlab.energy.session import EnergySettings
 from benchlab.errors import UsageError
 from benchlab.frameworks.base import NATIVE_BINARY, Framework, Unsupported
 from benchlab.frameworks.common import is_generative
 from benchlab.jobrun import Job, JobMeasurement, run_job
 from benchlab.plugins import FRAMEWORK_GROUP, available_names, load_framework
-from benchlab.race import RacePolicy
 from benchlab.rounds import Pace, ProgressCallback, measure_in_rounds
 from benchlab.schema import EnvKey, JobIdentity, Result
+from benchlab.overrides import TestOverrides
 from benchlab.scenario import Scenario
-from benchlab.settings import check_settings
 from benchlab.store import ResultStore, RunRecord
-from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
+from benchlab.sweep import Sweep
+from benchlab.spec.types import BenchmarkSpec, FrameworkConfig
 from benchlab.targets.base import Target
 from benchlab.targets.reboot import Rebootable, RebootPolicy, Rebooter
 
@@ -38,7 +35,6 @@ __all__ = [
     "Plan",
     "Skipped",
     "StagedPlan",
-    "TestOverrides",
     "across_devices",
     "execute",
     "ignored_fields",
@@ -46,47 +42,6 @@ __all__ = [
     "plan",
     "sweep_fingerprint",
 ]
-
-
-class TestOverrides:
-    """Settings that replace what the specs say, for every test of a sweep.
-
-    Keyword arguments are settings of :class:`benchlab.settings.TestSettings`; ``None`` leaves
-    the spec's value. An unknown name or a value out of bounds is a :class:`UsageError`.
-    """
-
-    __slots__ = ("_values",)
-    __test__ = False  # a library class, not a pytest test class
-    _values: Mapping[str, Any]
-
-    def __init__(self, **settings: Any) -> None:
-        values = {name: value for name, value in settings.items() if value is not None}
-        problems = check_settings(values)
-        if problems:
-            raise UsageError("; ".join(problems))
-        object.__setattr__(self, "_values", MappingProxyType(values))
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"TestOverrides is immutable (cannot set {name!r})")
-
-    @property
-    def values(self) -> Mapping[str, Any]:
-        """The settings this replaces, name → value."""
-        return self._values
-
-    def __repr__(self) -> str:
-        given = ", ".join(f"{name}={value!r}" for name, value in self._values.items())
-        return f"TestOverrides({given})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, TestOverrides) and dict(self._values) == dict(other._values)
-
-    def __hash__(self) -> int:
-        return hash(tuple(sorted(self._values.items())))
-
-    def apply(self, test: TestCase) -> TestCase:
-        """``test`` with every set override in place."""
-        return replace(test, **self._values) if self._values else test
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,24 +244,21 @@ def across_devices(plans: Sequence[Plan]) -> Plan:
 
 
 def execute(
-    sweep: Plan | StagedPlan,
+    planned: Plan | StagedPlan,
+    sweep: Sweep,
     target: Target | Sequence[Target],
     cache: ArtifactCache,
     store: ResultStore,
     *,
     resume: bool | int | str = False,
-    string_map: Mapping[str, str] | None = None,
-    time_budget: float | None = None,
-    energy: EnergySettings | None = None,
     description: str = "",
     on_result: Callable[[Result], None] | None = None,
     progress: ProgressCallback | None = None,
     on_run: Callable[[str], None] | None = None,
-    reboot: RebootPolicy | None = None,
-    order: str = "rounds",
-    race: RacePolicy | None = None,
 ) -> tuple[RunRecord, list[Result]]:
-    """Run the planned jobs; returns the store's run record and the run's results.
+    """Run the jobs ``planned`` from ``sweep``; returns the store's run record and the run's
+    results. How they run is the sweep's: its string map, time budget, energy settings,
+    reboot policy, order and race (:meth:`~benchlab.sweep.Sweep.race_policy`).
 
     ``order="rounds"`` (the default) runs each stage's jobs in rounds: every job's first
     process, then every job's second, and so on, so a drift of the machine during the run
@@ -314,7 +266,7 @@ def execute(
     (paired ratios, :func:`benchlab.runstats.paired_ratio`). Jobs that must keep their
     processes together (a power meter, FAI-PEP host commands) run whole before the rounds,
     and a reboot policy runs everything job after job. ``order="jobs"`` runs each job's
-    processes back to back, one job after another. With ``race`` (and rounds), the processes
+    processes back to back, one job after another. With a race (and rounds), the processes
     go where the answer is open (:mod:`benchlab.race`, :func:`benchlab.rounds.measure_in_rounds`):
     still in rounds, each cell recorded as soon as the race decides it.
 
@@ -327,12 +279,14 @@ def execute(
     jobs already recorded in that run are not run again.
     """
     targets = [target] if isinstance(target, Target) else list(target)
-    rebooters = _rebooters(reboot or RebootPolicy(), targets)
+    rebooters = _rebooters(sweep.reboot or RebootPolicy(), targets)
+    string_map = dict(sweep.string_map) or None
+    time_budget, energy, race = sweep.time_budget, sweep.energy, sweep.race_policy()
     run = None
     if resume:
         ref = None if resume is True else resume
         # A run started before the canonical fingerprint is found by its old name.
-        names = sweep.fingerprints
+        names = planned.fingerprints
         if ref is not None:
             run = store.find_resumable_run(run_id=ref)
         else:
@@ -350,12 +304,12 @@ def execute(
             run = store.resume_run(run.id)
     if run is None:
         run = store.start_run(
-            fingerprint=sweep.fingerprint, description=description, host=socket.gethostname()
+            fingerprint=planned.fingerprint, description=description, host=socket.gethostname()
         )
     if on_run:
         on_run(run.uuid)
     done = store.finished_job_keys(run.id)
-    stages = iter((sweep,)) if isinstance(sweep, Plan) else sweep.stages
+    stages = iter((planned,)) if isinstance(planned, Plan) else planned.stages
     keys: set[str] = set()
     pace = Pace()
 
@@ -374,7 +328,7 @@ def execute(
         for stage in stages:
             keys.update(job.identity.key for job in stage.jobs)
             todo = [job for job in stage.jobs if job.identity.key not in done]
-            if order == "rounds" and not any(r.policy.active for r in rebooters.values()):
+            if sweep.order == "rounds" and not any(r.policy.active for r in rebooters.values()):
                 measure_in_rounds(todo, measurement, record, progress, pace, race)
                 continue
             for job in todo:

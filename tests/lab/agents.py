@@ -78,8 +78,10 @@ class Agents:
         self.logs = logs
         self.procs: list[subprocess.Popen] = []
 
-    def start(self, name: str, *extra: str, host_device: bool = True) -> subprocess.Popen:
-        """Start an agent for host ``name`` with quick heartbeats and stall detection."""
+    def start(self, name: str, *extra: str, host_device: bool = True,
+              env: dict[str, str] | None = None) -> subprocess.Popen:
+        """Start an agent for host ``name`` with quick heartbeats and stall detection
+        (``env``: its environment, e.g. a cache folder of the test's)."""
         log = open(self.logs / f"{name}-{len(self.procs)}.log", "w")  # noqa: SIM115
         argv = [sys.executable, "-m", "benchlab", "lab", "worker", "--db", self.url,
                 "--name", name, "--no-adb", "--heartbeat", "1", "--stalled-after", "4",
@@ -87,7 +89,7 @@ class Agents:
         if not host_device:
             argv.append("--no-host-device")
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                start_new_session=True, env=env)
         self.procs.append(proc)
         return proc
 

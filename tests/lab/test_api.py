@@ -46,7 +46,8 @@ def a_result(p50: float = 1200.0) -> Result:
     """A small ok result with latency samples and a summary."""
     summary = Summary(unit="us", count=3, mean=p50, stdev=1.0, min=p50 - 1, p10=p50 - 1,
                       p50=p50, p90=p50 + 1, p99=p50 + 1, max=p50 + 1, mad=0.5, cv=0.001,
-                      ci_low=p50 - 1, ci_high=p50 + 1, percentiles={"p95": p50 + 1})
+                      ci_low=p50 - 1, ci_high=p50 + 1, percentiles={"p95": p50 + 1},
+                      processes=3, process_p50s=(p50 - 2, p50, p50 + 2))
     return Result(
         identity=JobIdentity(spec="s.yaml", model_name="resnet18", model_hash="sha256:00",
                              test_identifier="cpu", framework="onnxruntime",
@@ -222,7 +223,10 @@ def test_runs_show_results_without_samples(client: TestClient) -> None:
         assert detail.status_code == 200, ref
         (result,) = detail.json()["results"]
         assert "samples" not in result
-        assert result["summaries"]["NET latency"]["p50"] == 1200.0
+        latency = result["summaries"]["NET latency"]
+        assert latency["p50"] == 1200.0
+        # The per-process medians the interval rests on come through whole.
+        assert latency["processes"] == 3 and latency["process_p50s"] == [1198.0, 1200.0, 1202.0]
         assert result["identity"]["model_name"] == "resnet18"
     assert client.get(f"{API}/runs/999").status_code == 404
     assert client.get(f"{API}/runs/not-a-run").status_code == 422

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from benchlab.lab.devices import Device, DeviceEvent
 from benchlab.lab.jobs import LabJob, LabRequest, QueueRow
+from benchlab.sweep import Sweep
 from benchlab.lab.server.api_models import DeviceEventOut, DeviceOut, JobOut, QueueRowOut
 
 DEVICE = Device(
@@ -19,7 +20,7 @@ DEVICE = Device(
     last_heartbeat=2.0, device_state={"battery": {"level": 80}}, now=3.0,
 )
 JOB = LabJob(
-    id=7, submission="s-1", request=LabRequest(models=("mobilenet_v2",)), route_kind="pool",
+    id=7, submission="s-1", request=LabRequest.of(Sweep.of(models=["mobilenet_v2"])), route_kind="pool",
     route="cpu", device_id=None, queue_job_id=12, status="waiting", reason="", run_uuid=None,
     attempts=0, submitted_by="ci", created_at=1.0, started_at=None, finished_at=None,
 )

@@ -15,6 +15,7 @@ from sqlalchemy import update
 
 from benchlab.lab.devices import quarantine, register_device, set_health, set_state
 from benchlab.lab.jobs import LabRequest, new_jobs, set_job
+from benchlab.sweep import Sweep
 from benchlab.lab.queue import store_url
 from benchlab.lab.server.app import create_app
 from benchlab.lab.tokens import create_token
@@ -109,16 +110,16 @@ def seed_devices(store: ResultStore) -> None:
 
 def seed_jobs(store: ResultStore) -> list[int]:
     """A job bound to the quarantined device, waiting for ten minutes (stuck), and one fresh."""
-    stuck = new_jobs(store, LabRequest(models=("resnet18",)), device="pixel-quar",
+    stuck = new_jobs(store, LabRequest.of(Sweep.of(models=["resnet18"])), device="pixel-quar",
                      submitted_by="bob")[0]
     set_job(store, stuck.id, created_at=time.time() - 600)
-    fresh = new_jobs(store, LabRequest(models=("mobilenet_v3",)), device="pixel-idle")[0]
+    fresh = new_jobs(store, LabRequest.of(Sweep.of(models=["mobilenet_v3"])), device="pixel-idle")[0]
     return [stuck.id, fresh.id]
 
 
 def seed_report(store: ResultStore) -> int:
     """A finished compare job on a lab device whose report finds resnet18 slower."""
-    job = new_jobs(store, LabRequest(kind="compare", models=("resnet18",), options={
+    job = new_jobs(store, LabRequest.of(Sweep.of(models=["resnet18"]), kind="compare", options={
         "control": {"config": "onnxruntime:threads=1"},
         "treatment": {"config": "onnxruntime:threads=2"}}), device="pixel-idle")[0]
     report = {"text": "| resnet18/default | latency | +7.9% | regression |", "exit_code": 1,

@@ -24,6 +24,7 @@ from schemathesis.specs.openapi.checks import (
 
 from benchlab.lab import devices
 from benchlab.lab.jobs import LabRequest
+from benchlab.sweep import Sweep
 from benchlab.lab.localpg import PostgresServer
 from benchlab.lab.queue import Lab, init_lab, open_lab, submit
 from benchlab.lab.server.app import create_app
@@ -73,7 +74,7 @@ def seeded(pg_server: PostgresServer) -> Iterator[Seeded]:
                                 target="host", properties={"abi": "x86_64", "cores": 8},
                                 pools=[])
         devices.set_health(lab.store, "host:a1", "good", "seeded")
-        submit(lab, LabRequest(models=("resnet18",)), pool="cores>=64")
+        submit(lab, LabRequest.of(Sweep.of(models=["resnet18"])), pool="cores>=64")
         run = lab.store.start_run(fingerprint="fp", description="seeded", host="hostA")
         lab.store.add_result(run.id, _result())
         yield Seeded(lab)

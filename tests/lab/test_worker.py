@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ from benchlab.lab.client import request_for, submit_to_lab
 from benchlab.lab.devices import device_events, get_device, list_devices, quarantine, release
 from benchlab.lab.jobs import LabRequest, list_jobs
 from benchlab.lab.queue import open_lab, store_url, submit
-from benchlab.schema import LATENCY_KEY
+from benchlab.schema import LATENCY_KEY, DetailKey, Metric
 from benchlab.store import open_store
 
 from .agents import agents, nap_spec, read_marks, wait_until
@@ -242,7 +243,7 @@ def test_run_with_lab_runs_on_a_lab_device_and_prints_its_results(lab_url: str,
     assert "nap" in done.stdout and "generic" in done.stdout
     with open_lab(lab_url) as lab:
         [job] = list_jobs(lab.store)
-    assert job.request.overrides == {"iter": 5}
+    assert job.request.sweep["overrides"] == {"iter": 5}
     [result] = _results_of(lab_url, job.run_uuid)
     assert len(result.samples_of(LATENCY_KEY)) == 3  # nap prints three, whatever iter says
 
@@ -325,3 +326,42 @@ def test_a_board_that_is_down_does_not_keep_its_host_from_serving(lab_url: str,
             history = device_events(lab.store, "ssh:nowhere.invalid")
         assert board.state == "offline" and not board.alive
         assert any(e.kind == "state" and e.value == "offline" and e.reason for e in history)
+
+
+def test_run_lab_measures_the_scenario_and_the_workload_it_was_given(
+        lab_url: str, tmp_path: Path, llama_15m_export: Any) -> None:
+    """``run --lab`` with a load scenario and with a prompt length: the device measures what
+    the command says, not the defaults (the options used to be dropped on the way)."""
+    # The worker's artifact cache is the session's zoo cache: its default folder under an
+    # XDG_CACHE_HOME of the test's, linked there, so nothing is exported twice.
+    xdg = tmp_path / "xdg"
+    (xdg / "benchlab").mkdir(parents=True)
+    (xdg / "benchlab" / "artifacts").symlink_to(llama_15m_export.cache_dir)
+    env = {**os.environ, "XDG_CACHE_HOME": str(xdg)}
+    lab = ["--lab", lab_url, "--lab-device", "host:hostL", "-f", "onnxruntime", "-q"]
+    with agents(lab_url, tmp_path) as lab_agents:
+        lab_agents.start("hostL", env=env)
+        lab_agents.wait_registered("host:hostL")
+        server = subprocess.run(
+            [sys.executable, "-m", "benchlab", "run", "--models", "mlp", *lab,
+             "--scenario", "server", "--latency-bound", "15ms", "--duration", "0.5",
+             "--repeat", "1"], capture_output=True, text=True, timeout=600)
+        assert server.returncode == 0, server.stderr + lab_agents.log_text()
+        prompt = subprocess.run(
+            [sys.executable, "-m", "benchlab", "run", "--models", "llama_15m", *lab,
+             "--prompt-tokens", "64", "--new-tokens", "8", "--iter", "1", "--repeat", "1",
+             "--min-time", "0", "--warmup", "0"], capture_output=True, text=True, timeout=600)
+        assert prompt.returncode == 0, prompt.stderr + lab_agents.log_text()
+    with open_lab(lab_url) as lab:
+        jobs = sorted(list_jobs(lab.store), key=lambda job: job.id)
+    scenario_results = _results_of(lab_url, jobs[0].run_uuid)
+    assert scenario_results and all(r.ok for r in scenario_results)
+    for result in scenario_results:
+        assert result.details[DetailKey.SCENARIO]["name"] == "server"
+        assert result.details[DetailKey.SCENARIO]["latency_bound_ms"] == 15.0
+        assert result.summaries[Metric.SERVER_QPS.key].p50 > 0
+    generated = _results_of(lab_url, jobs[1].run_uuid)
+    assert generated and all(r.ok for r in generated)
+    for result in generated:
+        assert result.details[DetailKey.GENERATION]["prompt_tokens"] == 64
+        assert result.details[DetailKey.GENERATION]["new_tokens"] == 8

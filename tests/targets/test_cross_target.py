@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 import benchlab
 from benchlab.cli import app
 from benchlab.doctor import device_summary, diagnose
-from benchlab.harness import TestOverrides as Overrides
+from benchlab.overrides import TestOverrides as Overrides
 from benchlab.schema import Status
 from benchlab_standin import StandinPhone
 from benchlab_standin.adbserver import AdbServer
@@ -228,3 +228,52 @@ def test_the_gate_waits_for_a_hot_phone_and_flags_one_that_heats_up(
     assert gate["waited_s"] > 0
     flags = {f["flag"]: f["detail"] for f in result.details["device_flags"]}
     assert "temperature_above_gate" in flags, result.environment["state_after"]
+
+
+SLOW_OR_FAST = r"""#!/bin/sh
+# Times a busy loop of $2 steps, $1 times: the side's size is its speed.
+n=$1; k=$2; i=0
+while [ $i -lt $n ]; do
+  s=$(date +%s%N); j=0
+  while [ $j -lt $k ]; do j=$((j+1)); done
+  e=$(date +%s%N)
+  echo "BENCHLAB_METRIC {\"type\":\"NET\",\"metric\":\"latency\",\"unit\":\"ms\",\"value\":$(( (e-s)/1000 ))e-3}"
+  i=$((i+1))
+done
+"""
+
+
+@pytest.mark.parametrize("where", ["ssh", "adb"])
+def test_compare_and_track_take_a_target_from_the_command_line(
+    where: str, tmp_path: Path, board: LoopbackBoard, phone: tuple[StandinPhone, AdbServer]
+) -> None:
+    """An A/B on a board or a phone needs no lab: ``compare --target`` measures both sides
+    there (a loop twice as long is a regression, exit 1) and stores them as that device's."""
+    program = tmp_path / "bench.sh"
+    program.write_text(SLOW_OR_FAST)
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({
+        "model": {"name": "loop", "format": "generic",
+                  "files": {"program": {"location": "bench.sh", "md5": None}}},
+        "tests": [{"identifier": "loop", "repeat": 1, "warmup": 0,
+                   "commands": ["sh {files.program} 5 {program}"]}]}))
+    target = _targets(board, phone[1])[where]
+    db = tmp_path / "results.db"
+    done = CliRunner().invoke(app, [
+        "compare", str(spec), "--target", target, "--control-program", "3000",
+        "--treatment-program", "6000", "--pairs", "10", "--no-verify", "--db", str(db), "-q"])
+    assert done.exit_code == 1, done.output  # the treatment's loop is twice as long
+    assert "regression" in done.output
+    with benchlab.open_store(db) as store:
+        [run] = store.list_runs()
+        results = store.results(run.uuid)
+    assert {r.identity.target for r in results} == {where}
+    assert {r.identity.variant for r in results} == {"control", "treatment"}
+    # track takes it the same way: a device that is not there is named, nothing runs here.
+    missing = {"ssh": "ssh:host=nowhere.invalid", "adb": "adb:serial=NOPE,server_port="
+               f"{phone[1].port}"}[where]
+    refused = CliRunner().invoke(app, ["track", str(spec), "--repo", str(tmp_path),
+                                       "--program", "x", "--target", missing, "--db", str(db)])
+    assert refused.exit_code != 0
+    assert "nowhere.invalid" in str(refused.exception) + refused.output or \
+        "NOPE" in str(refused.exception) + refused.output

@@ -32,11 +32,11 @@ from benchlab.ab.stats import apply_bh, decide, through_looks
 from benchlab.errors import BenchlabError, ModeUnavailable, UsageError
 from benchlab.jobrun import Job, run_job, summarize_samples
 from benchlab.plugins import parse_plugin_text
+from benchlab.metrics import decided_metrics
 from benchlab.schema import (
     LATENCY_KEY,
     DetailKey,
     JobIdentity,
-    Metric,
     Result,
     Sample,
     Status,
@@ -48,13 +48,8 @@ from benchlab.units import convert
 
 __all__ = ["CompareSettings", "Side", "compare_jobs", "make_side", "side_job"]
 
-# Metrics decided on when present → whether a larger value is worse (a load scenario's
-# throughput and server QPS are better larger).
-DECIDED_METRICS = {key: True for key in (LATENCY_KEY, Metric.FIRST_INFERENCE.key,
-                                         Metric.LOAD_TIME.key, Metric.MEMORY_PEAK.key,
-                                         Metric.TTFT.key, Metric.TPOT.key,
-                                         Metric.SCENARIO_LATENCY.key)}
-DECIDED_METRICS |= {Metric.THROUGHPUT.key: False, Metric.SERVER_QPS.key: False}
+#: Metrics decided on when present → whether a larger value is worse (the registry's).
+DECIDED_METRICS = decided_metrics()
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,39 +3,38 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from benchlab.errors import SpecError, StoreUnavailable, UsageError
+from typing_extensions import Unpack
+
+from benchlab.errors import StoreUnavailable, UsageError
 from benchlab.lab.jobs import LabJob, LabRequest, get_job
 from benchlab.lab.pools import PoolRule
 from benchlab.lab.queue import open_lab, submit
+from benchlab.sweep import SpecsArg, Sweep, SweepFields
 
 __all__ = ["JobOutcome", "job_outcomes", "request_for", "submit_to_lab", "wait_for"]
 
 _ENDED = ("finished", "failed", "cancelled")
 
 
-def request_for(specs: Sequence[str | Path] = (), *, models: Sequence[str] = (),
-                frameworks: Sequence[str] = (), overrides: dict[str, Any] | None = None,
-                kind: str = "run", options: dict[str, Any] | None = None) -> LabRequest:
-    """A lab request from spec files (checked here first, so a bad spec fails before queueing)."""
+def request_for(specs: SpecsArg | Sweep = (), *, kind: str = "run",
+                options: Mapping[str, Any] | None = None,
+                **fields: Unpack[SweepFields]) -> LabRequest:
+    """A lab request for a :class:`~benchlab.sweep.Sweep` (or the spec files and sweep fields
+    that make one). Each spec is checked here first, so a bad spec fails before queueing,
+    and whatever the lab cannot honour is refused, naming the option and why."""
     from benchlab.spec import load
 
-    texts = {}
-    for spec in specs:
-        path = Path(spec)
-        try:
-            texts[path.name] = path.read_text()
-        except OSError as exc:
-            raise SpecError(f"{path}: cannot read the spec: {exc.strerror or exc}") from None
+    sweep = specs if isinstance(specs, Sweep) else Sweep.of(specs, **fields)
+    if isinstance(specs, Sweep) and fields:
+        raise UsageError("give a Sweep or its fields, not both")
+    request = LabRequest.of(sweep, kind=kind, options=options)  # reads each spec's text
+    for path in sweep.specs:
         load(path)  # raises SpecError naming the file and the field
-    if len(texts) != len(list(specs)):
-        raise UsageError("two spec files share a name; a lab request keys specs by file name")
-    return LabRequest(specs=texts, models=tuple(models), frameworks=tuple(frameworks),
-                      overrides=dict(overrides or {}), kind=kind, options=dict(options or {}))
+    return request
 
 
 def wait_for(url: str, job_ids: Sequence[int], *, timeout: float = 3600.0,
@@ -60,22 +59,22 @@ def wait_for(url: str, job_ids: Sequence[int], *, timeout: float = 3600.0,
             time.sleep(poll)
 
 
-def submit_to_lab(url: str, specs: Sequence[str | Path] = (), *, device: str | None = None,
-                 pool: str | None = None, fan_out: bool = True, models: Sequence[str] = (),
-                 frameworks: Sequence[str] = (), overrides: dict[str, Any] | None = None,
-                 submitted_by: str = "", wait: bool = False, timeout: float = 3600.0,
-                 kind: str = "run", options: dict[str, Any] | None = None) -> list[LabJob]:
-    """Queue specs (or zoo models) for a device or a pool; with ``wait``, return their ends.
+def submit_to_lab(url: str, specs: SpecsArg | Sweep = (), *, device: str | None = None,
+                  pool: str | None = None, fan_out: bool = True, submitted_by: str = "",
+                  wait: bool = False, timeout: float = 3600.0, kind: str = "run",
+                  options: Mapping[str, Any] | None = None,
+                  **fields: Unpack[SweepFields]) -> list[LabJob]:
+    """Queue a sweep (a :class:`~benchlab.sweep.Sweep`, or spec files and the sweep's fields
+    as ``benchlab.run`` takes them) for a device or a pool; with ``wait``, return their ends.
 
-    ``kind`` ``compare`` (``options``: ``control``/``treatment`` as ``program``, ``config`` or
-    ``python``, and compare ``settings``) or ``track`` (``options``: the track settings, paths
-    on the device's host) runs ``benchlab compare``/``track`` on the device: both sides on
-    the same device; the job's ``report`` holds the result.
+    ``kind`` ``compare`` (``options``: :func:`benchlab.lab.ab_options.compare_options`) or
+    ``track`` (:func:`benchlab.lab.ab_options.track_options`, paths on the device's host)
+    runs ``benchlab compare``/``track`` on the device: both sides on the same device; the
+    job's ``report`` holds the result.
     """
     if pool is not None:
         PoolRule.parse(pool)  # a malformed rule fails before the lab is even opened
-    request = request_for(specs, models=models, frameworks=frameworks, overrides=overrides,
-                          kind=kind, options=options)
+    request = request_for(specs, kind=kind, options=options, **fields)
     with open_lab(url) as lab:
         jobs = submit(lab, request, device=device, pool=pool, fan_out=fan_out,
                       submitted_by=submitted_by)

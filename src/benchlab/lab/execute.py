@@ -74,14 +74,13 @@ def _job(store: Any, job_id: int, target: str, db: str) -> int:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     try:
-        specs = []
-        for name, text in request.specs.items():
-            path = Path(folder) / Path(name).name
-            path.write_text(text)
-            specs.append(path)
+        try:
+            sweep = request.sweep_on(folder, target)
+        except UserError as exc:
+            print(json.dumps({"error": str(exc), "user_error": True}))
+            return 2
         if request.kind in ("compare", "track"):
-            return _ab(request, specs, target, store)
-        sweep = _sweep(request, specs, target)
+            return _ab(request, sweep, store)
         try:
             try:
                 results = run(sweep, db=store, on_run=remember_run,
@@ -103,40 +102,31 @@ def _job(store: Any, job_id: int, target: str, db: str) -> int:
     return 0 if not results.failed else 1
 
 
-def _ab(request: Any, specs: list[Path], target: str, db: Any) -> int:
+def _ab(request: Any, sweep: Any, db: Any) -> int:
     """A compare or track job: both sides (every commit) on this one device; the report is
     printed as the summary line for the worker to keep with the job."""
     import io
 
     from rich.console import Console
 
-    from benchlab.ab.pairs import CompareSettings, make_side
     from benchlab.api import compare, track
     from benchlab.errors import UserError
+    from benchlab.lab.ab_options import read_compare_options, read_track_options
     from benchlab.report.ab import comparison_json, comparison_markdown
     from benchlab.report.history import track_table
-    from benchlab.tracking.tracker import TrackSettings
 
-    opts = request.options
-    sweep = _sweep(request, specs, target)
     try:
         if request.kind == "compare":
-            settings = dict(opts.get("settings", {}))
-            if "looks" in settings:
-                settings["looks"] = tuple(settings["looks"])
-            comparison = compare(
-                sweep, control=make_side("control", **opts.get("control", {})),
-                treatment=make_side("treatment", **opts.get("treatment", {})),
-                settings=CompareSettings(**settings), db=db)
+            control, treatment, settings = read_compare_options(request.options)
+            comparison = compare(sweep, control=control, treatment=treatment,
+                                 settings=settings, db=db)
             report = {"text": comparison_markdown(comparison),
                       "json": json.loads(comparison_json(comparison)),
                       "exit_code": comparison.exit_code}
         else:
-            track_opts = dict(opts)
-            track_opts["repo"] = Path(track_opts["repo"])
-            track_opts["builds_dir"] = Path(track_opts.get("builds_dir") or
-                                            Path(tempfile.gettempdir()) / "benchlab-lab-builds")
-            outcome = track(sweep, settings=TrackSettings(**track_opts), db=db)
+            settings = read_track_options(
+                request.options, Path(tempfile.gettempdir()) / "benchlab-lab-builds")
+            outcome = track(sweep, settings=settings, db=db)
             buffer = io.StringIO()
             Console(file=buffer, width=120, color_system=None).print(track_table(outcome))
             text = "\n".join([buffer.getvalue(), *outcome.notes])
@@ -146,16 +136,6 @@ def _ab(request: Any, specs: list[Path], target: str, db: Any) -> int:
         return 2
     print(json.dumps({"results": 0, "failed": 0, "report": report}))
     return 0
-
-
-def _sweep(request: Any, specs: list[Path], target: str) -> Any:
-    """The :class:`~benchlab.sweep.Sweep` a job's request describes, on the device ``target``."""
-    from benchlab.harness import TestOverrides
-    from benchlab.sweep import Sweep
-
-    return Sweep.of(specs or None, models=list(request.models) or None,
-                    frameworks=list(request.frameworks) or None, target=target,
-                    overrides=TestOverrides(**request.overrides) if request.overrides else None)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Lab jobs: what was submitted, where it may run, and what became of it.
 
-A lab job is one benchmark request (spec files' text, zoo models, frameworks, overrides) bound
-for one device or one pool. Its row in ``lab_jobs`` is benchlab's record; procrastinate's job
+A lab job is one benchmark request (a sweep in its wire form, with a compare's or a track's
+options) bound for one device or one pool. Its row in ``lab_jobs`` is benchlab's record; procrastinate's job
 (``queue_job_id``) is only the ticket a device worker claims. Statuses: ``waiting`` (in a
 queue; ``reason`` says why it has not started), ``running``, ``finished``, ``failed``,
 ``cancelled``.
@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, get_args
 
 from sqlalchemy import func, select, update
@@ -23,6 +24,7 @@ from benchlab.lab.devices import Device, add_pool, list_devices
 from benchlab.lab.pools import PoolRule, device_queue, pool_queue
 from benchlab.store import ResultStore
 from benchlab.lab.tables import lab_jobs
+from benchlab.sweep import WIRE_VERSION, Sweep, parse_framework, wire_digest
 
 __all__ = [
     "JOB_STATUSES",
@@ -30,6 +32,7 @@ __all__ = [
     "LabJob",
     "LabRequest",
     "QueueRow",
+    "REQUEST_KINDS",
     "RouteKind",
     "STUCK_AFTER_S",
     "get_job",
@@ -49,43 +52,72 @@ STUCK_AFTER_S = 300.0
 """A job waiting longer than this is flagged by ``lab status`` and the queue page."""
 
 
+#: The kinds of lab job: a run, a compare or a track; ``noop`` only sleeps (the lab's own
+#: benchmarks and tests of the queue use it).
+REQUEST_KINDS = ("run", "compare", "track", "noop")
+
+
 @dataclass(frozen=True)
 class LabRequest:
-    """What to run: the same inputs as ``benchlab run``, carried as data to another host.
+    """What to run: a :class:`~benchlab.sweep.Sweep` in its wire form (spec files as their
+    text), its kind, and a compare's or a track's options.
 
-    ``specs`` maps each spec file's name to its text (the worker writes them into a temporary
-    folder, so model files they name must be reachable from the worker: URLs, zoo models or
-    paths on that host). ``kind`` is ``run``; compare and track requests carry their sides in
-    ``options``.
+    Build it with :meth:`of`, which refuses, naming the option and why, whatever the sweep
+    sets that cannot travel to another host (:data:`benchlab.sweep.PLACE_FIELDS`). The
+    worker writes the spec files into a temporary folder, so model files they name must be
+    reachable from the worker: URLs, zoo models or paths on that host. A compare's
+    ``options`` are :func:`benchlab.ab.pairs.compare_options`; a track's,
+    :func:`benchlab.tracking.tracker.track_options`.
     """
 
-    specs: Mapping[str, str] = field(default_factory=dict)
-    models: tuple[str, ...] = ()
-    frameworks: tuple[str, ...] = ()
-    overrides: Mapping[str, Any] = field(default_factory=dict)
+    sweep: Mapping[str, Any] = field(default_factory=lambda: Sweep().to_wire())
     kind: str = "run"
     options: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if self.kind not in REQUEST_KINDS:
+            raise UsageError(f"a lab job is one of {', '.join(REQUEST_KINDS)}, not {self.kind!r}")
+
+    @classmethod
+    def of(cls, sweep: Sweep, kind: str = "run",
+           options: Mapping[str, Any] | None = None) -> LabRequest:
+        """The request that runs ``sweep`` on a lab device (which the route names)."""
+        return cls(sweep=sweep.to_wire(), kind=kind, options=dict(options or {}))
+
+    @property
+    def digest(self) -> str:
+        """The sweep's digest (:meth:`benchlab.sweep.Sweep.digest`): equal to the local
+        sweep's when the job carries all of it."""
+        return wire_digest(self.sweep)
+
+    def sweep_on(self, spec_dir: Path, target: str) -> Sweep:
+        """The sweep to run on the device ``target``, its spec files written to ``spec_dir``."""
+        return Sweep.from_wire(self.sweep, spec_dir, target=target)
+
     def to_json(self) -> str:
         """The request as stored in ``lab_jobs.request_json``."""
-        return json.dumps({
-            "specs": dict(self.specs), "models": list(self.models),
-            "frameworks": list(self.frameworks), "overrides": dict(self.overrides),
-            "kind": self.kind, "options": dict(self.options),
-        }, sort_keys=True)
+        return json.dumps({"sweep": dict(self.sweep), "kind": self.kind,
+                           "options": dict(self.options)}, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> LabRequest:
-        """The inverse of :meth:`to_json`."""
+        """The inverse of :meth:`to_json`; a request stored before the sweep's wire form
+        (specs, models, frameworks and overrides side by side) is read into one."""
         data = json.loads(text)
-        return cls(specs=data.get("specs", {}), models=tuple(data.get("models", ())),
-                   frameworks=tuple(data.get("frameworks", ())),
-                   overrides=data.get("overrides", {}), kind=data.get("kind", "run"),
+        if "sweep" not in data:
+            sweep = {"v": WIRE_VERSION, "specs": data.get("specs", {}),
+                     "models": list(data.get("models", ())),
+                     "frameworks": [[c.name, dict(c.options)] for c in
+                                    map(parse_framework, data.get("frameworks", ()))],
+                     "overrides": dict(data.get("overrides", {}))}
+            data = {"sweep": sweep, "kind": data.get("kind", "run"),
+                    "options": data.get("options", {})}
+        return cls(sweep=data["sweep"], kind=data.get("kind", "run"),
                    options=data.get("options", {}))
 
     def describe(self) -> str:
         """A short label: the spec file names and models."""
-        names = [*self.specs, *self.models] or ["zoo default"]
+        names = [*self.sweep.get("specs", {}), *self.sweep.get("models", ())] or ["zoo default"]
         label = ", ".join(names)
         if self.kind == "compare":
             sides = [self.options.get(side, {}) for side in ("control", "treatment")]

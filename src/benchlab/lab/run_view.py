@@ -12,6 +12,7 @@ from typing import Any
 
 from benchlab.lab.display import display_unit, shown_stat
 from benchlab.lab.run_state import RunInfo, run_info
+from benchlab.metrics import Family, metric_info
 from benchlab.report.matrix import config_label
 from benchlab.schema import Result
 from benchlab.store import ResultStore
@@ -36,9 +37,6 @@ class MetricRow:
     warnings: tuple[str, ...]
     operator: bool
     accuracy: bool
-
-
-_ACCURACY = ("error_", "sqnr", "cosine", "top1", "top5", "kl_", "cross_entropy")
 
 
 @dataclass(frozen=True)
@@ -85,14 +83,15 @@ def run_detail(store: ResultStore, run: str | int) -> RunDetail:
             counts[sample.key] = counts.get(sample.key, 0) + 1
         metrics = []
         for key, summary in result.summaries.items():
-            kind, _, name = key.partition(" ")
+            kind = key.partition(" ")[0]
+            info = metric_info(key)
             metrics.append(MetricRow(
                 key=key, unit=display_unit(summary.unit), count=counts.get(key, summary.count),
                 p50=shown_stat(summary, "p50"), ci_low=shown_stat(summary, "ci_low"),
                 ci_high=shown_stat(summary, "ci_high"), p10=shown_stat(summary, "p10"),
                 p90=shown_stat(summary, "p90"), min=shown_stat(summary, "min"), max=shown_stat(summary, "max"),
                 warnings=tuple(summary.warnings), operator=kind != "NET",
-                accuracy=kind == "NET" and name.startswith(_ACCURACY)))
+                accuracy=info is not None and info.family is Family.ACCURACY))
         metrics.sort(key=lambda m: (m.operator, m.accuracy, m.key))
         items.append(ResultDetail(
             result_index=i, model=ident.model_name, test=ident.test_identifier,

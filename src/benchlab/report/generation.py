@@ -11,10 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from benchlab.report.columns import Column, rich_table
 from benchlab.schema import DetailKey, Metric, Result, Summary
 from benchlab.units import convert
 
-__all__ = ["GenerationRow", "generation_rows", "generation_table"]
+__all__ = ["GENERATION_COLUMNS", "GenerationRow", "generation_rows", "generation_table"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,38 +85,41 @@ def generation_rows(results: Sequence[Result]) -> list[GenerationRow]:
             if Metric.TTFT.key in r.summaries or r.details.get(DetailKey.GENERATION)]
 
 
-def _text(value: float | None, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
+def _percent(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+#: The generation table's columns, in the terminal and the HTML report alike.
+GENERATION_COLUMNS: tuple[Column[GenerationRow], ...] = (
+    Column.words("model/test", lambda r: f"{r.model}/{r.test}"),
+    Column.words("framework", lambda r: r.framework),
+    Column.words("prec", lambda r: r.precision),
+    Column.words("status", lambda r: r.status),
+    Column.words("P G D", lambda r: r.workload),
+    Column.metric(Metric.TTFT, lambda r: r.ttft),
+    Column.metric(Metric.TPOT, lambda r: r.tpot),
+    Column("±95%", lambda r: _percent(r.tpot_ci, ".1%")),
+    Column.metric(Metric.INTER_TOKEN_LATENCY, lambda r: r.itl_p90, "ITL p90 ms"),
+    Column.metric(Metric.INTER_TOKEN_LATENCY, lambda r: r.itl_p99, "ITL p99 ms"),
+    Column.metric(Metric.PREFILL_RATE, lambda r: r.prefill_rate),
+    Column.metric(Metric.DECODE_RATE, lambda r: r.decode_rate),
+    Column.metric(Metric.LOAD_TIME, lambda r: r.load),
+    Column.metric(Metric.MEMORY_PEAK, lambda r: r.memory_peak),
+    Column.metric(Metric.MODEL_SIZE, lambda r: r.size),
+    Column.metric(Metric.TOKEN_AGREEMENT, lambda r: r.token_agreement),
+    Column.metric(Metric.FIRST_DIVERGENCE, lambda r: r.first_divergence),
+    Column.metric(Metric.PERPLEXITY, lambda r: r.perplexity),
+)
 
 
 def generation_table(results: Sequence[Result]) -> Any:
     """The terminal's generation table (a rich ``Table``), or ``None`` without such results."""
-    from rich.markup import escape
-    from rich.table import Table
-
     rows = generation_rows(results)
     if not rows:
         return None
-    table = Table(title="generation", header_style="bold", expand=False, caption=(
+    return rich_table(GENERATION_COLUMNS, rows, title="generation", caption=(
         "p50 over generations; TTFT: prompt → first token; TPOT: ms per token after the first; "
         "ITL: gaps between tokens; rates in tokens/s; ±95% of TPOT where the next run's median "
         "is expected; agree: greedy tokens equal to the PyTorch reference's (teacher-forced); "
         "parts@: first position where free greedy decoding differs; ppl: perplexity of the "
         "reference text (docs/generative.md)"))
-    columns = ["model/test", "framework", "prec", "status", "P G D", "TTFT", "TPOT", "±95%",
-               "ITL p90", "ITL p99", "prefill/s", "decode/s", "load", "MiB", "size", "agree",
-               "parts@", "ppl"]
-    for name in columns:
-        table.add_column(name, justify="left" if name in columns[:5] else "right",
-                         no_wrap=True)
-    for row in rows:
-        table.add_row(
-            escape(f"{row.model}/{row.test}"), row.framework, row.precision, row.status, row.workload,
-            _text(row.ttft, ".2f"), _text(row.tpot, ".3f"),
-            "-" if row.tpot_ci is None else f"{row.tpot_ci:.1%}",
-            _text(row.itl_p90, ".3f"), _text(row.itl_p99, ".3f"),
-            _text(row.prefill_rate, ".0f"), _text(row.decode_rate, ".1f"),
-            _text(row.load, ".0f"), _text(row.memory_peak, ".0f"), _text(row.size, ".1f"),
-            "-" if row.token_agreement is None else f"{row.token_agreement:.0%}",
-            _text(row.first_divergence, ".0f"), _text(row.perplexity, ".4g"))
-    return table

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from benchlab.report.generation import GenerationRow
+from benchlab.report.columns import html_table
+from benchlab.report.generation import GENERATION_COLUMNS, GenerationRow
 from benchlab.report.svg import PALETTE, esc, frame, num, svg
 
 __all__ = ["generation_html"]
@@ -58,29 +59,6 @@ def _curve(rows: Sequence[GenerationRow], x_key: str, fixed_key: str,
     return {name: points for name, points in series.items() if len(points) > 1}
 
 
-def _table(rows: Sequence[GenerationRow]) -> list[str]:
-    head = ["model/test", "framework", "P G D", "TTFT ms", "TPOT ms", "±95%", "ITL p99 ms",
-            "prefill tok/s", "decode tok/s", "load ms", "peak MiB", "agree", "parts@", "ppl"]
-
-    def cell(value: float | None, spec: str) -> str:
-        return '<td class="n">-</td>' if value is None else f'<td class="n">{value:{spec}}</td>'
-
-    out = ["<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>"]
-    for row in rows:
-        out.append(
-            f"<tr><td>{esc(row.model)}/{esc(row.test)}</td><td>{esc(row.framework)}</td>"
-            f"<td>{esc(row.workload)}</td>" + cell(row.ttft, ".2f") + cell(row.tpot, ".3f")
-            + ('<td class="n">-</td>' if row.tpot_ci is None
-               else f'<td class="n">{row.tpot_ci:.1%}</td>')
-            + cell(row.itl_p99, ".3f") + cell(row.prefill_rate, ".0f")
-            + cell(row.decode_rate, ".1f") + cell(row.load, ".0f")
-            + cell(row.memory_peak, ".0f")
-            + ('<td class="n">-</td>' if row.token_agreement is None
-               else f'<td class="n">{row.token_agreement:.0%}</td>')
-            + cell(row.first_divergence, ".0f") + cell(row.perplexity, ".4g") + "</tr>")
-    return [*out, "</table>"]
-
-
 def generation_html(rows: Sequence[GenerationRow]) -> str:
     """The section (``""`` without generative results)."""
     if not rows:
@@ -91,7 +69,7 @@ def generation_html(rows: Sequence[GenerationRow]) -> str:
              "→ first token; TPOT: per token after the first; ITL: every gap between tokens; "
              "agree: the reference's greedy tokens reproduced (teacher-forced); parts@: where "
              "free greedy decoding first differs (docs/generative.md).</p>",
-             '<div class="wide">', *_table(rows), "</div>"]
+             '<div class="wide">', *html_table(GENERATION_COLUMNS, rows), "</div>"]
     for model in dict.fromkeys(r.model for r in rows):
         mine = [r for r in rows if r.model == model and r.status == "ok"]
         depth = _curve(mine, "d", "p", lambda r: r.decode_rate)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchlab.diagnosis import Coverage, LayerTable
 from benchlab.report.svg import median
+from benchlab.metrics import METRICS
 from benchlab.units import convert, dimension_of
 from benchlab.schema import LATENCY_KEY, DetailKey, Metric, Result, Status, Summary
 
@@ -39,11 +40,10 @@ __all__ = [
 ]
 
 #: The unit each of a cell's measured columns is shown in (every reporter states these).
-COLUMN_UNITS: dict[Metric, str] = {
-    Metric.LATENCY: "ms", Metric.FIRST_INFERENCE: "ms", Metric.LOAD_TIME: "ms",
-    Metric.COMPILE_TIME: "ms", Metric.MEMORY_PEAK: "MiB", Metric.MEMORY_LOAD: "MiB",
-    Metric.MODEL_SIZE: "MiB", Metric.ENERGY_PER_INFERENCE: "mJ", Metric.POWER: "W",
-}
+COLUMN_UNITS: dict[Metric, str] = {metric: METRICS[metric].unit for metric in (
+    Metric.LATENCY, Metric.FIRST_INFERENCE, Metric.LOAD_TIME, Metric.COMPILE_TIME,
+    Metric.MEMORY_PEAK, Metric.MEMORY_LOAD, Metric.MODEL_SIZE, Metric.ENERGY_PER_INFERENCE,
+    Metric.POWER)}
 
 
 def config_label(framework: str, config: Mapping[str, Any]) -> str:

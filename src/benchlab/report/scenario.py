@@ -13,10 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from benchlab.report.columns import Column, rich_table
 from benchlab.scenario import PERCENTILES
 from benchlab.schema import DetailKey, Metric, Result
 
-__all__ = ["ScenarioRow", "scenario_rows", "scenario_table"]
+__all__ = ["SCENARIO_COLUMNS", "ScenarioRow", "scenario_rows", "scenario_table", "validity",
+           "verdict_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,10 +82,6 @@ def scenario_rows(results: Sequence[Result]) -> list[ScenarioRow]:
     return [_row(r) for r in results if r.details.get(DetailKey.SCENARIO)]
 
 
-def _text(value: float | None, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
-
-
 def validity(row: ScenarioRow) -> str:
     """``valid``, ``INVALID`` or ``2/3 valid``: LoadGen's verdict over the job's processes."""
     if row.processes and row.valid == row.processes:
@@ -93,34 +91,41 @@ def validity(row: ScenarioRow) -> str:
     return f"{row.valid}/{row.processes} valid"
 
 
+def verdict_text(row: ScenarioRow) -> str:
+    """LoadGen's verdict with, when not valid, why; and how far over capacity it ran."""
+    verdict = validity(row)
+    if row.why and verdict != "valid":
+        verdict += f": {row.why}"
+    if row.over_capacity:
+        verdict += f" ({row.over_capacity})"
+    return verdict
+
+
+#: The scenario table's columns, in the terminal and the HTML report alike.
+SCENARIO_COLUMNS: tuple[Column[ScenarioRow], ...] = (
+    Column.words("model/test", lambda r: f"{r.model}/{r.test}"),
+    Column.words("framework", lambda r: r.framework),
+    Column.words("status", lambda r: r.status),
+    Column.words("scenario", lambda r: r.scenario),
+    Column.words("pct", lambda r: r.percentile),
+    Column.metric(Metric.SCENARIO_LATENCY, lambda r: r.latency_ms),
+    Column.metric(Metric.EARLY_STOPPING_LATENCY, lambda r: r.early_stopping_ms),
+    Column.metric(Metric.SERVER_QPS, lambda r: r.server_qps),
+    Column.metric(Metric.THROUGHPUT, lambda r: r.throughput),
+    Column.metric(Metric.LATENCY, lambda r: r.sample_p50_ms, "sample p50 ms"),
+    Column("LoadGen", verdict_text, number=False,
+           css=lambda r: "" if validity(r) == "valid" else "fail"),
+)
+
+
 def scenario_table(results: Sequence[Result]) -> Any:
     """The terminal's scenario table (a rich ``Table``), or ``None`` without such results."""
-    from rich.markup import escape
-    from rich.table import Table
-
     rows = scenario_rows(results)
     if not rows:
         return None
-    table = Table(title="load scenarios (MLPerf LoadGen)", header_style="bold", expand=False,
-                  caption=("medians over the job's processes; latency: the scenario's percentile "
-                           "as LoadGen computes it, ES: its early-stopping estimate; QPS: the "
-                           "highest server rate whose p99 met the bound; samples/s: LoadGen's "
-                           "throughput; sample p50: one inference under the load "
-                           "(docs/scenarios.md)"))
-    columns = ["model/test", "framework", "status", "scenario", "pct", "latency ms", "ES ms",
-               "QPS", "samples/s", "sample p50", "LoadGen"]
-    for name in columns:
-        table.add_column(name, justify="left" if name in columns[:5] or name == "LoadGen"
-                         else "right", no_wrap=name != "LoadGen")
-    for row in rows:
-        verdict = validity(row)
-        if row.why and verdict != "valid":
-            verdict += f": {row.why}"
-        if row.over_capacity:
-            verdict += f" ({row.over_capacity})"
-        table.add_row(
-            escape(f"{row.model}/{row.test}"), row.framework, row.status, row.scenario,
-            row.percentile, _text(row.latency_ms, ".3f"), _text(row.early_stopping_ms, ".3f"),
-            _text(row.server_qps, ".4g"), _text(row.throughput, ".4g"),
-            _text(row.sample_p50_ms, ".3f"), escape(verdict))
-    return table
+    return rich_table(SCENARIO_COLUMNS, rows, title="load scenarios (MLPerf LoadGen)",
+                      caption=("medians over the job's processes; latency: the scenario's "
+                               "percentile as LoadGen computes it, ES: its early-stopping "
+                               "estimate; QPS: the highest server rate whose p99 met the "
+                               "bound; samples/s: LoadGen's throughput; sample p50: one "
+                               "inference under the load (docs/scenarios.md)"))

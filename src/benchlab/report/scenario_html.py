@@ -10,34 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from benchlab.report.scenario import ScenarioRow, validity
+from benchlab.report.columns import html_table
+from benchlab.report.scenario import SCENARIO_COLUMNS, ScenarioRow
 from benchlab.report.svg import LEFT, PALETTE, RIGHT, WIDTH, esc, frame, num, svg
 
 __all__ = ["scenario_html"]
 
 _HEIGHT = 300
-
-
-def _cell(value: float | None, spec: str) -> str:
-    return '<td class="n">-</td>' if value is None else f'<td class="n">{value:{spec}}</td>'
-
-
-def _table(rows: Sequence[ScenarioRow]) -> list[str]:
-    head = ["model/test", "framework", "scenario", "pct", "latency ms", "ES ms", "QPS",
-            "samples/s", "sample p50 ms", "LoadGen"]
-    out = ["<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>"]
-    for row in rows:
-        verdict = validity(row)
-        why = f": {row.why}" if row.why and verdict != "valid" else ""
-        out.append(
-            f"<tr><td>{esc(row.model)}/{esc(row.test)}</td><td>{esc(row.framework)}</td>"
-            f"<td>{esc(row.scenario)}</td><td>{esc(row.percentile)}</td>"
-            + _cell(row.latency_ms, ".3f") + _cell(row.early_stopping_ms, ".3f")
-            + _cell(row.server_qps, ".4g") + _cell(row.throughput, ".4g")
-            + _cell(row.sample_p50_ms, ".3f")
-            + f'<td class="{"" if verdict == "valid" else "fail"}">{esc(verdict + why)}'
-            + (f"<br>{esc(row.over_capacity)}" if row.over_capacity else "") + "</td></tr>")
-    return [*out, "</table>"]
 
 
 def _load_svg(label: str, rows: Sequence[ScenarioRow]) -> str:
@@ -86,7 +65,7 @@ def scenario_html(rows: Sequence[ScenarioRow]) -> str:
              "queries multi-stream; p99 server, queueing included); ES: LoadGen's "
              "early-stopping estimate; QPS: the highest server rate whose p99 met the bound; "
              "sample p50: one inference under the load (docs/scenarios.md).</p>",
-             '<div class="wide">', *_table(rows), "</div>"]
+             '<div class="wide">', *html_table(SCENARIO_COLUMNS, rows), "</div>"]
     for model in dict.fromkeys(r.model for r in rows):
         servers = [r for r in rows if r.model == model and r.runs
                    and r.scenario.startswith("server")]

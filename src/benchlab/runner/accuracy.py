@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from benchlab.metrics import units_of
 from benchlab.schema import Metric
 
 __all__ = [
@@ -38,32 +39,19 @@ __all__ = [
     "to_arrays",
 ]
 
-#: Metric name → unit of every statistic :func:`error_stats` can report.
-ERROR_METRICS: dict[str, str] = {
-    Metric.ERROR_MAX_ABS: "abs",
-    Metric.ERROR_MEAN_ABS: "abs",
-    Metric.ERROR_MAX_REL: "rel",
-    Metric.ERROR_L2: "abs",
-    Metric.ERROR_L2_REL: "rel",
-    Metric.CROSS_ENTROPY: "nats",
-    Metric.KL_DIVERGENCE: "nats",
-    Metric.SQNR: "dB",
-    Metric.COSINE_SIMILARITY: "cos",
-    Metric.TOP1_AGREEMENT: "ratio",
-    Metric.TOP5_AGREEMENT: "ratio",
-}
+#: Metric name → unit of every statistic :func:`error_stats` can report (units from
+#: :data:`benchlab.metrics.METRICS`, as every table below).
+ERROR_METRICS: dict[str, str] = units_of(
+    Metric.ERROR_MAX_ABS, Metric.ERROR_MEAN_ABS, Metric.ERROR_MAX_REL, Metric.ERROR_L2,
+    Metric.ERROR_L2_REL, Metric.CROSS_ENTROPY, Metric.KL_DIVERGENCE, Metric.SQNR,
+    Metric.COSINE_SIMILARITY, Metric.TOP1_AGREEMENT, Metric.TOP5_AGREEMENT)
 #: Metric name → unit of every statistic :func:`attribution_stats` reports.
-ATTRIBUTION_METRICS: dict[str, str] = {
-    Metric.QUANTIZATION_SQNR: "dB",
-    Metric.QUANTIZATION_L2_REL: "rel",
-    Metric.LOWERING_SQNR: "dB",
-    Metric.LOWERING_L2_REL: "rel",
-}
+ATTRIBUTION_METRICS: dict[str, str] = units_of(
+    Metric.QUANTIZATION_SQNR, Metric.QUANTIZATION_L2_REL, Metric.LOWERING_SQNR,
+    Metric.LOWERING_L2_REL)
 #: Metric name → unit of every statistic :func:`floor_stats` reports.
-FLOOR_METRICS: dict[str, str] = {
-    Metric.LOWERING_FLOOR_SQNR: "dB",
-    Metric.LOWERING_FLOOR_L2_REL: "rel",
-}
+FLOOR_METRICS: dict[str, str] = units_of(Metric.LOWERING_FLOOR_SQNR,
+                                         Metric.LOWERING_FLOOR_L2_REL)
 # SQNR of bit-identical outputs is infinite; the metric protocol carries finite numbers only,
 # so identical outputs read as this ceiling (documented in docs/accuracy.md).
 SQNR_CEILING_DB = 300.0

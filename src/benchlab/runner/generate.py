@@ -31,6 +31,7 @@ from typing import Any, Protocol, TextIO
 
 import numpy as np
 
+from benchlab.metrics import METRICS
 from benchlab.protocol import format_detail, format_metric
 from benchlab.runner.config import GenerateConfig, RunnerConfig
 from benchlab.schema import DetailKey, Metric
@@ -207,11 +208,6 @@ def accuracy_metrics(backend: GenerativeBackend, reference: GenerativeReference,
     }
 
 
-_UNITS = {Metric.TTFT: "ms", Metric.TPOT: "ms", Metric.LATENCY: "ms",
-          Metric.PREFILL_RATE: "tokens/s", Metric.DECODE_RATE: "tokens/s",
-          Metric.SQNR: "dB", Metric.FIRST_DIVERGENCE: "tokens"}
-
-
 def _synthetic(vocab: int, count: int, rng: np.random.Generator) -> np.ndarray:
     # Token ids other than the first two (begin and end of text), as llama-bench's prompts.
     return rng.integers(2, vocab, size=count, dtype=np.int64)
@@ -251,7 +247,7 @@ def measure_generation(backend: GenerativeBackend, config: RunnerConfig, out: Te
     per_generation = [g.metrics(work.prompt_tokens) for g in generations]
     for metric in (Metric.TTFT, Metric.TPOT, Metric.LATENCY, Metric.PREFILL_RATE,
                    Metric.DECODE_RATE):
-        lines += [format_metric("NET", metric, m[metric], _UNITS[metric])
+        lines += [format_metric("NET", metric, m[metric], METRICS[metric].unit)
                   for m in per_generation]
     lines += [format_metric("NET", Metric.INTER_TOKEN_LATENCY, gap, "ms")
               for g in generations for gap in g.gaps_ms()]
@@ -262,7 +258,7 @@ def measure_generation(backend: GenerativeBackend, config: RunnerConfig, out: Te
     if config.reference:
         reference = load_generative_reference(config.reference)
         found = accuracy_metrics(backend, reference, work.compare_tokens)
-        lines += [format_metric("NET", k, v, _UNITS.get(k, "")) for k, v in found.items()
+        lines += [format_metric("NET", k, v, METRICS[Metric(k)].unit) for k, v in found.items()
                   if np.isfinite(v)]
         details["reference_prompt_tokens"] = len(reference.prompt)
         details["reference_text_tokens"] = len(reference.text)

@@ -30,6 +30,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from benchlab.metrics import METRICS
 from benchlab.protocol import format_detail, format_metric
 from benchlab.scenario import PERCENTILES, Scenario
 from benchlab.schema import DetailKey, Metric
@@ -378,16 +379,16 @@ def measure_scenario(backend: Any, config: Any, out: TextIO, *, head: Sequence[s
         kept = [kept[int(i)] for i in np.linspace(0, len(kept) - 1, MAX_LATENCY_SAMPLES)]
     lines += [format_metric("NET", Metric.LATENCY, ms, "ms") for ms in kept]
     figures = {
-        Metric.SCENARIO_LATENCY: (reported.percentile_ms, "ms"),
-        Metric.EARLY_STOPPING_LATENCY: (reported.early_stopping_ms, "ms"),
-        Metric.THROUGHPUT: (_throughput(reported), "samples/s"),
-        Metric.SCENARIO_VALID: (1.0 if reported.valid else 0.0, ""),
+        Metric.SCENARIO_LATENCY: reported.percentile_ms,
+        Metric.EARLY_STOPPING_LATENCY: reported.early_stopping_ms,
+        Metric.THROUGHPUT: _throughput(reported),
+        Metric.SCENARIO_VALID: 1.0 if reported.valid else 0.0,
     }
     if scenario.name == "server" and reported.valid:
-        figures[Metric.SERVER_QPS] = (reported.target_qps, "queries/s")
+        figures[Metric.SERVER_QPS] = reported.target_qps
     if not scenario.accuracy:
-        lines += [format_metric("NET", metric, value, unit)
-                  for metric, (value, unit) in figures.items() if value is not None]
+        lines += [format_metric("NET", metric, value, METRICS[metric].unit)
+                  for metric, value in figures.items() if value is not None]
     peak = memory_peak()
     if peak is not None:
         lines.append(format_metric("NET", Metric.MEMORY_PEAK, peak, "MiB"))

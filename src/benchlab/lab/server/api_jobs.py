@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query
 
 from benchlab.errors import UsageError
+from benchlab.lab.ab_options import read_compare_options, read_track_options
 from benchlab.lab.devices import add_pool, list_pools
 from benchlab.lab.jobs import LabRequest, get_job, list_jobs, queue_summary
 from benchlab.lab.pools import PoolRule, pool_queue
@@ -25,6 +28,8 @@ from benchlab.lab.server.api_models import (
 )
 from benchlab.lab.server.auth import Caller, get_lab, require, require_read
 from benchlab.lab.tokens import Scope
+from benchlab.overrides import TestOverrides
+from benchlab.sweep import Sweep
 
 __all__ = ["router"]
 
@@ -69,12 +74,31 @@ def post_jobs(body: JobSubmitIn, lab: Lab = Depends(get_lab),
 
     A pool no device matches yet still takes the job: it waits, its reason saying so.
     """
-    request = LabRequest(specs=body.specs, models=tuple(body.models),
-                         frameworks=tuple(body.frameworks), overrides=body.overrides)
     with usage_errors():
+        request = _request(body)
         jobs = submit(lab, request, device=body.device, pool=body.pool, fan_out=body.fan_out,
                       submitted_by=caller.name)
     return [job.to_json() for job in jobs]
+
+
+def _request(body: JobSubmitIn) -> LabRequest:
+    """The request a submission describes, checked as the worker will read it: a sweep or
+    options that cannot be read are a 400 naming the field, not a job that fails later."""
+    if body.sweep is None:
+        wire = Sweep.of(models=body.models, frameworks=body.frameworks,
+                        overrides=TestOverrides(**body.overrides)).to_wire()
+        wire["specs"] = dict(body.specs)
+    else:
+        if body.specs or body.models or body.frameworks or body.overrides:
+            raise UsageError("give the sweep, or specs/models/frameworks/overrides, not both")
+        wire = body.sweep
+    with tempfile.TemporaryDirectory() as folder:
+        Sweep.from_wire(wire, Path(folder))  # raises UsageError naming the field
+    if body.kind == "compare":
+        read_compare_options(body.options)
+    elif body.kind == "track":
+        read_track_options(body.options, Path(tempfile.gettempdir()))
+    return LabRequest(sweep=wire, kind=body.kind, options=body.options)
 
 
 @router.post("/jobs/{job_id}/cancel", response_model=JobOut,

@@ -13,7 +13,7 @@ import contextlib
 import dataclasses
 import math
 from collections.abc import Iterator, Mapping
-from typing import Annotated, Any, Literal, get_type_hints
+from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
 
 from fastapi import HTTPException, Path, Query
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
@@ -24,6 +24,7 @@ from benchlab.lab.jobs import LabJob, QueueRow
 from benchlab.lab.run_state import RunInfo
 from benchlab.lab.run_view import ResultDetail
 from benchlab.lab.tokens import Scope
+from benchlab.schema import JobIdentity, Summary
 
 __all__ = [
     "MAX_ID", "MAX_INT", "DeviceDetailOut", "DeviceEventOut", "DeviceId", "DeviceIn",
@@ -100,18 +101,33 @@ class OkOut(BaseModel):
 
 
 def response_model(name: str, shape: type, doc: str, *, drop: tuple[str, ...] = (),
-                   added: Mapping[str, Any] | None = None) -> type[BaseModel]:
+                   added: Mapping[str, Any] | None = None,
+                   finite: bool = False) -> type[BaseModel]:
     """The response model of a frozen dataclass's ``to_json()``: the dataclass's own fields and
     types, less those ``drop`` names, plus the ``added`` fields (name: type) that it computes.
+    With ``finite``, every float (alone, in a tuple or a mapping) may be null: JSON has no
+    infinity or NaN, and :func:`finite` writes them as null.
 
     One definition of the shape: a field added to the dataclass appears in the API's schema,
     and a test checks that ``to_json()`` gives exactly these keys.
     """
     hints = get_type_hints(shape)
-    fields: dict[str, Any] = {f.name: (hints[f.name], ...) for f in dataclasses.fields(shape)
-                              if f.name not in drop}
+    fields: dict[str, Any] = {f.name: (_nullable(hints[f.name]) if finite else hints[f.name], ...)
+                              for f in dataclasses.fields(shape) if f.name not in drop}
     fields.update({key: (kind, ...) for key, kind in (added or {}).items()})
     return create_model(name, __doc__=doc, **fields)
+
+
+def _nullable(hint: Any) -> Any:
+    """``hint`` with its floats nullable, tuples as lists and mappings as dicts."""
+    origin, args = get_origin(hint), get_args(hint)
+    if hint is float:
+        return float | None
+    if origin is tuple and args:
+        return list[_nullable(args[0])]  # type: ignore[misc]
+    if origin in (Mapping, dict) and args:
+        return dict[args[0], _nullable(args[1])]  # type: ignore[misc,valid-type]
+    return hint
 
 
 # Devices
@@ -185,8 +201,20 @@ class QuarantineIn(BaseModel):
 
 
 class JobSubmitIn(BaseModel):
-    """What to run (as ``benchlab run`` takes it) and where: one device or one pool."""
+    """What to run and where: one device or one pool.
 
+    ``sweep`` is the request in its wire form (:meth:`benchlab.sweep.Sweep.to_wire`: what
+    ``benchlab run --lab --dry-run`` prints), ``kind`` a run, a compare or a track, and
+    ``options`` a compare's sides and settings or a track's settings. Without ``sweep``,
+    ``specs``, ``models``, ``frameworks`` and ``overrides`` make a plain one (the form before
+    the wire form; kept for the clients written against it).
+    """
+
+    sweep: dict[str, Any] | None = Field(None, description="Sweep.to_wire(): the whole request")
+    kind: Literal["run", "compare", "track"] = "run"
+    options: dict[str, Any] = Field(default_factory=dict,
+                                    description="compare: control, treatment, settings; "
+                                                "track: its settings")
     specs: dict[str, str] = Field(default_factory=dict,
                                   description="Spec file name → its YAML text")
     models: list[str] = Field(default_factory=list)
@@ -220,40 +248,15 @@ class PoolOut(BaseModel):
 # Runs and results
 
 
-class SummaryOut(BaseModel):
-    """Summary statistics of one metric (non-finite numbers are null)."""
-
-    unit: str
-    count: int
-    mean: float | None
-    stdev: float | None
-    min: float | None
-    p10: float | None
-    p50: float | None
-    p90: float | None
-    p99: float | None
-    max: float | None
-    mad: float | None
-    cv: float | None
-    ci_low: float | None
-    ci_high: float | None
-    ci_level: float | None
-    warnings: list[str]
-    percentiles: dict[str, float | None]
+SummaryOut = response_model(
+    "SummaryOut", Summary,
+    "Summary statistics of one metric (non-finite numbers are null); ``processes`` and "
+    "``process_p50s`` (each process's median) are what the interval rests on.",
+    finite=True)
 
 
-class IdentityOut(BaseModel):
-    """What was measured, where and how."""
-
-    spec: str
-    model_name: str
-    model_hash: str
-    test_identifier: str
-    framework: str
-    framework_config: dict[str, Any]
-    target: str
-    device: str
-    variant: str
+IdentityOut = response_model("IdentityOut", JobIdentity,
+                             "What was measured, where and how.")
 
 
 class ResultOut(BaseModel):

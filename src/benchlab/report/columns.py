@@ -1,0 +1,78 @@
+"""One table builder for the report sections that list a row per job (generation, scenarios):
+the columns are declared once and drawn both in the terminal (rich) and in the HTML report.
+
+A :class:`Column` turns a row into its cell's text; :meth:`Column.metric` takes a metric's
+label and number format from the registry (:mod:`benchlab.metrics`), so a unit or a format is
+decided in one place for every table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from benchlab.metrics import METRICS
+from benchlab.report.svg import esc
+from benchlab.schema import Metric
+
+__all__ = ["Column", "html_table", "rich_table"]
+
+Row = TypeVar("Row")
+
+
+@dataclass(frozen=True, slots=True)
+class Column(Generic[Row]):
+    """One column: its heading, its cell's text, whether it holds a number (right-aligned,
+    never wrapped) and, for HTML, a class for a cell that should stand out (``fail``)."""
+
+    label: str
+    text: Callable[[Row], str]
+    number: bool = True
+    css: Callable[[Row], str] | None = None
+
+    @classmethod
+    def of(cls, label: str, value: Callable[[Row], float | None], fmt: str) -> Column[Row]:
+        """A number column: ``value`` formatted with ``fmt``, ``-`` where absent."""
+        return cls(label, lambda row: "-" if value(row) is None else format(value(row), fmt))
+
+    @classmethod
+    def metric(cls, metric: Metric, value: Callable[[Row], float | None],
+               label: str | None = None) -> Column[Row]:
+        """A metric's column, headed and formatted as the registry says."""
+        info = METRICS[metric]
+        return cls(label or info.label, lambda row: info.text(value(row)))
+
+    @classmethod
+    def words(cls, label: str, text: Callable[[Row], str]) -> Column[Row]:
+        """A column of words (left-aligned)."""
+        return cls(label, text, number=False)
+
+
+def rich_table(columns: Sequence[Column[Row]], rows: Sequence[Row], *, title: str,
+               caption: str) -> Any:
+    """The terminal's table (a rich ``Table``); text is escaped, not read as markup."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=title, header_style="bold", expand=False, caption=caption)
+    for column in columns:
+        table.add_column(column.label, justify="right" if column.number else "left",
+                         no_wrap=column.number)
+    for row in rows:
+        table.add_row(*(escape(column.text(row)) for column in columns))
+    return table
+
+
+def html_table(columns: Sequence[Column[Row]], rows: Sequence[Row]) -> list[str]:
+    """The HTML report's table, as lines."""
+    out = ["<table><tr>" + "".join(f"<th>{esc(c.label)}</th>" for c in columns) + "</tr>"]
+    for row in rows:
+        cells = []
+        for column in columns:
+            classes = " ".join(filter(None, ("n" if column.number else "",
+                                             column.css(row) if column.css else "")))
+            attr = f' class="{classes}"' if classes else ""
+            cells.append(f"<td{attr}>{esc(column.text(row))}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    return [*out, "</table>"]
