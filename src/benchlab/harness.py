@@ -282,30 +282,7 @@ def execute(
     rebooters = _rebooters(sweep.reboot or RebootPolicy(), targets)
     string_map = dict(sweep.string_map) or None
     time_budget, energy, race = sweep.time_budget, sweep.energy, sweep.race_policy()
-    run = None
-    if resume:
-        ref = None if resume is True else resume
-        # A run started before the canonical fingerprint is found by its old name.
-        names = planned.fingerprints
-        if ref is not None:
-            run = store.find_resumable_run(run_id=ref)
-        else:
-            found = (store.find_resumable_run(name) for name in names)
-            run = next((r for r in found if r is not None), None)
-            if run is None:
-                raise UsageError("nothing to resume: no interrupted run of this sweep in the "
-                                 "store")
-        if run is not None and run.fingerprint not in names:
-            raise UsageError(
-                f"run {run.id} measured a different sweep; resume it with the same specs and "
-                "options it was started with"
-            )
-        if run is not None:
-            run = store.resume_run(run.id)
-    if run is None:
-        run = store.start_run(
-            fingerprint=planned.fingerprint, description=description, host=socket.gethostname()
-        )
+    run = _open_run(store, planned, resume, description)
     if on_run:
         on_run(run.uuid)
     done = store.finished_job_keys(run.id)
@@ -349,6 +326,33 @@ def execute(
     store.finish_run(run.id)
     results = [r for r in store.results(run.id) if r.identity.key in keys]
     return run, results
+
+
+def _open_run(store: ResultStore, planned: Plan | StagedPlan, resume: bool | int | str,
+               description: str) -> RunRecord:
+    """The run the results go to: with ``resume``, the interrupted run of the same sweep (or
+    the one named), reopened; else a new one."""
+    if resume:
+        ref = None if resume is True else resume
+        # A run started before the canonical fingerprint is found by its old name.
+        names = planned.fingerprints
+        if ref is not None:
+            run = store.find_resumable_run(run_id=ref)
+        else:
+            found = (store.find_resumable_run(name) for name in names)
+            run = next((r for r in found if r is not None), None)
+            if run is None:
+                raise UsageError("nothing to resume: no interrupted run of this sweep in the "
+                                 "store")
+        if run is not None and run.fingerprint not in names:
+            raise UsageError(
+                f"run {run.id} measured a different sweep; resume it with the same specs and "
+                "options it was started with"
+            )
+        if run is not None:
+            return store.resume_run(run.id)
+    return store.start_run(fingerprint=planned.fingerprint, description=description,
+                           host=socket.gethostname())
 
 
 def _rebooters(policy: RebootPolicy, targets: Sequence[Target]) -> dict[int, Rebooter]:

@@ -1,0 +1,93 @@
+"""What the commands share: options declared once (the store, the lab's device, the one target
+of a compare or a track), parsing of their values, and the refusals of ``--lab``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import typer
+
+from benchlab.errors import UsageError
+from benchlab.settings import setting_info
+
+__all__ = [
+    "DbOption",
+    "DetachOption",
+    "LabDeviceOption",
+    "LabDryRunOption",
+    "OneTargetOption",
+    "percent",
+    "refuse_with_lab",
+    "refuse_without_lab",
+    "setting_help",
+    "split_frameworks",
+]
+
+DbOption = Annotated[
+    Optional[str],  # noqa: UP007 - typer needs Optional here
+    typer.Option("--db", help="SQLite file or database URL (default: per-user SQLite file)."),
+]
+
+
+LabDeviceOption = Annotated[
+    Optional[str],  # noqa: UP007
+    typer.Option(help="With --lab: the device (its lab id)."),
+]
+OneTargetOption = Annotated[
+    str, typer.Option("--target", help="The one device it runs on: host, ssh:host=NAME, "
+                      "adb:serial=X (as run's --target)."),
+]
+DetachOption = Annotated[
+    bool, typer.Option("--detach", help="With --lab: queue the job(s), print their ids and "
+                       "return without waiting ('benchlab lab status' follows them)."),
+]
+LabDryRunOption = Annotated[
+    bool, typer.Option("--dry-run", help="With --lab: print the request the lab would be "
+                       "sent (its sweep, options and digest), and exit."),
+]
+
+
+def setting_help(setting: str) -> str:
+    """An override option's help: the setting's one description (benchlab.settings)."""
+    return setting_info(setting).help
+
+
+def percent(text: str | None, option: str = "--target-ci") -> float | None:
+    """``1%`` or ``0.01`` as a fraction; anything else, or not positive, a usage error."""
+    if text is None:
+        return None
+    raw = text.strip()
+    try:
+        value = float(raw.rstrip("%")) / 100.0 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise UsageError(f"{option} {text!r}: expected a fraction like 0.01 or 1%") from None
+    if value <= 0:
+        raise UsageError(f"{option} must be positive")
+    return value
+
+
+def split_frameworks(values: list[str]) -> list[str]:
+    """``pytorch:mode=eager,threads=2,onnxruntime`` → ``["pytorch:mode=eager,threads=2",
+    "onnxruntime"]``: a token with ``=`` but no ``:`` continues the previous framework."""
+    out: list[str] = []
+    for value in values:
+        for token in filter(None, (t.strip() for t in value.split(","))):
+            if "=" in token and ":" not in token and out:
+                out[-1] += ("," if ":" in out[-1] else ":") + token
+            else:
+                out.append(token)
+    return out
+
+
+def refuse_with_lab(given: dict[str, Any], why: str) -> None:
+    """A usage error naming the options given that a lab job cannot honour, and why."""
+    named = [option for option, value in given.items() if value]
+    if named:
+        raise UsageError(f"{', '.join(named)} with --lab: {why}")
+
+
+def refuse_without_lab(**given: bool) -> None:
+    """``--detach`` and a compare's or a track's ``--dry-run`` only mean something with --lab."""
+    named = ["--" + name.replace("_", "-") for name, value in given.items() if value]
+    if named:
+        raise UsageError(f"{', '.join(named)} goes with --lab")
