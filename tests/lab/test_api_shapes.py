@@ -46,3 +46,34 @@ def test_models_keep_the_dataclasses_types() -> None:
         JobOut.model_validate({**JOB.to_json(), "status": "paused"})
     assert DeviceOut.model_fields["pools"].annotation == tuple[str, ...]
     assert "queue_job_id" not in JobOut.model_fields and "now" not in DeviceOut.model_fields
+
+
+def test_every_response_model_holds_every_field_of_its_dataclass() -> None:
+    """Each API model is built from its dataclass: a field added there reaches the API, unless
+    it is left out here on purpose, with the reason."""
+    from benchlab.lab.run_state import RunInfo
+    from benchlab.lab.server.api_models import (
+        IdentityOut,
+        ResultOut,
+        RunDetailOut,
+        SummaryOut,
+        TokenOut,
+    )
+    from benchlab.lab.tokens import TokenInfo
+    from benchlab.schema import JobIdentity, Result, Summary
+
+    left_out = {
+        (ResultOut, Result): {"samples"},  # can be very many; the run page reads them
+        (JobOut, LabJob): {"request", "queue_job_id"},  # the request is large; the ticket internal
+        (DeviceOut, Device): {"device_state", "now"},  # shown as reported_state and ages
+    }
+    pairs = [(SummaryOut, Summary), (IdentityOut, JobIdentity), (ResultOut, Result),
+             (TokenOut, TokenInfo), (JobOut, LabJob), (DeviceOut, Device),
+             (DeviceEventOut, DeviceEvent), (QueueRowOut, QueueRow)]
+    for model, shape in pairs:
+        missing = ({f.name for f in dataclasses.fields(shape)} - set(model.model_fields)
+                   - left_out.get((model, shape), set()) - {"oldest_waiting_at"})
+        assert not missing, f"{model.__name__} lacks {sorted(missing)} of {shape.__name__}"
+    # The run detail's twin takes the page's dataclass itself.
+    assert RunDetailOut.model_fields["run"].annotation is RunInfo
+    assert "process_p50s" in SummaryOut.model_fields and "processes" in SummaryOut.model_fields

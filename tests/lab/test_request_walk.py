@@ -242,3 +242,20 @@ def test_a_bad_wire_form_is_a_400_naming_the_field(walk_lab: str) -> None:
             reply = client.post("/api/v1/jobs", headers=headers,
                                 json={"sweep": broken, "device": DEVICE})
             assert reply.status_code == 400 and field in reply.text, reply.text
+
+
+def test_a_job_process_summary_is_read_back_whole_past_other_output() -> None:
+    """The worker reads the job process's typed summary, not a dict by convention."""
+    from benchlab.lab.jobs import JobSummary
+
+    ran = JobSummary(run_uuid="u-1", results=4, failed=1, spooled=2)
+    out = "\n".join(["a runtime's own line", ran.line(), '{"tokens": 12}', "bye"])
+    assert JobSummary.read(out) == ran
+    assert ran.reason("run") == ("4 results, 1 failed (2 kept in the worker's spool while the "
+                                 "database was away, then stored)")
+    report = JobSummary(report={"text": "| ok |", "exit_code": 1})
+    assert JobSummary.read(report.line()) == report
+    assert report.reason("compare") == "compare done, exit code 1"
+    assert JobSummary.read(JobSummary(error="bad spec", user_error=True).line()).error == \
+        "bad spec"
+    assert JobSummary.read("killed before it could say") is None

@@ -4,7 +4,7 @@ The device worker starts this per job (killed with the worker: the parent-death 
 wedged runtime or a crash fails one job and never the worker. The job's run is created on the
 first attempt and its UUID written to the job row at once; a later attempt (after the worker
 died) resumes that run, so results already stored are kept and none is stored twice. The last
-line on stdout is a JSON summary the worker reads.
+line on stdout is the :class:`~benchlab.lab.jobs.JobSummary` the worker reads.
 
 The database may go away while the job runs (a restart, a failover): the job's store waits for
 it and spools the results it cannot store on the worker's disk (:mod:`benchlab.lab.spool`),
@@ -48,7 +48,7 @@ def _job(store: Any, job_id: int, target: str, db: str) -> int:
     """Run job ``job_id`` with its results in ``store`` (the lab's, spooling)."""
     from benchlab.api import run
     from benchlab.errors import UserError
-    from benchlab.lab.jobs import get_job, set_job
+    from benchlab.lab.jobs import JobSummary, get_job, set_job
     from benchlab.store import RunStatus
 
     job = store.patiently(get_job, store, job_id)
@@ -59,8 +59,8 @@ def _job(store: Any, job_id: int, target: str, db: str) -> int:
             # An earlier attempt finished the run and its worker died before recording that
             # (killed, or cut off from the database): the job is done. Measuring again here,
             # possibly on a device of another kind, would store its results twice.
-            print(json.dumps({"run_uuid": done.uuid, "results": done.result_count,
-                              "failed": done.failed_count, "spooled": 0}))
+            print(JobSummary(run_uuid=done.uuid, results=done.result_count,
+                             failed=done.failed_count).line())
             return 0 if not done.failed_count else 1
 
     def remember_run(run_uuid: str) -> None:
@@ -77,7 +77,7 @@ def _job(store: Any, job_id: int, target: str, db: str) -> int:
         try:
             sweep = request.sweep_on(folder, target)
         except UserError as exc:
-            print(json.dumps({"error": str(exc), "user_error": True}))
+            print(JobSummary(error=str(exc), user_error=True).line())
             return 2
         if request.kind in ("compare", "track"):
             return _ab(request, sweep, store)
@@ -92,13 +92,12 @@ def _job(store: Any, job_id: int, target: str, db: str) -> int:
                 # a device of another kind): this attempt starts its own run.
                 results = run(sweep, db=store, on_run=remember_run)
         except UserError as exc:
-            print(json.dumps({"error": str(exc), "user_error": True}))
+            print(JobSummary(error=str(exc), user_error=True).line())
             return 2
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    summary = {"run_uuid": results.run_uuid, "results": len(results),
-               "failed": len(results.failed), "spooled": store.spooled}
-    print(json.dumps(summary))
+    print(JobSummary(run_uuid=results.run_uuid, results=len(results),
+                     failed=len(results.failed), spooled=store.spooled).line())
     return 0 if not results.failed else 1
 
 
@@ -112,6 +111,7 @@ def _ab(request: Any, sweep: Any, db: Any) -> int:
     from benchlab.api import compare, track
     from benchlab.errors import UserError
     from benchlab.lab.ab_options import read_compare_options, read_track_options
+    from benchlab.lab.jobs import JobSummary
     from benchlab.report.ab import comparison_json, comparison_markdown
     from benchlab.report.history import track_table
 
@@ -132,9 +132,9 @@ def _ab(request: Any, sweep: Any, db: Any) -> int:
             text = "\n".join([buffer.getvalue(), *outcome.notes])
             report = {"text": text, "json": None, "exit_code": 1 if outcome.culprits else 0}
     except UserError as exc:
-        print(json.dumps({"error": str(exc), "user_error": True}))
+        print(JobSummary(error=str(exc), user_error=True).line())
         return 2
-    print(json.dumps({"results": 0, "failed": 0, "report": report}))
+    print(JobSummary(report=report).line())
     return 0
 
 

@@ -29,6 +29,7 @@ from benchlab.sweep import WIRE_VERSION, Sweep, parse_framework, wire_digest
 __all__ = [
     "JOB_STATUSES",
     "JobStatus",
+    "JobSummary",
     "LabJob",
     "LabRequest",
     "QueueRow",
@@ -124,6 +125,52 @@ class LabRequest:
             label += " — " + " vs ".join(next((str(v) for v in side.values() if v), "spec")
                                          for side in sides)
         return label if self.kind == "run" else f"{self.kind}: {label}"
+
+
+@dataclass(frozen=True)
+class JobSummary:
+    """What a job process (``python -m benchlab.lab.execute``) tells its worker: its last line
+    on stdout, one JSON object. A run job counts its results (``spooled``: kept in the
+    worker's spool while the database was away, then stored); a compare or track job carries
+    its ``report``; a job that could not start says why in ``error``."""
+
+    run_uuid: str | None = None
+    results: int = 0
+    failed: int = 0
+    spooled: int = 0
+    report: Mapping[str, Any] | None = None
+    error: str | None = None
+    user_error: bool = False
+
+    def line(self) -> str:
+        """The summary as the job process prints it."""
+        values = {k: v for k, v in self.__dict__.items() if v not in (None, False)}
+        return json.dumps(values, sort_keys=True, default=dict)
+
+    @classmethod
+    def read(cls, stdout: str) -> JobSummary | None:
+        """The last summary line in a job process's output (``None``: it printed none, e.g.
+        it was killed); lines that are not a summary (a runtime's own output) are skipped."""
+        known = set(cls.__dataclass_fields__)
+        for text in reversed(stdout.strip().splitlines()):
+            try:
+                value = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(value, dict) and value and set(value) <= known:
+                return cls(**value)
+        return None
+
+    def reason(self, kind: str) -> str:
+        """The finished job's reason, as ``lab status`` and the pages show it."""
+        if self.report is not None:
+            return f"{kind} done, exit code {self.report.get('exit_code')}"
+        reason = (f"{self.results} results, {self.failed} failed" if self.failed
+                  else f"{self.results} results")
+        if self.spooled:
+            reason += (f" ({self.spooled} kept in the worker's spool while the database was "
+                       "away, then stored)")
+        return reason
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from benchlab.lab.devices import (
     set_pools,
     set_state,
 )
-from benchlab.lab.jobs import get_job, set_job
+from benchlab.lab.jobs import JobSummary, get_job, set_job
 from benchlab.lab.outage import Outage, until_stored
 from benchlab.lab.pools import device_queue, pool_queue
 from benchlab.lab.probe import DeviceEntry, health_check, probe
@@ -225,7 +225,7 @@ class _Agent:
         # A job process that died with results in its spool (the database was away at its
         # end) leaves them to its worker.
         await self._stored(deliver_spool, store, job_spool_dir(self.url, job.id))
-        summary = _last_json(out)
+        summary = JobSummary.read(out)
         if code != 0:
             # A failure may be the device's, not the job's: if it went away, fail this attempt
             # and put the job back (a pool job: any other matching device may take it).
@@ -237,22 +237,14 @@ class _Agent:
                     requeue, self.lab, await self._stored(get_job, store, job.id),
                     reason=f"device {entry.id} lost mid-job ({why}); re-queued", new_run=True)
                 return
-        if code in (0, 1) and summary is not None and "results" in summary:
-            failed = summary.get("failed", 0)
-            reason = (f"{summary['results']} results, {failed} failed"
-                      if failed else f"{summary['results']} results")
-            if summary.get("spooled"):
-                reason += (f" ({summary['spooled']} kept in the worker's spool while the "
-                           "database was away, then stored)")
-            extra = {}
-            if summary.get("report") is not None:
-                report = summary["report"]
-                reason = f"{job.request.kind} done, exit code {report.get('exit_code')}"
-                extra["report_json"] = json.dumps(report)
-            await self._stored(set_job, store, job.id, status="finished", reason=reason,
+        if code in (0, 1) and summary is not None and summary.error is None:
+            extra = {} if summary.report is None else {"report_json": json.dumps(
+                dict(summary.report))}
+            await self._stored(set_job, store, job.id, status="finished",
+                               reason=summary.reason(job.request.kind),
                                finished_at=time.time(), **extra)
         else:
-            detail = (summary or {}).get("error") or _tail(err) or f"exit code {code}"
+            detail = (summary.error if summary else None) or _tail(err) or f"exit code {code}"
             await self._stored(set_job, store, job.id, status="failed",
                                reason=f"job process failed: {detail}", finished_at=time.time())
         await self._stored(set_state, store, entry.id, "idle")
@@ -472,15 +464,6 @@ class _Agent:
                         await asyncio.to_thread(set_state, self.store, device_id, "offline",
                                                 reason="worker stopped")
                 self.store.close()
-
-
-def _last_json(text: str) -> dict[str, Any] | None:
-    for line in reversed(text.strip().splitlines()):
-        with contextlib.suppress(ValueError):
-            value = json.loads(line)
-            if isinstance(value, dict):
-                return value
-    return None
 
 
 def _tail(text: str, limit: int = 400) -> str:

@@ -23,8 +23,8 @@ from benchlab.lab.devices import Device, DeviceEvent, DeviceState
 from benchlab.lab.jobs import LabJob, QueueRow
 from benchlab.lab.run_state import RunInfo
 from benchlab.lab.run_view import ResultDetail
-from benchlab.lab.tokens import Scope
-from benchlab.schema import JobIdentity, Summary
+from benchlab.lab.tokens import Scope, TokenInfo
+from benchlab.schema import JobIdentity, Result, Summary
 
 __all__ = [
     "MAX_ID", "MAX_INT", "DeviceDetailOut", "DeviceEventOut", "DeviceId", "DeviceIn",
@@ -101,12 +101,13 @@ class OkOut(BaseModel):
 
 
 def response_model(name: str, shape: type, doc: str, *, drop: tuple[str, ...] = (),
-                   added: Mapping[str, Any] | None = None,
-                   finite: bool = False) -> type[BaseModel]:
+                   added: Mapping[str, Any] | None = None, finite: bool = False,
+                   types: Mapping[str, Any] | None = None) -> type[BaseModel]:
     """The response model of a frozen dataclass's ``to_json()``: the dataclass's own fields and
     types, less those ``drop`` names, plus the ``added`` fields (name: type) that it computes.
     With ``finite``, every float (alone, in a tuple or a mapping) may be null: JSON has no
-    infinity or NaN, and :func:`finite` writes them as null.
+    infinity or NaN, and :func:`finite` writes them as null. ``types`` replaces a field's
+    type (a nested dataclass by its own response model).
 
     One definition of the shape: a field added to the dataclass appears in the API's schema,
     and a test checks that ``to_json()`` gives exactly these keys.
@@ -114,7 +115,8 @@ def response_model(name: str, shape: type, doc: str, *, drop: tuple[str, ...] = 
     hints = get_type_hints(shape)
     fields: dict[str, Any] = {f.name: (_nullable(hints[f.name]) if finite else hints[f.name], ...)
                               for f in dataclasses.fields(shape) if f.name not in drop}
-    fields.update({key: (kind, ...) for key, kind in (added or {}).items()})
+    fields.update({key: (kind, ...) for key, kind in {**(types or {}),
+                                                     **(added or {})}.items()})
     return create_model(name, __doc__=doc, **fields)
 
 
@@ -259,20 +261,12 @@ IdentityOut = response_model("IdentityOut", JobIdentity,
                              "What was measured, where and how.")
 
 
-class ResultOut(BaseModel):
-    """One result without its raw samples."""
-
-    schema_version: int
-    identity: IdentityOut
-    job_key: str
-    status: Literal["ok", "failed", "timeout", "user_error"]
-    error: str | None
-    stderr_tail: str | None
-    started_at: str
-    finished_at: str
-    environment: dict[str, Any]
-    details: dict[str, Any]
-    summaries: dict[str, SummaryOut]
+ResultOut = response_model(
+    "ResultOut", Result, "One result without its raw samples.", drop=("samples",),
+    types={"identity": IdentityOut, "summaries": dict[str, SummaryOut],
+           "status": Literal["ok", "failed", "timeout", "user_error"],
+           "environment": dict[str, Any], "details": dict[str, Any]},
+    added={"job_key": str})
 
 
 class RunFinishIn(BaseModel):
@@ -298,15 +292,10 @@ class RunDetailOut(BaseModel):
 # Tokens
 
 
-class TokenOut(BaseModel):
-    """A token's stored facts; the token itself is never shown again after creation."""
-
-    id: int
-    name: str
-    scopes: list[Scope]
-    host: str
-    created_at: float
-    revoked: bool
+TokenOut = response_model(
+    "TokenOut", TokenInfo,
+    "A token's stored facts; the token itself is never shown again after creation.",
+    types={"scopes": list[Scope]})
 
 
 class TokenIn(BaseModel):
