@@ -157,7 +157,7 @@ def _one(spec: Path | None, control: Any, treatment: Any, looks: tuple[int, ...]
          min_effect: float, verify: bool, models: list[str] | None = None,
          frameworks: list[Any] | None = None) -> dict[str, Any]:
     from benchlab import compare
-    from benchlab.ab.pairs import CompareSettings
+    from benchlab.ab.sides import CompareSettings
 
     started = time.monotonic()
     comparison = compare([spec] if spec else None, control=control, treatment=treatment,
@@ -188,7 +188,7 @@ def lockstep_fidelity(model: Path, sessions: int, blocks: int) -> dict[str, Any]
     from benchlab.ab.interleave import SessionData, solo_calls
     from benchlab.ab.lockstep import lockstep_session
     from benchlab.ab.model import Mode
-    from benchlab.ab.pairs import Side, side_job
+    from benchlab.ab.sides import Side, side_job
     from benchlab.ab.sessions import balanced_orders
     from benchlab.api import plan_sweep
     from benchlab.artifacts import ArtifactCache, default_cache_dir
@@ -221,7 +221,7 @@ def lockstep_fidelity(model: Path, sessions: int, blocks: int) -> dict[str, Any]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from benchlab.ab.pairs import Side
+    from benchlab.ab.sides import Side
     from benchlab.spec.types import FrameworkConfig
 
     args = parse_args(__doc__.splitlines()[0], argv, repeats=3, extra=_extra,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from benchlab.ab.model import Outcome, PairedEstimate
-from benchlab.ab.pairs import CompareSettings
+from benchlab.ab.sides import CompareSettings
 from benchlab.ab.stats import (
     apply_bh,
     decide_log_ratios,
@@ -57,7 +57,7 @@ def _abba(pairs: np.ndarray, first_index: int, slowdown: float) -> tuple[np.ndar
     """Per-process observations (control, treatment) of pairs numbered from ``first_index``.
 
     Pair k runs control first when k is even and treatment first when k is odd, as
-    ``pairs._run_pairs`` does; the treatment's iterations are all ``1 + slowdown`` times longer.
+    ``pairs.PairEvidence.grow`` does; the treatment's iterations are all ``1 + slowdown`` times longer.
     """
     medians = np.median(pairs, axis=-1)  # (n, 2): slot 0 ran first
     treatment_first = (np.arange(first_index, first_index + len(medians)) % 2).astype(bool)
@@ -67,7 +67,7 @@ def _abba(pairs: np.ndarray, first_index: int, slowdown: float) -> tuple[np.ndar
 
 
 def _decide(d: np.ndarray, settings: CompareSettings) -> PairedEstimate:
-    # The same call as pairs._decide_all (via decide) and interleave.run_sessions make for a
+    # The same call as PairEvidence.decide (via decide) and SessionEvidence.decide make for a
     # metric: the decision on paired log-ratios, one per process pair or per session.
     return decide_log_ratios(d, min_effect=settings.min_effect, alpha=settings.alpha,
                              n_looks=len(settings.looks))
@@ -81,9 +81,9 @@ def run_protocol(draw: Callable[[int, int], np.ndarray],
     ``log(t / c)``, numbered from ``first_index``: one per ABBA process pair
     (:func:`run_benchlab`) or one per interleaved session, its estimate (``evaluate_interleaved``).
     At each look the library's decision is taken on everything drawn so far, extending while
-    undecided (``pairs._run_looks``, ``interleave.run_sessions``); then Benjamini-Hochberg;
+    undecided (``ab.driver``: each evidence through the looks); then Benjamini-Hochberg;
     then, on a regression, the verify re-run: a fresh draw numbered from 0 again, through the
-    same looks (``pairs._verify``).
+    same looks (``driver._verified``).
     """
     drawn = [np.empty(0)]
 

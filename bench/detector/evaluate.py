@@ -42,7 +42,7 @@ from detectors import BenchlabRun, faipep_checks, run_benchlab
 from sources import LognormalSource, Recording, ReplaySource, Source
 
 from benchlab.ab.model import Outcome
-from benchlab.ab.pairs import CompareSettings
+from benchlab.ab.sides import CompareSettings
 
 # 20% and 50% go beyond the brief's 1-10%: they locate where FAI-PEP's detector starts to fire.
 SLOWDOWNS = (0.0, 0.01, 0.02, 0.05, 0.10, 0.20, 0.50)

@@ -59,7 +59,7 @@ from sources import (
     robust_sd,
 )
 
-from benchlab.ab.pairs import CompareSettings
+from benchlab.ab.sides import CompareSettings
 
 SLOWDOWNS = (0.0, 0.01, 0.02, 0.05)
 BUDGETS = {
@@ -109,7 +109,7 @@ def process_pairs_mode(path: Path) -> _Mode:
 def session_modes(path: Path) -> list[_Mode]:
     """``record_interleaved.py``'s A/A sessions, replayed whole: on the wall clock (what
     ``compare`` decides on by default) and, where the calls' CPU times were recorded, on CPU
-    time too (``run_sessions(clock="cpu")``)."""
+    time too (the sessions' CPU clock)."""
     recording = SessionRecording.load(path)
     per = "1 holding both sides" if recording.mode == "in-process" else "1 per side"
     clocks = ["wall"] + (["cpu"] if recording.control_cpu is not None else [])

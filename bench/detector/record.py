@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE.parent))  # bench/_common.py: the machine descriptio
 
 from _common import machine
 
-from benchlab.ab.pairs import Side, side_job
+from benchlab.ab.sides import Side, side_job
 from benchlab.api import plan_sweep
 from benchlab.artifacts import ArtifactCache
 from benchlab.jobrun import run_job

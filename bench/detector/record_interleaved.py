@@ -44,7 +44,7 @@ from spinjobs import build_spin_c, program_jobs, program_side, python_program, r
 
 from benchlab.ab.interleave import session_runner
 from benchlab.ab.model import Mode
-from benchlab.ab.pairs import side_job
+from benchlab.ab.sides import side_job
 from benchlab.artifacts import ArtifactCache
 from benchlab.targets.host import HostTarget
 

@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from benchlab.ab import Side
-from benchlab.ab.pairs import side_job
+from benchlab.ab.sides import side_job
 from benchlab.api import plan_sweep
 from benchlab.frameworks.base import JobContext, RunnerFramework, runner_invocation
 from benchlab.harness import plan

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from typing_extensions import Unpack
 
 from benchlab.artifacts import ArtifactCache, DownloadProgress, default_cache_dir
-from benchlab.ab.pairs import CompareSettings, Side, compare_jobs
+from benchlab.ab.sides import CompareSettings, Side
+from benchlab.ab.driver import compare_jobs
 from benchlab.ab.model import Comparison
 from benchlab.errors import InfrastructureError, UsageError
 from benchlab.harness import Plan, StagedPlan, across_devices, execute, plan

@@ -33,7 +33,7 @@ def _side(
                                                                                    None),
     model: Path | None = None,
 ) -> Any:
-    from benchlab.ab.pairs import Side, make_side
+    from benchlab.ab.sides import Side, make_side
 
     if commit:
         if program or config or python or model:
@@ -135,7 +135,7 @@ def _compare_settings(min_effect: str, alpha: float, pairs: str, verify: bool, m
                       fidelity_tolerance: str) -> Any:
     """The compare options as :class:`CompareSettings`, each bad value a usage error."""
     from benchlab.ab.interleave import parse_mode
-    from benchlab.ab.pairs import CompareSettings
+    from benchlab.ab.sides import CompareSettings
 
     try:
         looks = tuple(int(p) for p in pairs.split(",") if p.strip())

@@ -144,6 +144,11 @@ class ModeUnavailable(BenchlabError):
     falls back to the next mode with that note, instead of failing the job."""
 
 
+class SideRunFailed(BenchlabError):
+    """One side's process failed during a comparison (a crash, a timeout): that job cannot
+    be compared; the message names the side and the failure, and the other jobs go on."""
+
+
 def format_field_path(parts: Sequence[str | int]) -> str:
     """Render a pydantic-style location tuple as ``tests[0].inputs.data``."""
     text = ""

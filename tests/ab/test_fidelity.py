@@ -21,7 +21,7 @@ import pytest
 import benchlab
 from benchlab.ab import CompareSettings, Side, compare_jobs
 from benchlab.ab.model import Mode
-from benchlab.ab.pairs import make_side
+from benchlab.ab.sides import make_side
 from benchlab.artifacts import ArtifactCache
 from benchlab.errors import UsageError
 from benchlab.spec.types import FrameworkConfig

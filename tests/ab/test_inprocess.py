@@ -15,7 +15,7 @@ import pytest
 from benchlab.ab import CompareSettings, Outcome, Side, compare_jobs
 from benchlab.ab.model import Mode
 from benchlab.ab.inprocess import inprocess_session
-from benchlab.ab.pairs import side_job
+from benchlab.ab.sides import side_job
 from benchlab.ab.sessions import balanced_orders
 from benchlab.artifacts import ArtifactCache
 from benchlab.frameworks.base import JobContext, RunnerFramework, runner_invocation

@@ -25,7 +25,7 @@ import yaml
 
 from benchlab.ab.lockstep import lockstep_session
 from benchlab.ab.model import Mode
-from benchlab.ab.pairs import Side, side_job
+from benchlab.ab.sides import Side, side_job
 from benchlab.ab.sessions import Session, balanced_orders
 from benchlab.artifacts import ArtifactCache
 from benchlab.errors import ModeUnavailable, TargetError

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from benchlab.ab.pairs import CompareSettings, Side, compare_jobs, make_side
+from benchlab.ab.sides import CompareSettings, Side, make_side
+from benchlab.ab.driver import compare_jobs
 from benchlab.ab.model import (
     Comparison,
     Fidelity,

@@ -2,9 +2,9 @@
 
 :func:`choose_mode` picks the strongest mode the two sides allow (in-process for Python
 runtimes, lock-step for programs on the host, process pairs otherwise) or the one asked for.
-:func:`run_sessions` runs sessions up to each look, deciding on the sessions' paired estimates
-(the median of each session's block log-ratios), exactly as process pairs decide on their
-per-pair log-ratios.
+:class:`SessionEvidence` is an interleaved mode's evidence for the driver
+(:mod:`benchlab.ab.driver`): sessions, decided on their paired estimates (the median of each
+session's block log-ratios), exactly as process pairs decide on their per-pair log-ratios.
 """
 
 from __future__ import annotations
@@ -13,20 +13,18 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from benchlab.ab.model import Fidelity, Mode, PairedEstimate
+from benchlab.ab.model import Fidelity, MetricComparison, Mode, PairedEstimate
 from benchlab.ab.sessions import Session, balanced_orders
-from benchlab.ab.stats import decide_log_ratios, hodges_lehmann, through_looks
+from benchlab.ab.sides import AUTO, CompareSettings, Side
+from benchlab.ab.stats import decide_log_ratios, hodges_lehmann
 from benchlab.artifacts import ArtifactCache
 from benchlab.errors import ModeUnavailable, UsageError
-from benchlab.jobrun import Job
-from benchlab.schema import LATENCY_KEY, Metric, Sample
+from benchlab.jobrun import Job, summarize_samples
+from benchlab.schema import LATENCY_KEY, DetailKey, Metric, Result, Sample, Status
 from benchlab.targets.base import Target
 
-__all__ = ["AUTO", "FIDELITY_CHECK", "SessionData", "choose_mode", "parse_mode",
-           "run_sessions", "session_runner", "solo_calls"]
-
-#: Let compare choose the strongest mode the sides allow.
-AUTO = "auto"
+__all__ = ["FIDELITY_CHECK", "SessionData", "SessionEvidence", "choose_mode", "parse_mode",
+           "session_runner", "solo_calls"]
 #: After this many sessions (or the first look, if sooner) the sides' fidelity is judged; an
 #: interleaved mode that does not run the sides as they run alone is left for process pairs.
 FIDELITY_CHECK = 6
@@ -154,34 +152,73 @@ class SessionData:
                                           else session.treatment)]
 
 
-def run_sessions(
-    runner: SessionRunner, mode: Mode, looks: tuple[int, ...], *, min_effect: float,
-    alpha: float, progress: Callable[[str], None] | None = None, label: str = "",
-    tolerance: float | None = None,
-) -> tuple[SessionData, dict[str, PairedEstimate]]:
-    """Sessions up to each look in turn, stopping at the first look where latency is decided
-    (more sessions only while undecided); the verdict is on the sessions' estimates.
+class SessionEvidence:
+    """One job's evidence in an interleaved mode (in-process or lock-step), grown a session
+    at a time and decided on the sessions' paired latency estimates, exactly as process
+    pairs decide on their per-pair log-ratios.
 
-    With a ``tolerance``, the sides' fidelity is judged once, after :data:`FIDELITY_CHECK`
-    sessions (or the first look): a side that ran outside it raises
-    :class:`ModeUnavailable` saying so, and compare measures the job another way.
+    With the settings' fidelity tolerance, the sides' fidelity is judged once, after
+    :data:`FIDELITY_CHECK` sessions (or the first look): a side that ran outside it raises
+    :class:`ModeUnavailable` saying so, and the driver measures the job another way.
     """
-    data = SessionData(mode)
-    check_at = min(FIDELITY_CHECK, looks[0]) if tolerance is not None else None
 
-    def grow(look: int) -> None:
+    def __init__(self, mode: Mode, pair: tuple[Job, Job], sides: tuple[Side, Side],
+                 target: Target, cache: ArtifactCache, settings: CompareSettings,
+                 progress: Callable[[str], None] | None, *, seed: int = 0,
+                 judge_fidelity: bool = True) -> None:
+        self.mode, self.pair, self.sides, self.target, self.cache = mode, pair, sides, target, cache
+        self.settings, self.progress, self.seed = settings, progress, seed
+        self.data = SessionData(mode)
+        self._runner = session_runner(mode, pair, (sides[0].label, sides[1].label),
+                                      (dict(sides[0].string_map), dict(sides[1].string_map)),
+                                      target, cache, seed=seed)
+        self._tolerance = settings.fidelity_tolerance if judge_fidelity else None
+        self._check_at = min(FIDELITY_CHECK, settings.looks[0])
+
+    def grow(self, look: int) -> None:
+        data, label = self.data, self.pair[0].identity.model_name
         while len(data.sessions) < look:
-            data.sessions.append(runner(len(data.sessions)))
-            if progress:
-                progress(f"{label}: {mode.value} session {len(data.sessions)}/{look}")
-            if tolerance is not None and len(data.sessions) == check_at:
-                _check_fidelity(data, mode, tolerance)
+            data.sessions.append(self._runner(len(data.sessions)))
+            if self.progress:
+                self.progress(f"{label}: {self.mode.value} session {len(data.sessions)}/{look}")
+            if self._tolerance is not None and len(data.sessions) == self._check_at:
+                _check_fidelity(data, self.mode, self._tolerance)
 
-    def decide_now() -> dict[str, PairedEstimate]:
-        return {LATENCY_KEY: decide_log_ratios(data.estimates, min_effect=min_effect,
-                                               alpha=alpha, n_looks=len(looks))}
+    def decide(self) -> dict[str, PairedEstimate]:
+        return {LATENCY_KEY: decide_log_ratios(
+            self.data.estimates, min_effect=self.settings.min_effect,
+            alpha=self.settings.alpha, n_looks=len(self.settings.looks))}
 
-    return data, through_looks(looks, grow, decide_now, LATENCY_KEY)
+    def results(self) -> list[Result]:
+        """Every call of each side as one stored result."""
+        out = []
+        for letter, job in (("c", self.pair[0]), ("t", self.pair[1])):
+            samples = self.data.samples(letter)
+            out.append(Result(identity=job.identity, status=Status.OK, samples=tuple(samples),
+                              summaries=summarize_samples(samples),
+                              details={DetailKey.AB_MODE: self.mode.value,
+                                       DetailKey.AB_SESSIONS: len(self.data.sessions)}))
+        return out
+
+    def comparisons(self, base: Job,
+                    estimates: dict[str, PairedEstimate]) -> list[MetricComparison]:
+        """The latency comparison, with the sessions' estimates, fidelity and regime."""
+        control_ms, treatment_ms = self.data.medians()
+        tolerance = self.settings.fidelity_tolerance
+        return [MetricComparison(
+            job=base.identity.label, model=base.identity.model_name,
+            test=base.identity.test_identifier, metric=LATENCY_KEY, unit="ms",
+            control=tuple(control_ms), treatment=tuple(treatment_ms),
+            estimate=estimates[LATENCY_KEY], mode=self.mode, paired=tuple(self.data.estimates),
+            fidelity=self.data.fidelities(tolerance), regime=self.data.regime(),
+        )]
+
+    def fresh(self) -> SessionEvidence:
+        """Fresh sessions with other block orders, for verifying a regression (fidelity was
+        judged on the first sessions already)."""
+        return SessionEvidence(self.mode, self.pair, self.sides, self.target, self.cache,
+                               self.settings, self.progress, seed=self.seed + 1,
+                               judge_fidelity=False)
 
 
 def _check_fidelity(data: SessionData, mode: Mode, tolerance: float) -> None:

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from benchlab.ab.pairs import CompareSettings, Side, make_side
+from benchlab.ab.sides import CompareSettings, Side, make_side
 from benchlab.errors import UsageError
 from benchlab.tracking.tracker import TrackSettings
 

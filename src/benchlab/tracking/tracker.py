@@ -20,7 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from benchlab.ab.pairs import CompareSettings, Side, compare_jobs
+from benchlab.ab.sides import CompareSettings, Side
+from benchlab.ab.driver import compare_jobs
 from benchlab.artifacts import ArtifactCache
 from benchlab.errors import CommitFailedError
 from benchlab.jobrun import Job
