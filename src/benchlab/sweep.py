@@ -303,7 +303,10 @@ class Sweep:
             if spec_dir is None:
                 raise UsageError("a sweep with spec files needs a folder to write them into")
             for name, text in values["specs"].items():
-                path = spec_dir / Path(name).name
+                if name in ("", ".", "..") or Path(name).name != name or "\0" in name:
+                    raise UsageError(f"sweep wire form, field specs: {name!r} is not a file "
+                                     "name")
+                path = spec_dir / name
                 path.write_text(text)
                 specs.append(path)
         current = "?"
@@ -325,12 +328,15 @@ class Sweep:
                 else values["race"]
             current = "time_budget"
             budget = None if values["time_budget"] is None else float(values["time_budget"])
+            current = "string_map"
+            string_map = {str(k): str(v) for k, v in dict(values["string_map"]).items()}
+            current = "order"
+            return cls.of(specs, models=list(values["models"]), frameworks=frameworks,
+                          target=target, overrides=overrides, string_map=string_map,
+                          time_budget=budget, generations=generations, scenario=scenario,
+                          energy=energy, reboot=reboot, order=str(values["order"]), race=race)
         except (TypeError, ValueError, AttributeError, UsageError) as exc:
             raise UsageError(f"sweep wire form, field {current}: {exc}") from None
-        return cls.of(specs, models=list(values["models"]), frameworks=frameworks,
-                      target=target, overrides=overrides, string_map=values["string_map"],
-                      time_budget=budget, generations=generations, scenario=scenario,
-                      energy=energy, reboot=reboot, order=str(values["order"]), race=race)
 
     def digest(self) -> str:
         """Names the request (:meth:`to_wire` in canonical JSON, hashed): equal requests have

@@ -238,7 +238,8 @@ def test_a_bad_wire_form_is_a_400_naming_the_field(walk_lab: str) -> None:
         wire = Sweep.of(models=["mlp"]).to_wire()
         for broken, field in (({**wire, "scenario": {"name": "server"}}, "scenario"),
                               ({**wire, "overrides": {"warmup": -1}}, "overrides"),
-                              ({**wire, "v": 99}, "v99"), ({**wire, "gpu": 1}, "gpu")):
+                              ({**wire, "v": 99}, "v99"), ({**wire, "gpu": 1}, "gpu"),
+                              ({**wire, "specs": {"": "x"}}, "specs")):
             reply = client.post("/api/v1/jobs", headers=headers,
                                 json={"sweep": broken, "device": DEVICE})
             assert reply.status_code == 400 and field in reply.text, reply.text

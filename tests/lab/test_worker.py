@@ -357,9 +357,12 @@ def test_run_lab_measures_the_scenario_and_the_workload_it_was_given(
     scenario_results = _results_of(lab_url, jobs[0].run_uuid)
     assert scenario_results and all(r.ok for r in scenario_results)
     for result in scenario_results:
-        assert result.details[DetailKey.SCENARIO]["name"] == "server"
-        assert result.details[DetailKey.SCENARIO]["latency_bound_ms"] == 15.0
-        assert result.summaries[Metric.SERVER_QPS.key].p50 > 0
+        facts = result.details[DetailKey.SCENARIO]
+        assert facts["name"] == "server" and facts["latency_bound_ms"] == 15.0
+        # The server search ran: LoadGen runs at rising rates against the bound. (Whether
+        # one met 15 ms depends on the machine's load; the QPS is there only when one did.)
+        assert facts["runs"] and all(run["target_qps"] > 0 for run in facts["runs"])
+        assert result.summaries[Metric.SCENARIO_LATENCY.key].p50 > 0
     generated = _results_of(lab_url, jobs[1].run_uuid)
     assert generated and all(r.ok for r in generated)
     for result in generated:

@@ -49,6 +49,13 @@ def compare_options(control: SideSpec, treatment: SideSpec,
 
 def read_compare_options(options: Mapping[str, Any]) -> tuple[Side, Side, CompareSettings]:
     """The sides and settings :func:`compare_options` wrote; a wrong field names itself."""
+    try:
+        return _compare_options(options)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise UsageError(f"compare options: {exc}") from None
+
+
+def _compare_options(options: Mapping[str, Any]) -> tuple[Side, Side, CompareSettings]:
     _known(options, {"control", "treatment", "settings"}, "compare options")
     sides = []
     for label in ("control", "treatment"):
@@ -78,8 +85,12 @@ def read_track_options(options: Mapping[str, Any], builds_dir: Path) -> TrackSet
     allowed = {f.name for f in fields(TrackSettings)} - set(_TRACK_LOCAL)
     _known(options, allowed, "track options")
     given = dict(options)
-    given["repo"] = Path(given["repo"])
-    return TrackSettings(**given, builds_dir=builds_dir)
+    try:
+        given["repo"] = Path(given["repo"])
+        return TrackSettings(**given, builds_dir=builds_dir)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"track options: {exc!s} (repo, revisions and program are needed)") \
+            from None
 
 
 def _known(given: Mapping[str, Any], allowed: set[str], what: str) -> None:
