@@ -15,6 +15,7 @@ from benchlab.cli_options import (
     LabDeviceOption,
     LabDryRunOption,
     OneTargetOption,
+    QuietOption,
     percent,
     refuse_with_lab,
     refuse_without_lab,
@@ -82,7 +83,7 @@ def compare(
     json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the JSON report here.")] = None,  # noqa: UP007,E501
     html: Annotated[Optional[Path], typer.Option(help="Also write an HTML report with plots here.")] = None,  # noqa: UP007,E501
     db: DbOption = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+    quiet: QuietOption = False,
     lab: Annotated[Optional[str], typer.Option("--lab", metavar="DB", help="Compare on a lab device (both sides there): the lab's database URL, with --lab-device.")] = None,  # noqa: UP007,E501
     lab_device: LabDeviceOption = None,
     target: OneTargetOption = "host",
@@ -194,7 +195,7 @@ def track(
     remote: Annotated[Optional[str], typer.Option(help="Fetch --branch from this remote before each pass.")] = None,  # noqa: UP007,E501
     branch: Annotated[Optional[str], typer.Option(help="The branch to fetch (with --remote).")] = None,  # noqa: UP007,E501
     db: DbOption = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+    quiet: QuietOption = False,
     lab: Annotated[Optional[str], typer.Option("--lab", metavar="DB", help="Track on a lab device: the lab's database URL, with --lab-device; --repo is a path on that device's host.")] = None,  # noqa: UP007,E501
     lab_device: LabDeviceOption = None,
     target: OneTargetOption = "host",

@@ -16,6 +16,7 @@ __all__ = [
     "LabDeviceOption",
     "LabDryRunOption",
     "OneTargetOption",
+    "QuietOption",
     "percent",
     "refuse_with_lab",
     "refuse_without_lab",
@@ -29,6 +30,7 @@ DbOption = Annotated[
 ]
 
 
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")]
 LabDeviceOption = Annotated[
     Optional[str],  # noqa: UP007
     typer.Option(help="With --lab: the device (its lab id)."),

@@ -75,9 +75,13 @@ def test_perplexity_is_one_number_across_faithful_runtimes(
 def test_the_generation_table_has_a_row_per_runtime(generated: dict[str, Result]) -> None:
     rows = {row.framework: row for row in generation_rows(list(generated.values()))}
     assert sorted(rows) == sorted(RUNTIMES)
-    for row in rows.values():
+    for framework, row in rows.items():
         assert row.workload == "p128 g64 d0"
-        assert row.decode_rate == pytest.approx(1e3 / row.tpot, rel=0.2)
+        # Each generation's decode rate is 1000 / its TPOT; the row's p50s are over the
+        # generations, so the rate lies within the range those TPOTs give (a single slow
+        # generation on a busy machine moves the two medians apart, not outside it).
+        rates = [1e3 / tpot for tpot in generated[framework].samples_of(Metric.TPOT.key)]
+        assert min(rates) * 0.999 <= row.decode_rate <= max(rates) * 1.001
         assert row.token_agreement == 1.0
 
 

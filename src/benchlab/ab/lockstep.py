@@ -98,6 +98,51 @@ def _solo_steps(program: SteppedProgram, warmup: int, solo: int, wait: float) ->
     return [program.step(wait) for _ in range(solo)]
 
 
+def _step_session(programs: list[SteppedProgram], order: str, first: int, warmup: int,
+                  solo: int, wait: float, park: bool,
+                  ) -> tuple[tuple[list[float], list[float]], tuple[list[float], list[float]]]:
+    """Start both programs (``first`` first), warm up, step them block by block in ``order``
+    and stop them; returns each side's timed steps and its solo steps."""
+    starting = (first, 1 - first)
+    alone: tuple[list[float], list[float]] = ([], [])
+
+    def step(which: int) -> float:
+        program = programs[which]
+        program.resume()
+        value = program.step(wait)
+        if park:
+            program.park()
+        return value
+
+    for which in starting:
+        programs[which].start()
+        programs[which].wait_ready(wait)
+        if solo and which == first:
+            alone[which].extend(_solo_steps(programs[which], warmup, solo, wait))
+        if park:
+            programs[which].park()
+    for n in range(warmup):
+        for which in starting if n % 2 == 0 else starting[::-1]:
+            step(which)
+    times: tuple[list[float], list[float]] = ([], [])
+    for letter in order:
+        for which in (0, 1) if letter == "c" else (1, 0):
+            times[which].append(step(which))
+    if solo:
+        programs[first].stop(wait)
+        second = programs[1 - first]
+        second.resume()
+        alone[1 - first].extend(_solo_steps(second, warmup, solo, wait))
+        second.stop(wait)
+    else:
+        for program in programs:
+            program.resume()
+            program.send(STOP)
+        for program in programs:
+            program.finish(wait)
+    return times, alone
+
+
 def lockstep_session(
     pair_jobs: tuple[Job, Job],
     labels: tuple[str, str],
@@ -116,7 +161,7 @@ def lockstep_session(
     """One lock-step session of a job: one step per side in each block of ``order``.
 
     ``pair_jobs``, ``labels`` and ``string_maps`` are (control, treatment): the jobs as
-    :func:`~benchlab.ab.pairs.side_job` makes them, the sides' labels (errors name them) and
+    :func:`~benchlab.ab.sides.side_job` makes them, the sides' labels (errors name them) and
     their placeholders (``{program}``). ``order`` has one letter per block, ``c`` when the
     control steps first (:func:`~benchlab.ab.sessions.balanced_orders`); ``started_first``
     (``c`` or ``t``) starts and readies first, and leads the ``warmup`` alternating warm-up
@@ -156,44 +201,8 @@ def lockstep_session(
         commands = [_prepare(job, label, target, index, steps, workdirs)
                     for job, label, steps in zip(pair_jobs, labels, host_steps, strict=True)]
         programs = [SteppedProgram(command) for command in commands]
-        first = "ct".index(started_first)
-        starting = (first, 1 - first)
-        alone: tuple[list[float], list[float]] = ([], [])
-
-        def step(which: int) -> float:
-            program = programs[which]
-            program.resume()
-            value = program.step(wait)
-            if park:
-                program.park()
-            return value
-
-        for which in starting:
-            programs[which].start()
-            programs[which].wait_ready(wait)
-            if solo and which == first:
-                alone[which].extend(_solo_steps(programs[which], warmup, solo, wait))
-            if park:
-                programs[which].park()
-        for n in range(warmup):
-            for which in starting if n % 2 == 0 else starting[::-1]:
-                step(which)
-        times: tuple[list[float], list[float]] = ([], [])
-        for letter in order:
-            for which in (0, 1) if letter == "c" else (1, 0):
-                times[which].append(step(which))
-        if solo:
-            programs[first].stop(wait)
-            second = programs[1 - first]
-            second.resume()
-            alone[1 - first].extend(_solo_steps(second, warmup, solo, wait))
-            second.stop(wait)
-        else:
-            for program in programs:
-                program.resume()
-                program.send(STOP)
-            for program in programs:
-                program.finish(wait)
+        times, alone = _step_session(programs, order, "ct".index(started_first), warmup,
+                                     solo, wait, park)
         idle = {"idle": "parked (SIGSTOP)" if park else "live"}
         return session_from_blocks(Mode.LOCKSTEP, times[0], times[1], order,
                                    loaded_first=started_first, solo=alone,

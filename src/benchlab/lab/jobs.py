@@ -144,7 +144,7 @@ class JobSummary:
 
     def line(self) -> str:
         """The summary as the job process prints it."""
-        values = {k: v for k, v in self.__dict__.items() if v not in (None, False)}
+        values = {k: v for k, v in self.__dict__.items() if v is not None and v is not False}
         return json.dumps(values, sort_keys=True, default=dict)
 
     @classmethod

@@ -16,7 +16,7 @@ from benchlab.metrics import METRICS
 from benchlab.report.svg import esc
 from benchlab.schema import Metric
 
-__all__ = ["Column", "html_table", "rich_table"]
+__all__ = ["Column", "html_section", "html_table", "rich_table"]
 
 Row = TypeVar("Row")
 
@@ -51,10 +51,13 @@ class Column(Generic[Row]):
 
 def rich_table(columns: Sequence[Column[Row]], rows: Sequence[Row], *, title: str,
                caption: str) -> Any:
-    """The terminal's table (a rich ``Table``); text is escaped, not read as markup."""
+    """The terminal's table (a rich ``Table``; ``None`` without rows); text is escaped, not
+    read as markup."""
     from rich.markup import escape
     from rich.table import Table
 
+    if not rows:
+        return None
     table = Table(title=title, header_style="bold", expand=False, caption=caption)
     for column in columns:
         table.add_column(column.label, justify="right" if column.number else "left",
@@ -62,6 +65,13 @@ def rich_table(columns: Sequence[Column[Row]], rows: Sequence[Row], *, title: st
     for row in rows:
         table.add_row(*(escape(column.text(row)) for column in columns))
     return table
+
+
+def html_section(anchor: str, title: str, blurb: str, columns: Sequence[Column[Row]],
+                 rows: Sequence[Row]) -> list[str]:
+    """A report section's heading, what it shows in words, and its table, as lines."""
+    return [f'<h2 id="{esc(anchor)}">{esc(title)}</h2>', f'<p class="sub">{esc(blurb)}</p>',
+            '<div class="wide">', *html_table(columns, rows), "</div>"]
 
 
 def html_table(columns: Sequence[Column[Row]], rows: Sequence[Row]) -> list[str]:

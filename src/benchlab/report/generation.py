@@ -114,10 +114,7 @@ GENERATION_COLUMNS: tuple[Column[GenerationRow], ...] = (
 
 def generation_table(results: Sequence[Result]) -> Any:
     """The terminal's generation table (a rich ``Table``), or ``None`` without such results."""
-    rows = generation_rows(results)
-    if not rows:
-        return None
-    return rich_table(GENERATION_COLUMNS, rows, title="generation", caption=(
+    return rich_table(GENERATION_COLUMNS, generation_rows(results), title="generation", caption=(
         "p50 over generations; TTFT: prompt → first token; TPOT: ms per token after the first; "
         "ITL: gaps between tokens; rates in tokens/s; ±95% of TPOT where the next run's median "
         "is expected; agree: greedy tokens equal to the PyTorch reference's (teacher-forced); "

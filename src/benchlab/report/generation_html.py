@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from benchlab.report.columns import html_table
+from benchlab.report.columns import html_section
 from benchlab.report.generation import GENERATION_COLUMNS, GenerationRow
 from benchlab.report.svg import PALETTE, esc, frame, num, svg
 
@@ -63,13 +63,13 @@ def generation_html(rows: Sequence[GenerationRow]) -> str:
     """The section (``""`` without generative results)."""
     if not rows:
         return ""
-    parts = ['<h2 id="generation">Generation</h2>',
-             '<p class="sub">Each iteration is one greedy generation of G tokens after a '
-             "prompt of P tokens, the cache first filled to depth D. TTFT: prompt handed over "
-             "→ first token; TPOT: per token after the first; ITL: every gap between tokens; "
-             "agree: the reference's greedy tokens reproduced (teacher-forced); parts@: where "
-             "free greedy decoding first differs (docs/generative.md).</p>",
-             '<div class="wide">', *html_table(GENERATION_COLUMNS, rows), "</div>"]
+    parts = html_section(
+        "generation", "Generation",
+        "Each iteration is one greedy generation of G tokens after a prompt of P tokens, the "
+        "cache first filled to depth D. TTFT: prompt handed over → first token; TPOT: per "
+        "token after the first; ITL: every gap between tokens; agree: the reference's greedy "
+        "tokens reproduced (teacher-forced); parts@: where free greedy decoding first "
+        "differs (docs/generative.md).", GENERATION_COLUMNS, rows)
     for model in dict.fromkeys(r.model for r in rows):
         mine = [r for r in rows if r.model == model and r.status == "ok"]
         depth = _curve(mine, "d", "p", lambda r: r.decode_rate)

@@ -407,37 +407,43 @@ def matrix_html(
                   *(f'<li class="skip"><b>{esc(label)}</b>: {esc(reason)}</li>'
                     for label, reason in skipped), "</ul>"]
     for model in dict.fromkeys(c.model for c in cells):
-        mine = [c for c in cells if c.model == model and c.ok]
-        if not mine:
-            continue
-        colours = _colours(mine)
-        parts.append(f'<h2 id="{esc(model)}">{esc(model)}</h2>')
-        parts.append('<p class="legend">' + "".join(
-            f'<span><i class="sw" style="background:{colour}"></i>{esc(label)}</span>'
-            for label, colour in colours.items()) + "</p>")
-        info = mine[0]
-        if info.params or info.flops:
-            parts.append(f'<p class="sub">{_fmt(info.params, ",")} parameters, '
-                         f"{_fmt((info.flops or 0) / 1e9, '.3g')} GFLOPs per inference</p>")
-        if any(c.latencies for c in mine):
-            parts += ["<h3>Latency distribution</h3>", _distribution_svg(model, mine, colours)]
-        if any(c.sqnr is not None for c in mine):
-            parts += ["<h3>Latency against error</h3>", _pareto_svg(model, mine, colours),
-                      '<p class="sub">Ringed, named points and the dashed line: the Pareto '
-                      "front (no other backend is both faster and more accurate). Bit-identical "
-                      f"outputs sit at the top (≥{_SQNR_CLIP:.0f} dB).</p>"]
-        if any(c.ops for c in mine):
-            parts += ["<h3>Where the time goes</h3>", _ops_svg(model, mine)]
-        missing = [(c.label, c.ops_unavailable) for c in mine if c.ops_unavailable]
-        if missing:
-            parts.append('<ul class="sub">' + "".join(
-                f"<li>{esc(label)}: no per-operator times — {esc(why)}</li>"
-                for label, why in missing) + "</ul>")
+        parts += _model_section(model, [c for c in cells if c.model == model and c.ok])
     why = diagnosis_html(cells)
     if why:
         parts.append(why)
     parts.append("</main></body></html>")
     return "\n".join(parts) + "\n"
+
+
+def _model_section(model: str, mine: Sequence[Cell]) -> list[str]:
+    """One model's section: its backends' legend, size, and the plots its cells allow."""
+    if not mine:
+        return []
+    parts: list[str] = []
+    colours = _colours(mine)
+    parts.append(f'<h2 id="{esc(model)}">{esc(model)}</h2>')
+    parts.append('<p class="legend">' + "".join(
+        f'<span><i class="sw" style="background:{colour}"></i>{esc(label)}</span>'
+        for label, colour in colours.items()) + "</p>")
+    info = mine[0]
+    if info.params or info.flops:
+        parts.append(f'<p class="sub">{_fmt(info.params, ",")} parameters, '
+                     f"{_fmt((info.flops or 0) / 1e9, '.3g')} GFLOPs per inference</p>")
+    if any(c.latencies for c in mine):
+        parts += ["<h3>Latency distribution</h3>", _distribution_svg(model, mine, colours)]
+    if any(c.sqnr is not None for c in mine):
+        parts += ["<h3>Latency against error</h3>", _pareto_svg(model, mine, colours),
+                  '<p class="sub">Ringed, named points and the dashed line: the Pareto '
+                  "front (no other backend is both faster and more accurate). Bit-identical "
+                  f"outputs sit at the top (≥{_SQNR_CLIP:.0f} dB).</p>"]
+    if any(c.ops for c in mine):
+        parts += ["<h3>Where the time goes</h3>", _ops_svg(model, mine)]
+    missing = [(c.label, c.ops_unavailable) for c in mine if c.ops_unavailable]
+    if missing:
+        parts.append('<ul class="sub">' + "".join(
+            f"<li>{esc(label)}: no per-operator times — {esc(why)}</li>"
+            for label, why in missing) + "</ul>")
+    return parts
 
 
 def runtime_change_notes(

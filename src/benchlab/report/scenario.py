@@ -120,10 +120,8 @@ SCENARIO_COLUMNS: tuple[Column[ScenarioRow], ...] = (
 
 def scenario_table(results: Sequence[Result]) -> Any:
     """The terminal's scenario table (a rich ``Table``), or ``None`` without such results."""
-    rows = scenario_rows(results)
-    if not rows:
-        return None
-    return rich_table(SCENARIO_COLUMNS, rows, title="load scenarios (MLPerf LoadGen)",
+    return rich_table(SCENARIO_COLUMNS, scenario_rows(results),
+                      title="load scenarios (MLPerf LoadGen)",
                       caption=("medians over the job's processes; latency: the scenario's "
                                "percentile as LoadGen computes it, ES: its early-stopping "
                                "estimate; QPS: the highest server rate whose p99 met the "

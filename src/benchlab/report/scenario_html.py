@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from benchlab.report.columns import html_table
+from benchlab.report.columns import html_section
 from benchlab.report.scenario import SCENARIO_COLUMNS, ScenarioRow
 from benchlab.report.svg import LEFT, PALETTE, RIGHT, WIDTH, esc, frame, num, svg
 
@@ -59,13 +59,13 @@ def scenario_html(rows: Sequence[ScenarioRow]) -> str:
     """The section (``""`` without scenario results)."""
     if not rows:
         return ""
-    parts = ['<h2 id="scenarios">Load scenarios</h2>',
-             '<p class="sub">MLPerf LoadGen issued the queries and judged each run. latency: '
-             "the scenario's percentile as LoadGen computes it (p90 single-stream; p99 of whole "
-             "queries multi-stream; p99 server, queueing included); ES: LoadGen's "
-             "early-stopping estimate; QPS: the highest server rate whose p99 met the bound; "
-             "sample p50: one inference under the load (docs/scenarios.md).</p>",
-             '<div class="wide">', *html_table(SCENARIO_COLUMNS, rows), "</div>"]
+    parts = html_section(
+        "scenarios", "Load scenarios",
+        "MLPerf LoadGen issued the queries and judged each run. latency: the scenario's "
+        "percentile as LoadGen computes it (p90 single-stream; p99 of whole queries "
+        "multi-stream; p99 server, queueing included); ES: LoadGen's early-stopping estimate; "
+        "QPS: the highest server rate whose p99 met the bound; sample p50: one inference "
+        "under the load (docs/scenarios.md).", SCENARIO_COLUMNS, rows)
     for model in dict.fromkeys(r.model for r in rows):
         servers = [r for r in rows if r.model == model and r.runs
                    and r.scenario.startswith("server")]

@@ -254,6 +254,72 @@ def _peak_mib() -> float | None:
     return memory_mib()[1]
 
 
+def _inputs(config: RunnerConfig, backend: Any) -> tuple[Any, str | None, dict[str, Any],
+                                                        list[InputConfig]]:
+    """The reference (``None`` when there is none or it does not fit), why it was set aside,
+    and the inputs every call sees with their specs: the reference's own inputs, so every
+    backend is compared on what the reference outputs were computed from, else seeded
+    random ones of the test's shapes."""
+    reference = load_reference(config.reference) if config.reference else None
+    skipped = None
+    if reference is not None and config.inputs and reference.inputs and [
+        list(i.shape) for i in config.inputs
+    ] != [list(a.shape) for a in reference.inputs.values()]:
+        # Another batch size than the reference was made for: time it, but compare nothing.
+        skipped = "the test's input shapes differ from the reference's"
+        reference = None
+    if reference is not None and reference.inputs:
+        inputs = dict(reference.inputs)
+        specs = [InputConfig(name=n, shape=list(a.shape), dtype=str(a.dtype))
+                 for n, a in inputs.items()]
+    else:
+        specs = list(config.inputs) or backend.input_specs()
+        inputs = make_inputs(specs, config.seed)
+    return reference, skipped, inputs, specs
+
+
+def _measure_scenario(backend: Any, config: RunnerConfig, out: TextIO, reference: Any,
+                      inputs: dict[str, Any], specs: list[InputConfig],
+                      head: list[str]) -> None:
+    """The test under its load scenario. LoadGen's sample library: the reference's input
+    sets (their outputs are what accuracy mode checks), else synthetic sets of the test's
+    shapes."""
+    from benchlab.runner.scenario import measure_scenario
+
+    if reference is not None and reference.inputs:
+        sets = [inputs, *(dict(more) for more, _ in reference.more)]
+        want = [reference.outputs, *(outs for _, outs in reference.more)] \
+            if reference.outputs and all(outs for _, outs in reference.more) else None
+    else:
+        sets = [make_inputs(specs, config.seed + k) for k in range(_SCENARIO_SETS)]
+        want = None
+    measure_scenario(backend, config, out, sets=sets, reference_outputs=want,
+                     task=reference.task if reference is not None else None,
+                     memory_peak=_peak_mib, head=head)
+
+
+def _accuracy_lines(backend: Any, config: RunnerConfig, reference: Any, outputs: Any,
+                    inputs: dict[str, Any], details: dict[str, Any]) -> list[str]:
+    """The error metrics against the reference's outputs, over every input set it holds (the
+    model runs once more per further set, after timing), and their split into the recipe's
+    and the kernels' parts when the spec has a simulated reference."""
+    got, want, sets = [outputs], [reference.outputs], [inputs]
+    for more_inputs, more_outputs in reference.more:
+        if more_outputs:
+            backend.prepare(dict(more_inputs))
+            got.append(backend.outputs())
+            want.append(more_outputs)
+            sets.append(dict(more_inputs))
+    stats = error_stats(stack_sets(got), stack_sets(want), reference.task)
+    details["reference_sets"] = len(got)
+    details["reference_task"] = reference.task
+    lines = [format_metric("NET", k, v, ERROR_METRICS[k]) for k, v in stats.items()]
+    if config.simulated_reference:
+        lines += _attribution_lines(config.simulated_reference, got, want)
+        lines += _floor_lines(backend, sets, got, want)
+    return lines
+
+
 def measure(config: RunnerConfig, out: TextIO) -> None:
     """Run the whole measurement described by ``config`` and print its metric lines."""
     clock = time.perf_counter_ns
@@ -274,39 +340,10 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
                                       rss_loaded))
         return
 
-    reference = load_reference(config.reference) if config.reference else None
-    skipped_reference = None
-    if reference is not None and config.inputs and reference.inputs and [
-        list(i.shape) for i in config.inputs
-    ] != [list(a.shape) for a in reference.inputs.values()]:
-        # Another batch size than the reference was made for: time it, but compare nothing.
-        skipped_reference = "the test's input shapes differ from the reference's"
-        reference = None
-    if reference is not None and reference.inputs:
-        # Every backend sees the very inputs the reference outputs were computed from.
-        inputs = dict(reference.inputs)
-        specs = [InputConfig(name=n, shape=list(a.shape), dtype=str(a.dtype))
-                 for n, a in inputs.items()]
-    else:
-        specs = list(config.inputs) or backend.input_specs()
-        inputs = make_inputs(specs, config.seed)
+    reference, skipped_reference, inputs, specs = _inputs(config, backend)
     if config.scenario is not None:
-        from benchlab.runner.scenario import measure_scenario
-
-        # LoadGen's sample library: the reference's input sets (their outputs are what
-        # accuracy mode checks), else synthetic sets of the test's shapes.
-        if reference is not None and reference.inputs:
-            sets = [inputs, *(dict(more) for more, _ in reference.more)]
-            want = [reference.outputs, *(outs for _, outs in reference.more)] \
-                if reference.outputs and all(outs for _, outs in reference.more) else None
-        else:
-            sets = [make_inputs(specs, config.seed + k) for k in range(_SCENARIO_SETS)]
-            want = None
-        measure_scenario(backend, config, out, sets=sets, reference_outputs=want,
-                         task=reference.task if reference is not None else None,
-                         memory_peak=_peak_mib,
-                         head=_head(backend, config, import_ms, load_ms, rss_before,
-                                    rss_loaded))
+        _measure_scenario(backend, config, out, reference, inputs, specs,
+                          _head(backend, config, import_ms, load_ms, rss_before, rss_loaded))
         return
     call = backend.prepare(inputs)
     t0 = clock()
@@ -366,20 +403,7 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
     if skipped_reference:
         details["accuracy_skipped"] = skipped_reference
     if reference is not None and reference.outputs:
-        got, want, sets = [outputs], [reference.outputs], [inputs]
-        for more_inputs, more_outputs in reference.more:
-            if more_outputs:
-                backend.prepare(dict(more_inputs))
-                got.append(backend.outputs())
-                want.append(more_outputs)
-                sets.append(dict(more_inputs))
-        stats = error_stats(stack_sets(got), stack_sets(want), reference.task)
-        details["reference_sets"] = len(got)
-        lines += [format_metric("NET", k, v, ERROR_METRICS[k]) for k, v in stats.items()]
-        details["reference_task"] = reference.task
-        if config.simulated_reference:
-            lines += _attribution_lines(config.simulated_reference, got, want)
-            lines += _floor_lines(backend, sets, got, want)
+        lines += _accuracy_lines(backend, config, reference, outputs, inputs, details)
     if config.profile_ops:
         try:
             for per_op in backend.profile_ops(config.profile_iterations):

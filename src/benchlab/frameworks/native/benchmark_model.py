@@ -253,37 +253,44 @@ def parse_benchmark_model(text: str) -> ParsedOutput:
         elif match := _OLD_TIMINGS.search(content):
             warm, init, inference = (_float(g) for g in match.groups())
             timings.append((init, None, warm, inference))
-        elif match := _MEMORY.search(content):
-            samples.add("NET", Metric.MEMORY_LOAD, _float(match.group(1)), "MiB")
-            overall = _float(match.group(2))
-            if overall is not None:
-                details["memory_overall_mib"] = overall
-        elif match := _PEAK.search(content):
-            peak = _float(match.group(1))
-            samples.add("NET", Metric.MEMORY_PEAK, peak if peak and peak > 0 else None, "MiB")
-        elif match := _MODEL_SIZE.search(content):
-            size = _float(match.group(1))
-            samples.add("NET", Metric.MODEL_SIZE, None if size is None else size * _MB, "MiB")
-        elif match := _RSS.match(content):
-            details["vm_rss_mib"] = int(match.group(1))
-        elif match := _CREATED.search(content):
-            name = (match.group(1) or match.group(2)).strip()
-            details.setdefault("delegates_created", []).append(name)
-        elif match := _APPLIED.search(content):
-            details.setdefault("delegates_applied", []).append(
-                {"delegate": match.group(1), "coverage": match.group(2)})
-        elif match := _REPLACED.search(content):
-            details.setdefault("delegate_partitions", []).append({
-                "delegate": match.group(3), "replaced_nodes": int(match.group(1)),
-                "total_nodes": int(match.group(2)), "partitions": int(match.group(4))})
-        elif match := _PARAM.match(content):
-            params[match.group(1).strip()] = match.group(2)
+        else:
+            _read_fact(content, samples, details, params)
 
     _emit_timings(samples, summaries, details, inits, timings, regular)
     _emit_params(details, params)
     _emit_profiles(samples, details, profiles)
     return ParsedOutput(samples=tuple(samples.items), summaries=tuple(summaries),
                         details=details, infos=tuple(dict.fromkeys(infos)))
+
+
+def _read_fact(content: str, samples: _Samples, details: dict[str, Any],
+               params: dict[str, str]) -> None:
+    """One line's memory, size, delegate or parameter fact, where it states one."""
+    if match := _MEMORY.search(content):
+        samples.add("NET", Metric.MEMORY_LOAD, _float(match.group(1)), "MiB")
+        overall = _float(match.group(2))
+        if overall is not None:
+            details["memory_overall_mib"] = overall
+    elif match := _PEAK.search(content):
+        peak = _float(match.group(1))
+        samples.add("NET", Metric.MEMORY_PEAK, peak if peak and peak > 0 else None, "MiB")
+    elif match := _MODEL_SIZE.search(content):
+        size = _float(match.group(1))
+        samples.add("NET", Metric.MODEL_SIZE, None if size is None else size * _MB, "MiB")
+    elif match := _RSS.match(content):
+        details["vm_rss_mib"] = int(match.group(1))
+    elif match := _CREATED.search(content):
+        name = (match.group(1) or match.group(2)).strip()
+        details.setdefault("delegates_created", []).append(name)
+    elif match := _APPLIED.search(content):
+        details.setdefault("delegates_applied", []).append(
+            {"delegate": match.group(1), "coverage": match.group(2)})
+    elif match := _REPLACED.search(content):
+        details.setdefault("delegate_partitions", []).append({
+            "delegate": match.group(3), "replaced_nodes": int(match.group(1)),
+            "total_nodes": int(match.group(2)), "partitions": int(match.group(4))})
+    elif match := _PARAM.match(content):
+        params[match.group(1).strip()] = match.group(2)
 
 
 def _emit_timings(
