@@ -18,8 +18,12 @@ def test_zoo_list_names_every_model_and_marks_the_default_set() -> None:
     assert outcome.exit_code == 0, outcome.output
     for name in ZOO:
         assert name in outcome.output
-    for name in DEFAULT_MODELS:
-        assert f"{name}*" in outcome.output
+    # Each model's set in its own column, never glued to its name (mlp + s read "mlps").
+    rows = {line.split("│")[1].strip(): line.split("│")[2].strip()
+            for line in outcome.output.splitlines() if line.startswith("│")
+            and line.split("│")[1].strip()}
+    assert all(rows[name] == "default" for name in DEFAULT_MODELS)
+    assert rows["mlp"] == "small" and "mlps" not in outcome.output
 
 
 def test_zoo_export_rejects_an_unknown_format(tmp_path: Path) -> None:

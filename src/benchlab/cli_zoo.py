@@ -35,20 +35,22 @@ def _cache(cache_dir: Path | None) -> ArtifactCache:
 
 @zoo_app.command("list")
 def zoo_list() -> None:
-    """Every zoo model: task, inputs, export formats; * marks the default set."""
+    """Every zoo model: the set it is in, task, inputs, export formats."""
     from benchlab.zoo import DEFAULT_MODELS, SMALL_MODELS, ZOO
 
     table = Table(title="benchlab zoo", header_style="bold",
-                  caption="* default set (benchlab run); s: small set (CI)")
-    for column in ("model", "task", "inputs", "weights", "formats", "description"):
+                  caption="set: default (what benchlab run measures), small (CI)")
+    for column in ("model", "set", "task", "inputs", "weights", "formats", "description"):
         table.add_column(column, no_wrap=column not in ("description", "formats"))
     for name, model in ZOO.items():
-        mark = "*" if name in DEFAULT_MODELS else "s" if name in SMALL_MODELS else ""
+        # Its own column: a mark glued to the name read as another name (mlps, convnets).
+        group = "default" if name in DEFAULT_MODELS else "small" if name in SMALL_MODELS \
+            else ""
         inputs = " ".join("x".join(map(str, s)) + ("" if d == "float32" else f":{d}")
                           for s, d in zip(model.input_shapes, model.dtypes))
         weights = "pretrained" if model.pretrained else "onnx graph" if model.onnx_resource \
             else "seeded"
-        table.add_row(f"{name}{mark}", model.task, inputs, weights, " ".join(model.formats),
+        table.add_row(name, group, model.task, inputs, weights, " ".join(model.formats),
                       escape(model.description))
     console.print(table)
 
