@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from benchlab.lab.devices import list_devices
 from benchlab.lab.jobs import LabJob, get_job
@@ -130,3 +133,39 @@ def agents(url: str, logs: Path) -> Iterator[Agents]:
         yield running
     finally:
         running.stop()
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def serve(url: str, port: int, wrap: Callable[[Any], Any] = lambda app: app) -> Iterator[str]:
+    """The lab app on 127.0.0.1:``port`` under uvicorn in a thread until the block ends;
+    yields its base URL (``wrap``: a middleware around the app).
+
+    ``log_config=None``: uvicorn's default logging setup is ``logging.config.dictConfig``, which
+    closes every handler in the process. absl's handler closes its stream when closed, and that
+    stream is pytest's captured stderr if absl was imported in an earlier test: the whole
+    session then died with "lost sys.stderr" in a shuffled order (issue 24).
+    """
+    import uvicorn
+
+    from benchlab.lab.server.app import create_app
+
+    server = uvicorn.Server(uvicorn.Config(wrap(create_app(url)), host="127.0.0.1", port=port,
+                                           log_level="warning", log_config=None))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the lab server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)

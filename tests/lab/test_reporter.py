@@ -6,49 +6,35 @@ PostgreSQL database, and the reporter talks to it over TCP.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import logging
 import math
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
-from fastapi import FastAPI
 
 from benchlab.errors import UsageError
 from benchlab.lab.devices import register_device
 from benchlab.lab.queue import store_url
 from benchlab.lab.reporter import Reporter, ReportedRun, resolve_token
-from benchlab.lab.server.app import create_app
 from benchlab.lab.tokens import create_token
 from benchlab.schema import JobIdentity, Result, Sample, Status, Summary
 from benchlab.store import ResultStore, RunStatus, open_store
+
+from .agents import free_port, serve
 
 pytestmark = pytest.mark.postgres
 
 RUN = ReportedRun("3f2b8c1e-5d6a-4b7c-9e0f-a1b2c3d4e5f6", "fp-1", "nightly", "box1",
               "2025-01-02T03:04:05+00:00")
 FAST = {"backoff": (0.05,), "retries": 1, "timeout": 5.0}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _app(url: str) -> FastAPI:
-    return create_app(url)
 
 
 def _older_lab(app: Any) -> Any:
@@ -64,31 +50,6 @@ def _older_lab(app: Any) -> Any:
         await app(scope, receive, send)
 
     return older
-
-
-@contextlib.contextmanager
-def serve(url: str, port: int, wrap: Callable[[Any], Any] = lambda app: app) -> Iterator[str]:
-    """The lab app on 127.0.0.1:``port`` until the block ends; yields its base URL.
-
-    ``log_config=None``: uvicorn's default logging setup is ``logging.config.dictConfig``, which
-    closes every handler in the process. absl's handler closes its stream when closed, and that
-    stream is pytest's captured stderr if absl was imported in an earlier test: the whole
-    session then died with "lost sys.stderr" in a shuffled order (issue 24).
-    """
-    server = uvicorn.Server(uvicorn.Config(wrap(_app(url)), host="127.0.0.1", port=port,
-                                           log_level="warning",
-                                           log_config=None))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the lab server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
 
 
 @pytest.fixture
@@ -119,7 +80,7 @@ def test_results_arrive_under_the_runs_uuid_once(lab_store: ResultStore, lab_url
                                                  tmp_path: Path) -> None:
     token, _ = create_token(lab_store, "ci", "report")
     sent = [make_result("cpu"), make_result("gpu", p50=3.0)]
-    with serve(lab_url, _free_port()) as url:
+    with serve(lab_url, free_port()) as url:
         reporter = Reporter(url, token=token, spool_dir=tmp_path / "spool",
                             run_info=lambda uuid: RUN, **FAST)
         reporter.on_run(RUN.uuid)
@@ -149,7 +110,7 @@ def test_the_endpoint_says_duplicate_and_refuses_malformed_results(
     token, _ = create_token(lab_store, "ci", "report")
     body = {"run": RUN.to_json(), "result": make_result().to_dict()}
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-    with serve(lab_url, _free_port()) as url, httpx.Client(base_url=url,
+    with serve(lab_url, free_port()) as url, httpx.Client(base_url=url,
                                                            headers=headers) as client:
 
         def post(data: dict, **kwargs: object) -> httpx.Response:
@@ -180,7 +141,7 @@ def test_the_endpoint_says_duplicate_and_refuses_malformed_results(
 def test_a_lab_that_is_down_gets_the_spool_later(lab_store: ResultStore, lab_url: str,
                                                  tmp_path: Path) -> None:
     token, _ = create_token(lab_store, "ci", "report")
-    port = _free_port()
+    port = free_port()
     spool = tmp_path / "spool"
     lines: list[str] = []
     reporter = Reporter(f"http://127.0.0.1:{port}", token=token, spool_dir=spool,
@@ -206,7 +167,7 @@ def test_a_lab_that_is_down_gets_the_spool_later(lab_store: ResultStore, lab_url
 def test_a_new_reporter_sends_what_an_earlier_one_spooled(lab_store: ResultStore, lab_url: str,
                                                           tmp_path: Path) -> None:
     token, _ = create_token(lab_store, "ci", "report")
-    port = _free_port()
+    port = free_port()
     spool = tmp_path / "spool"
     offline = Reporter(f"http://127.0.0.1:{port}", token=token, spool_dir=spool,
                        log=lambda line: None, **FAST)
@@ -239,7 +200,7 @@ def test_a_lab_server_in_the_test_process_leaves_other_handlers_open(lab_url: st
     stream = io.StringIO()
     handler = _ClosesItsStream(stream)
     try:
-        with serve(lab_url, _free_port()):
+        with serve(lab_url, free_port()):
             pass
         assert not stream.closed, "starting the server closed another library's log handler"
     finally:
@@ -251,7 +212,7 @@ def test_a_bad_token_is_rejected_once_and_never_shown(lab_store: ResultStore, la
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     bad = "bl_this-is-not-a-real-token-0123456789"
     spool = tmp_path / "spool"
-    with serve(lab_url, _free_port()) as url:
+    with serve(lab_url, free_port()) as url:
         # A retry would sleep 5 s: finishing fast shows a 401 is not retried.
         reporter = Reporter(url, token=bad, spool_dir=spool, backoff=(5.0,), retries=3)
         started = time.monotonic()
@@ -277,7 +238,7 @@ def test_a_worker_token_posts_only_for_its_own_hosts_devices(
     own, _ = create_token(lab_store, "box1-worker", "worker", host="box1")
     other, _ = create_token(lab_store, "box2-worker", "worker", host="box2")
     submit_only, _ = create_token(lab_store, "submitter", "submit")
-    with serve(lab_url, _free_port()) as url:
+    with serve(lab_url, free_port()) as url:
         outcomes = {}
         for name, token in (("own", own), ("other", other), ("submit", submit_only)):
             reporter = Reporter(url, token=token, spool_dir=tmp_path / name,
@@ -310,7 +271,7 @@ def test_finish_moves_a_reported_run_to_its_end_state(lab_store: ResultStore, la
         ("submitter", "submit", ""))}
     other_run = ReportedRun("0a1b2c3d-4e5f-4a6b-8c7d-8e9f0a1b2c3d")
     finish = f"/api/v1/runs/{RUN.uuid}/finish"
-    with serve(lab_url, _free_port()) as url, httpx.Client(base_url=url) as client:
+    with serve(lab_url, free_port()) as url, httpx.Client(base_url=url) as client:
 
         def post(path: str, token: str | None, body: Any = None) -> httpx.Response:
             headers = {"Content-Type": "application/json"}
@@ -353,7 +314,7 @@ def test_finish_moves_a_reported_run_to_its_end_state(lab_store: ResultStore, la
 def test_an_older_lab_without_finish_does_not_break_the_run(
         lab_store: ResultStore, lab_url: str, tmp_path: Path) -> None:
     token, _ = create_token(lab_store, "ci", "report")
-    with serve(lab_url, _free_port(), wrap=_older_lab) as url:
+    with serve(lab_url, free_port(), wrap=_older_lab) as url:
         reporter = Reporter(url, token=token, spool_dir=tmp_path / "spool",
                             run_info=lambda uuid: RUN, log=lambda line: None, **FAST)
         reporter.on_run(RUN.uuid)
@@ -371,7 +332,7 @@ def test_an_older_lab_without_finish_does_not_break_the_run(
 def test_a_run_stopped_by_an_error_is_reported_interrupted(
         lab_store: ResultStore, lab_url: str, tmp_path: Path) -> None:
     token, _ = create_token(lab_store, "ci", "report")
-    with serve(lab_url, _free_port()) as url:
+    with serve(lab_url, free_port()) as url:
         with pytest.raises(KeyboardInterrupt), Reporter(
                 url, token=token, spool_dir=tmp_path / "spool", run_info=lambda uuid: RUN,
                 log=lambda line: None, **FAST) as reporter:
@@ -415,7 +376,7 @@ def test_benchlab_run_report_to(lab_store: ResultStore, lab_url: str, tmp_path: 
     db = tmp_path / "local.db"
     env = {**os.environ, "HOME": str(tmp_path / "home"), "BENCHLAB_LAB_TOKEN": token,
            "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
-    with serve(lab_url, _free_port()) as url:
+    with serve(lab_url, free_port()) as url:
         proc = subprocess.run(
             [sys.executable, "-m", "benchlab", "run", str(spec), "--db", str(db), "-q",
              "--report-to", url], capture_output=True, text=True, timeout=300, env=env)

@@ -10,16 +10,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
-from benchlab.lab.client import request_for, submit_to_lab
+from benchlab.lab.client import request_for, submit_to_lab, wait_for
 from benchlab.lab.devices import device_events, get_device, list_devices, quarantine, release
 from benchlab.lab.jobs import LabRequest, list_jobs
 from benchlab.lab.queue import open_lab, store_url, submit
+from benchlab.lab.tokens import create_token
 from benchlab.schema import LATENCY_KEY, DetailKey, Metric
 from benchlab.store import open_store
 
-from .agents import agents, nap_spec, read_marks, wait_until
+from .agents import agents, free_port, nap_spec, read_marks, serve, wait_until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -330,8 +332,9 @@ def test_a_board_that_is_down_does_not_keep_its_host_from_serving(lab_url: str,
 
 def test_run_lab_measures_the_scenario_and_the_workload_it_was_given(
         lab_url: str, tmp_path: Path, llama_15m_export: Any) -> None:
-    """``run --lab`` with a load scenario and with a prompt length: the device measures what
-    the command says, not the defaults (the options used to be dropped on the way)."""
+    """``run --lab`` with a load scenario, and the same request with a prompt length through
+    the lab's HTTP API: the device measures what the command says, not the defaults (the
+    options used to be dropped on the way). Real PostgreSQL, worker and server."""
     # The worker's artifact cache is the session's zoo cache: its default folder under an
     # XDG_CACHE_HOME of the test's, linked there, so nothing is exported twice.
     xdg = tmp_path / "xdg"
@@ -339,7 +342,7 @@ def test_run_lab_measures_the_scenario_and_the_workload_it_was_given(
     (xdg / "benchlab" / "artifacts").symlink_to(llama_15m_export.cache_dir)
     env = {**os.environ, "XDG_CACHE_HOME": str(xdg)}
     lab = ["--lab", lab_url, "--lab-device", "host:hostL", "-f", "onnxruntime", "-q"]
-    with agents(lab_url, tmp_path) as lab_agents:
+    with agents(lab_url, tmp_path) as lab_agents, serve(lab_url, free_port()) as server_url:
         lab_agents.start("hostL", env=env)
         lab_agents.wait_registered("host:hostL")
         server = subprocess.run(
@@ -347,13 +350,24 @@ def test_run_lab_measures_the_scenario_and_the_workload_it_was_given(
              "--scenario", "server", "--latency-bound", "15ms", "--duration", "0.5",
              "--repeat", "1"], capture_output=True, text=True, timeout=600)
         assert server.returncode == 0, server.stderr + lab_agents.log_text()
-        prompt = subprocess.run(
+        # The request as `run --lab --dry-run` prints it, posted to the server.
+        request = subprocess.run(
             [sys.executable, "-m", "benchlab", "run", "--models", "llama_15m", *lab,
              "--prompt-tokens", "64", "--new-tokens", "8", "--iter", "1", "--repeat", "1",
-             "--min-time", "0", "--warmup", "0"], capture_output=True, text=True, timeout=600)
-        assert prompt.returncode == 0, prompt.stderr + lab_agents.log_text()
-    with open_lab(lab_url) as lab:
-        jobs = sorted(list_jobs(lab.store), key=lambda job: job.id)
+             "--min-time", "0", "--warmup", "0", "--dry-run"],
+            capture_output=True, text=True, timeout=120, check=True)
+        wire = json.loads(request.stdout)
+        with open_lab(lab_url) as opened:
+            token, _ = create_token(opened.store, "ci", "submit")
+        posted = httpx.post(f"{server_url}/api/v1/jobs", timeout=30,
+                            headers={"Authorization": f"Bearer {token}"},
+                            json={"sweep": wire["sweep"], "device": "host:hostL"})
+        assert posted.status_code == 201, posted.text
+        [job] = wait_for(lab_url, [posted.json()[0]["id"]], timeout=600)
+        assert job.status == "finished", job.reason + lab_agents.log_text()
+        assert job.request.digest == wire["digest"]
+    with open_lab(lab_url) as opened:
+        jobs = sorted(list_jobs(opened.store), key=lambda job: job.id)
     scenario_results = _results_of(lab_url, jobs[0].run_uuid)
     assert scenario_results and all(r.ok for r in scenario_results)
     for result in scenario_results:
