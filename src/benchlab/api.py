@@ -205,15 +205,6 @@ def run(
     With none of them, the zoo's default models run on every installed framework.
     Failed jobs do not raise: they are results with a failed status (see ``Results.failed``).
 
-    ``energy`` (``"auto"`` or a meter name) measures energy per inference where a meter can;
-    elsewhere each result's ``details.energy`` says why it is unavailable. ``reboot`` reboots
-    the device before the run, after failures in a row or after an uptime (adb targets); each
-    reboot is in the next result's ``details.reboot``. ``order`` is ``"rounds"`` (every job's
-    first process, then every job's second...: drift falls on every cell alike and the
-    "× fastest" ratios are paired) or ``"jobs"``. ``race`` spends processes where the answer
-    is open (:class:`benchlab.race.RacePolicy`, docs/statistics.md); by default a run in
-    rounds races unless ``overrides`` fix ``repeat``; ``False`` never races.
-
     ``db`` is a store URL or SQLite path (default: the per-user store) or an open
     :class:`~benchlab.store.ResultStore`, which is used as it is and left open.
     ``on_run`` is called with the run's UUID once it is in the store (a new or resumed run);

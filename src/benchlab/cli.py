@@ -25,6 +25,7 @@ from benchlab.cli_options import (
     refuse_without_lab,
     setting_help,
     split_frameworks,
+    split_models,
 )
 from benchlab.cli_workloads import generations_from_options, scenario_from_options
 from benchlab.cli_zoo import zoo_app
@@ -121,8 +122,8 @@ def run(
         temperature_gate=temperature_gate, layer_errors=True if layer_errors else None,
     )
     sweep = Sweep.of(
-        list(specs), models=[m.strip() for m in models.split(",") if m.strip()] if models
-        else None, frameworks=split_frameworks(frameworks), target=target,
+        list(specs), models=split_models(models), frameworks=split_frameworks(frameworks),
+        target=target,
         exclude_targets=exclude_target, overrides=overrides,
         string_map=parse_string_map(string_map) if string_map else None,
         time_budget=time_budget, root_model_dir=root_model_dir, cache_dir=cache_dir,
@@ -137,7 +138,7 @@ def run(
     if lab:
         # What only this machine's store would hold: the lab keeps the run in its own.
         refuse_with_lab({"--db": db, "--resume": resume, "--resume-run": resume_run,
-                          "--report-to": report_to},
+                         "--report-to": report_to},
                          "the lab stores the run in its own database")
         _run_on_lab(lab, sweep, lab_device, lab_pool, dry_run=dry_run, detach=detach, **shown)
     refuse_without_lab(detach=detach)

@@ -21,6 +21,7 @@ from benchlab.cli_options import (
     refuse_without_lab,
     setting_help,
     split_frameworks,
+    split_models,
 )
 from benchlab.cli_output import console, err_console
 from benchlab.errors import UsageError
@@ -97,8 +98,8 @@ def compare(
 
     settings = _compare_settings(min_effect, alpha, pairs, verify, mode, fidelity_tolerance)
     sweep = Sweep.of(
-        list(specs), models=[m.strip() for m in models.split(",") if m.strip()] if models
-        else None, frameworks=split_frameworks(frameworks) or None, target=target,
+        list(specs), models=split_models(models),
+        frameworks=split_frameworks(frameworks) or None, target=target,
         overrides=TestOverrides(iter=iterations, warmup=warmup, min_time=min_time),
     )
     if lab:
@@ -106,12 +107,12 @@ def compare(
         from benchlab.lab.ab_options import SideSpec, compare_options
 
         refuse_with_lab({"--control-model": control_model,
-                          "--treatment-model": treatment_model},
+                         "--treatment-model": treatment_model},
                          "the lab takes programs, configs or Pythons as sides: put each model "
                          "file in a spec")
         refuse_with_lab({"--control-commit": control_commit,
-                          "--treatment-commit": treatment_commit, "--repo": repo,
-                          "--build": build, "--commit-program": commit_program},
+                         "--treatment-commit": treatment_commit, "--repo": repo,
+                         "--build": build, "--commit-program": commit_program},
                          "commits are built on the device by 'benchlab track --lab'")
         refuse_with_lab({"--db": db}, "the lab stores the comparison in its own database")
         ab_on_lab(lab, lab_device, "compare", sweep, compare_options(

@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchlab.errors import UsageError
+from benchlab.cli_options import split_models
 from benchlab.cli_output import console, err_console
 
 __all__ = ["lab_app"]
@@ -140,7 +141,7 @@ def lab_submit(
 
     url = _url(db)
     jobs = submit(url, specs, device=device, pool=pool, fan_out=not any_device,
-                  models=[m for m in (models or "").split(",") if m],
+                  models=split_models(models),
                   frameworks=frameworks, wait=wait, timeout=timeout)
     _jobs_table(jobs)
     if wait and not _print_failures(job_outcomes(url, jobs)):

@@ -22,6 +22,7 @@ __all__ = [
     "refuse_without_lab",
     "setting_help",
     "split_frameworks",
+    "split_models",
 ]
 
 DbOption = Annotated[
@@ -66,6 +67,12 @@ def percent(text: str | None, option: str = "--target-ci") -> float | None:
     if value <= 0:
         raise UsageError(f"{option} must be positive")
     return value
+
+
+def split_models(text: str | None) -> list[str] | None:
+    """``--models a, b`` → ``["a", "b"]``; ``None`` when none were given."""
+    names = [name.strip() for name in (text or "").split(",") if name.strip()]
+    return names or None
 
 
 def split_frameworks(values: list[str]) -> list[str]:

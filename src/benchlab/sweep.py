@@ -98,11 +98,18 @@ class SweepFields(TypedDict, total=False):
     ``model``: your own model or a list (a ``torch.nn.Module``, ``"file.py:factory"``, an
     ONNX file, a file a runtime reads as it is); ``inputs``: its shapes or example tensors;
     ``data``: an ``.npz`` of input sets for int8 calibration and accuracy.
-    ``energy``: ``"auto"``, a meter name or :class:`~benchlab.settings.EnergySettings`.
-    ``reboot``: when to reboot a device (:class:`~benchlab.targets.reboot.RebootPolicy`).
-    ``order``: ``"rounds"`` or ``"jobs"`` (:func:`benchlab.harness.execute`).
-    ``race``: a :class:`~benchlab.race.RacePolicy`, ``False`` for the fixed design, ``None``
-    for the default (see :meth:`Sweep.race_policy`).
+    ``energy``: ``"auto"``, a meter name or :class:`~benchlab.settings.EnergySettings`:
+    energy per inference where a meter can; elsewhere each result's ``details.energy`` says
+    why it is unavailable.
+    ``reboot``: when to reboot a device (:class:`~benchlab.targets.reboot.RebootPolicy`):
+    before the run, after failures in a row or after an uptime (adb targets); each reboot is
+    in the next result's ``details.reboot``.
+    ``order``: ``"rounds"`` (every job's first process, then every job's second...: drift
+    falls on every cell alike and the "× fastest" ratios are paired) or ``"jobs"``
+    (:func:`benchlab.harness.execute`).
+    ``race``: spends processes where the answer is open (a :class:`~benchlab.race.RacePolicy`,
+    docs/statistics.md); ``None``, the default, races a run in rounds unless ``overrides``
+    fix ``repeat``; ``False`` never races (:meth:`Sweep.race_policy`).
     """
 
     models: Sequence[str] | None

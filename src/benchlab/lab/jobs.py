@@ -36,6 +36,7 @@ __all__ = [
     "REQUEST_KINDS",
     "RouteKind",
     "STUCK_AFTER_S",
+    "flat_request_wire",
     "get_job",
     "list_jobs",
     "new_jobs",
@@ -67,8 +68,8 @@ class LabRequest:
     sets that cannot travel to another host (:data:`benchlab.sweep.PLACE_FIELDS`). The
     worker writes the spec files into a temporary folder, so model files they name must be
     reachable from the worker: URLs, zoo models or paths on that host. A compare's
-    ``options`` are :func:`benchlab.ab.pairs.compare_options`; a track's,
-    :func:`benchlab.tracking.tracker.track_options`.
+    ``options`` are :func:`benchlab.lab.ab_options.compare_options`; a track's,
+    :func:`benchlab.lab.ab_options.track_options`.
     """
 
     sweep: Mapping[str, Any] = field(default_factory=lambda: Sweep().to_wire())
@@ -105,16 +106,10 @@ class LabRequest:
         """The inverse of :meth:`to_json`; a request stored before the sweep's wire form
         (specs, models, frameworks and overrides side by side) is read into one."""
         data = json.loads(text)
-        if "sweep" not in data:
-            sweep = {"v": WIRE_VERSION, "specs": data.get("specs", {}),
-                     "models": list(data.get("models", ())),
-                     "frameworks": [[c.name, dict(c.options)] for c in
-                                    map(parse_framework, data.get("frameworks", ()))],
-                     "overrides": dict(data.get("overrides", {}))}
-            data = {"sweep": sweep, "kind": data.get("kind", "run"),
-                    "options": data.get("options", {})}
-        return cls(sweep=data["sweep"], kind=data.get("kind", "run"),
-                   options=data.get("options", {}))
+        sweep = data["sweep"] if "sweep" in data else flat_request_wire(
+            data.get("specs", {}), data.get("models", ()), data.get("frameworks", ()),
+            data.get("overrides", {}))
+        return cls(sweep=sweep, kind=data.get("kind", "run"), options=data.get("options", {}))
 
     def describe(self) -> str:
         """A short label: the spec file names and models."""
@@ -125,6 +120,18 @@ class LabRequest:
             label += " — " + " vs ".join(next((str(v) for v in side.values() if v), "spec")
                                          for side in sides)
         return label if self.kind == "run" else f"{self.kind}: {label}"
+
+
+def flat_request_wire(specs: Mapping[str, str], models: Sequence[str],
+                      frameworks: Sequence[str], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """The sweep's wire form of a request in the form before it: spec texts, zoo models,
+    framework texts and overrides side by side (jobs stored then, and the HTTP API's older
+    body). Empty fields are left out, as :meth:`~benchlab.sweep.Sweep.to_wire` leaves them."""
+    wire: dict[str, Any] = {
+        "v": WIRE_VERSION, "specs": dict(specs), "models": list(models),
+        "frameworks": [[c.name, dict(c.options)] for c in map(parse_framework, frameworks)],
+        "overrides": dict(overrides)}
+    return {k: v for k, v in wire.items() if v or k in ("v", "specs")}
 
 
 @dataclass(frozen=True)

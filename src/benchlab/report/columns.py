@@ -32,11 +32,6 @@ class Column(Generic[Row]):
     css: Callable[[Row], str] | None = None
 
     @classmethod
-    def of(cls, label: str, value: Callable[[Row], float | None], fmt: str) -> Column[Row]:
-        """A number column: ``value`` formatted with ``fmt``, ``-`` where absent."""
-        return cls(label, lambda row: "-" if value(row) is None else format(value(row), fmt))
-
-    @classmethod
     def metric(cls, metric: Metric, value: Callable[[Row], float | None],
                label: str | None = None) -> Column[Row]:
         """A metric's column, headed and formatted as the registry says."""

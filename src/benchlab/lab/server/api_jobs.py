@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 from benchlab.errors import UsageError
 from benchlab.lab.ab_options import read_compare_options, read_track_options
 from benchlab.lab.devices import add_pool, list_pools
-from benchlab.lab.jobs import LabRequest, get_job, list_jobs, queue_summary
+from benchlab.lab.jobs import LabRequest, flat_request_wire, get_job, list_jobs, queue_summary
 from benchlab.lab.pools import PoolRule, pool_queue
 from benchlab.lab.queue import Lab, cancel_job, submit
 from benchlab.lab.server.api_models import (
@@ -28,7 +28,6 @@ from benchlab.lab.server.api_models import (
 )
 from benchlab.lab.server.auth import Caller, get_lab, require, require_read
 from benchlab.lab.tokens import Scope
-from benchlab.overrides import TestOverrides
 from benchlab.sweep import Sweep
 
 __all__ = ["router"]
@@ -85,9 +84,7 @@ def _request(body: JobSubmitIn) -> LabRequest:
     """The request a submission describes, checked as the worker will read it: a sweep or
     options that cannot be read are a 400 naming the field, not a job that fails later."""
     if body.sweep is None:
-        wire = Sweep.of(models=body.models, frameworks=body.frameworks,
-                        overrides=TestOverrides(**body.overrides)).to_wire()
-        wire["specs"] = dict(body.specs)
+        wire = flat_request_wire(body.specs, body.models, body.frameworks, body.overrides)
     else:
         if body.specs or body.models or body.frameworks or body.overrides:
             raise UsageError("give the sweep, or specs/models/frameworks/overrides, not both")
