@@ -23,13 +23,15 @@ Row = TypeVar("Row")
 
 @dataclass(frozen=True, slots=True)
 class Column(Generic[Row]):
-    """One column: its heading, its cell's text, whether it holds a number (right-aligned,
-    never wrapped) and, for HTML, a class for a cell that should stand out (``fail``)."""
+    """One column: its heading, its cell's text, whether it holds a number (right-aligned),
+    whether its text may wrap (a sentence; names and numbers never do) and, for HTML, a class
+    for a cell that should stand out (``fail``)."""
 
     label: str
     text: Callable[[Row], str]
     number: bool = True
     css: Callable[[Row], str] | None = None
+    wrap: bool = False
 
     @classmethod
     def metric(cls, metric: Metric, value: Callable[[Row], float | None],
@@ -56,7 +58,7 @@ def rich_table(columns: Sequence[Column[Row]], rows: Sequence[Row], *, title: st
     table = Table(title=title, header_style="bold", expand=False, caption=caption)
     for column in columns:
         table.add_column(column.label, justify="right" if column.number else "left",
-                         no_wrap=column.number)
+                         no_wrap=not column.wrap)
     for row in rows:
         table.add_row(*(escape(column.text(row)) for column in columns))
     return table
@@ -75,8 +77,9 @@ def html_table(columns: Sequence[Column[Row]], rows: Sequence[Row]) -> list[str]
     for row in rows:
         cells = []
         for column in columns:
-            classes = " ".join(filter(None, ("n" if column.number else "",
-                                             column.css(row) if column.css else "")))
+            classes = " ".join(filter(None, (
+                "n" if column.number else "" if column.wrap else "nw",
+                column.css(row) if column.css else "")))
             attr = f' class="{classes}"' if classes else ""
             cells.append(f"<td{attr}>{esc(column.text(row))}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")

@@ -113,7 +113,7 @@ SCENARIO_COLUMNS: tuple[Column[ScenarioRow], ...] = (
     Column.metric(Metric.SERVER_QPS, lambda r: r.server_qps),
     Column.metric(Metric.THROUGHPUT, lambda r: r.throughput),
     Column.metric(Metric.LATENCY, lambda r: r.sample_p50_ms, "sample p50 ms"),
-    Column("LoadGen", verdict_text, number=False,
+    Column("LoadGen", verdict_text, number=False, wrap=True,
            css=lambda r: "" if validity(r) == "valid" else "fail"),
 )
 

@@ -48,7 +48,7 @@ h1{font-size:22px;margin:8px 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bo
 .sub{color:#555;margin:2px 0 8px}.facts span{display:inline-block;margin:2px 14px 2px 0}
 table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{padding:4px 6px;border-bottom:1px solid #e4e4e4;text-align:left;vertical-align:top}
-th{background:#f2f2f2}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+th{background:#f2f2f2}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}td.nw{white-space:nowrap}
 .badge{display:inline-block;padding:0 7px;border-radius:9px;color:#fff;font-size:12px;
 white-space:nowrap}
 .sw{display:inline-block;width:11px;height:11px;border-radius:6px;margin:0 4px -1px 0}
