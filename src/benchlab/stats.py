@@ -292,36 +292,6 @@ class AdaptiveStop:
         self._ci_level = ci_level
         self._checked_at = 0
 
-    @property
-    def target_rel_halfwidth(self) -> float | None:
-        """The relative CI half-width to reach (0.01 = ±1%), or None for a fixed count."""
-        return self._target
-
-    @property
-    def min_iters(self) -> int:
-        """Values to collect before any stop other than the time budget."""
-        return self._min_iters
-
-    @property
-    def min_time(self) -> float:
-        """Seconds to measure before any stop other than the time budget."""
-        return self._min_time
-
-    @property
-    def max_time(self) -> float | None:
-        """The time budget in seconds; reaching it always stops the loop."""
-        return self._max_time
-
-    @property
-    def max_iters(self) -> int | None:
-        """The most values to collect, or None for no limit."""
-        return self._max_iters
-
-    @property
-    def ci_level(self) -> float:
-        """Confidence level of the median's interval."""
-        return self._ci_level
-
     def _decide(self, reason: StopReason, values: Sequence[float], elapsed: float) -> StopDecision:
         width = ci_rel_halfwidth(values, self._ci_level)
         return StopDecision(reason, len(values), elapsed, width)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from benchlab.artifacts import ArtifactCache
 from benchlab.errors import UsageError
@@ -88,6 +88,21 @@ class _Planned:
     absent: dict[str, str]  # format → why it cannot be exported here
 
 
+class ExportOptions(TypedDict, total=False):
+    """How models are exported, as :class:`ExportSession`, :func:`export_definitions` and
+    :func:`benchlab.zoo.export_models` take it."""
+
+    #: Replaces each model's own list of formats (``["aoti"]`` adds AOTInductor packages).
+    formats: Sequence[str] | None
+    #: Re-export even when the cache holds the files or a remembered failure.
+    force: bool
+    #: Gets a line as each format starts and ends.
+    progress: Callable[[str], None] | None
+    #: How many models export at once, each in its own process (default:
+    #: :func:`~benchlab.exporting.pipeline.default_export_workers`).
+    workers: int | None
+
+
 class ExportSession:
     """The exports of some models (the zoo's, a user's: :class:`ModelDefinition`), handed
     out model by model as each one ends.
@@ -108,11 +123,11 @@ class ExportSession:
     """
 
     def __init__(self, models: Sequence[ModelDefinition], cache: ArtifactCache, *,
-                 formats: Sequence[str] | None = None, force: bool = False,
-                 progress: Callable[[str], None] | None = None,
-                 workers: int | None = None, readers: Sequence[str] | None = None,
-                 staged: bool = False) -> None:
-        self._cache, self._formats, self._force = cache, formats, force
+                 readers: Sequence[str] | None = None, staged: bool = False,
+                 **options: Unpack[ExportOptions]) -> None:
+        formats, progress, workers = (options.get("formats"), options.get("progress"),
+                                      options.get("workers"))
+        self._cache, self._formats, self._force = cache, formats, options.get("force", False)
         self._readers, self.staged = readers, staged
         self._index = ExportIndex(cache)
         self._planned = [self._plan(model) for model in models]
@@ -286,26 +301,13 @@ def _in_stage(export: ModelExport, elsewhere: tuple[str, ...]) -> ModelExport:
     return replace(export, elsewhere=elsewhere, failures=failures)
 
 
-def export_definitions(
-    models: Sequence[ModelDefinition],
-    cache: ArtifactCache,
-    *,
-    formats: Sequence[str] | None = None,
-    force: bool = False,
-    progress: Callable[[str], None] | None = None,
-    workers: int | None = None,
-) -> list[ModelExport]:
-    """Export models into the cache (once); returns every model's files and failures.
-
-    ``formats`` replaces each model's own list (``["aoti"]`` adds AOTInductor packages);
-    ``force`` re-exports even when the cache holds the files or a remembered failure.
-    Up to ``workers`` models export at once, each in its own process (default:
-    :func:`default_export_workers`); ``progress`` gets a line as each format starts and ends.
-    """
+def export_definitions(models: Sequence[ModelDefinition], cache: ArtifactCache,
+                       **options: Unpack[ExportOptions]) -> list[ModelExport]:
+    """Export models into the cache (once, as :class:`ExportOptions` says); returns every
+    model's files and failures."""
     if not models:
         return []
-    with ExportSession(models, cache, formats=formats, force=force, progress=progress,
-                       workers=workers) as session:
+    with ExportSession(models, cache, **options) as session:
         done = {e.model.name: e for batch in session.batches() for e in batch}
     return [done[name] for name in session.fingerprints]
 

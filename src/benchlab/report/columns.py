@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from benchlab.metrics import METRICS
 from benchlab.report.svg import esc
 from benchlab.schema import Metric
 
-__all__ = ["Column", "html_section", "html_table", "rich_table"]
+__all__ = ["Column", "JobRow", "html_section", "html_table", "job_columns", "rich_table"]
 
 Row = TypeVar("Row")
 
@@ -44,6 +44,28 @@ class Column(Generic[Row]):
     def words(cls, label: str, text: Callable[[Row], str]) -> Column[Row]:
         """A column of words (left-aligned)."""
         return cls(label, text, number=False)
+
+
+class JobRow(Protocol):
+    """A row that names its job the way every table does."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def test(self) -> str: ...
+    @property
+    def framework(self) -> str: ...
+
+
+def job_columns() -> tuple[Column[Any], Column[Any]]:
+    """The columns that name a row's job (model/test, framework), first in every table."""
+    def model_test(row: JobRow) -> str:
+        return f"{row.model}/{row.test}"
+
+    def framework(row: JobRow) -> str:
+        return row.framework
+
+    return Column.words("model/test", model_test), Column.words("framework", framework)
 
 
 def rich_table(columns: Sequence[Column[Row]], rows: Sequence[Row], *, title: str,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchlab.report.columns import Column, rich_table
+from benchlab.report.columns import Column, job_columns, rich_table
 from benchlab.schema import DetailKey, Metric, Result, Summary
 from benchlab.units import convert
 
@@ -91,8 +91,7 @@ def _percent(value: float | None, fmt: str) -> str:
 
 #: The generation table's columns, in the terminal and the HTML report alike.
 GENERATION_COLUMNS: tuple[Column[GenerationRow], ...] = (
-    Column.words("model/test", lambda r: f"{r.model}/{r.test}"),
-    Column.words("framework", lambda r: r.framework),
+    *job_columns(),
     Column.words("prec", lambda r: r.precision),
     Column.words("status", lambda r: r.status),
     Column.words("P G D", lambda r: r.workload),

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchlab.report.columns import Column, rich_table
+from benchlab.report.columns import Column, job_columns, rich_table
 from benchlab.scenario import PERCENTILES
 from benchlab.schema import DetailKey, Metric, Result
 
@@ -103,8 +103,7 @@ def verdict_text(row: ScenarioRow) -> str:
 
 #: The scenario table's columns, in the terminal and the HTML report alike.
 SCENARIO_COLUMNS: tuple[Column[ScenarioRow], ...] = (
-    Column.words("model/test", lambda r: f"{r.model}/{r.test}"),
-    Column.words("framework", lambda r: r.framework),
+    *job_columns(),
     Column.words("status", lambda r: r.status),
     Column.words("scenario", lambda r: r.scenario),
     Column.words("pct", lambda r: r.percentile),

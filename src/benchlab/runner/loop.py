@@ -74,7 +74,9 @@ class RuntimeBackend(Protocol):
     The constructor imports the runtime; :meth:`load` loads the model (timed as load time);
     :meth:`prepare` binds inputs and returns the zero-argument call that is timed per iteration.
 
-    Two optional methods explain a cell (see :mod:`benchlab.diagnosis`):
+    Optional: ``extra_metrics() -> {name: (value, unit)}``, whole-model facts measured while
+    loading (``compile_time``); a backend without it adds none. Two more explain a cell (see
+    :mod:`benchlab.diagnosis`):
     ``delegation() -> Coverage | None``, what the delegate or execution provider took; and
     ``layer_outputs(inputs, reference) -> (own, reference's, order, what the reference is)``,
     the intermediate outputs of the model and of a reference model (``reference`` is the
@@ -100,9 +102,6 @@ class RuntimeBackend(Protocol):
         Called after timing, so a backend may simply run the model once more.
         """
 
-    def extra_metrics(self) -> dict[str, tuple[float, str]]:
-        """Whole-model facts measured while loading (``compile_time``), as value and unit."""
-
     def profile_ops(self, iterations: int) -> list[dict[str, float]]:
         """Per-iteration operator self-times in milliseconds, keyed by operator type.
 
@@ -111,6 +110,12 @@ class RuntimeBackend(Protocol):
 
     def info(self) -> dict[str, Any]:
         """Runtime version and the effective configuration actually used (``precision`` too)."""
+
+
+def backend_facts(backend: object) -> list[str]:
+    """The metric lines of a backend's optional ``extra_metrics()``."""
+    facts: dict[str, tuple[float, str]] = getattr(backend, "extra_metrics", dict)()
+    return [format_metric("NET", name, value, unit) for name, (value, unit) in facts.items()]
 
 
 def memory_mib() -> tuple[float | None, float | None]:
@@ -245,8 +250,7 @@ def _head(backend: Any, config: RunnerConfig, import_ms: float, load_ms: float,
     size = _files_mib([config.model_path, *config.extra_files.values()])
     if size is not None:
         head.append(format_metric("NET", Metric.MODEL_SIZE, size, "MiB"))
-    for name, (value, unit) in getattr(backend, "extra_metrics", dict)().items():
-        head.append(format_metric("NET", name, value, unit))
+    head += backend_facts(backend)
     return head
 
 
@@ -397,8 +401,7 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
     size = _files_mib([config.model_path, *config.extra_files.values()])
     if size is not None:
         lines.append(format_metric("NET", Metric.MODEL_SIZE, size, "MiB"))
-    for name, (value, unit) in backend.extra_metrics().items():
-        lines.append(format_metric("NET", name, value, unit))
+    lines += backend_facts(backend)
     details: dict[str, Any] = {}
     if skipped_reference:
         details["accuracy_skipped"] = skipped_reference

@@ -10,12 +10,12 @@ this package names them and turns names into definitions and specs.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from benchlab.artifacts import ArtifactCache
 from benchlab.errors import UsageError
 from benchlab.exporting.definition import ModelDefinition
-from benchlab.exporting.session import ModelExport, export_definitions
+from benchlab.exporting.session import ExportOptions, ModelExport, export_definitions
 from benchlab.exporting.specs import DEFAULT_TEST, spec_of
 from benchlab.spec.types import BenchmarkSpec, TestCase
 from benchlab.zoo.registry import DEFAULT_MODELS, SMALL_MODELS, ZOO
@@ -52,20 +52,11 @@ def definitions(names: Sequence[str]) -> list[ModelDefinition]:
     return [ZOO[name] for name in resolve_model_names(names)]
 
 
-def export_models(
-    names: Sequence[str],
-    cache: ArtifactCache,
-    *,
-    formats: Sequence[str] | None = None,
-    force: bool = False,
-    progress: Callable[[str], None] | None = None,
-    workers: int | None = None,
-) -> list[ModelExport]:
+def export_models(names: Sequence[str], cache: ArtifactCache,
+                  **options: Unpack[ExportOptions]) -> list[ModelExport]:
     """Export zoo models by name (:func:`~benchlab.exporting.session.export_definitions`
-    of their definitions); ``formats`` replaces each model's own list (``["aoti"]`` adds
-    AOTInductor packages), ``force`` re-exports even what the cache holds."""
-    return export_definitions(definitions(names), cache, formats=formats, force=force,
-                              progress=progress, workers=workers)
+    of their definitions, as :class:`~benchlab.exporting.session.ExportOptions` says)."""
+    return export_definitions(definitions(names), cache, **options)
 
 
 def zoo_specs(

@@ -130,10 +130,6 @@ class ExecuTorchBackend:
         """One more execution; outputs as numpy arrays in the method's output order."""
         return to_arrays(list(self._method(self._args)))
 
-    def extra_metrics(self) -> dict[str, tuple[float, str]]:
-        """Nothing beyond the loop's own measurements."""
-        return {}
-
     def profile_ops(self, iterations: int) -> list[dict[str, float]]:
         """Not available: the PyPI wheel is built without ExecuTorch's event tracer."""
         raise ProfilingUnavailable(

@@ -131,10 +131,6 @@ class OnnxRuntimeBackend:
         assert self._session is not None
         return list(self._session.run(None, self._feeds))
 
-    def extra_metrics(self) -> dict[str, tuple[float, str]]:
-        """Nothing beyond the loop's own measurements."""
-        return {}
-
     def _profiled_events(self, iterations: int) -> list[dict[str, Any]]:
         """The profiler's events of a separate session, configured as the timed one, run
         ``iterations`` times on the prepared feeds."""

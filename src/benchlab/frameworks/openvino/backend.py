@@ -205,10 +205,6 @@ class OpenVinoBackend:
             for i in range(len(self._compiled.outputs))
         ]
 
-    def extra_metrics(self) -> dict[str, tuple[float, str]]:
-        """Nothing beyond the loop's own measurements (compilation is part of load_time)."""
-        return {}
-
     def profile_ops(self, iterations: int) -> list[dict[str, float]]:
         """Per-iteration ``real_time`` per node type (executed nodes only), from one request.
 

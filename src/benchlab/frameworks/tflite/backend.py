@@ -233,10 +233,6 @@ class TfliteBackend:
         self._interpreter.invoke()
         return [from_output(d, self._interpreter.get_tensor(d["index"])) for d in self._outputs]
 
-    def extra_metrics(self) -> dict[str, tuple[float, str]]:
-        """Nothing beyond the loop's own measurements."""
-        return {}
-
     def profile_ops(self, iterations: int) -> list[dict[str, float]]:
         """Not available: LiteRT's Python API exposes no per-operator profiler."""
         raise ProfilingUnavailable(
