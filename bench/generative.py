@@ -125,6 +125,7 @@ def figures(models: list[str], frameworks: list[str], prompt: int, new: int, rep
     from benchlab.generation import Generation
     from benchlab.plugins import available_names
     from benchlab.report.generation import generation_rows
+    from benchlab.schema import Metric
 
     installed = set(available_names("benchlab.frameworks"))
     wanted = [f for f in frameworks if f.split(":")[0] in installed]
@@ -135,13 +136,30 @@ def figures(models: list[str], frameworks: list[str], prompt: int, new: int, rep
             generations=[Generation(prompt_tokens=prompt, new_tokens=new)])
     rows = []
     for row, result in zip(generation_rows(list(results)), results, strict=True):
+        sqnr = result.summaries.get(Metric.SQNR.key)
         rows.append({"model": row.model, "framework": row.framework,
                      "precision": row.precision, "status": row.status,
                      "ttft_ms": row.ttft, "tpot_ms": row.tpot, "tpot_ci": row.tpot_ci,
                      "decode_tokens_per_s": row.decode_rate,
                      "prefill_tokens_per_s": row.prefill_rate, "memory_peak_mib": row.memory_peak,
-                     "token_agreement": row.token_agreement, "error": result.error})
+                     "size_mib": row.size, "bits_per_weight": result.details.get(
+                         "bits_per_weight"),
+                     "token_agreement": row.token_agreement,
+                     "first_divergence": row.first_divergence,
+                     "logit_sqnr_db": None if sqnr is None else sqnr.p50,
+                     "error": result.error})
     return rows
+
+
+def _print_overhead(cost: dict[str, Any]) -> None:
+    print("benchlab's generation loop, llama_15m on ONNX Runtime (per token)")
+    for key in ("loop_us_per_token", "tpot_ms", "share_of_tpot", "bookkeeping_us_per_token",
+                "bookkeeping_share_of_tpot"):
+        s = cost[key]
+        print(f"  {key:<26} min {s['min']:.4g}  median {s['median']:.4g}  max {s['max']:.4g}")
+    print(f"  argmax over the logits: {cost['argmax_after_call_us']:.1f} us right after the "
+          f"call, {cost['argmax_warm_us']:.1f} us on the same logits again")
+    print(f"  goal: under {GOAL_SHARE:.0%} of TPOT: {'met' if cost['goal_met'] else 'MISSED'}")
 
 
 def main() -> int:
@@ -149,6 +167,11 @@ def main() -> int:
     def options(parser: Any) -> None:
         parser.add_argument("--cache-dir", type=Path, default=None,
                             help="artifact cache (default: benchlab's; --smoke: a new one)")
+        parser.add_argument("--frameworks", default=",".join(RUNTIMES),
+                            help="the runtimes, comma-separated (each with its precisions)")
+        parser.add_argument("--models", default="llama_15m,llama_100m")
+        parser.add_argument("--skip-overhead", action="store_true",
+                            help="measure the figures only, not benchlab's cost per token")
 
     args = parse_args(__doc__.splitlines()[0], repeats=3,
                       repeats_help="fresh processes per cell (the overhead part: x10 "
@@ -158,33 +181,30 @@ def main() -> int:
 
         cache_dir = args.cache_dir or (Path(tmp) / "cache" if args.smoke
                                        else default_cache_dir())
-        model_file = _decoder_file(cache_dir)
-        cost = overhead(model_file, generations=2 if args.smoke else 10 * args.repeats,
-                        new_tokens=8 if args.smoke else 64)
-        rows = figures(["llama_15m"] if args.smoke else ["llama_15m", "llama_100m"],
-                       ["onnxruntime:precision=fp32"] if args.smoke else list(RUNTIMES),
+        cost = None if args.skip_overhead else overhead(
+            _decoder_file(cache_dir), generations=2 if args.smoke else 10 * args.repeats,
+            new_tokens=8 if args.smoke else 64)
+        rows = figures(["llama_15m"] if args.smoke else args.models.split(","),
+                       ["onnxruntime:precision=fp32"] if args.smoke
+                       else args.frameworks.split(","),
                        prompt=16 if args.smoke else 128, new=4 if args.smoke else 64,
                        repeat=args.repeats, iters=1 if args.smoke else 5, cache_dir=cache_dir)
-    print("benchlab's generation loop, llama_15m on ONNX Runtime (per token)")
-    for key in ("loop_us_per_token", "tpot_ms", "share_of_tpot", "bookkeeping_us_per_token",
-                "bookkeeping_share_of_tpot"):
-        s = cost[key]
-        print(f"  {key:<26} min {s['min']:.4g}  median {s['median']:.4g}  max {s['max']:.4g}")
-    print(f"  argmax over the logits: {cost['argmax_after_call_us']:.1f} us right after the "
-          f"call, {cost['argmax_warm_us']:.1f} us on the same logits again")
-    print(f"  goal: under {GOAL_SHARE:.0%} of TPOT: {'met' if cost['goal_met'] else 'MISSED'}")
-    print(f"{'model':<11} {'runtime':<12} {'prec':<5} {'TTFT ms':>8} {'TPOT ms':>8} {'decode/s':>9} "
-          f"{'prefill/s':>9} {'MiB':>6} {'agree':>6}")
+    if cost is not None:
+        _print_overhead(cost)
+    print(f"{'model':<11} {'runtime':<12} {'prec':<6} {'TTFT ms':>8} {'TPOT ms':>8} "
+          f"{'decode/s':>9} {'prefill/s':>9} {'MiB':>6} {'size':>6} {'bpw':>5} {'agree':>6} "
+          f"{'SQNR':>5}")
     for row in rows:
         def show(key: str, spec: str) -> str:
             value = row[key]
             return "-" if value is None else format(value, spec)
-        print(f"{row['model']:<11} {row['framework']:<12} {row['precision']:<5} "
+        print(f"{row['model']:<11} {row['framework']:<12} {row['precision']:<6} "
               f"{show('ttft_ms', '8.2f')} "
               f"{show('tpot_ms', '8.3f')} {show('decode_tokens_per_s', '9.1f')} "
               f"{show('prefill_tokens_per_s', '9.0f')} {show('memory_peak_mib', '6.0f')} "
-              f"{show('token_agreement', '6.0%')}" + (f"  {row['error']}" if row["error"]
-                                                       else ""))
+              f"{show('size_mib', '6.1f')} {show('bits_per_weight', '5.2f')} "
+              f"{show('token_agreement', '6.0%')} {show('logit_sqnr_db', '5.1f')}"
+              + (f"  {row['error']}" if row["error"] else ""))
     print(f"wrote {write_result(NAME, args, {'overhead': cost, 'cells': rows})}")
     return 0 if all(r["status"] == "ok" for r in rows) and rows else 1
 

@@ -29,6 +29,8 @@ __all__ = [
     "export_decoder_onnx_int8",
     "export_decoder_pte",
     "export_gguf",
+    "export_gguf_q4_0",
+    "export_gguf_q4_k_m",
     "export_gguf_q8_0",
     "export_onnx_int8",
     "export_openvino",
@@ -104,11 +106,21 @@ def export_gguf(ctx: ExportContext) -> dict[str, Path]:
     return export(ctx)
 
 
-def export_gguf_q8_0(ctx: ExportContext) -> dict[str, Path]:
-    """That GGUF file quantized to Q8_0 by llama.cpp (:mod:`benchlab.exporting.gguf_export`)."""
-    from benchlab.exporting.gguf_export import export_gguf_q8_0 as export
+def _gguf_quantized(key: str) -> Callable[[ExportContext], dict[str, Path]]:
+    """The exporter of one quantized GGUF file (``key``), made by llama.cpp from the fp32 one
+    (:func:`benchlab.exporting.gguf_export.export_quantized`)."""
+    def export(ctx: ExportContext) -> dict[str, Path]:
+        from benchlab.exporting.gguf_export import export_quantized
 
-    return export(ctx)
+        return export_quantized(ctx, key)
+
+    export.__doc__ = f"That GGUF file quantized by llama.cpp ({key})."
+    return export
+
+
+export_gguf_q8_0 = _gguf_quantized("gguf_q8_0")
+export_gguf_q4_0 = _gguf_quantized("gguf_q4_0")
+export_gguf_q4_k_m = _gguf_quantized("gguf_q4_k_m")
 
 
 def export_onnx_int8(ctx: ExportContext) -> dict[str, Path]:

@@ -126,10 +126,12 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
     ExportFormat("gguf", ("gguf",), ("torch", "transformers", "tokenizers", "gguf"),
                  default=False, exporter_requires=("gguf", "gguf", "generative"),
                  read_by=("llamacpp",)),
-    ExportFormat("gguf_q8_0", ("gguf_q8_0",),
-                 ("torch", "transformers", "tokenizers", "gguf", "llama-cpp-python"),
-                 default=False, exporter_requires=("llama_cpp", "llama-cpp-python", "llamacpp"),
-                 read_by=("llamacpp",)),
+    *(ExportFormat(key, (key,),
+                   ("torch", "transformers", "tokenizers", "gguf", "llama-cpp-python"),
+                   default=False,
+                   exporter_requires=("llama_cpp", "llama-cpp-python", "llamacpp"),
+                   read_by=("llamacpp",))
+      for key in ("gguf_q8_0", "gguf_q4_0", "gguf_q4_k_m")),
 )}
 #: The PyTorch fp32 outputs every export writes beside its files (2: eight input sets).
 REFERENCE = ExportFormat("reference", ("reference",), ("torch", "numpy"), revision="2")
@@ -140,7 +142,8 @@ ALL_FORMATS = tuple(FORMATS)
 #: What a zoo model exports to unless it says otherwise.
 DEFAULT_FORMATS = tuple(name for name, f in FORMATS.items() if f.default)
 #: What a text generator (a Llama decoder, the zoo's or a user's) exports to.
-DECODER_FORMATS = ("decoder_onnx", "decoder_onnx_int8", "decoder_pte", "gguf", "gguf_q8_0")
+DECODER_FORMATS = ("decoder_onnx", "decoder_onnx_int8", "decoder_pte", "gguf", "gguf_q8_0",
+                   "gguf_q4_0", "gguf_q4_k_m")
 #: The modules that write a text generator's files: part of its export cache key.
 DECODER_SOURCES = ("benchlab.zoo.archs.llama", "benchlab.exporting.generative",
                    "benchlab.exporting.gguf_export", "benchlab.exporting.pte_decoder")

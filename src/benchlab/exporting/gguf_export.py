@@ -13,8 +13,11 @@ and row ``i`` of the second half become rows ``2i`` and ``2i + 1``
 (:func:`rope_interleave`); the attention scores, and so the model, are unchanged. llama.cpp's
 own converter (``convert_hf_to_gguf.py``, ``LlamaModel.permute``) applies the same reordering.
 
-:func:`export_gguf_q8_0` quantizes that file to Q8_0 with llama.cpp's own quantizer
-(``llama_model_quantize`` through ``llama_cpp``), as ``llama-quantize`` would.
+:func:`export_quantized` quantizes that file (Q8_0, Q4_0, Q4_K_M) with llama.cpp's own quantizer (``llama_model_quantize`` through ``llama_cpp``), as
+``llama-quantize`` would. The k-quants work on rows of 256 weights: a tensor whose rows are not
+a multiple of 256 long falls back to another type (llama.cpp's rule: Q4_K → Q5_0, Q6_K → Q8_0),
+so llama_15m (384 wide) in Q4_K_M is mostly Q5_0, while llama_100m (768 wide) is Q4_K/Q6_K as
+on a large model. The runner reports the bits per weight the file really has.
 """
 
 from __future__ import annotations
@@ -30,9 +33,12 @@ from benchlab.exporting.context import ExportContext
 
 __all__ = [
     "GGUF_KEY",
+    "GGUF_Q4_0_KEY",
+    "GGUF_Q4_K_M_KEY",
     "GGUF_Q8_0_KEY",
+    "QUANTIZED_GGUF",
     "export_gguf",
-    "export_gguf_q8_0",
+    "export_quantized",
     "gguf_tensors",
     "gguf_vocab",
     "quantize_gguf",
@@ -41,8 +47,14 @@ __all__ = [
     "write_gguf",
 ]
 
-#: The model file keys: the fp32 GGUF file and its Q8_0 copy.
+#: The model file keys: the fp32 GGUF file and its copies quantized by llama.cpp.
 GGUF_KEY, GGUF_Q8_0_KEY = "gguf", "gguf_q8_0"
+GGUF_Q4_0_KEY, GGUF_Q4_K_M_KEY = "gguf_q4_0", "gguf_q4_k_m"
+#: Quantized file key → llama.cpp's file type (``LLAMA_FTYPE_MOSTLY_*``). Q8_0: blocks of 32
+#: weights with one fp16 scale (8.5 bits per weight); Q4_0: blocks of 32 with one fp16 scale
+#: (4.5); Q4_K_M: super-blocks of 256 in Q4_K, half the attention values and feed-forward
+#: down projections in Q6_K (about 4.9 on a large model). Norms stay F32 in all three.
+QUANTIZED_GGUF = {GGUF_Q8_0_KEY: "Q8_0", GGUF_Q4_0_KEY: "Q4_0", GGUF_Q4_K_M_KEY: "Q4_K_M"}
 #: Token ids the zoo's tokenizer gives its two special tokens (``<s>``, ``</s>``).
 BOS_ID, EOS_ID = 0, 1
 #: llama.cpp's pre-tokenizer matching ``pre_tokenizers.ByteLevel(add_prefix_space=False)``
@@ -188,14 +200,15 @@ def _write(ctx: ExportContext, target: Path) -> Path:
     return write_gguf(ctx.torch_module(), tokenizer, target, name=ctx.name)
 
 
-def export_gguf_q8_0(ctx: ExportContext) -> dict[str, Path]:
-    """``NAME.q8_0.gguf``: the fp32 GGUF file quantized by llama.cpp's ``llama_model_quantize``
-    (Q8_0 blocks of 32 weights with one fp16 scale; norms stay F32). Made from this job's
-    ``NAME.gguf``, written once per job whichever of the two formats asks first."""
+def export_quantized(ctx: ExportContext, key: str) -> dict[str, Path]:
+    """``NAME.<type>.gguf``: the fp32 GGUF file quantized by llama.cpp's
+    ``llama_model_quantize`` to the file type :data:`QUANTIZED_GGUF` gives ``key``. Made from
+    this job's ``NAME.gguf``, written once per job whichever format asks first."""
     source = ctx.once(GGUF_KEY, lambda: _write(ctx, ctx.path(".gguf")))
-    target = ctx.path(".q8_0.gguf")
-    quantize_gguf(source, target, "Q8_0")
-    return {GGUF_Q8_0_KEY: target}
+    file_type = QUANTIZED_GGUF[key]
+    target = ctx.path(f".{file_type.lower()}.gguf")
+    quantize_gguf(source, target, file_type)
+    return {key: target}
 
 
 def quantize_gguf(source: Path, target: Path, file_type: str, threads: int = 0) -> Path:

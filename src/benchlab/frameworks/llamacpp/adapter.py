@@ -13,16 +13,16 @@ from benchlab.spec.types import FrameworkConfig, ModelDef
 
 __all__ = ["CACHE_TYPES", "GGUF_FILES", "LlamaCppFramework"]
 
-#: ``precision`` → the model file key it runs: the zoo's fp32 GGUF file and llama.cpp's Q8_0
-#: quantization of it.
-GGUF_FILES = {"fp32": "gguf", "q8_0": "gguf_q8_0"}
+#: ``precision`` → the model file key it runs: the zoo's fp32 GGUF file and llama.cpp's
+#: quantizations of it (Q8_0, and the two 4-bit types llama-bench users compare first).
+GGUF_FILES = {"fp32": "gguf", "q8_0": "gguf_q8_0", "q4_0": "gguf_q4_0", "q4_k_m": "gguf_q4_k_m"}
 #: The key/value cache element types the ``cache_type`` option takes (llama.cpp: f16).
 CACHE_TYPES = ("f16", "f32", "q8_0")
 
 
 class LlamaCppFramework(RunnerFramework):
     """Options: ``threads`` (or the test's; prefill and decode alike), ``precision`` (``fp32``,
-    the default, or ``q8_0``: which GGUF file), ``n_batch`` (tokens per ``llama_decode``,
+    the default, ``q8_0``, ``q4_0`` or ``q4_k_m``: which GGUF file), ``n_batch`` (tokens per ``llama_decode``,
     512), ``flash_attn`` (``false``, llama-cpp-python's default, or ``true``),
     ``cache_type`` (the key/value cache's element type: ``f16``, llama.cpp's default,
     ``f32`` or ``q8_0``), ``n_ctx`` (the context; by default what the test needs), ``poll``

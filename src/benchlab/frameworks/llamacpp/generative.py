@@ -188,6 +188,10 @@ class LlamaCppDecoder:
                            if self._pool else "none attached: ggml's own per llama_decode"),
             "logits": "output flag on the last position only unless all positions are asked",
             "model_desc": _model_desc(self._llm.model),
+            # What the file really holds: a k-quant falls back to another type on rows that
+            # are not a multiple of 256 long (llama_15m's Q4_K_M is mostly Q5_0).
+            "bits_per_weight": round(8.0 * llama_cpp.llama_model_size(self._llm.model)
+                                     / llama_cpp.llama_model_n_params(self._llm.model), 3),
             "vocab": self._vocab,
         }
 
