@@ -47,7 +47,7 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_bert_folder_and_a_llama_folder_run_with_accuracy_and_generation(
         folders: Path, tmp_path: Path) -> None:
     results = benchlab.run(model=[str(folders / "tiny-bert"), str(folders / "tiny-llama")],
-                           frameworks=["pytorch", "onnxruntime", "llamacpp"],
+                           frameworks=["pytorch", "onnxruntime", "llamacpp", "ortgenai"],
                            generations=generation_grid((16,), 8, ()), overrides=QUICK,
                            db=tmp_path / "r.db", cache_dir=folders / "cache")
     failed = [(r.identity.label, r.error) for r in results if r.status is not Status.OK]
@@ -57,13 +57,17 @@ def test_a_bert_folder_and_a_llama_folder_run_with_accuracy_and_generation(
     assert bert["onnxruntime"].sqnr > 90 and bert["onnxruntime"].top1 == 1.0  # a classifier
     llama = {r.identity.framework + str(r.identity.framework_config.get("precision", ""))
              : r for r in results if r.identity.model_name == "tiny-llama"}
-    for name in ("onnxruntime", "llamacpp"):
+    # GenAI's builder made its models from the user's folder too (fp32 and int4).
+    assert {"ortgenai", "ortgenaiint4"} <= set(llama)
+    for name in ("onnxruntime", "llamacpp", "ortgenai", "ortgenaiint4"):
         summaries = llama[name].summaries
         assert summaries[metric_key("NET", Metric.TTFT)].p50 > 0, name
         assert summaries[metric_key("NET", Metric.TPOT)].p50 > 0, name
-    # llama.cpp at fp32 follows the eager model's greedy tokens (teacher-forced agreement).
-    agreement = llama["llamacpp"].summaries[metric_key("NET", Metric.TOKEN_AGREEMENT)]
-    assert agreement.p50 > 0.9
+    # llama.cpp and GenAI at fp32 follow the eager model's greedy tokens (teacher-forced
+    # agreement).
+    for name in ("llamacpp", "ortgenai"):
+        agreement = llama[name].summaries[metric_key("NET", Metric.TOKEN_AGREEMENT)]
+        assert agreement.p50 > 0.9, name
 
 
 def test_the_gguf_file_written_for_the_llama_runs_given_as_a_file(folders: Path,

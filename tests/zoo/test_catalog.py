@@ -27,7 +27,8 @@ def test_derived_views_agree_with_the_registry() -> None:
     assert ALL_FORMATS == tuple(FORMATS)
     assert set(DEFAULT_FORMATS) == set(ALL_FORMATS) - {"aoti", "pte_portable", "decoder_onnx",
                                                       "decoder_onnx_int8", "decoder_pte", "gguf",
-                                                      "gguf_q8_0", "gguf_q4_0", "gguf_q4_k_m"}
+                                                      "gguf_q8_0", "gguf_q4_0", "gguf_q4_k_m",
+                                                      "genai_onnx", "genai_onnx_int4"}
     assert FORMAT_FILES["openvino"] == ("openvino", "openvino_bin")
     # The int8 formats write their recipe's simulated outputs too (optional files).
     assert FORMAT_FILES["onnx_int8"] == ("onnx_int8", "simulated_onnx_int8")

@@ -44,6 +44,9 @@ class ExportContext:
     reference: Path | None = None
     #: Files written with the context itself, by file key (a text generator's tokenizer).
     extra_files: dict[str, Path] = field(default_factory=dict)
+    #: A text generator's ``transformers`` model itself (``module`` is the cache graph built
+    #: on it), for the exporters that start from a Hugging Face folder (the GenAI builders).
+    causal_lm: Any = None
     _memo: dict[str, tuple[bool, Any]] = field(default_factory=dict, repr=False)
 
     def path(self, suffix: str) -> Path:

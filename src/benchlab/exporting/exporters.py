@@ -28,6 +28,8 @@ __all__ = [
     "export_decoder_onnx",
     "export_decoder_onnx_int8",
     "export_decoder_pte",
+    "export_genai_onnx",
+    "export_genai_onnx_int4",
     "export_gguf",
     "export_gguf_q4_0",
     "export_gguf_q4_k_m",
@@ -118,6 +120,20 @@ def _gguf_quantized(key: str) -> Callable[[ExportContext], dict[str, Path]]:
     return export
 
 
+def _genai(precision: str) -> Callable[[ExportContext], dict[str, Path]]:
+    """The exporter of one ONNX Runtime GenAI model, built by the library's own builder
+    (:func:`benchlab.exporting.genai_export.export_genai`)."""
+    def export(ctx: ExportContext) -> dict[str, Path]:
+        from benchlab.exporting.genai_export import export_genai
+
+        return export_genai(ctx, precision)
+
+    export.__doc__ = f"An ONNX Runtime GenAI model ({precision}) built by its builder."
+    return export
+
+
+export_genai_onnx = _genai("fp32")
+export_genai_onnx_int4 = _genai("int4")
 export_gguf_q8_0 = _gguf_quantized("gguf_q8_0")
 export_gguf_q4_0 = _gguf_quantized("gguf_q4_0")
 export_gguf_q4_k_m = _gguf_quantized("gguf_q4_k_m")

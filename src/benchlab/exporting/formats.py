@@ -121,6 +121,15 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
     ExportFormat("decoder_pte", ("decoder_pte",), ("torch", "executorch", "transformers",
                                                    "tokenizers"),
                  default=False, exporter_requires=_EXECUTORCH, read_by=("executorch",), later=True),
+    # ONNX Runtime GenAI's model and config, built by its own builder from the generator as
+    # a Hugging Face folder (fp32, and its int4 MatMulNBits weights).
+    *(ExportFormat(name, (name, config), ("torch", "transformers", "tokenizers", "onnx",
+                                          "onnxruntime-genai"),
+                   default=False,
+                   exporter_requires=("onnxruntime_genai", "onnxruntime-genai", "ortgenai"),
+                   read_by=("ortgenai",))
+      for name, config in (("genai_onnx", "genai_config"),
+                           ("genai_onnx_int4", "genai_config_int4"))),
     # llama.cpp's file, fp32 (written by the gguf package), then quantized by llama.cpp itself;
     # the second reuses the first's file, so it comes after it.
     ExportFormat("gguf", ("gguf",), ("torch", "transformers", "tokenizers", "gguf"),
@@ -143,10 +152,11 @@ ALL_FORMATS = tuple(FORMATS)
 DEFAULT_FORMATS = tuple(name for name, f in FORMATS.items() if f.default)
 #: What a text generator (a Llama decoder, the zoo's or a user's) exports to.
 DECODER_FORMATS = ("decoder_onnx", "decoder_onnx_int8", "decoder_pte", "gguf", "gguf_q8_0",
-                   "gguf_q4_0", "gguf_q4_k_m")
+                   "gguf_q4_0", "gguf_q4_k_m", "genai_onnx", "genai_onnx_int4")
 #: The modules that write a text generator's files: part of its export cache key.
 DECODER_SOURCES = ("benchlab.zoo.archs.llama", "benchlab.exporting.generative",
-                   "benchlab.exporting.gguf_export", "benchlab.exporting.pte_decoder")
+                   "benchlab.exporting.gguf_export", "benchlab.exporting.pte_decoder",
+                   "benchlab.exporting.genai_export")
 
 
 def format_of(name: str) -> ExportFormat:

@@ -83,7 +83,7 @@ def decoder_context(job: dict[str, Any], out_dir: Path,
     }
     context = ExportContext(name=job["name"], out_dir=out_dir, module=decoder, args=example,
                             input_names=["input_ids", "past_keys", "past_values"],
-                            reference=reference)
+                            reference=reference, causal_lm=model)
     context.extra_files["tokenizer"] = tokenizer_path
     return context, metadata
 

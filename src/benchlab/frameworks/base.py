@@ -272,15 +272,18 @@ class RunnerFramework:
             return f"{self.name} generates from model.entry, which the model lacks"
         return None
 
-    def generative_invocation(self, ctx: JobContext) -> Invocation:
-        """The runner command of one repetition of a generative test."""
+    def generative_invocation(self, ctx: JobContext,
+                              extra_files: Mapping[str, str] | None = None) -> Invocation:
+        """The runner command of one repetition of a generative test (``extra_files``: other
+        staged files the backend reads, by name)."""
         why = self.why_not_generative(ctx.spec.model, ctx.config.options)
         if why:
             raise UsageError(why)
         key = self.generative_file_key(ctx.config.options)
         path = self.staged_file(ctx, key) if key else None
         return runner_invocation(ctx, backend=self.generative_backend, model_path=path,
-                                 options=ctx.config.options, generative=True)
+                                 options=ctx.config.options, extra_files=extra_files,
+                                 generative=True)
 
     def configurations(
         self, model: ModelDef, requested: Sequence[FrameworkConfig]

@@ -44,6 +44,7 @@ __all__ = [
     "accuracy_metrics",
     "load_generative_reference",
     "measure_generation",
+    "positions_needed",
     "save_generative_reference",
     "time_generation",
 ]
@@ -81,6 +82,23 @@ class GenerativeBackend(Protocol):
         """Runtime version and the effective configuration actually used."""
 
 
+def positions_needed(config: RunnerConfig) -> int:
+    """The positions a generative test fills in one generation: depth + prompt + new tokens,
+    or the accuracy check's reference prompt and text where they are longer (what a backend
+    with a fixed-size cache must hold)."""
+    need = 1
+    work = config.generate
+    if work is not None:
+        need = work.depth + work.prompt_tokens + work.new_tokens
+    if config.reference:
+        with np.load(config.reference) as data:
+            if "generative" in data.files:
+                prompt, text = len(data["prompt"]), len(data["text"])
+                compare = work.compare_tokens if work is not None else len(data["tokens"])
+                need = max(need, prompt + compare, text)
+    return need
+
+
 @dataclass(frozen=True, slots=True)
 class GenerationTimes:
     """The clock readings of one generation, in ns: start, then one per new token."""
@@ -109,7 +127,18 @@ class GenerationTimes:
 
 def time_generation(backend: GenerativeBackend, prompt: np.ndarray, new_tokens: int,
                     depth_tokens: np.ndarray | None = None) -> tuple[GenerationTimes, list[int]]:
-    """One timed greedy generation; its clock readings and the tokens it chose."""
+    """One timed greedy generation; its clock readings and the tokens it chose.
+
+    benchlab's loop: the backend's :meth:`~GenerativeBackend.forward` per step, the next token
+    the ``argmax`` of its logits, the clock read as each token is chosen. A backend whose
+    library ships its own generation loop (search included) may run that instead: with
+    ``owns_loop`` true, its ``timed_generation(prompt, new_tokens, depth_tokens)`` does the
+    same job by the same definitions, the clock read as the library hands each token out.
+    """
+    if getattr(backend, "owns_loop", False):
+        own: tuple[GenerationTimes, list[int]] = backend.timed_generation(  # type: ignore[attr-defined]
+            prompt, new_tokens, depth_tokens)
+        return own
     clock = time.perf_counter_ns
     backend.reset()
     if depth_tokens is not None and len(depth_tokens):

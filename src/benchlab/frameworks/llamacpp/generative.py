@@ -28,6 +28,7 @@ import numpy as np
 
 from benchlab.frameworks.llamacpp.threadpool import DEFAULT_POLL, Threadpool
 from benchlab.runner.config import RunnerConfig
+from benchlab.runner.generate import positions_needed
 from benchlab.schema import DetailKey
 
 __all__ = ["LlamaCppDecoder", "context_needed"]
@@ -44,18 +45,9 @@ _FILE_TYPES = {0: "fp32", 1: "fp16", 2: "q4_0", 3: "q4_1", 7: "q8_0", 8: "q5_0",
 
 
 def context_needed(config: RunnerConfig) -> int:
-    """Positions the test needs (depth + prompt + new tokens, and the accuracy check's
-    reference text), rounded up to llama.cpp's step; at most :data:`MAX_CONTEXT`."""
-    need = 1
-    work = config.generate
-    if work is not None:
-        need = work.depth + work.prompt_tokens + work.new_tokens
-    if config.reference:
-        with np.load(config.reference) as data:
-            if "generative" in data.files:
-                prompt, text = len(data["prompt"]), len(data["text"])
-                compare = work.compare_tokens if work is not None else len(data["tokens"])
-                need = max(need, prompt + compare, text)
+    """Positions the test needs (:func:`~benchlab.runner.generate.positions_needed`), rounded
+    up to llama.cpp's step; at most :data:`MAX_CONTEXT`."""
+    need = positions_needed(config)
     if need > MAX_CONTEXT:
         raise ValueError(f"the test needs {need} positions; llamacpp holds at most "
                          f"{MAX_CONTEXT}")
