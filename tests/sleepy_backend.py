@@ -35,3 +35,33 @@ class SleepyBackend:
 
     def info(self) -> dict[str, Any]:
         return {}
+
+
+class SleepyDecoder:
+    """A generative backend whose prompt sleeps ``prefill_ms`` and every later token
+    ``token_ms`` (options, defaults 3 and 1): known token latencies for the generative
+    load-scenario tests. Its logits put the next token at (last + 1) mod its vocabulary."""
+
+    VOCAB = 64
+
+    def __init__(self, config: Any) -> None:
+        self.prefill_s = float(config.options.get("prefill_ms", 3.0)) / 1e3
+        self.token_s = float(config.options.get("token_ms", 1.0)) / 1e3
+
+    def load(self) -> None:
+        pass
+
+    def vocab_size(self) -> int:
+        return self.VOCAB
+
+    def reset(self) -> None:
+        pass
+
+    def forward(self, tokens: np.ndarray, all_logits: bool = False) -> np.ndarray:
+        time.sleep(self.prefill_s if len(tokens) > 1 else self.token_s)
+        logits = np.zeros((len(tokens), self.VOCAB), dtype=np.float32)
+        logits[np.arange(len(tokens)), (np.asarray(tokens) + 1) % self.VOCAB] = 1.0
+        return logits if all_logits else logits[-1]
+
+    def info(self) -> dict[str, Any]:
+        return {}

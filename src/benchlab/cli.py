@@ -88,6 +88,8 @@ def run(
     depth: Annotated[Optional[str], typer.Option(help="Text generators: KV cache depths filled before the prompt, comma-separated (default 0).")] = None,  # noqa: UP007,E501
     scenario: Annotated[Optional[str], typer.Option(help="Run under an MLPerf LoadGen load scenario: single_stream, multi_stream, server, offline (docs/scenarios.md).")] = None,  # noqa: UP007,E501
     latency_bound: Annotated[Optional[str], typer.Option(help="Server scenario: the p99 latency bound, e.g. 15ms; without --target-qps the highest QPS meeting it is searched.")] = None,  # noqa: UP007,E501
+    ttft_bound: Annotated[Optional[str], typer.Option(help="Generative server scenario: the p99 time-to-first-token bound, e.g. 200ms (MLPerf's LLM rule; with or instead of --tpot-bound).")] = None,  # noqa: UP007,E501
+    tpot_bound: Annotated[Optional[str], typer.Option(help="Generative server scenario: the p99 time-per-output-token bound, e.g. 20ms.")] = None,  # noqa: UP007,E501
     target_qps: Annotated[Optional[float], typer.Option(help="Server: the arrival rate to run at; offline: the expected throughput.")] = None,  # noqa: UP007,E501
     duration: Annotated[Optional[float], typer.Option(help="Load scenarios: seconds each LoadGen run lasts at least (default 5).")] = None,  # noqa: UP007,E501
     query_count: Annotated[Optional[int], typer.Option(help="Load scenarios: queries each run issues at least (default: what early stopping needs).")] = None,  # noqa: UP007,E501
@@ -129,7 +131,8 @@ def run(
         time_budget=time_budget, root_model_dir=root_model_dir, cache_dir=cache_dir,
         generations=generations_from_options(prompt_tokens, new_tokens, depth),
         scenario=scenario_from_options(scenario, latency_bound, target_qps, duration, query_count,
-                           samples_per_query, mlperf_durations, scenario_accuracy),
+                           samples_per_query, mlperf_durations, scenario_accuracy,
+                           ttft_bound, tpot_bound),
         model=list(model), inputs=list(model_input), data=data, energy=energy,
         reboot=_reboot_policy(reboot, reboot_after_failures, reboot_after_uptime),
         order=order, race=_race(goal, repeat),

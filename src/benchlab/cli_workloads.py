@@ -32,7 +32,8 @@ def generations_from_options(prompt_tokens: str | None, new_tokens: int | None,
 
 def scenario_from_options(name: str | None, latency_bound: str | None, target_qps: float | None,
               duration: float | None, query_count: int | None, samples_per_query: int | None,
-              mlperf_durations: bool, accuracy: bool) -> Any:
+              mlperf_durations: bool, accuracy: bool, ttft_bound: str | None = None,
+              tpot_bound: str | None = None) -> Any:
     """The load scenario ``--scenario`` and its settings ask for (``None`` without one)."""
     from benchlab.scenario import DEFAULT_DURATION_S, Scenario, parse_milliseconds
 
@@ -40,19 +41,23 @@ def scenario_from_options(name: str | None, latency_bound: str | None, target_qp
              "--duration": duration, "--query-count": query_count,
              "--samples-per-query": samples_per_query,
              "--mlperf-durations": mlperf_durations or None,
-             "--scenario-accuracy": accuracy or None}
+             "--scenario-accuracy": accuracy or None,
+             "--ttft-bound": ttft_bound, "--tpot-bound": tpot_bound}
     if name is None:
         stray = [option for option, value in given.items() if value is not None]
         if stray:
             raise UsageError(f"{', '.join(stray)} set a load scenario's settings: give "
                              "--scenario too")
         return None
+
+    def ms(text: str | None) -> float | None:
+        return None if text is None else parse_milliseconds(text)
+
     try:
         return Scenario(name, duration_s=DEFAULT_DURATION_S if duration is None else duration,
-                        query_count=query_count,
-                        latency_bound_ms=None if latency_bound is None
-                        else parse_milliseconds(latency_bound),
+                        query_count=query_count, latency_bound_ms=ms(latency_bound),
                         target_qps=target_qps, samples_per_query=samples_per_query,
-                        mlperf_durations=mlperf_durations, accuracy=accuracy)
+                        mlperf_durations=mlperf_durations, accuracy=accuracy,
+                        ttft_bound_ms=ms(ttft_bound), tpot_bound_ms=ms(tpot_bound))
     except ValueError as why:
         raise UsageError(f"--scenario {name}: {why}") from None

@@ -27,7 +27,7 @@ from benchlab.overrides import TestOverrides
 from benchlab.scenario import Scenario
 from benchlab.store import ResultStore, RunRecord
 from benchlab.sweep import Sweep
-from benchlab.spec.types import BenchmarkSpec, FrameworkConfig
+from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
 from benchlab.targets.base import Target
 from benchlab.targets.reboot import Rebootable, RebootPolicy, Rebooter
 
@@ -165,8 +165,8 @@ def plan(
 ) -> Plan:
     """Expand specs into jobs for ``target``; explicit ``frameworks`` override the specs'.
 
-    ``scenario`` replaces every forward-pass test's own; a generative test cannot take one
-    and is skipped, saying so.
+    ``scenario`` replaces every test's own where the test can run it (:func:`_under_scenario`);
+    the others are skipped, saying why.
 
     ``device`` is the target's hostname when the caller read it already (describing a remote
     target is a round trip, and a staged sweep plans several times)."""
@@ -206,12 +206,7 @@ def plan(
                 continue
             tests = spec.tests
             if scenario is not None:
-                generative = [t for t in tests if t.generate is not None]
-                if generative:
-                    skipped.append(Skipped(label, f"{len(generative)} generative test(s) "
-                                           "run no load scenario (it times forward passes)"))
-                tests = tuple(replace(t, scenario=scenario) for t in tests
-                              if t.generate is None)
+                tests = _under_scenario(tests, scenario, label, skipped)
             for config in configs:
                 for test in tests:
                     identity = JobIdentity(
@@ -230,6 +225,29 @@ def plan(
     if len(set(keys)) != len(keys):
         raise UsageError("the sweep lists the same job twice (duplicate spec or test identifier)")
     return Plan(tuple(jobs), tuple(skipped))
+
+
+def _under_scenario(tests: Sequence[TestCase], scenario: Scenario, label: str,
+                    skipped: list[Skipped]) -> tuple[TestCase, ...]:
+    """The tests that can run ``scenario``, with it; a line in ``skipped`` for the rest.
+
+    A forward-pass test runs every scenario but a generative server's (token bounds); a
+    generative test runs offline, or server with token bounds (docs/scenarios.md)."""
+    why = {}
+    for test in tests:
+        if test.generate is None and scenario.token_bounds:
+            why[test.identifier] = ("bounds on the time to first token and per output token "
+                                    "are for generative tests")
+        elif test.generate is not None and not (
+                scenario.name == "offline" or (scenario.name == "server"
+                                               and scenario.token_bounds)):
+            why[test.identifier] = ("a generative test runs the offline scenario, or the "
+                                    "server one with --ttft-bound/--tpot-bound")
+    for reason in dict.fromkeys(why.values()):
+        count = sum(1 for r in why.values() if r == reason)
+        skipped.append(Skipped(label, f"{count} test(s) skipped under {scenario.label}: "
+                               f"{reason}"))
+    return tuple(replace(t, scenario=scenario) for t in tests if t.identifier not in why)
 
 
 def across_devices(plans: Sequence[Plan]) -> Plan:

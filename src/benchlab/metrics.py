@@ -114,6 +114,12 @@ METRICS: Mapping[Metric, MetricInfo] = _entries(
     MetricInfo(_M.SERVER_QPS, "queries/s", _F.SCENARIO, HIGHER, "QPS", ".4g", decided=True),
     # A verdict (1 valid, 0 not), not a quantity to improve.
     MetricInfo(_M.SCENARIO_VALID, "", _F.SCENARIO, None, "valid", ".0f"),
+    MetricInfo(_M.SCENARIO_TTFT, "ms", _F.SCENARIO, LOWER, "TTFT p99 ms", ".2f",
+               decided=True),
+    MetricInfo(_M.SCENARIO_TPOT, "ms", _F.SCENARIO, LOWER, "TPOT p99 ms", ".3f",
+               decided=True),
+    MetricInfo(_M.TOKEN_THROUGHPUT, "tokens/s", _F.SCENARIO, HIGHER, "tokens/s", ".4g"),
+    MetricInfo(_M.GOODPUT, "queries/s", _F.SCENARIO, HIGHER, "goodput", ".4g"),
 )
 
 _BY_KEY = MappingProxyType({info.key: info for info in METRICS.values()})

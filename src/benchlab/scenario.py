@@ -12,6 +12,11 @@ queries in the runner process, as its rules for the scenario say, and judges the
   ``latency_bound_ms`` (a run per rate tried), the figure the scenario reports.
 * ``offline``: every sample in one query; throughput in samples/s.
 
+A generative test runs ``server`` or ``offline`` too, a query being one generation: LoadGen
+then times tokens (``use_token_latencies``), the first as it is produced. Its server bounds
+are on the time to first token and the time per output token at the 99th percentile
+(``ttft_bound_ms``, ``tpot_bound_ms``: MLPerf Inference's LLM rules), not on the whole query.
+
 ``duration_s`` and ``query_count`` are LoadGen's ``min_duration`` and ``min_query_count``:
 benchlab's defaults are short, for use at a desk; ``mlperf_durations`` takes LoadGen's own
 minimums (600 s, and its per-scenario query counts) from the ``mlperf.conf`` it ships.
@@ -76,6 +81,9 @@ class Scenario:
     samples_per_query: int | None = None
     mlperf_durations: bool = False
     accuracy: bool = False
+    #: A generative server's bounds: p99 time to first token and p99 time per output token.
+    ttft_bound_ms: float | None = None
+    tpot_bound_ms: float | None = None
     # Read by pydantic where a spec or the runner's configuration holds a scenario: an
     # unknown key is an error there, not a silent default (a plain dict: no pydantic import).
     __pydantic_config__ = {"extra": "forbid"}
@@ -95,9 +103,22 @@ class Scenario:
             elif self.latency_bound_ms <= 0:
                 problems.append(f"latency_bound_ms must be positive, got "
                                 f"{self.latency_bound_ms:g}")
-        elif name == "server":
+            if self.token_bounds:
+                problems.append("a generative server is bounded by its time to first token "
+                                "and per output token (ttft_bound_ms, tpot_bound_ms), not by "
+                                "a whole query's latency: give one kind of bound")
+        elif name == "server" and not self.token_bounds:
             problems.append("the server scenario needs a latency bound (latency_bound_ms, "
-                            "--latency-bound): the p99 its QPS must meet")
+                            "--latency-bound): the p99 its QPS must meet; a generative one, "
+                            "--ttft-bound and/or --tpot-bound")
+        for key in ("ttft_bound_ms", "tpot_bound_ms"):
+            value = getattr(self, key)
+            if value is None:
+                continue
+            if name != "server":
+                problems.append(f"{key} applies to the server scenario, not {name}")
+            elif value <= 0:
+                problems.append(f"{key} must be positive, got {value:g}")
         if self.target_qps is not None:
             if name not in ("server", "offline"):
                 problems.append(f"target_qps applies to server and offline, not {name}")
@@ -111,6 +132,11 @@ class Scenario:
                                 f"{self.samples_per_query}")
         if problems:
             raise ValueError("; ".join(problems))
+
+    @property
+    def token_bounds(self) -> bool:
+        """Whether the scenario bounds token latencies (a generative server)."""
+        return self.ttft_bound_ms is not None or self.tpot_bound_ms is not None
 
     @property
     def loadgen_name(self) -> str:
@@ -132,6 +158,11 @@ class Scenario:
         """``server@15ms``, ``multi_stream x8``: how reports and identifiers name it."""
         if self.name == "server":
             rate = f" {self.target_qps:g}qps" if self.target_qps else ""
+            if self.token_bounds:
+                bounds = "/".join(f"{kind}{value:g}ms" for kind, value in
+                                  (("ttft", self.ttft_bound_ms), ("tpot", self.tpot_bound_ms))
+                                  if value is not None)
+                return f"server@{bounds}{rate}"
             return f"server@{self.latency_bound_ms:g}ms{rate}"
         if self.name == "multi_stream":
             return f"multi_stream x{self.samples_per_query or 8}"
@@ -140,7 +171,8 @@ class Scenario:
     def to_wire(self) -> dict[str, object]:
         """The runner's JSON form (what is not set is left out)."""
         wire: dict[str, object] = {"name": self.name, "duration_s": self.duration_s}
-        for key in ("query_count", "latency_bound_ms", "target_qps", "samples_per_query"):
+        for key in ("query_count", "latency_bound_ms", "target_qps", "samples_per_query",
+                    "ttft_bound_ms", "tpot_bound_ms"):
             value = getattr(self, key)
             if value is not None:
                 wire[key] = value

@@ -188,6 +188,18 @@ class Metric(StrEnum):
     #: 1 when LoadGen judged the run valid (durations, query counts, early stopping, the
     #: bound), else 0; the details say why not
     SCENARIO_VALID = "scenario_valid"
+    # A generative test under load (LoadGen's token latencies)
+    #: ms, the 99th percentile of the time to first token LoadGen measured, arrival to first
+    #: token (queueing included)
+    SCENARIO_TTFT = "scenario_ttft"
+    #: ms, the 99th percentile of the time per output token LoadGen measured (a query's time
+    #: after its first token over its tokens after the first)
+    SCENARIO_TPOT = "scenario_tpot"
+    #: tokens/s LoadGen completed
+    TOKEN_THROUGHPUT = "token_throughput"
+    #: queries/s that met every token bound (TTFT and TPOT, as benchlab timed each query),
+    #: over the run: vLLM's goodput
+    GOODPUT = "goodput"
 
     @property
     def key(self) -> str:

@@ -61,6 +61,8 @@ RUN = {
     "latency_bound": (SAME, ["--scenario", "server", "--latency-bound", "15ms"]),
     "target_qps": (SAME, ["--scenario", "server", "--latency-bound", "15ms",
                           "--target-qps", "5"]),
+    "ttft_bound": (SAME, ["--scenario", "server", "--ttft-bound", "200ms"]),
+    "tpot_bound": (SAME, ["--scenario", "server", "--tpot-bound", "20ms"]),
     "duration": (SAME, ["--scenario", "offline", "--duration", "2"]),
     "query_count": (SAME, ["--scenario", "offline", "--query-count", "50"]),
     "samples_per_query": (SAME, ["--scenario", "multi_stream", "--samples-per-query", "4"]),

@@ -17,7 +17,7 @@ import pytest
 from runner_lines import runner_values
 
 from benchlab.runner.config import RunnerConfig
-from benchlab.runner.scenario import read_detail_log
+from benchlab.runner.loadgen import read_detail_log
 from benchlab.scenario import Scenario, parse_milliseconds, scenario_name
 from benchlab.schema import DetailKey, Metric
 

@@ -17,8 +17,8 @@ from benchlab.report.columns import Column, job_columns, rich_table
 from benchlab.scenario import PERCENTILES
 from benchlab.schema import DetailKey, Metric, Result
 
-__all__ = ["SCENARIO_COLUMNS", "ScenarioRow", "scenario_rows", "scenario_table", "validity",
-           "verdict_text"]
+__all__ = ["SCENARIO_COLUMNS", "TOKEN_COLUMNS", "ScenarioRow", "scenario_columns",
+           "scenario_rows", "scenario_table", "validity", "verdict_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +47,18 @@ class ScenarioRow:
     why: str
     over_capacity: str | None
     runs: tuple[dict[str, Any], ...]
+    #: A generative test's token bounds and figures (``None`` for forward passes).
+    ttft_bound_ms: float | None = None
+    tpot_bound_ms: float | None = None
+    ttft_p99_ms: float | None = None
+    tpot_p99_ms: float | None = None
+    goodput: float | None = None
+    tokens_per_second: float | None = None
+
+    @property
+    def generative(self) -> bool:
+        """Whether the scenario's queries were generations (LoadGen timed their tokens)."""
+        return self.ttft_p99_ms is not None or self.tpot_p99_ms is not None
 
 
 def _p50(result: Result, metric: Metric) -> float | None:
@@ -74,6 +86,11 @@ def _row(result: Result) -> ScenarioRow:
         why=str(facts.get("why_invalid") or ""),
         over_capacity=facts.get("over_capacity"),
         runs=tuple(facts.get("runs") or ()),
+        ttft_bound_ms=facts.get("ttft_bound_ms"), tpot_bound_ms=facts.get("tpot_bound_ms"),
+        ttft_p99_ms=_p50(result, Metric.SCENARIO_TTFT),
+        tpot_p99_ms=_p50(result, Metric.SCENARIO_TPOT),
+        goodput=_p50(result, Metric.GOODPUT),
+        tokens_per_second=_p50(result, Metric.TOKEN_THROUGHPUT),
     )
 
 
@@ -117,12 +134,33 @@ SCENARIO_COLUMNS: tuple[Column[ScenarioRow], ...] = (
 )
 
 
+#: The columns of a generative test under load, shown when a row has them.
+TOKEN_COLUMNS: tuple[Column[ScenarioRow], ...] = (
+    Column.metric(Metric.SCENARIO_TTFT, lambda r: r.ttft_p99_ms),
+    Column.metric(Metric.SCENARIO_TPOT, lambda r: r.tpot_p99_ms),
+    Column.metric(Metric.GOODPUT, lambda r: r.goodput),
+    Column.metric(Metric.TOKEN_THROUGHPUT, lambda r: r.tokens_per_second),
+)
+
+
+def scenario_columns(rows: Sequence[ScenarioRow]) -> tuple[Column[ScenarioRow], ...]:
+    """The table's columns: :data:`SCENARIO_COLUMNS`, with :data:`TOKEN_COLUMNS` before the
+    verdict when a row is a generative test's."""
+    if not any(row.generative for row in rows):
+        return SCENARIO_COLUMNS
+    return (*SCENARIO_COLUMNS[:-1], *TOKEN_COLUMNS, SCENARIO_COLUMNS[-1])
+
+
 def scenario_table(results: Sequence[Result]) -> Any:
     """The terminal's scenario table (a rich ``Table``), or ``None`` without such results."""
-    return rich_table(SCENARIO_COLUMNS, scenario_rows(results),
+    rows = scenario_rows(results)
+    return rich_table(scenario_columns(rows), rows,
                       title="load scenarios (MLPerf LoadGen)",
                       caption=("medians over the job's processes; latency: the scenario's "
                                "percentile as LoadGen computes it, ES: its early-stopping "
                                "estimate; QPS: the highest server rate whose p99 met the "
                                "bound; samples/s: LoadGen's throughput; sample p50: one "
-                               "inference under the load (docs/scenarios.md)"))
+                               "inference (a generation: arrival to last token) under the "
+                               "load; TTFT/TPOT p99: a generative test's token latencies as "
+                               "LoadGen measured them, goodput: queries/s within every bound "
+                               "(docs/scenarios.md)"))

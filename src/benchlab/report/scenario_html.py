@@ -8,10 +8,10 @@ Inline SVG only (:mod:`benchlab.report.svg`), like every report page.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from benchlab.report.columns import html_section
-from benchlab.report.scenario import SCENARIO_COLUMNS, ScenarioRow
+from benchlab.report.scenario import ScenarioRow, scenario_columns
 from benchlab.report.svg import LEFT, PALETTE, RIGHT, WIDTH, esc, frame, num, svg
 
 __all__ = ["scenario_html"]
@@ -19,18 +19,34 @@ __all__ = ["scenario_html"]
 _HEIGHT = 300
 
 
-def _load_svg(label: str, rows: Sequence[ScenarioRow]) -> str:
-    """p99 latency (y) against the offered rate (x), one series per job, the bounds dashed."""
+_POINTS = ("One point per LoadGen run, filled where the run was valid, hollow where not; "
+           "dashed: the bound.")
+#: What each generative plot shows, under its heading.
+_TOKEN_NOTES = {
+    "ttft_p99_ms": "The 99th percentile of the time to first token as LoadGen measured it, "
+                   "from each query's arrival (queueing included). " + _POINTS,
+    "tpot_p99_ms": "The 99th percentile of the time per output token. " + _POINTS,
+    "goodput": "Queries per second that met every bound, as benchlab timed each query "
+               "(vLLM's goodput): it follows the offered load until the bounds start to "
+               "fail, then falls. " + _POINTS,
+}
+
+
+def _load_svg(label: str, rows: Sequence[ScenarioRow], figure: str = "percentile_ms",
+              y_label: str = "p99 latency ms",
+              bound: Callable[[ScenarioRow], float | None] = lambda r: r.latency_bound_ms,
+              ) -> str:
+    """A run's ``figure`` (y: p99 latency, or a generative server's TTFT or TPOT p99) against
+    the offered rate (x), one series per job, the bounds dashed."""
     series = {f"{r.framework} {r.scenario}": [(float(run["target_qps"]),
-                                               float(run["percentile_ms"]))
+                                               float(run[figure]))
                                               for run in r.runs
                                               if run.get("target_qps") and
-                                              run.get("percentile_ms") is not None]
+                                              run.get(figure) is not None]
               for r in rows}
     series = {name: points for name, points in series.items() if points}
-    bounds = [r.latency_bound_ms for r in rows if r.latency_bound_ms is not None]
-    x, y, body = frame(series, "offered load (queries/s)", "p99 latency ms", _HEIGHT,
-                       y_also=bounds)
+    bounds = [b for b in (bound(r) for r in rows) if b is not None]
+    x, y, body = frame(series, "offered load (queries/s)", y_label, _HEIGHT, y_also=bounds)
     for bound in sorted(set(bounds)):
         body.append(f'<line x1="{LEFT}" y1="{y(bound):.1f}" x2="{WIDTH - RIGHT}" '
                     f'y2="{y(bound):.1f}" stroke="#c62828" stroke-dasharray="5,4"/>'
@@ -47,7 +63,7 @@ def _load_svg(label: str, rows: Sequence[ScenarioRow]) -> str:
             fill = colour if run.get("valid") else "#fff"
             body.append(f'<circle cx="{x(px):.1f}" cy="{y(py):.1f}" r="4.5" fill="{fill}" '
                         f'stroke="{colour}" stroke-width="2"><title>{esc(name)}: {num(px)} '
-                        f"queries/s → p99 {num(py)} ms, "
+                        f"queries/s → {esc(y_label)} {num(py)}, "
                         f"{'valid' if run.get('valid') else 'invalid'}</title></circle>")
         (last_x, last_y), _ = runs[-1]
         body.append(f'<text x="{x(last_x) + 8:.1f}" y="{y(last_y) + 4 + 14 * index:.1f}" '
@@ -65,10 +81,25 @@ def scenario_html(rows: Sequence[ScenarioRow]) -> str:
         "percentile as LoadGen computes it (p90 single-stream; p99 of whole queries "
         "multi-stream; p99 server, queueing included); ES: LoadGen's early-stopping estimate; "
         "QPS: the highest server rate whose p99 met the bound; sample p50: one inference "
-        "under the load (docs/scenarios.md).", SCENARIO_COLUMNS, rows)
+        "under the load; TTFT/TPOT p99: a generative test's token latencies as LoadGen "
+        "measured them, goodput: queries/s within every bound (docs/scenarios.md).",
+        scenario_columns(rows), rows)
     for model in dict.fromkeys(r.model for r in rows):
         servers = [r for r in rows if r.model == model and r.runs
                    and r.scenario.startswith("server")]
+        generative = [r for r in servers if r.generative]
+        servers = [r for r in servers if not r.generative]
+        for short, kind, figure, bound in (
+                ("TTFT p99 ms", "time to first token", "ttft_p99_ms",
+                 lambda r: r.ttft_bound_ms),
+                ("TPOT p99 ms", "time per output token", "tpot_p99_ms",
+                 lambda r: r.tpot_bound_ms),
+                ("goodput (queries/s)", "goodput", "goodput", lambda r: None)):
+            if generative:
+                parts += [f"<h3>{esc(model)}: {kind} against offered load</h3>",
+                          f'<p class="sub">{esc(_TOKEN_NOTES[figure])}</p>',
+                          _load_svg(f"{model}: {kind} against offered load", generative,
+                                    figure, short, bound)]
         if servers:
             parts += [f"<h3>{esc(model)}: latency against offered load</h3>",
                       '<p class="sub">One point per LoadGen run: filled where LoadGen judged '

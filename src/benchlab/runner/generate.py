@@ -46,6 +46,7 @@ __all__ = [
     "measure_generation",
     "positions_needed",
     "save_generative_reference",
+    "synthetic_tokens",
     "time_generation",
 ]
 
@@ -126,8 +127,12 @@ class GenerationTimes:
 
 
 def time_generation(backend: GenerativeBackend, prompt: np.ndarray, new_tokens: int,
-                    depth_tokens: np.ndarray | None = None) -> tuple[GenerationTimes, list[int]]:
+                    depth_tokens: np.ndarray | None = None,
+                    on_first: Callable[[int], None] | None = None
+                    ) -> tuple[GenerationTimes, list[int]]:
     """One timed greedy generation; its clock readings and the tokens it chose.
+    ``on_first`` gets the first token as soon as it is chosen and its clock read (a load
+    scenario reports it to LoadGen then, as a server streams it).
 
     benchlab's loop: the backend's :meth:`~GenerativeBackend.forward` per step, the next token
     the ``argmax`` of its logits, the clock read as each token is chosen. A backend whose
@@ -137,7 +142,7 @@ def time_generation(backend: GenerativeBackend, prompt: np.ndarray, new_tokens: 
     """
     if getattr(backend, "owns_loop", False):
         own: tuple[GenerationTimes, list[int]] = backend.timed_generation(  # type: ignore[attr-defined]
-            prompt, new_tokens, depth_tokens)
+            prompt, new_tokens, depth_tokens, on_first)
         return own
     clock = time.perf_counter_ns
     backend.reset()
@@ -150,6 +155,8 @@ def time_generation(backend: GenerativeBackend, prompt: np.ndarray, new_tokens: 
     token = int(np.argmax(logits))
     readings.append(clock())
     chosen.append(token)
+    if on_first is not None:
+        on_first(token)
     step = np.empty(1, dtype=np.int64)
     for _ in range(new_tokens - 1):
         step[0] = token
@@ -237,8 +244,9 @@ def accuracy_metrics(backend: GenerativeBackend, reference: GenerativeReference,
     }
 
 
-def _synthetic(vocab: int, count: int, rng: np.random.Generator) -> np.ndarray:
-    # Token ids other than the first two (begin and end of text), as llama-bench's prompts.
+def synthetic_tokens(vocab: int, count: int, rng: np.random.Generator) -> np.ndarray:
+    """``count`` random token ids other than the first two (begin and end of text), as
+    llama-bench's prompts are."""
     return rng.integers(2, vocab, size=count, dtype=np.int64)
 
 
@@ -249,8 +257,8 @@ def measure_generation(backend: GenerativeBackend, config: RunnerConfig, out: Te
     work: GenerateConfig = config.generate  # type: ignore[assignment]
     rng = np.random.default_rng(config.seed)
     vocab = backend.vocab_size()
-    prompt = _synthetic(vocab, work.prompt_tokens, rng)
-    depth = _synthetic(vocab, work.depth, rng) if work.depth else None
+    prompt = synthetic_tokens(vocab, work.prompt_tokens, rng)
+    depth = synthetic_tokens(vocab, work.depth, rng) if work.depth else None
     cold, _ = time_generation(backend, prompt, work.new_tokens, depth)
     for _ in range(config.warmup):
         time_generation(backend, prompt, work.new_tokens, depth)

@@ -337,11 +337,16 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
     load_ms = (clock() - t0) / NS_PER_MS
     rss_loaded, _ = memory_mib()
     if config.generate is not None:
+        head = _head(backend, config, import_ms, load_ms, rss_before, rss_loaded)
+        if config.scenario is not None:
+            from benchlab.runner.generative_scenario import measure_generative_scenario
+
+            measure_generative_scenario(backend, config, out, head=head,
+                                        memory_peak=_peak_mib)
+            return
         from benchlab.runner.generate import measure_generation
 
-        measure_generation(backend, config, out, memory_peak=_peak_mib,
-                           head=_head(backend, config, import_ms, load_ms, rss_before,
-                                      rss_loaded))
+        measure_generation(backend, config, out, memory_peak=_peak_mib, head=head)
         return
 
     reference, skipped_reference, inputs, specs = _inputs(config, backend)

@@ -371,9 +371,15 @@ def _build_spec(raw: dict[str, Any], path: Path, defaults: m.DefaultsModel) -> B
         placeholders = {**default_placeholders, **(test.model_extra or {})}
         identifier = test.identifier.replace("{ID}", str(index))
         generations = _generations(settings.pop("generate", None))
-        if settings.get("scenario") is not None and generations[0][1] is not None:
-            issues.append((f"tests[{index}].scenario", "a generative test times generations; "
-                           "load scenarios run forward passes (give generate or scenario)"))
+        scenario = settings.get("scenario")
+        if scenario is not None:
+            generative = generations[0][1] is not None
+            if generative and not (scenario.name == "offline" or scenario.token_bounds):
+                issues.append((f"tests[{index}].scenario", "a generative test runs the offline "
+                               "scenario, or server with ttft_bound_ms/tpot_bound_ms"))
+            elif not generative and scenario.token_bounds:
+                issues.append((f"tests[{index}].scenario", "ttft_bound_ms and tpot_bound_ms "
+                               "are for a generative test (give generate)"))
         for (suffix, defs), (more, generate) in product(_expand(inputs, index, issues),
                                                         generations):
             case = TestCase(identifier=identifier + suffix + more, inputs=defs,

@@ -26,6 +26,7 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +117,8 @@ class OrtGenAiDecoder:
         return np.asarray(self._generator.get_logits(), dtype=np.float32).reshape(-1)
 
     def timed_generation(self, prompt: np.ndarray, new_tokens: int,
-                         depth_tokens: np.ndarray | None = None
+                         depth_tokens: np.ndarray | None = None,
+                         on_first: Callable[[int], None] | None = None
                          ) -> tuple[GenerationTimes, list[int]]:
         """One greedy generation by GenAI's own loop: the clock read before the prompt is
         appended and as each ``generate_next_token`` returns (the first chooses from the
@@ -129,9 +131,11 @@ class OrtGenAiDecoder:
         readings: list[int] = []
         start = clock()
         generator.append_tokens(np.asarray(prompt, dtype=np.int32))
-        for _ in range(new_tokens):
+        for index in range(new_tokens):
             generator.generate_next_token()
             readings.append(clock())
+            if index == 0 and on_first is not None:
+                on_first(int(generator.get_next_tokens()[0]))
         sequence = generator.get_sequence(0)
         chosen = [int(t) for t in sequence[len(sequence) - new_tokens:]]
         return GenerationTimes(start, tuple(readings)), chosen

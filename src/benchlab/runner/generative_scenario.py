@@ -1,0 +1,216 @@
+"""Load scenarios of a text generator in the runner process: MLPerf LoadGen issues whole
+generations as queries and times their tokens.
+
+A query is one greedy generation of the test's G tokens after a prompt of P (after a cache
+filled to depth D): the prompts are seeded synthetic ones, :data:`PROMPTS` of them, one per
+query sample. LoadGen runs with ``use_token_latencies``: the system under test
+(:class:`_TokenServer`) reports each query's first token the moment it is chosen
+(``FirstTokenComplete``, as a server streams it) and the query when its last token is, with
+the number of tokens. LoadGen then measures the time to first token from the query's arrival
+(queueing included) and the time per output token, and a server run is valid only when
+their 99th percentiles meet the scenario's bounds (``ttft_bound_ms``, ``tpot_bound_ms``:
+MLPerf Inference's LLM rules); the server search (:func:`benchlab.runner.loadgen.search_peak`)
+finds the highest rate meeting both.
+
+The runtimes here run one sequence at a time, so one worker thread runs the queries in
+arrival order and a query that arrives while another is generated waits in the queue:
+queueing, not batching, is what load adds to TTFT. benchlab times every query too (arrival
+to first token, per output token, arrival to last token) for the result's samples and for
+goodput: the queries/s that met every bound (vLLM ``bench serve``'s definition).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+import numpy as np
+
+from benchlab.metrics import METRICS
+from benchlab.protocol import format_detail, format_metric
+from benchlab.runner.config import GenerateConfig, RunnerConfig
+from benchlab.runner.generate import GenerationTimes, synthetic_tokens, time_generation
+from benchlab.runner.loadgen import (
+    NS_PER_MS,
+    LoadGenRun,
+    run_loadgen,
+    run_scenario,
+    scenario_details,
+    throughput,
+)
+from benchlab.scenario import Scenario
+from benchlab.schema import DetailKey, Metric
+
+__all__ = ["PROMPTS", "QueryTimes", "measure_generative_scenario"]
+
+#: Distinct prompts a scenario's queries draw from (LoadGen's query sample library).
+PROMPTS = 16
+# Generations before LoadGen starts; their median tells it what a query costs.
+_WARM_GENERATIONS = 3
+
+
+class QueryTimes:
+    """One query under load: when it arrived and its generation's clock readings (ns)."""
+
+    __slots__ = ("arrived", "times")
+
+    def __init__(self, arrived: int, times: GenerationTimes) -> None:
+        self.arrived, self.times = arrived, times
+
+    @property
+    def ttft_ms(self) -> float:
+        """Arrival to first token (queueing included)."""
+        return (self.times.tokens[0] - self.arrived) / NS_PER_MS
+
+    @property
+    def tpot_ms(self) -> float:
+        """The query's time per output token after its first."""
+        tokens = self.times.tokens
+        return (tokens[-1] - tokens[0]) / NS_PER_MS / max(len(tokens) - 1, 1)
+
+    @property
+    def latency_ms(self) -> float:
+        """Arrival to last token."""
+        return (self.times.tokens[-1] - self.arrived) / NS_PER_MS
+
+    def meets(self, scenario: Scenario) -> bool:
+        """Whether this query met every bound the scenario sets."""
+        return ((scenario.ttft_bound_ms is None or self.ttft_ms <= scenario.ttft_bound_ms)
+                and (scenario.tpot_bound_ms is None or self.tpot_ms <= scenario.tpot_bound_ms))
+
+
+class _TokenServer:
+    """The system under test: a worker thread generates each queued query, reporting its
+    first token as soon as it is chosen."""
+
+    def __init__(self, lg: Any, backend: Any, prompts: Sequence[np.ndarray], new_tokens: int,
+                 depth: np.ndarray | None) -> None:
+        self._lg, self._backend, self._prompts = lg, backend, prompts
+        self._new, self._depth = new_tokens, depth
+        self._queue: queue.SimpleQueue[list[tuple[Any, int]] | None] = queue.SimpleQueue()
+        self.queries: list[QueryTimes] = []
+        self.sample_ms: list[float] = []
+        self.error: BaseException | None = None
+        self._worker = threading.Thread(target=self._work, name="benchlab-llm-sut",
+                                        daemon=True)
+        self._worker.start()
+
+    def issue(self, samples: list[Any]) -> None:
+        # LoadGen's thread, at the query's arrival: stamp it, queue it and return.
+        arrived = time.perf_counter_ns()
+        self._queue.put([(sample, arrived) for sample in samples])
+
+    def flush(self) -> None:
+        """Nothing is held back: each query runs as soon as the worker is free."""
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._worker.join()
+
+    def goodput(self, run: LoadGenRun) -> float | None:
+        """Queries/s that met every bound, over the run (first arrival to last token);
+        ``None`` without bounds (offline)."""
+        if not self.queries or not run.scenario.token_bounds:
+            return None
+        span = (max(q.times.tokens[-1] for q in self.queries)
+                - min(q.arrived for q in self.queries)) / 1e9
+        good = sum(1 for q in self.queries if q.meets(run.scenario))
+        return good / span if span > 0 else None
+
+    def _work(self) -> None:
+        lg = self._lg
+        while (batch := self._queue.get()) is not None:
+            for sample, arrived in batch:
+                if self.error is not None:
+                    lg.QuerySamplesComplete([lg.QuerySampleResponse(sample.id, 0, 0, 0)])
+                    continue
+                try:
+                    self._generate(sample, arrived)
+                except BaseException as exc:  # noqa: BLE001 - reported after the run
+                    self.error = exc
+                    lg.QuerySamplesComplete([lg.QuerySampleResponse(sample.id, 0, 0, 0)])
+
+    def _generate(self, sample: Any, arrived: int) -> None:
+        lg = self._lg
+
+        def first(token: int) -> None:
+            data = np.array([token], dtype=np.int32)
+            lg.FirstTokenComplete([lg.QuerySampleResponse(sample.id, data.ctypes.data,
+                                                          data.nbytes, 1)])
+
+        prompt = self._prompts[sample.index % len(self._prompts)]
+        times, chosen = time_generation(self._backend, prompt, self._new, self._depth,
+                                        on_first=first)
+        data = np.asarray(chosen, dtype=np.int32)
+        lg.QuerySamplesComplete([lg.QuerySampleResponse(sample.id, data.ctypes.data,
+                                                        data.nbytes, len(chosen))])
+        query = QueryTimes(arrived, times)
+        self.queries.append(query)
+        self.sample_ms.append(query.latency_ms)
+
+
+def measure_generative_scenario(backend: Any, config: RunnerConfig, out: TextIO, *,
+                                head: Sequence[str],
+                                memory_peak: Callable[[], float | None]) -> None:
+    """Run ``config.scenario`` under LoadGen with generations of ``config.generate`` as its
+    queries and print the metric lines, ``head`` first."""
+    scenario: Scenario = config.scenario  # type: ignore[assignment]
+    work: GenerateConfig = config.generate  # type: ignore[assignment]
+    rng = np.random.default_rng(config.seed)
+    vocab = backend.vocab_size()
+    prompts = [synthetic_tokens(vocab, work.prompt_tokens, rng) for _ in range(PROMPTS)]
+    depth = synthetic_tokens(vocab, work.depth, rng) if work.depth else None
+    warm = [time_generation(backend, prompts[i % PROMPTS], work.new_tokens, depth)[0]
+            for i in range(max(config.warmup, 0) + _WARM_GENERATIONS)]
+    # The first may compile; what a query costs is the median whole generation of the rest.
+    expected_ms = float(np.median([(w.tokens[-1] - w.start) / NS_PER_MS for w in warm[1:]]))
+    servers: list[_TokenServer] = []
+
+    def make_server(lg: Any) -> _TokenServer:
+        servers.append(_TokenServer(lg, backend, prompts, work.new_tokens, depth))
+        return servers[-1]
+
+    def run_at(rate: float | None) -> LoadGenRun:
+        return run_loadgen(make_server, PROMPTS, scenario, expected_ms, rate, tokens=True)
+
+    runs, reported = run_scenario(run_at, scenario, expected_ms)
+    queries = servers[runs.index(reported)].queries
+    lines = list(head)
+    lines.append(format_metric("NET", Metric.FIRST_INFERENCE,
+                               warm[0].metrics(work.prompt_tokens)[Metric.TTFT], "ms"))
+    for metric, value in ((Metric.TTFT, "ttft_ms"), (Metric.TPOT, "tpot_ms"),
+                          (Metric.LATENCY, "latency_ms")):
+        lines += [format_metric("NET", metric, getattr(q, value), "ms") for q in queries]
+    figures = {
+        Metric.SCENARIO_TTFT: reported.ttft_p99_ms,
+        Metric.SCENARIO_TPOT: reported.tpot_p99_ms,
+        Metric.TOKEN_THROUGHPUT: reported.tokens_per_second,
+        Metric.THROUGHPUT: throughput(reported),
+        Metric.GOODPUT: reported.goodput,
+        Metric.SCENARIO_VALID: 1.0 if reported.valid else 0.0,
+    }
+    if scenario.name == "server" and reported.valid:
+        figures[Metric.SERVER_QPS] = reported.target_qps
+    lines += [format_metric("NET", metric, value, METRICS[metric].unit)
+              for metric, value in figures.items() if value is not None]
+    peak = memory_peak()
+    if peak is not None:
+        lines.append(format_metric("NET", Metric.MEMORY_PEAK, peak, "MiB"))
+    details: dict[str, Any] = {
+        DetailKey.SCENARIO: {**scenario_details(scenario, runs, reported, expected_ms),
+                             "prompts": PROMPTS, "queries_run": len(queries),
+                             "early_stopping_ttft": reported.log.get(
+                                 "early_stopping_ttft_result"),
+                             "early_stopping_tpot": reported.log.get(
+                                 "early_stopping_tpot_result")},
+        DetailKey.LOADGEN_SUMMARY: reported.summary,
+        DetailKey.LOADGEN_DETAIL: reported.detail,
+        DetailKey.GENERATION: work.model_dump(),
+    }
+    details.update(backend.info())
+    lines.append(format_detail(**details))
+    out.write("\n".join(lines) + "\n")
+    out.flush()

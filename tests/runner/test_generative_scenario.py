@@ -1,0 +1,215 @@
+"""A text generator under load: LoadGen issues whole generations as queries and times their
+tokens (``use_token_latencies``), with TTFT/TPOT bounds on the server scenario.
+
+First the definitions, on ``SleepyDecoder`` (tests/sleepy_backend.py: a prompt sleeps 3 ms,
+every later token 1 ms, floors whatever the machine's load); then llama_15m on llama.cpp and
+ONNX Runtime through benchlab's whole path: the QPS search against both bounds ends valid,
+and bounds no rate can meet end invalid, naming the bound.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from runner_lines import runner_values
+
+from benchlab.errors import UsageError
+from benchlab.runner.config import RunnerConfig
+from benchlab.scenario import Scenario
+from benchlab.schema import DetailKey, Metric
+
+pytest.importorskip("mlperf_loadgen")
+
+GENERATE = {"prompt_tokens": 8, "new_tokens": 5}
+PREFILL_MS, TOKEN_MS = 3.0, 1.0
+
+
+def _run(scenario: Scenario) -> tuple[dict[str, list[float]], dict[str, Any]]:
+    return runner_values(RunnerConfig(
+        backend="sleepy_backend:SleepyDecoder", scenario=scenario, generate=GENERATE,
+        warmup=1, options={"prefill_ms": PREFILL_MS, "token_ms": TOKEN_MS}))
+
+
+# --- the workload's own checks -------------------------------------------------------------
+
+def test_token_bounds_are_a_generative_servers_and_say_so() -> None:
+    scenario = Scenario("server", ttft_bound_ms=200, tpot_bound_ms=20)
+    assert scenario.token_bounds and scenario.searches_peak
+    assert scenario.label == "server@ttft200ms/tpot20ms"
+    assert Scenario("server", tpot_bound_ms=20).label == "server@tpot20ms"
+    assert scenario.to_wire() == {"name": "server", "duration_s": 5.0, "ttft_bound_ms": 200,
+                                  "tpot_bound_ms": 20}
+    assert Scenario(**scenario.to_wire()) == scenario
+    with pytest.raises(ValueError, match="applies to the server scenario, not offline"):
+        Scenario("offline", ttft_bound_ms=5)
+    with pytest.raises(ValueError, match="give one kind of bound"):
+        Scenario("server", latency_bound_ms=5, ttft_bound_ms=5)
+    with pytest.raises(ValueError, match="--ttft-bound and/or --tpot-bound"):
+        Scenario("server")
+
+
+def test_the_cli_reads_the_token_bounds() -> None:
+    from benchlab.cli_workloads import scenario_from_options
+
+    found = scenario_from_options("server", None, None, 2.0, 700, None, False, False,
+                                  "0.2s", "20")
+    assert (found.ttft_bound_ms, found.tpot_bound_ms, found.query_count) == (200.0, 20.0, 700)
+    with pytest.raises(UsageError, match="--ttft-bound set a load scenario's settings"):
+        scenario_from_options(None, None, None, None, None, None, False, False, "5ms", None)
+
+
+def test_the_planner_runs_each_test_under_the_scenarios_it_can(tmp_path: Path) -> None:
+    """A generative test takes offline and a token-bounded server; a forward pass takes the
+    others; what cannot run is skipped, saying why."""
+    from benchlab.generation import Generation
+    from benchlab.harness import plan
+    from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
+    from benchlab.targets.host import HostTarget
+
+    from frameworks.conftest import model_def
+
+    forward = BenchmarkSpec(path=tmp_path / "f.json", model=model_def({"onnx": "m.onnx"}),
+                            tests=(TestCase(identifier="t"),))
+    generator = BenchmarkSpec(
+        path=tmp_path / "g.json", model=model_def({"genai_onnx": "m.onnx",
+                                                   "genai_config": "m.json"},
+                                                  name="llm", metadata={"task": "generation"}),
+        tests=(TestCase(identifier="g", generate=Generation(8, 4)),))
+    for scenario, planned, why in (
+            (Scenario("server", ttft_bound_ms=50), {"g"}, "are for generative tests"),
+            (Scenario("offline"), {"t", "g"}, None),
+            (Scenario("single_stream"), {"t"}, "a generative test runs the offline")):
+        found = plan([forward, generator], HostTarget(), device="here", scenario=scenario,
+                     frameworks=[FrameworkConfig("onnxruntime", {}),
+                                 FrameworkConfig("ortgenai", {})])
+        assert {j.test.identifier for j in found.jobs} == planned, scenario.label
+        assert all(j.test.scenario == scenario for j in found.jobs)
+        if why:
+            assert any(why in s.reason for s in found.skipped), found.skipped
+
+
+# --- the definitions, on a decoder whose token times are known ------------------------------
+
+def test_offline_generations_report_tokens_and_their_latencies() -> None:
+    values, details = _run(Scenario("offline", duration_s=0.5, query_count=40))
+    facts = details[DetailKey.SCENARIO]
+    assert facts["valid"], facts["why_invalid"]
+    assert details[DetailKey.GENERATION]["new_tokens"] == 5
+    # Every query's first token after its prompt, each later token after its own sleep.
+    assert min(values[Metric.TTFT]) >= PREFILL_MS
+    assert min(values[Metric.TPOT]) >= TOKEN_MS
+    # Five tokens a query: LoadGen counted them all, and no more than the sleeps allow.
+    tokens, samples = values[Metric.TOKEN_THROUGHPUT][0], values[Metric.THROUGHPUT][0]
+    assert tokens == pytest.approx(5 * samples, rel=0.02)
+    assert samples <= 1000 / (PREFILL_MS + 4 * TOKEN_MS)
+    # Offline has no bounds: LoadGen states no token percentiles, benchlab no goodput.
+    assert Metric.SCENARIO_TPOT not in values and Metric.GOODPUT not in values
+
+
+def test_a_bound_under_the_prompts_own_time_is_invalid_and_names_the_bound() -> None:
+    values, details = _run(Scenario("server", duration_s=0.5, query_count=100,
+                                    ttft_bound_ms=PREFILL_MS / 2, tpot_bound_ms=50))
+    facts = details[DetailKey.SCENARIO]
+    assert values[Metric.SCENARIO_VALID] == [0.0]
+    assert Metric.SERVER_QPS not in values
+    assert "the TTFT bound was not met" in facts["why_invalid"]
+    assert "TPOT bound" not in facts["why_invalid"]
+    assert "no rate tried met the ttft1.5ms/tpot50ms bound" in facts["why_invalid"]
+    # Even the median query's first token is over: no lower rate is tried.
+    assert len(facts["runs"]) == 1
+    assert values[Metric.GOODPUT] == [0.0]
+
+
+def test_the_server_search_finds_a_rate_meeting_both_bounds() -> None:
+    # A query holds the worker for at least 7 ms: at most ~140 queries/s.
+    values, details = _run(Scenario("server", duration_s=0.5, query_count=700,
+                                    ttft_bound_ms=40, tpot_bound_ms=10))
+    facts = details[DetailKey.SCENARIO]
+    runs = facts["runs"]
+    assert values[Metric.SCENARIO_VALID] == [1.0], facts["why_invalid"]
+    qps = values[Metric.SERVER_QPS][0]
+    assert 0 < qps <= 1000 / (PREFILL_MS + 4 * TOKEN_MS)
+    assert max(r["target_qps"] for r in runs if r["valid"]) == qps
+    assert any(not r["valid"] for r in runs)  # the search went past it
+    assert values[Metric.SCENARIO_TTFT][0] <= 40 and values[Metric.SCENARIO_TPOT][0] <= 10
+    # Goodput: at most the queries offered, and the valid run's queries met the bounds.
+    assert 0 < values[Metric.GOODPUT][0] <= qps * 1.2
+    for run in runs:
+        assert {"ttft_p99_ms", "tpot_p99_ms", "goodput", "tokens_per_second"} <= set(run)
+
+
+# --- a real decoder through benchlab's whole path -------------------------------------------
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory, llama_15m_export: Any) -> dict[str, Any]:
+    """llama_15m under a token-bounded server search on llama.cpp (Q8_0) and ONNX Runtime
+    (int8), and under bounds no rate meets (llama.cpp)."""
+    import benchlab
+    from benchlab.generation import Generation
+
+    root = tmp_path_factory.mktemp("llm-server")
+    overrides = benchlab.TestOverrides(repeat=1, warmup=1)
+    generous = Scenario("server", duration_s=0.5, query_count=700, ttft_bound_ms=250,
+                        tpot_bound_ms=25)
+    impossible = Scenario("server", duration_s=0.5, query_count=100, ttft_bound_ms=0.01,
+                          tpot_bound_ms=0.001)
+    found = {}
+    for key, framework, scenario in (
+            ("llamacpp", "llamacpp:precision=q8_0", generous),
+            ("onnxruntime", "onnxruntime:precision=int8", generous),
+            ("impossible", "llamacpp:precision=q8_0", impossible)):
+        (found[key],) = benchlab.run(
+            models=["llama_15m"], frameworks=[framework], db=root / "results.db",
+            cache_dir=llama_15m_export.cache_dir, overrides=overrides, scenario=scenario,
+            generations=[Generation(prompt_tokens=16, new_tokens=4)])
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.llamacpp
+@pytest.mark.parametrize("runtime", ["llamacpp", "onnxruntime"])
+def test_the_qps_search_against_both_bounds_ends_valid(served: dict[str, Any],
+                                                       runtime: str) -> None:
+    from benchlab.report.scenario import scenario_rows, scenario_table
+
+    result = served[runtime]
+    assert result.status == "ok", (result.error, result.stderr_tail)
+    facts = result.details[DetailKey.SCENARIO]
+    assert result.summaries[Metric.SCENARIO_VALID.key].mean == 1.0, facts["why_invalid"]
+    assert result.summaries[Metric.SERVER_QPS.key].p50 > 0
+    assert result.summaries[Metric.SCENARIO_TTFT.key].p50 <= 250
+    assert result.summaries[Metric.SCENARIO_TPOT.key].p50 <= 25
+    assert result.summaries[Metric.GOODPUT.key].p50 > 0
+    # Every query's own times are samples of the generation metrics.
+    assert result.summaries[Metric.TTFT.key].count == facts["queries_run"] >= 700
+    (row,) = scenario_rows([result])
+    assert row.generative and row.scenario == "server@ttft250ms/tpot25ms"
+    assert scenario_table([result]) is not None
+
+
+@pytest.mark.slow
+@pytest.mark.llamacpp
+def test_bounds_no_rate_meets_end_invalid_saying_which(served: dict[str, Any]) -> None:
+    result = served["impossible"]
+    assert result.status == "ok", (result.error, result.stderr_tail)
+    facts = result.details[DetailKey.SCENARIO]
+    assert result.summaries[Metric.SCENARIO_VALID.key].mean == 0.0
+    assert "the TTFT bound was not met" in facts["why_invalid"]
+    assert "the TPOT bound was not met" in facts["why_invalid"]
+    assert Metric.SERVER_QPS.key not in result.summaries
+    assert len(facts["runs"]) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.llamacpp
+def test_the_report_plots_token_latencies_against_offered_load(served: dict[str, Any]) -> None:
+    from benchlab.report.scenario import scenario_rows
+    from benchlab.report.scenario_html import scenario_html
+
+    page = scenario_html(scenario_rows(list(served.values())))
+    assert "time to first token against offered load" in page
+    assert "time per output token against offered load" in page
+    assert "goodput against offered load" in page
+    assert "TTFT p99 ms" in page and "goodput" in page
