@@ -93,6 +93,8 @@ class _TokenServer:
         self._queue: queue.SimpleQueue[list[tuple[Any, int]] | None] = queue.SimpleQueue()
         self.queries: list[QueryTimes] = []
         self.sample_ms: list[float] = []
+        #: Each query's own generation, start to last token (no queueing).
+        self.service_ms: list[float] = []
         self.error: BaseException | None = None
         self._worker = threading.Thread(target=self._work, name="benchlab-llm-sut",
                                         daemon=True)
@@ -150,6 +152,7 @@ class _TokenServer:
         query = QueryTimes(arrived, times)
         self.queries.append(query)
         self.sample_ms.append(query.latency_ms)
+        self.service_ms.append((times.tokens[-1] - times.start) / NS_PER_MS)
 
 
 def measure_generative_scenario(backend: Any, config: RunnerConfig, out: TextIO, *,

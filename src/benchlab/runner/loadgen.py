@@ -29,6 +29,8 @@ _HEADROOM = 1.5
 # The server search stops when its bracket is this narrow (relative).
 _SEARCH_PRECISION = 0.05
 _SEARCH_MAX_RUNS = 12
+# A median over the bound ends the search only when the model was busy less than this share.
+_IDLE_ENOUGH = 0.5
 # A bound LoadGen needs but the scenario does not set (an hour: never the limit).
 _UNBOUNDED_MS = 3_600_000.0
 
@@ -66,6 +68,9 @@ class LoadGenRun:
     accuracy: list[dict[str, Any]] = field(default_factory=list)
     #: A generative run's queries/s that met every token bound (benchlab's timing of each).
     goodput: float | None = None
+    #: The share of the run the model was busy: LoadGen's completed rate times benchlab's
+    #: mean service time per query (``None`` when either is unknown).
+    utilisation: float | None = None
 
     @property
     def valid(self) -> bool:
@@ -270,6 +275,10 @@ def run_loadgen(make_server: Callable[[Any], Any], samples: int, scenario: Scena
                      summary, detail, accuracy)
     if hasattr(server, "goodput"):
         run.goodput = server.goodput(run)
+    service = getattr(server, "service_ms", server.sample_ms)
+    completed = run.log.get("result_completed_samples_per_sec")
+    if service and completed is not None:
+        run.utilisation = float(completed) * (sum(service) / len(service)) / 1e3
     return run
 
 
@@ -281,7 +290,8 @@ def search_peak(run_at: Callable[[float], LoadGenRun], scenario: Scenario, expec
     It starts at half the rate one query at a time could sustain (1000 / ``expected_ms``),
     doubles while runs pass and halves while they fail, then bisects the bracket until it
     is 5% wide. While no rate has passed it stops early when lowering the rate cannot help:
-    a failed run's median is over a bound already, or its p99 is no better than the
+    a failed run's median is over a bound already though the model kept up with the rate,
+    or its p99 is no better than the
     previous (higher) rate's, or the rate is under 1/64 of the start (each run issues a
     fixed number of queries, so a low rate is a long run).
     """
@@ -311,7 +321,12 @@ def search_peak(run_at: Callable[[float], LoadGenRun], scenario: Scenario, expec
 
 def _hopeless(run: LoadGenRun, before: Sequence[LoadGenRun], fraction_of_start: float) -> bool:
     """Whether a lower rate than ``run``'s (failed, none passed yet) cannot meet the bound."""
-    if run.over_bound_at_median():
+    # A median over the bound says so only when the model was mostly idle: near capacity,
+    # queueing inflates every latency from arrival, and a lower rate may well meet it. (The
+    # warm-up's service time, which sets the first rate, can be well under the time a query
+    # takes beside LoadGen's threads, so the first rate may be at capacity already.)
+    busy = run.utilisation if run.utilisation is not None else 1.0
+    if run.over_bound_at_median() and busy < _IDLE_ENOUGH and over_capacity(run) is None:
         return True
     if fraction_of_start <= 1 / 64:
         return True
