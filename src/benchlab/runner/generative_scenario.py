@@ -93,8 +93,6 @@ class _TokenServer:
         self._queue: queue.SimpleQueue[list[tuple[Any, int]] | None] = queue.SimpleQueue()
         self.queries: list[QueryTimes] = []
         self.sample_ms: list[float] = []
-        #: Each query's own generation, start to last token (no queueing).
-        self.service_ms: list[float] = []
         self.error: BaseException | None = None
         self._worker = threading.Thread(target=self._work, name="benchlab-llm-sut",
                                         daemon=True)
@@ -111,6 +109,15 @@ class _TokenServer:
     def close(self) -> None:
         self._queue.put(None)
         self._worker.join()
+
+    def own_medians(self) -> dict[str, float]:
+        """The median query's own time to first token (from its start, no queueing) and
+        time per output token."""
+        if not self.queries:
+            return {}
+        return {"ttft": float(np.median([(q.times.tokens[0] - q.times.start) / NS_PER_MS
+                                         for q in self.queries])),
+                "tpot": float(np.median([q.tpot_ms for q in self.queries]))}
 
     def goodput(self, run: LoadGenRun) -> float | None:
         """Queries/s that met every bound, over the run (first arrival to last token);
@@ -152,7 +159,6 @@ class _TokenServer:
         query = QueryTimes(arrived, times)
         self.queries.append(query)
         self.sample_ms.append(query.latency_ms)
-        self.service_ms.append((times.tokens[-1] - times.start) / NS_PER_MS)
 
 
 def measure_generative_scenario(backend: Any, config: RunnerConfig, out: TextIO, *,

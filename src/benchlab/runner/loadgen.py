@@ -29,8 +29,6 @@ _HEADROOM = 1.5
 # The server search stops when its bracket is this narrow (relative).
 _SEARCH_PRECISION = 0.05
 _SEARCH_MAX_RUNS = 12
-# A median over the bound ends the search only when the model was busy less than this share.
-_IDLE_ENOUGH = 0.5
 # A bound LoadGen needs but the scenario does not set (an hour: never the limit).
 _UNBOUNDED_MS = 3_600_000.0
 
@@ -68,9 +66,10 @@ class LoadGenRun:
     accuracy: list[dict[str, Any]] = field(default_factory=list)
     #: A generative run's queries/s that met every token bound (benchlab's timing of each).
     goodput: float | None = None
-    #: The share of the run the model was busy: LoadGen's completed rate times benchlab's
-    #: mean service time per query (``None`` when either is unknown).
-    utilisation: float | None = None
+    #: The median of what the model itself took per query, queueing left out, as benchlab
+    #: timed it: ``latency`` (a forward pass), or ``ttft`` (start to first token) and
+    #: ``tpot`` (a generation).
+    own_medians: dict[str, float] = field(default_factory=dict)
 
     @property
     def valid(self) -> bool:
@@ -111,15 +110,13 @@ class LoadGenRun:
         return self.ns("result_time_per_output_token_99.00_percentile_ns")
 
     def over_bound_at_median(self) -> bool:
-        """Whether even the median query is over a bound: no lower rate can meet it."""
+        """Whether the model alone, without any queueing, is over a bound for the median
+        query: then no lower rate can meet it."""
         scenario = self.scenario
-        pairs = [(self.ns("result_first_token_50.00_percentile_latency_ns"),
-                  scenario.ttft_bound_ms),
-                 (self.ns("result_time_per_output_token_50.00_percentile_ns"),
-                  scenario.tpot_bound_ms)] if scenario.token_bounds else [
-                 (self.ns("result_50.00_percentile_latency_ns"), scenario.latency_bound_ms)]
-        return any(median is not None and bound is not None and median > bound
-                   for median, bound in pairs)
+        bounds = {"ttft": scenario.ttft_bound_ms, "tpot": scenario.tpot_bound_ms,
+                  "latency": scenario.latency_bound_ms}
+        return any(bounds.get(kind) is not None and median > bounds[kind]
+                   for kind, median in self.own_medians.items())
 
     @property
     def tail_over_bound(self) -> float | None:
@@ -233,7 +230,8 @@ def run_loadgen(make_server: Callable[[Any], Any], samples: int, scenario: Scena
                 expected_ms: float, target_qps: float | None = None, *,
                 tokens: bool = False) -> LoadGenRun:
     """One LoadGen test of ``scenario`` over ``samples`` query samples; ``make_server(lg)``
-    makes the system under test (``issue``/``flush``/``close``, ``error``, ``sample_ms``:
+    makes the system under test (``issue``/``flush``/``close``, ``error``, ``sample_ms``,
+    ``own_medians()``:
     :class:`_Server` for forward passes; a generative one reports tokens, ``tokens``)."""
     try:
         import mlperf_loadgen as lg
@@ -275,10 +273,7 @@ def run_loadgen(make_server: Callable[[Any], Any], samples: int, scenario: Scena
                      summary, detail, accuracy)
     if hasattr(server, "goodput"):
         run.goodput = server.goodput(run)
-    service = getattr(server, "service_ms", server.sample_ms)
-    completed = run.log.get("result_completed_samples_per_sec")
-    if service and completed is not None:
-        run.utilisation = float(completed) * (sum(service) / len(service)) / 1e3
+    run.own_medians = server.own_medians()
     return run
 
 
@@ -290,8 +285,8 @@ def search_peak(run_at: Callable[[float], LoadGenRun], scenario: Scenario, expec
     It starts at half the rate one query at a time could sustain (1000 / ``expected_ms``),
     doubles while runs pass and halves while they fail, then bisects the bracket until it
     is 5% wide. While no rate has passed it stops early when lowering the rate cannot help:
-    a failed run's median is over a bound already though the model kept up with the rate,
-    or its p99 is no better than the
+    the model's own median time (queueing left out) is over a bound already, or its p99 is
+    no better than the
     previous (higher) rate's, or the rate is under 1/64 of the start (each run issues a
     fixed number of queries, so a low rate is a long run).
     """
@@ -321,12 +316,11 @@ def search_peak(run_at: Callable[[float], LoadGenRun], scenario: Scenario, expec
 
 def _hopeless(run: LoadGenRun, before: Sequence[LoadGenRun], fraction_of_start: float) -> bool:
     """Whether a lower rate than ``run``'s (failed, none passed yet) cannot meet the bound."""
-    # A median over the bound says so only when the model was mostly idle: near capacity,
-    # queueing inflates every latency from arrival, and a lower rate may well meet it. (The
-    # warm-up's service time, which sets the first rate, can be well under the time a query
-    # takes beside LoadGen's threads, so the first rate may be at capacity already.)
-    busy = run.utilisation if run.utilisation is not None else 1.0
-    if run.over_bound_at_median() and busy < _IDLE_ENOUGH and over_capacity(run) is None:
+    # The model's own time, not LoadGen's from arrival: near capacity queueing inflates every
+    # latency from arrival, and a lower rate may well meet the bound. (The warm-up's service
+    # time, which sets the first rate, can be well under a query's beside LoadGen's threads,
+    # so the first rate may be at capacity already.)
+    if run.over_bound_at_median():
         return True
     if fraction_of_start <= 1 / 64:
         return True
