@@ -114,7 +114,7 @@ def _demo(onnx: str, reference: str, duration: float) -> dict[str, float]:
     from benchlab.frameworks.onnxruntime.backend import OnnxRuntimeBackend
     from benchlab.runner.accuracy import load_reference
     from benchlab.runner.config import RunnerConfig
-    from benchlab.runner.scenario import read_detail_log
+    from benchlab.runner.loadgen import read_detail_log
     from benchlab.scenario import DEFAULT_QUERY_COUNTS
 
     backend = OnnxRuntimeBackend(RunnerConfig(backend="bench", model_path=onnx))

@@ -248,7 +248,9 @@ def test_compare_and_track_take_a_target_from_the_command_line(
     where: str, tmp_path: Path, board: LoopbackBoard, phone: tuple[StandinPhone, AdbServer]
 ) -> None:
     """An A/B on a board or a phone needs no lab: ``compare --target`` measures both sides
-    there (a loop twice as long is a regression, exit 1) and stores them as that device's."""
+    there (a loop three times as long is a regression, exit 1) and stores them as that
+    device's. The loops are long enough (tens of ms) that the two ``date`` forks around each
+    one, slow on a loaded machine, cannot hide the difference."""
     program = tmp_path / "bench.sh"
     program.write_text(SLOW_OR_FAST)
     spec = tmp_path / "spec.json"
@@ -260,9 +262,9 @@ def test_compare_and_track_take_a_target_from_the_command_line(
     target = _targets(board, phone[1])[where]
     db = tmp_path / "results.db"
     done = CliRunner().invoke(app, [
-        "compare", str(spec), "--target", target, "--control-program", "3000",
-        "--treatment-program", "6000", "--pairs", "10", "--no-verify", "--db", str(db), "-q"])
-    assert done.exit_code == 1, done.output  # the treatment's loop is twice as long
+        "compare", str(spec), "--target", target, "--control-program", "20000",
+        "--treatment-program", "60000", "--pairs", "10", "--no-verify", "--db", str(db), "-q"])
+    assert done.exit_code == 1, done.output  # the treatment's loop is three times as long
     assert "regression" in done.output
     with benchlab.open_store(db) as store:
         [run] = store.list_runs()
