@@ -10,6 +10,7 @@ by every format built on it without being retried.
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -108,28 +109,29 @@ def export_gguf(ctx: ExportContext) -> dict[str, Path]:
     return export(ctx)
 
 
-def _gguf_quantized(key: str) -> Callable[[ExportContext], dict[str, Path]]:
-    """The exporter of one quantized GGUF file (``key``), made by llama.cpp from the fp32 one
-    (:func:`benchlab.exporting.gguf_export.export_quantized`)."""
+def _one_of(module: str, function: str, argument: str,
+            doc: str) -> Callable[[ExportContext], dict[str, Path]]:
+    """The exporter ``module.function(ctx, argument)``, its module imported on first use: one
+    of a family of formats written by one function (the quantized GGUF files by
+    :func:`benchlab.exporting.gguf_export.export_quantized`, the GenAI models by
+    :func:`benchlab.exporting.genai_export.export_genai`)."""
     def export(ctx: ExportContext) -> dict[str, Path]:
-        from benchlab.exporting.gguf_export import export_quantized
+        written: dict[str, Path] = getattr(importlib.import_module(module), function)(
+            ctx, argument)
+        return written
 
-        return export_quantized(ctx, key)
-
-    export.__doc__ = f"That GGUF file quantized by llama.cpp ({key})."
+    export.__doc__ = doc
     return export
+
+
+def _gguf_quantized(key: str) -> Callable[[ExportContext], dict[str, Path]]:
+    return _one_of("benchlab.exporting.gguf_export", "export_quantized", key,
+                   f"That GGUF file quantized by llama.cpp ({key}).")
 
 
 def _genai(precision: str) -> Callable[[ExportContext], dict[str, Path]]:
-    """The exporter of one ONNX Runtime GenAI model, built by the library's own builder
-    (:func:`benchlab.exporting.genai_export.export_genai`)."""
-    def export(ctx: ExportContext) -> dict[str, Path]:
-        from benchlab.exporting.genai_export import export_genai
-
-        return export_genai(ctx, precision)
-
-    export.__doc__ = f"An ONNX Runtime GenAI model ({precision}) built by its builder."
-    return export
+    return _one_of("benchlab.exporting.genai_export", "export_genai", precision,
+                   f"An ONNX Runtime GenAI model ({precision}) built by its builder.")
 
 
 export_genai_onnx = _genai("fp32")
