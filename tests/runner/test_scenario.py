@@ -10,6 +10,7 @@ a second, and a rate several times that is over capacity.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import pytest
 from runner_lines import runner_values
 
 from benchlab.runner.config import RunnerConfig
-from benchlab.runner.loadgen import read_detail_log
+from benchlab.runner.loadgen import LoadGenRun, read_detail_log, search_peak
 from benchlab.scenario import Scenario, parse_milliseconds, scenario_name
 from benchlab.schema import DetailKey, Metric
 
@@ -162,6 +163,43 @@ def test_the_server_search_finds_a_rate_that_meets_the_bound() -> None:
     assert 0 < qps <= 1 / SERVICE_S
     assert all(r["target_qps"] > qps for r in runs if not r["valid"])
     assert values[Metric.SCENARIO_LATENCY][0] <= 40
+
+
+def _search(own_ms: Callable[[float], list[float]],
+            valid: Callable[[float], bool]) -> list[float]:
+    """The rates :func:`search_peak` tries against a 10 ms bound when a run at ``rate`` is
+    ``valid(rate)`` and the model's own times there are ``own_ms(rate)`` (1000 queries/s
+    expected: the search starts at 500)."""
+    scenario = Scenario("server", latency_bound_ms=10)
+
+    def run_at(rate: float) -> LoadGenRun:
+        log = {"result_validity": "VALID" if valid(rate) else "INVALID"}
+        return LoadGenRun(scenario, rate, log, [], "", "", own_times={"latency": own_ms(rate)})
+
+    return [run.target_qps or 0.0 for run in search_peak(run_at, scenario, expected_ms=1.0)]
+
+
+def test_a_queue_left_by_a_neighbour_does_not_end_the_search_while_the_model_is_fast() -> None:
+    # From arrival every run to 125/s fails (a neighbour's burst left a queue: LoadGen's
+    # tail does not improve as the rate halves), but the model's own times are 2 ms: a lower
+    # rate is tried until one passes, then the bracket is bisected.
+    rates = _search(lambda rate: [2.0] * 100, lambda rate: rate < 100)
+    assert rates[:4] == [500, 250, 125, 62.5]
+    assert 62.5 <= max(r for r in rates if r < 100) < 100
+    assert len(rates) > 4
+
+
+def test_the_search_stops_when_the_model_alone_is_over_the_bound() -> None:
+    # Median over the bound: the first run decides.
+    assert _search(lambda rate: [12.0] * 100, lambda rate: False) == [500]
+    # Only the p99 over: one run could be a neighbour's burst, two in a row decide.
+    tail = [2.0] * 95 + [30.0] * 5
+    assert _search(lambda rate: tail, lambda rate: False) == [500, 250]
+    # A tail over once, then fine: the search goes on.
+    assert _search(lambda rate: tail if rate == 500 else [2.0] * 100,
+                   lambda rate: rate < 40)[:5] == [500, 250, 125, 62.5, 31.25]
+    # A model that never meets it and never says so stops at 1/64 of the start.
+    assert min(_search(lambda rate: [2.0] * 100, lambda rate: False)) == 500 / 64
 
 
 # --- a real runtime through benchlab's whole path ------------------------------------------

@@ -110,14 +110,12 @@ class _TokenServer:
         self._queue.put(None)
         self._worker.join()
 
-    def own_medians(self) -> dict[str, float]:
-        """The median query's own time to first token (from its start, no queueing) and
-        time per output token."""
-        if not self.queries:
-            return {}
-        return {"ttft": float(np.median([(q.times.tokens[0] - q.times.start) / NS_PER_MS
-                                         for q in self.queries])),
-                "tpot": float(np.median([q.tpot_ms for q in self.queries]))}
+    def own_times(self) -> dict[str, list[float]]:
+        """Each query's own time to first token (from its start, no queueing) and time per
+        output token."""
+        return {"ttft": [(q.times.tokens[0] - q.times.start) / NS_PER_MS
+                         for q in self.queries],
+                "tpot": [q.tpot_ms for q in self.queries]}
 
     def goodput(self, run: LoadGenRun) -> float | None:
         """Queries/s that met every bound, over the run (first arrival to last token);

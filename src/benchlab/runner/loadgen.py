@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from benchlab.scenario import PERCENTILES, Scenario
 
 __all__ = ["LoadGenRun", "NS_PER_MS", "over_capacity", "read_detail_log", "run_loadgen",
@@ -66,10 +68,10 @@ class LoadGenRun:
     accuracy: list[dict[str, Any]] = field(default_factory=list)
     #: A generative run's queries/s that met every token bound (benchlab's timing of each).
     goodput: float | None = None
-    #: The median of what the model itself took per query, queueing left out, as benchlab
-    #: timed it: ``latency`` (a forward pass), or ``ttft`` (start to first token) and
-    #: ``tpot`` (a generation).
-    own_medians: dict[str, float] = field(default_factory=dict)
+    #: What the model itself took per query, queueing left out, as benchlab timed it (ms):
+    #: ``latency`` (a forward pass), or ``ttft`` (start to first token) and ``tpot`` (a
+    #: generation).
+    own_times: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def valid(self) -> bool:
@@ -109,25 +111,15 @@ class LoadGenRun:
         """A generative run's p99 time per output token (LoadGen's)."""
         return self.ns("result_time_per_output_token_99.00_percentile_ns")
 
-    def over_bound_at_median(self) -> bool:
-        """Whether the model alone, without any queueing, is over a bound for the median
-        query: then no lower rate can meet it."""
+    def own_over_bound(self, percentile: float) -> bool:
+        """Whether the model alone, queueing left out, is over a bound at ``percentile`` of
+        its queries: queueing only adds to that, so no lower rate brings it under."""
         scenario = self.scenario
         bounds = {"ttft": scenario.ttft_bound_ms, "tpot": scenario.tpot_bound_ms,
                   "latency": scenario.latency_bound_ms}
-        return any(bounds.get(kind) is not None and median > bounds[kind]
-                   for kind, median in self.own_medians.items())
-
-    @property
-    def tail_over_bound(self) -> float | None:
-        """The bounded p99 over its bound (the worse of TTFT's and TPOT's for a generative
-        server): above 1 is over."""
-        scenario = self.scenario
-        pairs = [(self.ttft_p99_ms, scenario.ttft_bound_ms),
-                 (self.tpot_p99_ms, scenario.tpot_bound_ms)] if scenario.token_bounds else [
-                 (self.percentile_ms, scenario.latency_bound_ms)]
-        ratios = [p99 / bound for p99, bound in pairs if p99 is not None and bound]
-        return max(ratios) if ratios else None
+        return any(bounds.get(kind) is not None and len(times) > 0
+                   and float(np.percentile(times, percentile)) > bounds[kind]
+                   for kind, times in self.own_times.items())
 
     @property
     def why_invalid(self) -> str:
@@ -231,7 +223,7 @@ def run_loadgen(make_server: Callable[[Any], Any], samples: int, scenario: Scena
                 tokens: bool = False) -> LoadGenRun:
     """One LoadGen test of ``scenario`` over ``samples`` query samples; ``make_server(lg)``
     makes the system under test (``issue``/``flush``/``close``, ``error``, ``sample_ms``,
-    ``own_medians()``:
+    ``own_times()``:
     :class:`_Server` for forward passes; a generative one reports tokens, ``tokens``)."""
     try:
         import mlperf_loadgen as lg
@@ -273,7 +265,7 @@ def run_loadgen(make_server: Callable[[Any], Any], samples: int, scenario: Scena
                      summary, detail, accuracy)
     if hasattr(server, "goodput"):
         run.goodput = server.goodput(run)
-    run.own_medians = server.own_medians()
+    run.own_times = server.own_times()
     return run
 
 
@@ -284,11 +276,11 @@ def search_peak(run_at: Callable[[float], LoadGenRun], scenario: Scenario, expec
 
     It starts at half the rate one query at a time could sustain (1000 / ``expected_ms``),
     doubles while runs pass and halves while they fail, then bisects the bracket until it
-    is 5% wide. While no rate has passed it stops early when lowering the rate cannot help:
-    the model's own median time (queueing left out) is over a bound already, or its p99 is
-    no better than the
-    previous (higher) rate's, or the rate is under 1/64 of the start (each run issues a
-    fixed number of queries, so a low rate is a long run).
+    is 5% wide. While no rate has passed it stops early when lowering the rate cannot help,
+    judged by the model's own times with queueing left out: their median is over a bound,
+    or their p99 is over a bound in this run and the previous (higher) rate's. It also
+    stops under 1/64 of the starting rate (each run issues a fixed number of queries, so a
+    low rate is a long run).
     """
     runs: list[LoadGenRun] = []
     passed: float | None = None
@@ -316,18 +308,15 @@ def search_peak(run_at: Callable[[float], LoadGenRun], scenario: Scenario, expec
 
 def _hopeless(run: LoadGenRun, before: Sequence[LoadGenRun], fraction_of_start: float) -> bool:
     """Whether a lower rate than ``run``'s (failed, none passed yet) cannot meet the bound."""
-    # The model's own time, not LoadGen's from arrival: near capacity queueing inflates every
-    # latency from arrival, and a lower rate may well meet the bound. (The warm-up's service
-    # time, which sets the first rate, can be well under a query's beside LoadGen's threads,
-    # so the first rate may be at capacity already.)
-    if run.over_bound_at_median():
+    # Judged by the model's own times, never by LoadGen's from arrival: those carry the
+    # queueing a lower rate removes, and on a shared machine a neighbour's burst can leave
+    # a queue behind at any rate, so "halving did not bring the tail down" misfires. The
+    # p99 must be over in two runs in a row for the same reason; the median is firm at once.
+    if run.own_over_bound(50):
         return True
-    if fraction_of_start <= 1 / 64:
+    if run.own_over_bound(99) and before and before[-1].own_over_bound(99):
         return True
-    if before and run.tail_over_bound is not None and before[-1].tail_over_bound is not None:
-        # Halving the load did not bring the tail down: queueing is not what is slow.
-        return run.tail_over_bound >= 0.9 * before[-1].tail_over_bound
-    return False
+    return fraction_of_start <= 1 / 64
 
 
 def run_scenario(run_at: Callable[[float | None], LoadGenRun], scenario: Scenario,
