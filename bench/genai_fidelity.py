@@ -1,24 +1,30 @@
-"""Fidelity of benchlab's ``ortgenai`` cell against ONNX Runtime GenAI's own way of timing it.
+"""Fidelity of benchlab's cells on the two GenAI libraries against each library's own way of
+timing itself.
 
-The same model file (the builder's llama_15m, fp32 or int4), the same threads. Rounds of fresh
-processes in ABBA order (``fidelity.abba``):
+``--library ortgenai`` (ONNX Runtime GenAI) or ``ovgenai`` (OpenVINO GenAI); the same model
+files, the same threads. Rounds of fresh processes in ABBA order (``fidelity.abba``):
 
-* **benchlab**: its ``ortgenai`` cell at P = 128, G = 64 (``benchlab.run``, one runner
-  process): TTFT and TPOT, p50 over the process's generations. ``--loop library`` (the
-  cell's default) times GenAI's own ``generate_next_token`` loop with benchlab's clock;
-  ``--loop benchlab`` runs benchlab's loop (``append_tokens`` per step, ``argmax`` over
-  ``get_logits`` in Python).
-* **GenAI's loop**, as its end-to-end benchmark script (``benchmark/python/benchmark_e2e.py``
-  in the onnxruntime-genai repository) times it, in its own process: greedy search options
-  with ``min_length = max_length`` (so no end-of-sequence stops it), the prompt appended and
-  timed (its "prompt processing"), then ``generate_next_token`` for each new token, the
-  library choosing it. The script is not shipped in the wheel, so this is its timing written
-  for the 0.18 API (``append_tokens`` instead of the older ``compute_logits``): time to first
-  token = prompt processing + the first choice; time per token = the mean of the later
-  ``generate_next_token`` calls (each runs the model on the previous token and chooses), the
-  median over generations.
+* **benchlab**: its cell at P = 128, G = 64 (``benchlab.run``, one runner process): TTFT and
+  TPOT, p50 over the process's generations. ``--loop library`` (the cells' default) times the
+  library's own loop with benchlab's clock; ``--loop benchlab`` runs benchlab's loop (a
+  forward per step, ``argmax`` over the logits in Python).
+* **the library's own timing**, in its own process:
 
-The ratio benchlab / GenAI per round, with its 95% interval (``fidelity.ratio_ci``); goal:
+  - ONNX Runtime GenAI, as its end-to-end benchmark script
+    (``benchmark/python/benchmark_e2e.py`` in the onnxruntime-genai repository) times it:
+    greedy search options with ``min_length = max_length`` (so no end-of-sequence stops
+    it), the prompt appended and timed (its "prompt processing"), then
+    ``generate_next_token`` for each new token, the library choosing it. The script is not
+    shipped in the wheel, so this is its timing written for the 0.18 API (``append_tokens``
+    instead of the older ``compute_logits``): time to first token = prompt processing + the
+    first choice; time per token = the mean of the later ``generate_next_token`` calls, the
+    median over generations.
+  - OpenVINO GenAI, as its benchmark sample (``samples/python/text_generation/
+    benchmark_genai.py``) reads it: ``LLMPipeline.generate`` with no streamer, greedy,
+    exactly G new tokens, and the pipeline's own ``perf_metrics`` (``get_ttft``,
+    ``get_tpot``), the median over generations.
+
+The ratio benchlab / library per round, with its 95% interval (``fidelity.ratio_ci``); goal:
 inside 0.97–1.03. ``--smoke`` runs two short rounds.
 """
 
@@ -38,24 +44,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import parse_args, write_result  # noqa: E402
 from fidelity import abba, ratio_ci  # noqa: E402
 
-NAME = "genai_fidelity"
 GOAL = (0.97, 1.03)
 PROMPT, NEW = 128, 64
+#: Library → its precisions (the first is the default).
+PRECISIONS = {"ortgenai": ("fp32", "int4"), "ovgenai": ("fp32", "int8", "int4")}
 
 
-def _model(cache_dir: Path | None, precision: str) -> tuple[str, str]:
+def _model(cache_dir: Path | None, library: str, precision: str) -> list[str]:
+    """The model's files for ``library`` at ``precision`` (model first)."""
     from benchlab.artifacts import ArtifactCache, default_cache_dir
     from benchlab.frameworks.ortgenai.adapter import GENAI_MODELS
+    from benchlab.frameworks.ovgenai.adapter import OVGENAI_MODELS
     from benchlab.zoo import export_models
 
     (export,) = export_models(["llama_15m"], ArtifactCache(cache_dir or default_cache_dir()))
-    model, config = GENAI_MODELS[precision]
-    return str(export.files[model][0]), str(export.files[config][0])
+    keys = (GENAI_MODELS if library == "ortgenai" else OVGENAI_MODELS)[precision]
+    return [str(export.files[key][0]) for key in keys]
 
 
-def benchlab_side(precision: str, loop: str, threads: int, generations: int,
+def benchlab_side(library: str, precision: str, loop: str, threads: int, generations: int,
                   cache_dir: Path | None) -> dict[str, float]:
-    """One fresh runner process of benchlab's ortgenai cell: its TTFT and TPOT p50s."""
+    """One fresh runner process of benchlab's cell: its TTFT and TPOT p50s."""
     import benchlab
     from benchlab.generation import Generation
     from benchlab.schema import Metric
@@ -63,7 +72,7 @@ def benchlab_side(precision: str, loop: str, threads: int, generations: int,
     with tempfile.TemporaryDirectory() as tmp:
         (result,) = benchlab.run(
             models=["llama_15m"],
-            frameworks=[f"ortgenai:precision={precision},threads={threads},loop={loop}"],
+            frameworks=[f"{library}:precision={precision},threads={threads},loop={loop}"],
             db=Path(tmp) / "r.db", cache_dir=cache_dir,
             overrides=benchlab.TestOverrides(iter=generations, repeat=1, warmup=1,
                                              min_time=0.0),
@@ -74,13 +83,16 @@ def benchlab_side(precision: str, loop: str, threads: int, generations: int,
             "benchlab_tpot_ms": result.summaries[Metric.TPOT.key].p50}
 
 
-def genai_loop(model: str, config: str, threads: int, generations: int) -> dict[str, float]:
-    """GenAI's own loop, timed as its benchmark script times it (run in a fresh process)."""
+def ortgenai_loop(files: list[str], precision: str, threads: int,
+                  generations: int) -> dict[str, float]:
+    """ONNX Runtime GenAI's own loop, timed as its benchmark script times it (the files say
+    the precision)."""
     import os
 
     import numpy as np
     import onnxruntime_genai as og
 
+    model, config = files
     with tempfile.TemporaryDirectory() as folder:
         settings = json.loads(Path(config).read_text())
         settings["model"]["decoder"]["filename"] = "model.onnx"
@@ -113,48 +125,95 @@ def genai_loop(model: str, config: str, threads: int, generations: int) -> dict[
     return {"tool_ttft_ms": statistics.median(ttfts), "tool_tpot_ms": statistics.median(tpots)}
 
 
-def tool_side(model: str, config: str, threads: int, generations: int) -> dict[str, float]:
-    """GenAI's loop in a fresh Python process, as benchlab's side gets one."""
+def ovgenai_loop(files: list[str], precision: str, threads: int,
+                 generations: int) -> dict[str, float]:
+    """OpenVINO GenAI's ``LLMPipeline.generate``, read from its own ``perf_metrics`` as its
+    benchmark sample reads them; the pipeline compiled as benchlab's cell compiles it."""
+    import os
+
+    import numpy as np
+    import openvino as ov
+    import openvino_genai as ovg
+
+    xml, weights = files
+    properties: dict[str, Any] = {"INFERENCE_PRECISION_HINT": "f32",
+                                  "INFERENCE_NUM_THREADS": threads}
+    if precision == "fp32":
+        properties["KV_CACHE_PRECISION"] = "f32"
+    with tempfile.TemporaryDirectory() as folder:
+        os.symlink(os.path.abspath(xml), Path(folder, "openvino_model.xml"))
+        os.symlink(os.path.abspath(weights), Path(folder, "openvino_model.bin"))
+        pipeline = ovg.LLMPipeline(folder, "CPU", **properties)
+        config = pipeline.get_generation_config()
+        config.do_sample, config.ignore_eos, config.eos_token_id = False, True, 0
+        config.stop_token_ids = set()
+        config.max_new_tokens = config.min_new_tokens = NEW
+        ids = np.random.default_rng(0).integers(2, 8192, PROMPT, dtype=np.int64)[None, :]
+        inputs = ovg.TokenizedInputs(ov.Tensor(ids), ov.Tensor(np.ones_like(ids)))
+        ttfts, tpots = [], []
+        for index in range(generations + 1):  # the first is the warm-up
+            metrics = pipeline.generate(inputs, config).perf_metrics
+            if index:
+                ttfts.append(metrics.get_ttft().mean)
+                tpots.append(metrics.get_tpot().mean)
+        del pipeline
+    return {"tool_ttft_ms": statistics.median(ttfts), "tool_tpot_ms": statistics.median(tpots)}
+
+
+TOOL_LOOPS = {"ortgenai": ortgenai_loop, "ovgenai": ovgenai_loop}
+
+
+def tool_side(library: str, files: list[str], precision: str, threads: int,
+              generations: int) -> dict[str, float]:
+    """The library's own timing in a fresh Python process, as benchlab's side gets one."""
     proc = subprocess.run(
-        [sys.executable, __file__, "--genai-loop", json.dumps([model, config, threads,
-                                                               generations])],
+        [sys.executable, __file__, "--tool-loop", json.dumps([library, files, precision,
+                                                              threads, generations])],
         capture_output=True, text=True, timeout=600, check=True)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def main() -> int:
-    """Measure, print and write ``bench/results/genai_fidelity.json``."""
-    if len(sys.argv) == 3 and sys.argv[1] == "--genai-loop":
-        print(json.dumps(genai_loop(*json.loads(sys.argv[2]))))
+    """Measure, print and write ``bench/results/genai_fidelity[_ovgenai].json``."""
+    if len(sys.argv) == 3 and sys.argv[1] == "--tool-loop":
+        library, *rest = json.loads(sys.argv[2])
+        print(json.dumps(TOOL_LOOPS[library](*rest)))
         return 0
 
     def options(parser: Any) -> None:
-        parser.add_argument("--precision", default="fp32", choices=("fp32", "int4"))
+        parser.add_argument("--library", default="ortgenai", choices=tuple(PRECISIONS))
+        parser.add_argument("--precision", default="fp32",
+                            choices=sorted({p for ps in PRECISIONS.values() for p in ps}))
         parser.add_argument("--loop", default="library", choices=("library", "benchlab"),
-                            help="benchlab's cell: GenAI's own loop (its default) or benchlab's")
+                            help="benchlab's cell: the library's own loop (its default) or "
+                                 "benchlab's")
         parser.add_argument("--threads", type=int, default=2)
         parser.add_argument("--cache-dir", type=Path, default=None)
 
     args = parse_args(__doc__.splitlines()[0], repeats=12, repeats_help="ABBA rounds",
                       extra=options)
+    if args.precision not in PRECISIONS[args.library]:
+        raise SystemExit(f"{args.library} has no precision {args.precision}")
     rounds = 2 if args.smoke else args.repeats
     generations = 2 if args.smoke else 5
-    model, config = _model(args.cache_dir, args.precision)
+    files = _model(args.cache_dir, args.library, args.precision)
     per_round = abba(rounds,
-                     lambda: benchlab_side(args.precision, args.loop, args.threads,
-                                           generations, args.cache_dir),
-                     lambda: tool_side(model, config, args.threads, generations))
+                     lambda: benchlab_side(args.library, args.precision, args.loop,
+                                           args.threads, generations, args.cache_dir),
+                     lambda: tool_side(args.library, files, args.precision, args.threads,
+                                       generations))
     decode = ratio_ci([r["benchlab_tpot_ms"] for r in per_round],
                       [r["tool_tpot_ms"] for r in per_round], goal=GOAL)
     first = ratio_ci([r["benchlab_ttft_ms"] for r in per_round],
                      [r["tool_ttft_ms"] for r in per_round], goal=GOAL)
     figures = {"decode_ratio": decode, "ttft_ratio": first, "per_round": per_round,
-               "precision": args.precision, "loop": args.loop, "threads": args.threads,
-               "goal": list(GOAL)}
+               "library": args.library, "precision": args.precision, "loop": args.loop,
+               "threads": args.threads, "goal": list(GOAL)}
     for name, ci in (("decode (TPOT)", decode), ("time to first token", first)):
-        print(f"{name:<22} benchlab/GenAI {ci['ratio']:.3f} [{ci['low']:.3f}, "
+        print(f"{name:<22} benchlab/{args.library} {ci['ratio']:.3f} [{ci['low']:.3f}, "
               f"{ci['high']:.3f}] over {ci['rounds']} rounds: {ci['verdict']}")
-    print(f"wrote {write_result(NAME, args, figures)}")
+    name = "genai_fidelity" if args.library == "ortgenai" else f"genai_fidelity_{args.library}"
+    print(f"wrote {write_result(name, args, figures)}")
     return 0
 
 

@@ -196,7 +196,7 @@ def plan(
             if not available.ok and not native_only:
                 # A runtime that could not run this model anyway says that, not "install it".
                 if getattr(adapter, "generative_only", False) and not is_generative(spec.model):
-                    skipped.append(Skipped(label, f"{name} runs text generators only"))
+                    skipped.append(Skipped(label, adapter.generators_only_reason))
                 else:
                     skipped.append(Skipped(label, available.reason))
                 continue

@@ -1,4 +1,4 @@
-"""bench/genai_fidelity.py and bench/llm_server.py run in smoke mode and write well-formed
+"""bench/genai_fidelity.py (both GenAI libraries) and bench/llm_server.py run in smoke mode and write well-formed
 figures (never a timing)."""
 
 from __future__ import annotations
@@ -25,12 +25,13 @@ def _smoke(script: str, out: Path, cache: Path, *more: str) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-def test_genai_fidelity_smoke_compares_both_sides_each_round(tmp_path: Path,
-                                                             llama_15m_export: Any) -> None:
+@pytest.mark.parametrize("library, precision", [("ortgenai", "int4"), ("ovgenai", "int4")])
+def test_genai_fidelity_smoke_compares_both_sides_each_round(
+        tmp_path: Path, llama_15m_export: Any, library: str, precision: str) -> None:
     figures = _smoke("genai_fidelity.py", tmp_path / "f.json", llama_15m_export.cache_dir,
-                     "--precision", "int4")
-    assert figures["precision"] == "int4" and figures["loop"] == "library"
-    assert len(figures["per_round"]) == 2
+                     "--library", library, "--precision", precision)
+    assert (figures["library"], figures["precision"]) == (library, precision)
+    assert figures["loop"] == "library" and len(figures["per_round"]) == 2
     for row in figures["per_round"]:
         assert row["benchlab_tpot_ms"] > 0 and row["tool_tpot_ms"] > 0
         assert row["benchlab_ttft_ms"] > 0 and row["tool_ttft_ms"] > 0

@@ -46,7 +46,7 @@ def test_it_runs_text_generators_only() -> None:
     fw = LlamaCppFramework()
     found = fw.configurations(model_def({"onnx": "m.onnx"}), [])
     assert isinstance(found, Unsupported)
-    assert "GGUF text generators only" in found.reason
+    assert "llamacpp runs text generators only" in found.reason
     # A text generator: fp32, and each quantized type where the model has that file.
     assert fw.configurations(_generator(), []) == [
         FrameworkConfig("llamacpp", {}), FrameworkConfig("llamacpp", {"precision": "q8_0"})]

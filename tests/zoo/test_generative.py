@@ -1,6 +1,6 @@
 """The zoo's text generators on the real runtimes: llama_15m exported once, then measured by
-``benchlab.run`` on PyTorch eager (``transformers``), ONNX Runtime, OpenVINO, ExecuTorch and
-ONNX Runtime GenAI (a model its own builder made)."""
+``benchlab.run`` on PyTorch eager (``transformers``), ONNX Runtime, OpenVINO, ExecuTorch,
+ONNX Runtime GenAI (a model its own builder made) and OpenVINO GenAI (a stateful model)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import benchlab
 from benchlab.report.generation import generation_rows
 from benchlab.schema import DetailKey, Metric, Result, Status
 
-RUNTIMES = ("pytorch", "onnxruntime", "openvino", "executorch", "ortgenai")
+RUNTIMES = ("pytorch", "onnxruntime", "openvino", "executorch", "ortgenai", "ovgenai")
 
 
 @pytest.fixture(scope="module")
@@ -21,12 +21,12 @@ def measured(tmp_path_factory: pytest.TempPathFactory,
              llama_15m_export: Any) -> dict[tuple[str, str], Result]:
     """(framework, precision) → llama_15m's default generative test, one process of two
     generations: ONNX Runtime's defaults (fp32 and int8), OpenVINO and ExecuTorch in fp32,
-    GenAI's (fp32 and int4)."""
+    ONNX Runtime GenAI's (fp32 and int4) and OpenVINO GenAI's (fp32, int8 and int4)."""
     root = tmp_path_factory.mktemp("generative")
     overrides = benchlab.TestOverrides(iter=2, min_time=0.0, repeat=1, warmup=0)
     results = benchlab.run(models=["llama_15m"],
                            frameworks=["pytorch", "onnxruntime", "openvino:precision=fp32",
-                                       "executorch", "ortgenai"],
+                                       "executorch", "ortgenai", "ovgenai"],
                            db=root / "results.db", cache_dir=llama_15m_export.cache_dir,
                            overrides=overrides)
     return {(r.identity.framework, str(r.details.get(DetailKey.PRECISION))): r for r in results}
@@ -109,7 +109,8 @@ def test_int8_is_smaller_and_faithful_enough_and_says_how_far_it_parts(
     assert sorted(measured) == sorted([("pytorch", "fp32"), ("onnxruntime", "fp32"),
                                        ("onnxruntime", "int8"), ("openvino", "fp32"),
                                        ("executorch", "fp32"), ("ortgenai", "fp32"),
-                                       ("ortgenai", "int4")])
+                                       ("ortgenai", "int4"), ("ovgenai", "fp32"),
+                                       ("ovgenai", "int8"), ("ovgenai", "int4")])
     int8, fp32 = measured["onnxruntime", "int8"], measured["onnxruntime", "fp32"]
     assert int8.status is Status.OK, (int8.error, int8.stderr_tail)
     # int8 matrix products: well under half the fp32 file (the embedding stays fp32).
@@ -135,3 +136,20 @@ def test_genai_int4_is_a_quarter_of_the_file_and_says_what_it_costs(
     assert 0.3 <= _mean(int4, Metric.TOKEN_AGREEMENT) < 1.0
     # Time to first token and per token measured as for every other runtime.
     assert int4.summaries[Metric.INTER_TOKEN_LATENCY.key].count == 2 * 63
+
+
+@pytest.mark.slow
+def test_openvino_genai_int8_and_int4_say_what_they_cost(
+        measured: dict[tuple[str, str], Result]) -> None:
+    """NNCF's weights: int8 per channel, int4 in groups of 128 (the embedding table and the
+    output layer at int8)."""
+    fp32 = measured["ovgenai", "fp32"]
+    int8, int4 = measured["ovgenai", "int8"], measured["ovgenai", "int4"]
+    for result in (int8, int4):
+        assert result.status is Status.OK, (result.error, result.stderr_tail)
+        assert result.summaries[Metric.INTER_TOKEN_LATENCY.key].count == 2 * 63
+    assert _mean(int4, Metric.MODEL_SIZE) < _mean(int8, Metric.MODEL_SIZE) < (
+        0.3 * _mean(fp32, Metric.MODEL_SIZE))
+    assert _mean(int4, Metric.SQNR) < _mean(int8, Metric.SQNR) < _mean(fp32, Metric.SQNR)
+    assert 0.8 <= _mean(int8, Metric.TOKEN_AGREEMENT) <= 1.0
+    assert 0.2 <= _mean(int4, Metric.TOKEN_AGREEMENT) < 1.0

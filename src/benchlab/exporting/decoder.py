@@ -91,20 +91,32 @@ class KVDecoder(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, past_keys: torch.Tensor,
                 past_values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        shape = self.shape
         new = input_ids.shape[1]
         past = past_keys.shape[3]
         positions = torch.arange(new, dtype=torch.float32) + past
+        allowed = torch.arange(new + past)[None, :] <= (torch.arange(new) + past)[:, None]
+        logits, keys, values = self.decode(input_ids, positions, allowed,
+                                           list(zip(past_keys, past_values)))
+        return logits, torch.stack(keys), torch.stack(values)
+
+    def decode(self, input_ids: torch.Tensor, positions: torch.Tensor, allowed: torch.Tensor,
+               past: list[tuple[torch.Tensor, torch.Tensor]]
+               ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
+        """The model on ``input_ids`` [1, T] at ``positions`` [T] (float), new token ``i``
+        attending to the cached and new positions ``allowed[i]`` (bool [T, S+T]), after each
+        layer's past ``(keys, values)`` [1, Hkv, S, d]: the logits and every layer's keys
+        and values [1, Hkv, S+T, d]. The two graph signatures (:meth:`forward`,
+        :mod:`benchlab.exporting.ovgenai_export`'s) share it."""
+        shape = self.shape
+        new = input_ids.shape[1]
         angles = positions[:, None] * self.inv_freq[None, :]
         angles = torch.cat((angles, angles), dim=-1)
         cos, sin = angles.cos()[None, None], angles.sin()[None, None]
-        total = torch.arange(new + past)
-        allowed = total[None, :] <= (torch.arange(new) + past)[:, None]
-        mask = torch.zeros(new, new + past).masked_fill(~allowed, float("-inf"))
+        mask = torch.zeros(allowed.shape).masked_fill(~allowed, float("-inf"))
         groups = shape.heads // shape.kv_heads
         hidden = self.inner.embed_tokens(input_ids)
         keys_out, values_out = [], []
-        for index, layer in enumerate(self.inner.layers):
+        for layer, (past_keys, past_values) in zip(self.inner.layers, past):
             attn = layer.self_attn
             x = self._norm(hidden, layer.input_layernorm.weight)
             q = attn.q_proj(x).view(1, new, shape.heads, shape.head_dim).transpose(1, 2)
@@ -112,8 +124,8 @@ class KVDecoder(nn.Module):
             v = attn.v_proj(x).view(1, new, shape.kv_heads, shape.head_dim).transpose(1, 2)
             q = q * cos + _rotate_half(q) * sin
             k = k * cos + _rotate_half(k) * sin
-            k = torch.cat((past_keys[index], k), dim=2)
-            v = torch.cat((past_values[index], v), dim=2)
+            k = torch.cat((past_keys, k), dim=2)
+            v = torch.cat((past_values, v), dim=2)
             keys_out.append(k)
             values_out.append(v)
             if groups > 1:
@@ -127,7 +139,7 @@ class KVDecoder(nn.Module):
             mlp = layer.mlp
             hidden = hidden + mlp.down_proj(nn.functional.silu(mlp.gate_proj(x)) * mlp.up_proj(x))
         hidden = self._norm(hidden, self.inner.norm.weight)
-        return self.lm_head(hidden), torch.stack(keys_out), torch.stack(values_out)
+        return self.lm_head(hidden), keys_out, values_out
 
     def empty_cache(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Past keys and values holding no position."""

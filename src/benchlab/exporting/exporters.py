@@ -37,6 +37,9 @@ __all__ = [
     "export_gguf_q8_0",
     "export_onnx_int8",
     "export_openvino",
+    "export_ovgenai",
+    "export_ovgenai_int4",
+    "export_ovgenai_int8",
     "export_pt2",
     "export_pte_portable",
     "export_pte_xnnpack",
@@ -134,11 +137,19 @@ def _genai(precision: str) -> Callable[[ExportContext], dict[str, Path]]:
                    f"An ONNX Runtime GenAI model ({precision}) built by its builder.")
 
 
+def _ovgenai(precision: str) -> Callable[[ExportContext], dict[str, Path]]:
+    return _one_of("benchlab.exporting.ovgenai_export", "export_ovgenai", precision,
+                   f"A stateful OpenVINO model for openvino-genai ({precision}).")
+
+
 export_genai_onnx = _genai("fp32")
 export_genai_onnx_int4 = _genai("int4")
 export_gguf_q8_0 = _gguf_quantized("gguf_q8_0")
 export_gguf_q4_0 = _gguf_quantized("gguf_q4_0")
 export_gguf_q4_k_m = _gguf_quantized("gguf_q4_k_m")
+export_ovgenai = _ovgenai("fp32")
+export_ovgenai_int8 = _ovgenai("int8")
+export_ovgenai_int4 = _ovgenai("int4")
 
 
 def export_onnx_int8(ctx: ExportContext) -> dict[str, Path]:

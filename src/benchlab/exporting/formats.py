@@ -130,6 +130,15 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
                    read_by=("ortgenai",))
       for name, config in (("genai_onnx", "genai_config"),
                            ("genai_onnx_int4", "genai_config_int4"))),
+    # openvino-genai's stateful model (fp32, and its weights compressed by NNCF).
+    *(ExportFormat(name, (name, f"{name}_bin"),
+                   ("torch", "transformers", "tokenizers", *_ONNX_PACKAGES, "openvino",
+                    *(("nncf",) if name != "ovgenai" else ())),
+                   default=False,
+                   exporter_requires=("openvino", "openvino", "ovgenai") if name == "ovgenai"
+                   else ("nncf", "nncf", "ovgenai"),
+                   read_by=("ovgenai",))
+      for name in ("ovgenai", "ovgenai_int8", "ovgenai_int4")),
     # llama.cpp's file, fp32 (written by the gguf package), then quantized by llama.cpp itself;
     # the second reuses the first's file, so it comes after it.
     ExportFormat("gguf", ("gguf",), ("torch", "transformers", "tokenizers", "gguf"),
@@ -152,11 +161,12 @@ ALL_FORMATS = tuple(FORMATS)
 DEFAULT_FORMATS = tuple(name for name, f in FORMATS.items() if f.default)
 #: What a text generator (a Llama decoder, the zoo's or a user's) exports to.
 DECODER_FORMATS = ("decoder_onnx", "decoder_onnx_int8", "decoder_pte", "gguf", "gguf_q8_0",
-                   "gguf_q4_0", "gguf_q4_k_m", "genai_onnx", "genai_onnx_int4")
+                   "gguf_q4_0", "gguf_q4_k_m", "genai_onnx", "genai_onnx_int4", "ovgenai",
+                   "ovgenai_int8", "ovgenai_int4")
 #: The modules that write a text generator's files: part of its export cache key.
 DECODER_SOURCES = ("benchlab.zoo.archs.llama", "benchlab.exporting.generative",
                    "benchlab.exporting.gguf_export", "benchlab.exporting.pte_decoder",
-                   "benchlab.exporting.genai_export")
+                   "benchlab.exporting.genai_export", "benchlab.exporting.ovgenai_export")
 
 
 def format_of(name: str) -> ExportFormat:

@@ -237,6 +237,10 @@ class RunnerFramework:
     #: Why a runtime without a generative backend has none (measured, in docs/generative.md).
     no_generative_reason = "benchlab has no generative backend for it yet"
 
+    #: Whether it runs text generators only (an LLM library): the planner skips any other
+    #: model, installed or not, saying so.
+    generative_only = False
+
     #: ``precision`` value → the model file key a generative backend loads for it, where the
     #: runtime has more than one precision of the decoder (ONNX Runtime: ``int8``).
     generative_precisions: Mapping[str, str] = {}
@@ -308,12 +312,20 @@ class RunnerFramework:
 
     def defaults(self, model: ModelDef) -> list[FrameworkConfig] | Unsupported:
         """The configurations measured when none is asked for (one with no options), or why
-        the model cannot run here at all."""
+        the model cannot run here at all (a generative-only runtime: any model not a text
+        generator, whose configurations come from :meth:`configurations`)."""
+        if self.generative_only:
+            return Unsupported(self.generators_only_reason)
         return [FrameworkConfig(self.name, {})]
 
     def why_not(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
         """Why ``model`` cannot run with ``options`` (``None``: it can)."""
-        return None
+        return self.generators_only_reason if self.generative_only else None
+
+    @property
+    def generators_only_reason(self) -> str:
+        """Why a generative-only runtime skips a forward-pass model."""
+        return f"{self.name} runs text generators only"
 
     def staged_file(self, ctx: JobContext, key: str) -> str:
         """The target path of model file ``key``; a clear error when it was not pushed."""

@@ -22,6 +22,7 @@ __all__ = [
     "file_key_with_suffix",
     "file_keys_with_suffix",
     "select_file_key",
+    "why_not_loop_or_threads",
 ]
 
 #: The model file key of a reference ``.npz`` (inputs + expected outputs) for accuracy checks.
@@ -39,7 +40,7 @@ DECODER_ONNX_INT8_KEY = "decoder_onnx_int8"
 #: Model file keys that only a text generator has: a spec naming one is generative.
 GENERATIVE_FILE_KEYS = (DECODER_ONNX_KEY, DECODER_ONNX_INT8_KEY, "gguf", "gguf_q8_0",
                         "gguf_q4_0", "gguf_q4_k_m", "decoder_pte", "genai_onnx",
-                        "genai_onnx_int4")
+                        "genai_onnx_int4", "ovgenai", "ovgenai_int8", "ovgenai_int4")
 
 
 def is_generative(model: Any) -> bool:
@@ -47,6 +48,20 @@ def is_generative(model: Any) -> bool:
     says so in its metadata, a spec by naming a decoder file."""
     return (model.metadata.get("task") == GENERATION_TASK
             or any(key in model.files for key in GENERATIVE_FILE_KEYS))
+
+
+def why_not_loop_or_threads(framework: str, options: Mapping[str, Any]) -> str | None:
+    """An LLM library's ``loop`` (:data:`~benchlab.runner.config.GENERATION_LOOPS`) and
+    ``threads`` options checked: why not, or ``None``."""
+    from benchlab.runner.config import GENERATION_LOOPS
+
+    loop = str(options.get("loop", GENERATION_LOOPS[0]))
+    if loop not in GENERATION_LOOPS:
+        return f"{framework} loop must be {' or '.join(GENERATION_LOOPS)}, not {loop!r}"
+    threads = options.get("threads")
+    if threads is not None and (not str(threads).isdigit() or int(threads) < 1):
+        return f"{framework} threads must be a positive integer, not {threads!r}"
+    return None
 
 
 def distribution_availability(

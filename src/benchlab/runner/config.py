@@ -9,7 +9,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from benchlab.scenario import Scenario
 from benchlab.settings import setting_info
 
-__all__ = ["GenerateConfig", "InputConfig", "RunnerConfig"]
+__all__ = ["GENERATION_LOOPS", "GenerateConfig", "InputConfig", "RunnerConfig"]
+
+#: Who runs a generation's loop on an LLM library (option ``loop``): the library itself
+#: (``library``, its own per-token call or ``generate``) or benchlab (``benchlab``: a forward
+#: per step and an argmax over the logits, as on the runtimes without a loop of their own).
+GENERATION_LOOPS = ("library", "benchlab")
 
 
 def _setting(name: str) -> Any:

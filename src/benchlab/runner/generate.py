@@ -33,7 +33,7 @@ import numpy as np
 
 from benchlab.metrics import METRICS
 from benchlab.protocol import format_detail, format_metric
-from benchlab.runner.config import GenerateConfig, RunnerConfig
+from benchlab.runner.config import GENERATION_LOOPS, GenerateConfig, RunnerConfig
 from benchlab.schema import DetailKey, Metric
 from benchlab.stats import AdaptiveStop
 
@@ -42,6 +42,7 @@ __all__ = [
     "GenerativeBackend",
     "GenerativeReference",
     "accuracy_metrics",
+    "library_loop",
     "load_generative_reference",
     "measure_generation",
     "positions_needed",
@@ -81,6 +82,15 @@ class GenerativeBackend(Protocol):
 
     def info(self) -> dict[str, Any]:
         """Runtime version and the effective configuration actually used."""
+
+
+def library_loop(config: RunnerConfig) -> bool:
+    """Whether an LLM library's backend runs its own loop (option ``loop``, ``library`` by
+    default) rather than benchlab's; a clear error for an unknown loop."""
+    loop = str(config.options.get("loop", GENERATION_LOOPS[0]))
+    if loop not in GENERATION_LOOPS:
+        raise ValueError(f"loop must be one of {', '.join(GENERATION_LOOPS)}, not {loop!r}")
+    return loop == "library"
 
 
 def positions_needed(config: RunnerConfig) -> int:

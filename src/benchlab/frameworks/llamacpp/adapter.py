@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from benchlab.errors import UsageError
-from benchlab.frameworks.base import Invocation, JobContext, RunnerFramework, Unsupported
-from benchlab.spec.types import FrameworkConfig, ModelDef
+from benchlab.frameworks.base import Invocation, JobContext, RunnerFramework
+from benchlab.spec.types import ModelDef
 
 __all__ = ["CACHE_TYPES", "GGUF_FILES", "LlamaCppFramework"]
 
@@ -38,14 +38,6 @@ class LlamaCppFramework(RunnerFramework):
     generative_precisions = GGUF_FILES
     generative_options = frozenset({"threads", "precision", "n_batch", "flash_attn",
                                     "cache_type", "n_ctx", "poll"})
-
-    def defaults(self, model: ModelDef) -> list[FrameworkConfig] | Unsupported:
-        """Nothing but text generators (their configurations come from
-        :meth:`RunnerFramework.configurations`)."""
-        return Unsupported("llama.cpp runs GGUF text generators only")
-
-    def why_not(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
-        return "llama.cpp runs GGUF text generators only"
 
     def why_not_generative(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
         """The base checks (options known, the file of ``precision`` present), then each

@@ -9,8 +9,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from benchlab.errors import UsageError
-from benchlab.frameworks.base import Invocation, JobContext, RunnerFramework, Unsupported
-from benchlab.spec.types import FrameworkConfig, ModelDef
+from benchlab.frameworks.common import why_not_loop_or_threads
+from benchlab.frameworks.base import Invocation, JobContext, RunnerFramework
+from benchlab.spec.types import ModelDef
 
 __all__ = ["GENAI_MODELS", "OrtGenAiFramework"]
 
@@ -35,14 +36,6 @@ class OrtGenAiFramework(RunnerFramework):
     generative_precisions = {precision: model for precision, (model, _) in GENAI_MODELS.items()}
     generative_options = frozenset({"threads", "precision", "loop"})
 
-    def defaults(self, model: ModelDef) -> list[FrameworkConfig] | Unsupported:
-        """Nothing but text generators (their configurations come from
-        :meth:`RunnerFramework.configurations`)."""
-        return Unsupported("onnxruntime-genai runs text generators only")
-
-    def why_not(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
-        return "onnxruntime-genai runs text generators only"
-
     def why_not_generative(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
         """The base checks, a known precision, its config file present, a thread count."""
         precision = str(options.get("precision", "fp32"))
@@ -55,13 +48,7 @@ class OrtGenAiFramework(RunnerFramework):
         config = GENAI_MODELS[precision][1]
         if config not in model.files:
             return f"ortgenai needs the {config!r} file beside its model, which model.files lacks"
-        loop = str(options.get("loop", "library"))
-        if loop not in ("library", "benchlab"):
-            return f"ortgenai loop must be library or benchlab, not {loop!r}"
-        threads = options.get("threads")
-        if threads is not None and (not str(threads).isdigit() or int(threads) < 1):
-            return f"ortgenai threads must be a positive integer, not {threads!r}"
-        return None
+        return why_not_loop_or_threads(self.name, options)
 
     def invocations(self, ctx: JobContext) -> list[Invocation]:
         """One runner process per repetition of a generative test: the model file and its

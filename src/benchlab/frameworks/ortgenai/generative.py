@@ -34,14 +34,12 @@ import numpy as np
 import onnxruntime_genai as og
 
 from benchlab.runner.config import RunnerConfig
-from benchlab.runner.generate import GenerationTimes, positions_needed
+from benchlab.runner.generate import GenerationTimes, library_loop, positions_needed
 from benchlab.schema import DetailKey
 
 __all__ = ["OrtGenAiDecoder"]
 
 _MODEL_NAME = "model.onnx"
-#: Who runs the generation loop (option ``loop``).
-LOOPS = ("library", "benchlab")
 
 
 class OrtGenAiDecoder:
@@ -60,11 +58,8 @@ class OrtGenAiDecoder:
         threads = config.options.get("threads", config.threads)
         self._threads = int(threads) if threads else None
         self._max_length = positions_needed(config)
-        loop = str(config.options.get("loop", "library"))
-        if loop not in LOOPS:
-            raise ValueError(f"loop must be one of {', '.join(LOOPS)}, not {loop!r}")
         #: Whether :func:`~benchlab.runner.generate.time_generation` runs GenAI's own loop.
-        self.owns_loop = loop == "library"
+        self.owns_loop = library_loop(config)
         self._folder: tempfile.TemporaryDirectory[str] | None = None
         self._model: Any = None
         self._generator: Any = None
