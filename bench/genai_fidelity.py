@@ -22,7 +22,9 @@ files, the same threads. Rounds of fresh processes in ABBA order (``fidelity.abb
   - OpenVINO GenAI, as its benchmark sample (``samples/python/text_generation/
     benchmark_genai.py``) reads it: ``LLMPipeline.generate`` with no streamer, greedy,
     exactly G new tokens, and the pipeline's own ``perf_metrics`` (``get_ttft``,
-    ``get_tpot``), the median over generations.
+    ``get_tpot``), the median over generations. Beside it, ``streamer_delay``: how late the
+    pipeline's streamer is handed each token after the pipeline records producing it (why
+    benchlab's cell takes the pipeline's records, not the streamer's).
 
 The ratio benchlab / library per round, with its 95% interval (``fidelity.ratio_ci``); goal:
 inside 0.97–1.03. ``--smoke`` runs two short rounds.
@@ -160,7 +162,39 @@ def ovgenai_loop(files: list[str], precision: str, threads: int,
     return {"tool_ttft_ms": statistics.median(ttfts), "tool_tpot_ms": statistics.median(tpots)}
 
 
-TOOL_LOOPS = {"ortgenai": ortgenai_loop, "ovgenai": ovgenai_loop}
+def streamer_delay(files: list[str], precision: str, threads: int,
+                   generations: int) -> dict[str, float]:
+    """How late OpenVINO GenAI's streamer is handed each token after the pipeline records
+    producing it (its streamer runs on a thread of its own): benchlab's backend, which keeps
+    both, over ``generations`` generations after a warm-up; medians in ms."""
+    import numpy as np
+
+    from benchlab.frameworks.ovgenai.generative import OvGenAiDecoder
+    from benchlab.runner.config import RunnerConfig
+    from benchlab.runner.generate import time_generation
+
+    xml, weights = files
+    decoder = OvGenAiDecoder(RunnerConfig(
+        backend="", model_path=xml, threads=threads, extra_files={"weights": weights},
+        generate={"prompt_tokens": PROMPT, "new_tokens": NEW}, options={"precision": precision}))
+    decoder.load()
+    prompt = np.random.default_rng(0).integers(2, decoder.vocab_size(), PROMPT)
+    first, later, ttft = [], [], []
+    for index in range(generations + 1):
+        times, _ = time_generation(decoder, prompt, NEW)
+        late = np.subtract(decoder.last_streamer_times, times.tokens) / 1e6
+        if index:
+            first.append(late[0])
+            later.append(float(np.median(late[1:])))
+            ttft.append((times.tokens[0] - times.start) / 1e6)
+    decoder.close()
+    return {"first_token_late_ms": statistics.median(first),
+            "later_tokens_late_ms": statistics.median(later),
+            "ttft_ms": statistics.median(ttft)}
+
+
+TOOL_LOOPS = {"ortgenai": ortgenai_loop, "ovgenai": ovgenai_loop,
+              "ovgenai-streamer": streamer_delay}
 
 
 def tool_side(library: str, files: list[str], precision: str, threads: int,
@@ -209,6 +243,12 @@ def main() -> int:
     figures = {"decode_ratio": decode, "ttft_ratio": first, "per_round": per_round,
                "library": args.library, "precision": args.precision, "loop": args.loop,
                "threads": args.threads, "goal": list(GOAL)}
+    if args.library == "ovgenai":
+        figures["streamer_delay"] = tool_side("ovgenai-streamer", files, args.precision,
+                                              args.threads, 4 if args.smoke else 20)
+        print("streamer handed tokens late by (median ms): first {first_token_late_ms:.3f}, "
+              "later {later_tokens_late_ms:.3f}, TTFT {ttft_ms:.3f}".format(
+                  **figures["streamer_delay"]))
     for name, ci in (("decode (TPOT)", decode), ("time to first token", first)):
         print(f"{name:<22} benchlab/{args.library} {ci['ratio']:.3f} [{ci['low']:.3f}, "
               f"{ci['high']:.3f}] over {ci['rounds']} rounds: {ci['verdict']}")

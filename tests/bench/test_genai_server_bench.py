@@ -37,6 +37,10 @@ def test_genai_fidelity_smoke_compares_both_sides_each_round(
         assert row["benchlab_ttft_ms"] > 0 and row["tool_ttft_ms"] > 0
     for key in ("decode_ratio", "ttft_ratio"):
         assert figures[key]["low"] <= figures[key]["ratio"] <= figures[key]["high"]
+    if library == "ovgenai":
+        delay = figures["streamer_delay"]
+        assert delay["first_token_late_ms"] >= 0 and delay["later_tokens_late_ms"] >= 0
+        assert delay["ttft_ms"] > 0
 
 
 @pytest.mark.slow

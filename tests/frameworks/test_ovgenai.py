@@ -161,9 +161,13 @@ def test_the_pipelines_loop_chooses_the_tokens_benchlabs_loop_chooses(
         assert times.start < times.tokens[0] and list(times.tokens) == sorted(times.tokens)
         if precision == "fp32":
             assert chosen == reference.tokens[:12].tolist()
-        # The pipeline's own figures of that generation, beside benchlab's.
+        # The tokens' times are the pipeline's own records, on benchlab's clock: after the
+        # start, and each no later than the streamer was handed it.
+        streamed = library.last_streamer_times
+        assert len(streamed) == 12
+        assert all(produced <= handed for produced, handed in zip(times.tokens, streamed))
         assert library.last_perf_metrics.get_num_generated_tokens() == 12
-        assert "streamer" in library.info()["loop"]
+        assert "the pipeline records" in library.info()["loop"]
         with pytest.raises(ValueError, match="loop=benchlab"):
             time_generation(library, reference.prompt, 4, np.asarray(reference.text[:8]))
     finally:

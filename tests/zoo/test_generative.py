@@ -20,8 +20,9 @@ RUNTIMES = ("pytorch", "onnxruntime", "openvino", "executorch", "ortgenai", "ovg
 def measured(tmp_path_factory: pytest.TempPathFactory,
              llama_15m_export: Any) -> dict[tuple[str, str], Result]:
     """(framework, precision) → llama_15m's default generative test, one process of two
-    generations: ONNX Runtime's defaults (fp32 and int8), OpenVINO and ExecuTorch in fp32,
-    ONNX Runtime GenAI's (fp32 and int4) and OpenVINO GenAI's (fp32, int8 and int4)."""
+    generations: ONNX Runtime's defaults (fp32 and int8), OpenVINO in fp32,
+    ONNX Runtime GenAI's (fp32 and int4), OpenVINO GenAI's (fp32, int8 and int4) and
+    ExecuTorch's (fp32 and 8da4w)."""
     root = tmp_path_factory.mktemp("generative")
     overrides = benchlab.TestOverrides(iter=2, min_time=0.0, repeat=1, warmup=0)
     results = benchlab.run(models=["llama_15m"],
@@ -108,7 +109,8 @@ def test_int8_is_smaller_and_faithful_enough_and_says_how_far_it_parts(
         measured: dict[tuple[str, str], Result]) -> None:
     assert sorted(measured) == sorted([("pytorch", "fp32"), ("onnxruntime", "fp32"),
                                        ("onnxruntime", "int8"), ("openvino", "fp32"),
-                                       ("executorch", "fp32"), ("ortgenai", "fp32"),
+                                       ("executorch", "fp32"), ("executorch", "8da4w"),
+                                       ("ortgenai", "fp32"),
                                        ("ortgenai", "int4"), ("ovgenai", "fp32"),
                                        ("ovgenai", "int8"), ("ovgenai", "int4")])
     int8, fp32 = measured["onnxruntime", "int8"], measured["onnxruntime", "fp32"]

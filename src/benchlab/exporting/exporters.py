@@ -29,6 +29,7 @@ __all__ = [
     "export_decoder_onnx",
     "export_decoder_onnx_int8",
     "export_decoder_pte",
+    "export_decoder_pte_8da4w",
     "export_genai_onnx",
     "export_genai_onnx_int4",
     "export_gguf",
@@ -101,6 +102,14 @@ def export_decoder_pte(ctx: ExportContext) -> dict[str, Path]:
     """A text generator as an ExecuTorch program with its cache inside
     (:mod:`benchlab.exporting.pte_decoder`)."""
     from benchlab.exporting.pte_decoder import export_decoder_pte as export
+
+    return export(ctx)
+
+
+def export_decoder_pte_8da4w(ctx: ExportContext) -> dict[str, Path]:
+    """That program, 8-bit dynamic activations and 4-bit weights
+    (:func:`benchlab.exporting.pte_decoder.export_decoder_pte_8da4w`)."""
+    from benchlab.exporting.pte_decoder import export_decoder_pte_8da4w as export
 
     return export(ctx)
 

@@ -121,6 +121,10 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
     ExportFormat("decoder_pte", ("decoder_pte",), ("torch", "executorch", "transformers",
                                                    "tokenizers"),
                  default=False, exporter_requires=_EXECUTORCH, read_by=("executorch",), later=True),
+    # The same, 8-bit dynamic activations and 4-bit weights (ExecuTorch's Llama 8da4w).
+    ExportFormat("decoder_pte_8da4w", ("decoder_pte_8da4w",),
+                 ("torch", "executorch", "torchao", "transformers", "tokenizers"),
+                 default=False, exporter_requires=_EXECUTORCH, read_by=("executorch",), later=True),
     # ONNX Runtime GenAI's model and config, built by its own builder from the generator as
     # a Hugging Face folder (fp32, and its int4 MatMulNBits weights).
     *(ExportFormat(name, (name, config), ("torch", "transformers", "tokenizers", "onnx",
@@ -160,7 +164,8 @@ ALL_FORMATS = tuple(FORMATS)
 #: What a zoo model exports to unless it says otherwise.
 DEFAULT_FORMATS = tuple(name for name, f in FORMATS.items() if f.default)
 #: What a text generator (a Llama decoder, the zoo's or a user's) exports to.
-DECODER_FORMATS = ("decoder_onnx", "decoder_onnx_int8", "decoder_pte", "gguf", "gguf_q8_0",
+DECODER_FORMATS = ("decoder_onnx", "decoder_onnx_int8", "decoder_pte", "decoder_pte_8da4w",
+                   "gguf", "gguf_q8_0",
                    "gguf_q4_0", "gguf_q4_k_m", "genai_onnx", "genai_onnx_int4", "ovgenai",
                    "ovgenai_int8", "ovgenai_int4")
 #: The modules that write a text generator's files: part of its export cache key.

@@ -66,8 +66,9 @@ from torch import nn
 
 from benchlab.exporting.context import ExportContext
 
-__all__ = ["MAX_CONTEXT_LEN", "MAX_SEQ_LEN", "METHOD", "StaticCacheDecoder",
-           "export_decoder_pte", "load_llm_ops", "lower_decoder", "metadata"]
+__all__ = ["MAX_CONTEXT_LEN", "MAX_SEQ_LEN", "METHOD", "QUANT_GROUP", "StaticCacheDecoder",
+           "export_decoder_pte", "export_decoder_pte_8da4w", "load_llm_ops", "lower_decoder",
+           "metadata"]
 
 #: Positions the cache holds unless the model holds fewer: the zoo's decoders' own limit
 #: (``LlamaShape.max_positions``), as the ONNX graph's, so every workload another runtime runs
@@ -80,6 +81,8 @@ MAX_CONTEXT_LEN = 2048
 MAX_SEQ_LEN = 512
 #: The program's method.
 METHOD = "forward"
+#: Weights per 4-bit group of ``decoder_pte_8da4w`` (ExecuTorch's Llama export: ``-G 32``).
+QUANT_GROUP = 32
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -199,3 +202,24 @@ def export_decoder_pte(ctx: ExportContext) -> dict[str, Path]:
     target = ctx.path(".decoder.pte")
     target.write_bytes(lower_decoder(module).buffer)
     return {"decoder_pte": target}
+
+
+def export_decoder_pte_8da4w(ctx: ExportContext) -> dict[str, Path]:
+    """The same program with every linear layer (the output layer too; the embedding table
+    stays fp32) quantized as ExecuTorch's Llama export's ``-qmode 8da4w -G 32`` does
+    (``NAME.decoder.8da4w.pte``): torchao's ``Int8DynamicActivationIntxWeightConfig``, int4
+    weights in symmetric groups of :data:`QUANT_GROUP` with an fp32 scale each, activations
+    quantized to int8 per token at run time, lowered to XNNPACK's dynamically quantized
+    kernels."""
+    import copy
+
+    from torchao.quantization import Int8DynamicActivationIntxWeightConfig, quantize_
+    from torchao.quantization.granularity import PerGroup
+
+    # A copy: the context's decoder is the other formats' too.
+    module = StaticCacheDecoder(copy.deepcopy(ctx.torch_module())).eval()
+    quantize_(module, Int8DynamicActivationIntxWeightConfig(
+        weight_dtype=torch.int4, weight_granularity=PerGroup(QUANT_GROUP)))
+    target = ctx.path(".decoder.8da4w.pte")
+    target.write_bytes(lower_decoder(module).buffer)
+    return {"decoder_pte_8da4w": target}

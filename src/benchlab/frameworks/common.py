@@ -39,7 +39,8 @@ DECODER_ONNX_KEY = "decoder_onnx"
 DECODER_ONNX_INT8_KEY = "decoder_onnx_int8"
 #: Model file keys that only a text generator has: a spec naming one is generative.
 GENERATIVE_FILE_KEYS = (DECODER_ONNX_KEY, DECODER_ONNX_INT8_KEY, "gguf", "gguf_q8_0",
-                        "gguf_q4_0", "gguf_q4_k_m", "decoder_pte", "genai_onnx",
+                        "gguf_q4_0", "gguf_q4_k_m", "decoder_pte", "decoder_pte_8da4w",
+                        "genai_onnx",
                         "genai_onnx_int4", "ovgenai", "ovgenai_int8", "ovgenai_int4")
 
 

@@ -123,7 +123,17 @@ class ExecuTorchFramework(RunnerFramework):
     # Text generators: the zoo's decoder program, its key/value cache inside (docs/generative.md).
     generative_backend = "benchlab.frameworks.executorch.generative:ExecuTorchDecoder"
     generative_file = "decoder_pte"
-    generative_options = frozenset({"threads"})
+    #: fp32, and ExecuTorch's Llama export's 8-bit dynamic activations, 4-bit weights.
+    generative_precisions = {"fp32": "decoder_pte", "8da4w": "decoder_pte_8da4w"}
+    generative_options = frozenset({"threads", "precision"})
+
+    def why_not_generative(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
+        """A known precision, then the base checks (its program present)."""
+        precision = str(options.get("precision", "fp32"))
+        if precision not in self.generative_precisions:
+            return (f"executorch generates at precision "
+                    f"{' or '.join(self.generative_precisions)}, not {precision!r}")
+        return super().why_not_generative(model, options)
 
     def defaults(self, model: ModelDef) -> list[FrameworkConfig] | Unsupported:
         """One configuration per zoo ``.pte`` file present (else ``{}``)."""

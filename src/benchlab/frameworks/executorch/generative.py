@@ -56,7 +56,8 @@ class ExecuTorchDecoder:
     """:class:`benchlab.runner.generate.GenerativeBackend` over a ``decoder_pte`` program.
 
     Options: ``threads`` (or the test's): the size of ExecuTorch's shared threadpool, which
-    XNNPACK and the attention kernel run on (unset: the runtime's own choice, one per core).
+    XNNPACK and the attention kernel run on (unset: the runtime's own choice, one per core);
+    ``precision`` (``fp32`` or ``8da4w``) picks the program in the adapter.
     """
 
     def __init__(self, config: RunnerConfig) -> None:
@@ -136,7 +137,7 @@ class ExecuTorchDecoder:
             DetailKey.RUNTIME_VERSION: _VERSION,
             DetailKey.THREADS: int(get_threads()) if get_threads else self._config.threads,
             "delegate": "xnnpack",
-            DetailKey.PRECISION: "fp32",
+            DetailKey.PRECISION: str(self._config.options.get("precision", "fp32")),
             "kv_cache": (f"in the program: mutable buffers of {self._max_context} positions, "
                          "updated in place (llama::update_cache, llama::custom_sdpa)"),
             "max_seq_len": self._max_seq,
