@@ -32,7 +32,7 @@ from _common import parse_args, spread, write_result  # noqa: E402
 
 NAME = "generative"
 GOAL_SHARE = 0.01
-RUNTIMES = ("pytorch", "onnxruntime", "openvino", "llamacpp", "executorch")
+RUNTIMES = ("pytorch", "onnxruntime", "openvino", "llamacpp", "executorch", "ortgenai", "ovgenai")
 
 
 class _Timed:

@@ -19,7 +19,8 @@ from benchlab.schema import DetailKey, JobIdentity, Result, Sample, Status
 from .browser import colour_pixels, screenshot
 
 
-def _result(framework: str, prompt: int, depth: int, tpot: float, ttft: float) -> Result:
+def _result(framework: str, prompt: int, depth: int, tpot: float, ttft: float,
+            precision: str = "fp32", agreement: float = 1.0) -> Result:
     samples = []
     for k in range(4):
         samples += [Sample("ttft", ttft, "ms", repetition=k // 2, index=k % 2),
@@ -31,14 +32,14 @@ def _result(framework: str, prompt: int, depth: int, tpot: float, ttft: float) -
                            index=k % 2)]
         samples += [Sample("inter_token_latency", tpot * (0.9 + 0.2 * (i % 2)), "ms",
                            repetition=k // 2, index=(k % 2) * 7 + i) for i in range(7)]
-    samples += [Sample("token_agreement", 1.0, ""), Sample("first_divergence", 32, "tokens"),
+    samples += [Sample("token_agreement", agreement, ""), Sample("first_divergence", 32, "tokens"),
                 Sample("perplexity", 1234.5, ""), Sample("memory_peak", 200.0, "MiB")]
     identity = JobIdentity(spec="zoo:llama_15m", model_name="llama_15m", model_hash="h",
                            test_identifier=f"generate[p{prompt} g8 d{depth}]",
                            framework=framework, framework_config={}, target="host")
     return Result(identity=identity, status=Status.OK, samples=tuple(samples),
                   summaries=summarize_samples(samples),
-                  details={DetailKey.PRECISION: "fp32", DetailKey.GENERATION: {
+                  details={DetailKey.PRECISION: precision, DetailKey.GENERATION: {
                       "prompt_tokens": prompt, "new_tokens": 8, "depth": depth,
                       "compare_tokens": 32}})
 
@@ -70,6 +71,14 @@ def test_the_terminal_table_has_a_row_per_generative_result() -> None:
     text = console.export_text()
     assert "llama_15m/generate[p16 g8 d0]" in text  # brackets are not taken for markup
     assert text.count("onnxruntime") == 6 and "188.2" in text  # 1000 / 5.3125 tokens/s
+
+
+def test_each_precision_of_a_runtime_is_its_own_dot_beside_accuracy() -> None:
+    # The 4-bit trade is one plot: fp32 and int4 of one runtime and workload both on it.
+    cells = [_result("llamacpp", 16, 0, tpot=1.0, ttft=4.0),
+             _result("llamacpp", 16, 0, tpot=0.3, ttft=3.0, precision="q4_0", agreement=0.6)]
+    html = generation_html(generation_rows(cells))
+    assert "llamacpp fp32 p16 g8 d0" in html and "llamacpp q4_0 p16 g8 d0" in html
 
 
 def test_a_forward_pass_sweep_has_no_generation_table() -> None:

@@ -47,7 +47,8 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_bert_folder_and_a_llama_folder_run_with_accuracy_and_generation(
         folders: Path, tmp_path: Path) -> None:
     results = benchlab.run(model=[str(folders / "tiny-bert"), str(folders / "tiny-llama")],
-                           frameworks=["pytorch", "onnxruntime", "llamacpp", "ortgenai"],
+                           frameworks=["pytorch", "onnxruntime", "llamacpp", "ortgenai",
+                                       "ovgenai:precision=int4", "executorch:precision=8da4w"],
                            generations=generation_grid((16,), 8, ()), overrides=QUICK,
                            db=tmp_path / "r.db", cache_dir=folders / "cache")
     failed = [(r.identity.label, r.error) for r in results if r.status is not Status.OK]
@@ -57,9 +58,11 @@ def test_a_bert_folder_and_a_llama_folder_run_with_accuracy_and_generation(
     assert bert["onnxruntime"].sqnr > 90 and bert["onnxruntime"].top1 == 1.0  # a classifier
     llama = {r.identity.framework + str(r.identity.framework_config.get("precision", ""))
              : r for r in results if r.identity.model_name == "tiny-llama"}
-    # GenAI's builder made its models from the user's folder too (fp32 and int4).
-    assert {"ortgenai", "ortgenaiint4"} <= set(llama)
-    for name in ("onnxruntime", "llamacpp", "ortgenai", "ortgenaiint4"):
+    # GenAI's builder made its models from the user's folder too (fp32 and int4), and so
+    # did the stateful OpenVINO export with NNCF and ExecuTorch's 8da4w lowering.
+    assert {"ortgenai", "ortgenaiint4", "ovgenaiint4", "executorch8da4w"} <= set(llama)
+    for name in ("onnxruntime", "llamacpp", "ortgenai", "ortgenaiint4", "ovgenaiint4",
+                 "executorch8da4w"):
         summaries = llama[name].summaries
         assert summaries[metric_key("NET", Metric.TTFT)].p50 > 0, name
         assert summaries[metric_key("NET", Metric.TPOT)].p50 > 0, name

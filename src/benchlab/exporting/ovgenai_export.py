@@ -14,7 +14,9 @@ made stateful by OpenVINO's own transformation (``apply_make_stateful_transforma
 Precisions: ``fp32``; ``int8`` and ``int4``, the weights compressed by NNCF
 (``nncf.compress_weights``) as optimum-intel's ``--weight-format`` does: int8 asymmetric per
 output channel; int4 asymmetric in groups of 128, every matrix product but the embedding
-table and the output layer, which NNCF keeps at int8 (its default).
+table and the output layer, which NNCF keeps at int8 (its default); a layer whose rows do not
+split into groups of 128 takes the largest power of two that divides them (NNCF's ``ADJUST``
+fallback).
 
 Each precision is two cache files, the IR and its weights, which the runner's backend links
 into a folder as ``openvino_model.xml``/``.bin``. No tokenizer model is written: benchlab
@@ -109,8 +111,13 @@ def _compressed(source: Path, target: Path, precision: str) -> None:
     if precision == "int8":
         compressed = nncf.compress_weights(model, mode=nncf.CompressWeightsMode.INT8_ASYM)
     else:
+        # A layer whose rows do not split into groups of 128 (a small model's 64-wide ones)
+        # gets the largest power of two that divides them, as llama.cpp's k-quants fall back.
+        adjust = nncf.AdvancedCompressionParameters(
+            group_size_fallback_mode=nncf.GroupSizeFallbackMode.ADJUST)
         compressed = nncf.compress_weights(model, mode=nncf.CompressWeightsMode.INT4_ASYM,
-                                           group_size=INT4_GROUP, ratio=1.0)
+                                           group_size=INT4_GROUP, ratio=1.0,
+                                           advanced_parameters=adjust)
     ov.save_model(compressed, str(target), compress_to_fp16=False)
 
 

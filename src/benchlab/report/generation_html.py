@@ -86,7 +86,9 @@ def generation_html(rows: Sequence[GenerationRow]) -> str:
             parts.append(f'<p class="sub">{esc(model)}: one workload only; give several '
                          "prompt lengths or depths (--prompt-tokens 32,128,512 --depth "
                          "0,512) for the curves.</p>")
-        accuracy = {r.framework + " " + r.workload: [(r.token_agreement * 100, r.tpot)]
+        # One dot per cell: a runtime's precisions (fp32 beside its 4-bit) are the trade.
+        accuracy = {f"{r.framework} {r.precision} {r.workload}": [(r.token_agreement * 100,
+                                                                    r.tpot)]
                     for r in mine if r.token_agreement is not None and r.tpot is not None}
         if accuracy:
             parts += [f"<h3>{esc(model)}: speed beside accuracy</h3>",
