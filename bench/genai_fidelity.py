@@ -55,12 +55,11 @@ PRECISIONS = {"ortgenai": ("fp32", "int4"), "ovgenai": ("fp32", "int8", "int4")}
 def _model(cache_dir: Path | None, library: str, precision: str) -> list[str]:
     """The model's files for ``library`` at ``precision`` (model first)."""
     from benchlab.artifacts import ArtifactCache, default_cache_dir
-    from benchlab.frameworks.ortgenai.adapter import GENAI_MODELS
-    from benchlab.frameworks.ovgenai.adapter import OVGENAI_MODELS
+    from benchlab.frameworks.common import GENAI_FILES, OVGENAI_FILES
     from benchlab.zoo import export_models
 
     (export,) = export_models(["llama_15m"], ArtifactCache(cache_dir or default_cache_dir()))
-    keys = (GENAI_MODELS if library == "ortgenai" else OVGENAI_MODELS)[precision]
+    keys = (GENAI_FILES if library == "ortgenai" else OVGENAI_FILES)[precision]
     return [str(export.files[key][0]) for key in keys]
 
 
@@ -131,24 +130,21 @@ def ovgenai_loop(files: list[str], precision: str, threads: int,
                  generations: int) -> dict[str, float]:
     """OpenVINO GenAI's ``LLMPipeline.generate``, read from its own ``perf_metrics`` as its
     benchmark sample reads them; the pipeline compiled as benchlab's cell compiles it."""
-    import os
-
     import numpy as np
     import openvino as ov
     import openvino_genai as ovg
 
+    from benchlab.frameworks.ovgenai.generative import (
+        greedy_generation,
+        link_model,
+        pipeline_properties,
+    )
+
     xml, weights = files
-    properties: dict[str, Any] = {"INFERENCE_PRECISION_HINT": "f32",
-                                  "INFERENCE_NUM_THREADS": threads}
-    if precision == "fp32":
-        properties["KV_CACHE_PRECISION"] = "f32"
     with tempfile.TemporaryDirectory() as folder:
-        os.symlink(os.path.abspath(xml), Path(folder, "openvino_model.xml"))
-        os.symlink(os.path.abspath(weights), Path(folder, "openvino_model.bin"))
-        pipeline = ovg.LLMPipeline(folder, "CPU", **properties)
-        config = pipeline.get_generation_config()
-        config.do_sample, config.ignore_eos, config.eos_token_id = False, True, 0
-        config.stop_token_ids = set()
+        link_model(Path(folder), xml, weights)
+        pipeline = ovg.LLMPipeline(folder, "CPU", **pipeline_properties(precision, threads))
+        config = greedy_generation(pipeline)
         config.max_new_tokens = config.min_new_tokens = NEW
         ids = np.random.default_rng(0).integers(2, 8192, PROMPT, dtype=np.int64)[None, :]
         inputs = ovg.TokenizedInputs(ov.Tensor(ids), ov.Tensor(np.ones_like(ids)))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from benchlab.frameworks.common import SIMULATED_PREFIX
+from benchlab.frameworks.common import GENAI_FILES, OVGENAI_FILES, SIMULATED_PREFIX
 
 __all__ = [
     "ALL_FORMATS",
@@ -77,6 +77,10 @@ class ExportFormat:
 
 _ONNX_PACKAGES = ("torch", "onnx", "onnxscript")
 _EXECUTORCH = ("executorch", "executorch", "executorch")
+#: OpenVINO GenAI's fp32 model needs OpenVINO to be made; its compressed ones NNCF too
+#: (indexed by "compressed").
+_OVGENAI = (("openvino", "openvino", "ovgenai"), ("nncf", "nncf", "ovgenai"))
+_NNCF: tuple[tuple[str, ...], tuple[str, ...]] = ((), ("nncf",))
 #: Every export format, in the order one export job runs them: ONNX before what converts from
 #: it (int8, OpenVINO), pt2 before the lowerings that reuse its program, AOTInductor last
 #: since it is by far the slowest. AOTInductor (about a minute of C++ compilation per model)
@@ -132,17 +136,14 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
                    default=False,
                    exporter_requires=("onnxruntime_genai", "onnxruntime-genai", "ortgenai"),
                    read_by=("ortgenai",))
-      for name, config in (("genai_onnx", "genai_config"),
-                           ("genai_onnx_int4", "genai_config_int4"))),
+      for name, config in GENAI_FILES.values()),
     # openvino-genai's stateful model (fp32, and its weights compressed by NNCF).
-    *(ExportFormat(name, (name, f"{name}_bin"),
+    *(ExportFormat(name, (name, weights),
                    ("torch", "transformers", "tokenizers", *_ONNX_PACKAGES, "openvino",
-                    *(("nncf",) if name != "ovgenai" else ())),
-                   default=False,
-                   exporter_requires=("openvino", "openvino", "ovgenai") if name == "ovgenai"
-                   else ("nncf", "nncf", "ovgenai"),
+                    *_NNCF[precision != "fp32"]),
+                   default=False, exporter_requires=_OVGENAI[precision != "fp32"],
                    read_by=("ovgenai",))
-      for name in ("ovgenai", "ovgenai_int8", "ovgenai_int4")),
+      for precision, (name, weights) in OVGENAI_FILES.items()),
     # llama.cpp's file, fp32 (written by the gguf package), then quantized by llama.cpp itself;
     # the second reuses the first's file, so it comes after it.
     ExportFormat("gguf", ("gguf",), ("torch", "transformers", "tokenizers", "gguf"),
@@ -165,9 +166,9 @@ ALL_FORMATS = tuple(FORMATS)
 DEFAULT_FORMATS = tuple(name for name, f in FORMATS.items() if f.default)
 #: What a text generator (a Llama decoder, the zoo's or a user's) exports to.
 DECODER_FORMATS = ("decoder_onnx", "decoder_onnx_int8", "decoder_pte", "decoder_pte_8da4w",
-                   "gguf", "gguf_q8_0",
-                   "gguf_q4_0", "gguf_q4_k_m", "genai_onnx", "genai_onnx_int4", "ovgenai",
-                   "ovgenai_int8", "ovgenai_int4")
+                   "gguf", "gguf_q8_0", "gguf_q4_0", "gguf_q4_k_m",
+                   *(model for model, _ in GENAI_FILES.values()),
+                   *(model for model, _ in OVGENAI_FILES.values()))
 #: The modules that write a text generator's files: part of its export cache key.
 DECODER_SOURCES = ("benchlab.zoo.archs.llama", "benchlab.exporting.generative",
                    "benchlab.exporting.gguf_export", "benchlab.exporting.pte_decoder",

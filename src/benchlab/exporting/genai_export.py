@@ -23,12 +23,9 @@ import tempfile
 from pathlib import Path
 
 from benchlab.exporting.context import ExportContext
+from benchlab.frameworks.common import GENAI_FILES
 
-__all__ = ["GENAI_FILES", "export_genai"]
-
-#: Precision → (model file key, config file key).
-GENAI_FILES = {"fp32": ("genai_onnx", "genai_config"),
-               "int4": ("genai_onnx_int4", "genai_config_int4")}
+__all__ = ["export_genai"]
 
 
 def _hf_folder(ctx: ExportContext, into: Path) -> Path:

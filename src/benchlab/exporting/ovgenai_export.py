@@ -32,13 +32,10 @@ import torch
 
 from benchlab.exporting.context import ExportContext
 from benchlab.exporting.decoder import KVDecoder
+from benchlab.frameworks.common import OVGENAI_FILES
 
-__all__ = ["OVGENAI_FILES", "StatefulSignature", "export_ovgenai"]
+__all__ = ["StatefulSignature", "export_ovgenai"]
 
-#: Precision → (IR file key, weights file key).
-OVGENAI_FILES = {"fp32": ("ovgenai", "ovgenai_bin"),
-                 "int8": ("ovgenai_int8", "ovgenai_int8_bin"),
-                 "int4": ("ovgenai_int4", "ovgenai_int4_bin")}
 #: NNCF's int4 group: optimum-intel's default for a model it has no recipe for.
 INT4_GROUP = 128
 _STEP_INPUTS = ("input_ids", "attention_mask", "position_ids", "beam_idx")

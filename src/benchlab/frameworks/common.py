@@ -13,8 +13,10 @@ from benchlab.targets.base import Availability
 __all__ = [
     "DECODER_ONNX_INT8_KEY",
     "DECODER_ONNX_KEY",
+    "GENAI_FILES",
     "GENERATION_TASK",
     "GENERATIVE_FILE_KEYS",
+    "OVGENAI_FILES",
     "REFERENCE_KEY",
     "SIMULATED_PREFIX",
     "distribution_availability",
@@ -37,11 +39,20 @@ GENERATION_TASK = "generation"
 DECODER_ONNX_KEY = "decoder_onnx"
 #: Its int8 copy (dynamic quantization of the matrix products).
 DECODER_ONNX_INT8_KEY = "decoder_onnx_int8"
+#: ONNX Runtime GenAI's models, ``precision`` → (model file key, its ``genai_config`` file
+#: key): the builder's fp32 model and its int4 one (``MatMulNBits``, blocks of 32).
+GENAI_FILES = {"fp32": ("genai_onnx", "genai_config"),
+               "int4": ("genai_onnx_int4", "genai_config_int4")}
+#: OpenVINO GenAI's stateful models, ``precision`` → (IR file key, weights file key): fp32
+#: and NNCF's int8 and int4.
+OVGENAI_FILES = {"fp32": ("ovgenai", "ovgenai_bin"),
+                 "int8": ("ovgenai_int8", "ovgenai_int8_bin"),
+                 "int4": ("ovgenai_int4", "ovgenai_int4_bin")}
 #: Model file keys that only a text generator has: a spec naming one is generative.
 GENERATIVE_FILE_KEYS = (DECODER_ONNX_KEY, DECODER_ONNX_INT8_KEY, "gguf", "gguf_q8_0",
                         "gguf_q4_0", "gguf_q4_k_m", "decoder_pte", "decoder_pte_8da4w",
-                        "genai_onnx",
-                        "genai_onnx_int4", "ovgenai", "ovgenai_int8", "ovgenai_int4")
+                        *(model for model, _ in GENAI_FILES.values()),
+                        *(model for model, _ in OVGENAI_FILES.values()))
 
 
 def is_generative(model: Any) -> bool:

@@ -45,10 +45,42 @@ from benchlab.runner.config import RunnerConfig
 from benchlab.runner.generate import GenerationTimes, library_loop
 from benchlab.schema import DetailKey
 
-__all__ = ["OvGenAiDecoder"]
+__all__ = ["OvGenAiDecoder", "greedy_generation", "link_model", "pipeline_properties"]
 
 _MODEL_NAME = "openvino_model"
 _NS_PER_MS = 1_000_000
+
+
+def pipeline_properties(precision: str, threads: int | None) -> dict[str, Any]:
+    """The compile properties of a ``precision`` model (see the module docstring): f32
+    activations always, an f32 cache for fp32, the thread count where one is given."""
+    properties: dict[str, Any] = {"INFERENCE_PRECISION_HINT": "f32"}
+    if precision == "fp32":
+        properties["KV_CACHE_PRECISION"] = "f32"
+    if threads:
+        properties["INFERENCE_NUM_THREADS"] = int(threads)
+    return properties
+
+
+def link_model(folder: Path, model: str, weights: str) -> Path:
+    """``folder`` as ``LLMPipeline`` reads it: links to the staged IR and its weights under
+    the names it looks for; the IR's path."""
+    xml = folder / f"{_MODEL_NAME}.xml"
+    os.symlink(os.path.abspath(model), xml)
+    os.symlink(os.path.abspath(weights), folder / f"{_MODEL_NAME}.bin")
+    return xml
+
+
+def greedy_generation(pipeline: Any) -> Any:
+    """The pipeline's generation config set for greedy decoding that never stops early."""
+    generation = pipeline.get_generation_config()
+    generation.do_sample = False
+    generation.ignore_eos = True
+    # No tokenizer rides with the model, so the pipeline knows no end-of-sequence token (-1,
+    # also in its stop tokens), and its check wants valid ones even when told to ignore them.
+    generation.eos_token_id = 0
+    generation.stop_token_ids = set()
+    return generation
 
 
 class _Clock(ovg.StreamerBase):
@@ -88,12 +120,8 @@ class OvGenAiDecoder:
             raise ValueError("the ovgenai backend needs the model's weights (extra_files)")
         self._weights = weights
         self._precision = str(config.options.get("precision", "fp32"))
-        threads = config.options.get("threads", config.threads)
-        self._properties: dict[str, Any] = {"INFERENCE_PRECISION_HINT": "f32"}
-        if self._precision == "fp32":
-            self._properties["KV_CACHE_PRECISION"] = "f32"
-        if threads:
-            self._properties["INFERENCE_NUM_THREADS"] = int(threads)
+        self._properties = pipeline_properties(
+            self._precision, config.options.get("threads", config.threads))
         #: Whether :func:`~benchlab.runner.generate.time_generation` runs the pipeline's loop.
         self.owns_loop = library_loop(config)
         #: The pipeline's own figures of the last generation (``perf_metrics``), for the
@@ -115,21 +143,12 @@ class OvGenAiDecoder:
         or compile the request benchlab's loop runs."""
         self._folder = tempfile.TemporaryDirectory(prefix="benchlab-ovgenai-")
         folder = Path(self._folder.name)
-        os.symlink(os.path.abspath(self.model_path), folder / f"{_MODEL_NAME}.xml")
-        os.symlink(os.path.abspath(self._weights), folder / f"{_MODEL_NAME}.bin")
-        self._model = self._core.read_model(str(folder / f"{_MODEL_NAME}.xml"))
+        self._model = self._core.read_model(str(link_model(folder, self.model_path,
+                                                           self._weights)))
         self._vocab = int(self._model.output("logits").get_partial_shape()[2].get_length())
         if self.owns_loop:
             self._pipeline = ovg.LLMPipeline(str(folder), "CPU", **self._properties)
-            generation = self._pipeline.get_generation_config()
-            generation.do_sample = False
-            generation.ignore_eos = True
-            # No tokenizer rides with the model, so the pipeline knows no end-of-sequence
-            # token (-1, also in its stop tokens), and its check wants valid ones even when
-            # told to ignore them.
-            generation.eos_token_id = 0
-            generation.stop_token_ids = set()
-            self._generation = generation
+            self._generation = greedy_generation(self._pipeline)
         else:
             self._open_request()
 
