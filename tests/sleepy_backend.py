@@ -65,3 +65,43 @@ class SleepyDecoder:
 
     def info(self) -> dict[str, Any]:
         return {}
+
+
+class SleepyBatchingDecoder(SleepyDecoder):
+    """:class:`SleepyDecoder` over ``sequences`` sequences (option, default 4): a batched step
+    sleeps once, ``prefill_ms`` when it holds a prompt, else ``token_ms``, however many
+    sequences it carries. It checks what a continuous-batching server must get right: every
+    token fed to a sequence is the one that sequence chose last (the logits' next token),
+    and only after its prompt; :meth:`info` says how many sequences the widest step held."""
+
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        self.count = int(config.options.get("sequences", 4))
+        self.expected: dict[int, int | None] = {}
+        self.widest = 0
+
+    def sequences(self) -> int:
+        return self.count
+
+    def batch_tokens(self) -> int:
+        return 512
+
+    def reset_sequence(self, sequence: int) -> None:
+        self.expected[sequence] = None
+
+    def forward_batch(self, feeds: list[tuple[int, np.ndarray]]) -> list[np.ndarray]:
+        time.sleep(self.prefill_s if any(len(t) > 1 for _, t in feeds) else self.token_s)
+        self.widest = max(self.widest, len(feeds))
+        rows = []
+        for sequence, tokens in feeds:
+            want = self.expected.get(sequence, "never reset")
+            if len(tokens) == 1 and tokens[0] != want:
+                raise AssertionError(f"sequence {sequence} was fed {tokens[0]}, not {want}")
+            row = np.zeros(self.VOCAB, dtype=np.float32)
+            self.expected[sequence] = (int(tokens[-1]) + 1) % self.VOCAB
+            row[self.expected[sequence]] = 1.0
+            rows.append(row)
+        return rows
+
+    def info(self) -> dict[str, Any]:
+        return {"widest_step": self.widest}

@@ -81,6 +81,24 @@ def test_precision_picks_the_gguf_file_and_options_are_checked() -> None:
     assert fw.why_not_generative(model, {"poll": "none"}) is None
 
 
+def test_parallel_sequences_are_for_a_server_or_offline_scenario() -> None:
+    from benchlab.scenario import Scenario
+
+    fw = LlamaCppFramework()
+    files = {f"files.{k}": f"/t/{v}" for k, v in GENERATIVE_MODEL.items()}
+    parallel = FrameworkConfig("llamacpp", {"parallel": 4})
+    with pytest.raises(UsageError, match="only a server or offline scenario has; test 't0' "
+                                         "runs one stream of generations"):
+        fw.invocations(job_context(_generator(), parallel, files=files,
+                                   generate=_generation()))
+    (invocation,) = fw.invocations(job_context(
+        _generator(), parallel, files=files, generate=_generation(),
+        scenario=Scenario("offline")))
+    assert json.loads(invocation.argv[-1])["options"]["parallel"] == 4
+    assert "parallel must be a positive integer" in fw.why_not_generative(
+        _generator(), {"parallel": 0})
+
+
 def test_a_forward_pass_test_is_a_usage_error() -> None:
     ctx = job_context(_generator(), FrameworkConfig("llamacpp", {}),
                       files={"files.gguf": "/t/m.gguf"})
@@ -363,6 +381,35 @@ def test_reset_empties_the_cache(decoder: Any, reference: Any) -> None:
     # Without a reset the prompt goes after the 31 cached positions: other logits.
     after = decoder.forward(reference.prompt)
     assert not np.allclose(after, first_logits[0], atol=1e-2)
+
+
+@pytest.mark.llamacpp
+def test_a_batch_of_sequences_decodes_each_as_alone(exported: Exported, decoder: Any,
+                                                    reference: Any) -> None:
+    """Continuous batching: two prompts start together, a third joins two steps later and
+    the first two finish while it runs on; each chooses the tokens it chooses alone."""
+    many = _decoder(exported, parallel=3)
+    try:
+        assert many.info()["parallel"] == 3 and many.sequences() == 3
+        prompts = [reference.prompt[:12], reference.prompt[5:21], reference.prompt[3:10]]
+        alone = [greedy(decoder, prompt, 6)[0] for prompt in prompts]
+        chosen: dict[int, list[int]] = {0: [], 1: [], 2: []}
+        for sequence in chosen:
+            many.reset_sequence(sequence)
+        for step in range(8):
+            feeds = [(s, np.array(chosen[s][-1:])) for s in (0, 1, 2)
+                     if chosen[s] and len(chosen[s]) < 6]
+            if step == 0:
+                feeds = [(0, prompts[0]), (1, prompts[1])]
+            if step == 2:
+                feeds.append((2, prompts[2]))
+            for (sequence, _), logits in zip(feeds, many.forward_batch(feeds), strict=True):
+                chosen[sequence].append(int(np.argmax(logits)))
+        assert [chosen[s] for s in (0, 1, 2)] == alone
+        with pytest.raises(ValueError, match="n_batch"):
+            many.forward_batch([(0, np.zeros(600, dtype=np.int64))])
+    finally:
+        many.close()
 
 
 @pytest.mark.llamacpp

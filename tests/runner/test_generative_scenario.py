@@ -140,12 +140,48 @@ def test_the_server_search_finds_a_rate_meeting_both_bounds() -> None:
         assert {"ttft_p99_ms", "tpot_p99_ms", "goodput", "tokens_per_second"} <= set(run)
 
 
+def test_a_batching_backend_serves_queries_together() -> None:
+    """Offline issues every query at once: a backend of 4 sequences runs 4 at a time, each
+    fed its own last token (the fake checks), the others waiting for a free sequence."""
+    values, details = runner_values(RunnerConfig(
+        backend="sleepy_backend:SleepyBatchingDecoder", generate=GENERATE, warmup=1,
+        scenario=Scenario("offline", duration_s=0.5, query_count=40),
+        options={"prefill_ms": PREFILL_MS, "token_ms": TOKEN_MS, "sequences": 4}))
+    facts = details[DetailKey.SCENARIO]
+    assert facts["valid"], facts["why_invalid"]
+    assert facts["serving"] == "continuous batching, 4 sequences"
+    assert details["widest_step"] == 4
+    tokens, samples = values[Metric.TOKEN_THROUGHPUT][0], values[Metric.THROUGHPUT][0]
+    assert tokens == pytest.approx(5 * samples, rel=0.02)
+    # A query's first token still follows its own prompt, and each later one a step.
+    assert min(values[Metric.TTFT]) >= PREFILL_MS
+    assert min(values[Metric.TPOT]) >= TOKEN_MS
+
+
+def test_a_depth_or_a_prompt_the_batch_cannot_hold_is_refused() -> None:
+    from sleepy_backend import SleepyBatchingDecoder
+
+    from benchlab.runner.config import GenerateConfig
+    from benchlab.runner.generative_scenario import check_batching
+
+    class Options:
+        options = {"sequences": 8}
+
+    backend = SleepyBatchingDecoder(Options())  # 512 tokens a batch
+    check_batching(backend, GenerateConfig(prompt_tokens=504, new_tokens=4))
+    with pytest.raises(ValueError, match="raise n_batch"):
+        check_batching(backend, GenerateConfig(prompt_tokens=505, new_tokens=4))
+    with pytest.raises(ValueError, match="measure depth with parallel=1"):
+        check_batching(backend, GenerateConfig(prompt_tokens=8, new_tokens=4, depth=64))
+
+
 # --- a real decoder through benchlab's whole path -------------------------------------------
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory, llama_15m_export: Any) -> dict[str, Any]:
     """llama_15m under a token-bounded server search on llama.cpp (Q8_0) and ONNX Runtime
-    (int8), and under bounds no rate meets (llama.cpp)."""
+    (int8), under bounds no rate meets (llama.cpp), and offline on llama.cpp's parallel
+    sequences."""
     import benchlab
     from benchlab.generation import Generation
 
@@ -159,7 +195,9 @@ def served(tmp_path_factory: pytest.TempPathFactory, llama_15m_export: Any) -> d
     for key, framework, scenario in (
             ("llamacpp", "llamacpp:precision=q8_0", generous),
             ("onnxruntime", "onnxruntime:precision=int8", generous),
-            ("impossible", "llamacpp:precision=q8_0", impossible)):
+            ("impossible", "llamacpp:precision=q8_0", impossible),
+            ("batched", "llamacpp:precision=q8_0,parallel=4",
+             Scenario("offline", duration_s=0.5, query_count=64))):
         (found[key],) = benchlab.run(
             models=["llama_15m"], frameworks=[framework], db=root / "results.db",
             cache_dir=llama_15m_export.cache_dir, overrides=overrides, scenario=scenario,
@@ -200,6 +238,21 @@ def test_bounds_no_rate_meets_end_invalid_saying_which(served: dict[str, Any]) -
     assert "the TPOT bound was not met" in facts["why_invalid"]
     assert Metric.SERVER_QPS.key not in result.summaries
     assert len(facts["runs"]) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.llamacpp
+def test_llama_cpp_serves_offline_queries_on_parallel_sequences(
+        served: dict[str, Any]) -> None:
+    result = served["batched"]
+    assert result.status == "ok", (result.error, result.stderr_tail)
+    facts = result.details[DetailKey.SCENARIO]
+    assert facts["valid"], facts["why_invalid"]
+    assert facts["serving"] == "continuous batching, 4 sequences"
+    assert result.details["parallel"] == 4
+    tokens = result.summaries[Metric.TOKEN_THROUGHPUT.key].p50
+    assert tokens == pytest.approx(4 * result.summaries[Metric.THROUGHPUT.key].p50, rel=0.02)
+    assert result.summaries[Metric.TTFT.key].count == facts["queries_run"] >= 64
 
 
 @pytest.mark.slow

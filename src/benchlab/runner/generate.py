@@ -38,6 +38,7 @@ from benchlab.schema import DetailKey, Metric
 from benchlab.stats import AdaptiveStop
 
 __all__ = [
+    "BatchingBackend",
     "GenerationTimes",
     "GenerativeBackend",
     "GenerativeReference",
@@ -47,6 +48,7 @@ __all__ = [
     "measure_generation",
     "positions_needed",
     "save_generative_reference",
+    "sequences",
     "synthetic_tokens",
     "time_generation",
 ]
@@ -82,6 +84,30 @@ class GenerativeBackend(Protocol):
 
     def info(self) -> dict[str, Any]:
         """Runtime version and the effective configuration actually used."""
+
+
+class BatchingBackend(GenerativeBackend, Protocol):
+    """A generative backend that decodes several sequences in one call (llama.cpp's parallel
+    sequences): what a load scenario's server batches its queries on."""
+
+    def sequences(self) -> int:
+        """How many sequences one :meth:`forward_batch` may carry."""
+
+    def batch_tokens(self) -> int:
+        """The most tokens one :meth:`forward_batch` may carry."""
+
+    def reset_sequence(self, sequence: int) -> None:
+        """Forget one sequence's cached positions."""
+
+    def forward_batch(self, feeds: Sequence[tuple[int, np.ndarray]]) -> list[np.ndarray]:
+        """Run each ``(sequence, tokens)`` after that sequence's cached positions, all in one
+        step; the last position's logits of each, in order."""
+
+
+def sequences(backend: GenerativeBackend) -> int:
+    """How many sequences ``backend`` decodes at once (1 unless it batches)."""
+    count = getattr(backend, "sequences", None)
+    return int(count()) if callable(count) else 1
 
 
 def library_loop(config: RunnerConfig) -> bool:
@@ -265,6 +291,10 @@ def measure_generation(backend: GenerativeBackend, config: RunnerConfig, out: Te
     """Time generations of ``config.generate`` on the loaded ``backend`` and print the metric
     lines, ``head`` (import and load lines) first; ``memory_peak()`` reads the peak RSS."""
     work: GenerateConfig = config.generate  # type: ignore[assignment]
+    if sequences(backend) > 1:
+        raise ValueError(f"{sequences(backend)} parallel sequences serve overlapping queries, "
+                         "and one stream of generations has none: give a load scenario "
+                         "(server or offline) or leave parallel at 1")
     rng = np.random.default_rng(config.seed)
     vocab = backend.vocab_size()
     prompt = synthetic_tokens(vocab, work.prompt_tokens, rng)

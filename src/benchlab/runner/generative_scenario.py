@@ -12,11 +12,20 @@ their 99th percentiles meet the scenario's bounds (``ttft_bound_ms``, ``tpot_bou
 MLPerf Inference's LLM rules); the server search (:func:`benchlab.runner.loadgen.search_peak`)
 finds the highest rate meeting both.
 
-The runtimes here run one sequence at a time, so one worker thread runs the queries in
-arrival order and a query that arrives while another is generated waits in the queue:
-queueing, not batching, is what load adds to TTFT. benchlab times every query too (arrival
-to first token, per output token, arrival to last token) for the result's samples and for
-goodput: the queries/s that met every bound (vLLM ``bench serve``'s definition).
+How queries share the model depends on the backend:
+
+* **Queueing** (:class:`_TokenServer`): a backend that runs one sequence at a time gets one
+  worker thread running the queries in arrival order; a query that arrives while another is
+  generated waits in the queue, and queueing is what load adds to TTFT.
+* **Continuous batching** (:class:`_BatchingServer`): a
+  :class:`~benchlab.runner.generate.BatchingBackend` of N sequences (llama.cpp's
+  ``parallel``) gets one worker that, step after step, decodes every running query's next
+  token and the prompts of queries just admitted in one call, as llama-server does. A query
+  waits only while all N sequences are busy; in exchange every step carries the others.
+
+benchlab times every query too (arrival to first token, per output token, arrival to last
+token) for the result's samples and for goodput: the queries/s that met every bound (vLLM
+``bench serve``'s definition).
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
@@ -32,7 +42,12 @@ import numpy as np
 from benchlab.metrics import METRICS
 from benchlab.protocol import format_detail, format_metric
 from benchlab.runner.config import GenerateConfig, RunnerConfig
-from benchlab.runner.generate import GenerationTimes, synthetic_tokens, time_generation
+from benchlab.runner.generate import (
+    GenerationTimes,
+    sequences,
+    synthetic_tokens,
+    time_generation,
+)
 from benchlab.runner.loadgen import (
     NS_PER_MS,
     LoadGenRun,
@@ -140,6 +155,9 @@ class _TokenServer:
                     self.error = exc
                     lg.QuerySamplesComplete([lg.QuerySampleResponse(sample.id, 0, 0, 0)])
 
+    def _prompt(self, sample: Any) -> np.ndarray:
+        return self._prompts[sample.index % len(self._prompts)]
+
     def _generate(self, sample: Any, arrived: int) -> None:
         lg = self._lg
 
@@ -148,8 +166,8 @@ class _TokenServer:
             lg.FirstTokenComplete([lg.QuerySampleResponse(sample.id, data.ctypes.data,
                                                           data.nbytes, 1)])
 
-        prompt = self._prompts[sample.index % len(self._prompts)]
-        times, chosen = time_generation(self._backend, prompt, self._new, self._depth,
+        times, chosen = time_generation(self._backend, self._prompt(sample), self._new,
+                                        self._depth,
                                         on_first=first)
         data = np.asarray(chosen, dtype=np.int32)
         lg.QuerySamplesComplete([lg.QuerySampleResponse(sample.id, data.ctypes.data,
@@ -157,6 +175,108 @@ class _TokenServer:
         query = QueryTimes(arrived, times)
         self.queries.append(query)
         self.sample_ms.append(query.latency_ms)
+
+
+class _Stream:
+    """One query being generated on one of a batching backend's sequences."""
+
+    __slots__ = ("arrived", "chosen", "readings", "sample", "start")
+
+    def __init__(self, sample: Any, arrived: int, start: int) -> None:
+        self.sample, self.arrived, self.start = sample, arrived, start
+        self.chosen: list[int] = []
+        self.readings: list[int] = []
+
+
+class _BatchingServer(_TokenServer):
+    """The system under test on a batching backend: one worker decodes every running query's
+    next token and the prompts of newly admitted ones in one step (continuous batching), up
+    to the backend's sequences at once; the others wait in arrival order."""
+
+    def _work(self) -> None:
+        backend, lg = self._backend, self._lg
+        waiting: deque[tuple[Any, int]] = deque()
+        running: dict[int, _Stream] = {}
+        free = list(range(sequences(backend)))[::-1]
+        closing = False
+        while True:
+            block = not running and not waiting
+            while not closing:  # take every arrival; wait for one only when idle
+                try:
+                    arrivals = self._queue.get(block=block)
+                except queue.Empty:
+                    break
+                block = False
+                if arrivals is None:
+                    closing = True
+                else:
+                    waiting.extend(arrivals)
+            if not running and not waiting:
+                return
+            if self.error is not None:  # answer everything left, empty, and stop working
+                for sample in [s.sample for s in running.values()] + [w[0] for w in waiting]:
+                    lg.QuerySamplesComplete([lg.QuerySampleResponse(sample.id, 0, 0, 0)])
+                running.clear()
+                waiting.clear()
+                continue
+            try:
+                self._step(waiting, running, free)
+            except BaseException as exc:  # noqa: BLE001 - reported after the run
+                self.error = exc
+
+    def _step(self, waiting: deque[tuple[Any, int]], running: dict[int, _Stream],
+              free: list[int]) -> None:
+        """One ``forward_batch``: each running query's last token, then as many waiting
+        prompts as there are free sequences and batch room; every token chosen is timed."""
+        backend, lg, clock = self._backend, self._lg, time.perf_counter_ns
+        feeds: list[tuple[int, np.ndarray]] = [
+            (sequence, np.array(stream.chosen[-1:], dtype=np.int64))
+            for sequence, stream in running.items()]
+        room = backend.batch_tokens() - len(feeds)
+        while waiting and free and len(self._prompt(waiting[0][0])) <= room:
+            sample, arrived = waiting.popleft()
+            sequence = free.pop()
+            backend.reset_sequence(sequence)
+            prompt = self._prompt(sample)
+            running[sequence] = _Stream(sample, arrived, clock())
+            feeds.append((sequence, prompt))
+            room -= len(prompt)
+        for (sequence, _), logits in zip(feeds, backend.forward_batch(feeds), strict=True):
+            stream = running[sequence]
+            token = int(np.argmax(logits))
+            stream.readings.append(clock())
+            stream.chosen.append(token)
+            if len(stream.chosen) == 1:
+                data = np.array([token], dtype=np.int32)
+                lg.FirstTokenComplete([lg.QuerySampleResponse(
+                    stream.sample.id, data.ctypes.data, data.nbytes, 1)])
+            if len(stream.chosen) == self._new:
+                self._finish(stream)
+                del running[sequence]
+                free.append(sequence)
+
+    def _finish(self, stream: _Stream) -> None:
+        lg = self._lg
+        data = np.asarray(stream.chosen, dtype=np.int32)
+        lg.QuerySamplesComplete([lg.QuerySampleResponse(stream.sample.id, data.ctypes.data,
+                                                        data.nbytes, len(stream.chosen))])
+        query = QueryTimes(stream.arrived, GenerationTimes(stream.start, tuple(stream.readings)))
+        self.queries.append(query)
+        self.sample_ms.append(query.latency_ms)
+
+
+def check_batching(backend: Any, work: GenerateConfig) -> None:
+    """``ValueError`` when a batching backend cannot serve ``work``'s queries: a depth (each
+    query would refill it inside its own timed step) or a prompt the batch cannot hold."""
+    if sequences(backend) == 1:
+        return
+    if work.depth:
+        raise ValueError("a depth with parallel sequences: each query would fill its depth "
+                         "inside the timed batch; measure depth with parallel=1")
+    if work.prompt_tokens + sequences(backend) > backend.batch_tokens():
+        raise ValueError(f"a {work.prompt_tokens}-token prompt and {sequences(backend)} "
+                         f"sequences' next tokens do not fit one batch of "
+                         f"{backend.batch_tokens()} tokens: raise n_batch")
 
 
 def measure_generative_scenario(backend: Any, config: RunnerConfig, out: TextIO, *,
@@ -176,14 +296,20 @@ def measure_generative_scenario(backend: Any, config: RunnerConfig, out: TextIO,
     expected_ms = float(np.median([(w.tokens[-1] - w.start) / NS_PER_MS for w in warm[1:]]))
     servers: list[_TokenServer] = []
 
+    check_batching(backend, work)
+    server_kind = _BatchingServer if sequences(backend) > 1 else _TokenServer
+
     def make_server(lg: Any) -> _TokenServer:
-        servers.append(_TokenServer(lg, backend, prompts, work.new_tokens, depth))
+        servers.append(server_kind(lg, backend, prompts, work.new_tokens, depth))
         return servers[-1]
 
     def run_at(rate: float | None) -> LoadGenRun:
-        return run_loadgen(make_server, PROMPTS, scenario, expected_ms, rate, tokens=True)
+        return run_loadgen(make_server, PROMPTS, scenario, per_query_ms, rate, tokens=True)
 
-    runs, reported = run_scenario(run_at, scenario, expected_ms)
+    # What LoadGen sizes its runs by (offline's samples, the search's first rate): a query's
+    # share of the server, optimistic for a batching one (N at once, each as fast as alone).
+    per_query_ms = expected_ms / sequences(backend)
+    runs, reported = run_scenario(run_at, scenario, per_query_ms)
     queries = servers[runs.index(reported)].queries
     lines = list(head)
     lines.append(format_metric("NET", Metric.FIRST_INFERENCE,
@@ -209,6 +335,9 @@ def measure_generative_scenario(backend: Any, config: RunnerConfig, out: TextIO,
     details: dict[str, Any] = {
         DetailKey.SCENARIO: {**scenario_details(scenario, runs, reported, expected_ms),
                              "prompts": PROMPTS, "queries_run": len(queries),
+                             "serving": (f"continuous batching, {sequences(backend)} sequences"
+                                         if server_kind is _BatchingServer
+                                         else "queueing, one sequence at a time"),
                              "early_stopping_ttft": reported.log.get(
                                  "early_stopping_ttft_result"),
                              "early_stopping_tpot": reported.log.get(

@@ -25,7 +25,9 @@ class LlamaCppFramework(RunnerFramework):
     the default, ``q8_0``, ``q4_0`` or ``q4_k_m``: which GGUF file), ``n_batch`` (tokens per ``llama_decode``,
     512), ``flash_attn`` (``false``, llama-cpp-python's default, or ``true``),
     ``cache_type`` (the key/value cache's element type: ``f16``, llama.cpp's default,
-    ``f32`` or ``q8_0``), ``n_ctx`` (the context; by default what the test needs), ``poll``
+    ``f32`` or ``q8_0``), ``n_ctx`` (the context of each sequence; by default what the test
+    needs), ``parallel`` (sequences decoded together, llama-server's ``-np``, 1: a load
+    scenario's server batches its queries on them), ``poll``
     (the threadpool's polling level, 0-100, 50 as llama.cpp's tools; ``none`` attaches no
     pool)."""
 
@@ -37,7 +39,7 @@ class LlamaCppFramework(RunnerFramework):
     generative_file = GGUF_FILES["fp32"]
     generative_precisions = GGUF_FILES
     generative_options = frozenset({"threads", "precision", "n_batch", "flash_attn",
-                                    "cache_type", "n_ctx", "poll"})
+                                    "cache_type", "n_ctx", "parallel", "poll"})
 
     def why_not_generative(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
         """The base checks (options known, the file of ``precision`` present), then each
@@ -59,7 +61,7 @@ class LlamaCppFramework(RunnerFramework):
         poll = str(options.get("poll", "50")).lower()
         if poll != "none" and not (poll.isdigit() and int(poll) <= 100):
             return f"llamacpp poll must be 0 to 100 or none, not {options.get('poll')!r}"
-        for option in ("n_batch", "n_ctx", "threads"):
+        for option in ("n_batch", "n_ctx", "threads", "parallel"):
             value = options.get(option)
             if value is not None and (not str(value).isdigit() or int(value) < 1):
                 return f"llamacpp {option} must be a positive integer, not {value!r}"
@@ -70,4 +72,12 @@ class LlamaCppFramework(RunnerFramework):
         if ctx.test.generate is None:
             raise UsageError(f"llamacpp runs generative tests only; test "
                              f"{ctx.test.identifier!r} has no generate block")
-        return [self.generative_invocation(ctx)]
+        invocation = self.generative_invocation(ctx)  # the options are checked there
+        parallel = int(ctx.config.options.get("parallel", 1))
+        scenario = ctx.test.scenario
+        if parallel > 1 and (scenario is None or scenario.name not in ("server", "offline")):
+            raise UsageError(f"llamacpp parallel={parallel} batches overlapping queries, which "
+                             f"only a server or offline scenario has; test "
+                             f"{ctx.test.identifier!r} runs "
+                             f"{scenario.name if scenario else 'one stream of generations'}")
+        return [invocation]
