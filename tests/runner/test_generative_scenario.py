@@ -158,6 +158,59 @@ def test_a_batching_backend_serves_queries_together() -> None:
     assert min(values[Metric.TPOT]) >= TOKEN_MS
 
 
+class _FakeLoadGen:
+    """What the system under test calls on LoadGen, recorded."""
+
+    def __init__(self) -> None:
+        self.first: list[int] = []
+        self.done: list[tuple[int, int]] = []
+
+    @staticmethod
+    def QuerySampleResponse(ident: int, data: int, size: int, count: int) -> tuple[int, int]:
+        return ident, count
+
+    def FirstTokenComplete(self, responses: list[tuple[int, int]]) -> None:
+        self.first += [ident for ident, _ in responses]
+
+    def QuerySamplesComplete(self, responses: list[tuple[int, int]]) -> None:
+        self.done += responses
+
+
+def test_only_queries_that_ran_alone_are_the_models_own_times() -> None:
+    """The server search's "no lower rate can help" reads the model's own times; on a batching
+    server a query sharing its steps is slower by the others' work, which a lower rate
+    removes, so only the queries that ran alone count."""
+    import time
+    from types import SimpleNamespace
+
+    import numpy as np
+    from sleepy_backend import SleepyBatchingDecoder
+
+    from benchlab.runner.generative_scenario import _BatchingServer
+
+    backend = SleepyBatchingDecoder(SimpleNamespace(options={"sequences": 4}))
+    lg = _FakeLoadGen()
+    server = _BatchingServer(lg, backend, [np.arange(8)], 5, None)
+
+    def wait_for(count: int) -> None:
+        deadline = time.monotonic() + 30
+        while len(lg.done) < count and time.monotonic() < deadline:
+            time.sleep(0.005)
+
+    server.issue([SimpleNamespace(id=1, index=0)])
+    wait_for(1)
+    server.issue([SimpleNamespace(id=i, index=0) for i in (2, 3, 4)])
+    wait_for(4)
+    server.close()
+    assert server.error is None
+    assert sorted(lg.first) == [1, 2, 3, 4]
+    assert sorted(lg.done) == [(i, 5) for i in (1, 2, 3, 4)]
+    assert len(server.queries) == 4 and backend.widest == 3
+    own = server.own_times()
+    assert len(own["ttft"]) == len(own["tpot"]) == 1  # query 1 alone
+    assert own["tpot"][0] == server.queries[0].tpot_ms
+
+
 def test_a_depth_or_a_prompt_the_batch_cannot_hold_is_refused() -> None:
     from sleepy_backend import SleepyBatchingDecoder
 
