@@ -7,7 +7,9 @@ search's answer, LoadGen's TTFT and TPOT p99 at that rate, goodput and tokens/s,
 rate the search tried. The bounds are this script's choice for a 15M model on two cores
 (``--ttft-bound``, ``--tpot-bound``); MLPerf's own are per model and much looser for 8B+.
 
-``--smoke`` runs one cell at a fixed rate with few queries, so CI keeps the script working.
+``--rates R...`` runs each cell at those fixed rates instead of searching (one LoadGen run
+each): the TTFT and TPOT percentiles against offered load, side by side. ``--smoke`` runs one
+cell at a fixed rate with few queries, so CI keeps the script working.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ def cell(framework: str, scenario: Any, prompt: int, new: int,
         return None if summary is None else summary.p50
 
     return {"framework": framework, "status": str(result.status), "error": result.error,
+            "target_qps": scenario.target_qps,
             "valid": facts.get("valid"), "why_invalid": facts.get("why_invalid"),
             "qps": p50(Metric.SERVER_QPS), "ttft_p99_ms": p50(Metric.SCENARIO_TTFT),
             "tpot_p99_ms": p50(Metric.SCENARIO_TPOT), "goodput": p50(Metric.GOODPUT),
@@ -62,6 +65,8 @@ def main() -> int:
         parser.add_argument("--tpot-bound", type=float, default=5.0, help="ms, p99")
         parser.add_argument("--cells", nargs="+", default=list(CELLS),
                             help="frameworks with their options (llamacpp:threads=1,...)")
+        parser.add_argument("--rates", type=float, nargs="+", default=None,
+                            help="fixed arrival rates (queries/s) instead of the search")
         parser.add_argument("--cache-dir", type=Path, default=None)
 
     args = parse_args(__doc__.splitlines()[0], repeats=None, extra=options)
@@ -75,17 +80,24 @@ def main() -> int:
         scenario = Scenario("server", duration_s=1.0, query_count=700,
                             ttft_bound_ms=args.ttft_bound, tpot_bound_ms=args.tpot_bound)
         frameworks, prompt, new = args.cells, 64, 32
-    cells = [cell(f, scenario, prompt, new, args.cache_dir) for f in frameworks]
+    if args.rates and not args.smoke:
+        from dataclasses import replace
+
+        cells = [cell(f, replace(scenario, target_qps=rate), prompt, new, args.cache_dir)
+                 for f in frameworks for rate in args.rates]
+    else:
+        cells = [cell(f, scenario, prompt, new, args.cache_dir) for f in frameworks]
     print(f"llama_15m, P={prompt} G={new}, server at TTFT p99 <= {args.ttft_bound:g} ms and "
           f"TPOT p99 <= {args.tpot_bound:g} ms")
-    print(f"{'runtime':<30} {'QPS':>7} {'TTFT p99':>9} {'TPOT p99':>9} {'goodput':>8} "
-          f"{'tokens/s':>9} {'runs':>5}")
+    print(f"{'runtime':<30} {'offered':>7} {'QPS':>7} {'TTFT p99':>9} {'TPOT p99':>9} "
+          f"{'goodput':>8} {'tokens/s':>9} {'runs':>5}")
 
     def show(value: Any, spec: str) -> str:
         return "-" if value is None else format(value, spec)
 
     for row in cells:
-        print(f"{row['framework']:<30} {show(row['qps'], '7.2f')} "
+        print(f"{row['framework']:<30} {show(row['target_qps'], '7.2f')} "
+              f"{show(row['qps'], '7.2f')} "
               f"{show(row['ttft_p99_ms'], '9.2f')} {show(row['tpot_p99_ms'], '9.3f')} "
               f"{show(row['goodput'], '8.2f')} {show(row['tokens_per_s'], '9.0f')} "
               f"{len(row['runs']):>5}" + ("" if row["valid"] else f"  {row['why_invalid']}"))

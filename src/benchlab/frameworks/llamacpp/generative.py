@@ -155,6 +155,11 @@ class LlamaCppDecoder:
         """The logits' width (the GGUF file's vocabulary)."""
         return self._vocab
 
+    @property
+    def context(self) -> Any:
+        """The ``llama_context`` pointer (``bench/llama_loop.py`` decodes on it directly)."""
+        return self._ctx
+
     def sequences(self) -> int:
         """How many sequences one :meth:`forward_batch` may carry (option ``parallel``)."""
         return self._parallel
