@@ -159,20 +159,24 @@ class _TokenServer:
         return self._prompts[sample.index % len(self._prompts)]
 
     def _generate(self, sample: Any, arrived: int) -> None:
-        lg = self._lg
-
-        def first(token: int) -> None:
-            data = np.array([token], dtype=np.int32)
-            lg.FirstTokenComplete([lg.QuerySampleResponse(sample.id, data.ctypes.data,
-                                                          data.nbytes, 1)])
-
         times, chosen = time_generation(self._backend, self._prompt(sample), self._new,
                                         self._depth,
-                                        on_first=first)
+                                        on_first=lambda token: self._first(sample, token))
+        self._complete(sample, QueryTimes(arrived, times), chosen)
+
+    def _first(self, sample: Any, token: int) -> None:
+        """Report a query's first token to LoadGen as it is chosen."""
+        lg = self._lg
+        data = np.array([token], dtype=np.int32)
+        lg.FirstTokenComplete([lg.QuerySampleResponse(sample.id, data.ctypes.data,
+                                                      data.nbytes, 1)])
+
+    def _complete(self, sample: Any, query: QueryTimes, chosen: list[int]) -> None:
+        """Complete a query with its tokens and keep its times."""
+        lg = self._lg
         data = np.asarray(chosen, dtype=np.int32)
         lg.QuerySamplesComplete([lg.QuerySampleResponse(sample.id, data.ctypes.data,
                                                         data.nbytes, len(chosen))])
-        query = QueryTimes(arrived, times)
         self.queries.append(query)
         self.sample_ms.append(query.latency_ms)
 
@@ -240,7 +244,7 @@ class _BatchingServer(_TokenServer):
               free: list[int]) -> None:
         """One ``forward_batch``: each running query's last token, then as many waiting
         prompts as there are free sequences and batch room; every token chosen is timed."""
-        backend, lg, clock = self._backend, self._lg, time.perf_counter_ns
+        backend, clock = self._backend, time.perf_counter_ns
         feeds: list[tuple[int, np.ndarray]] = [
             (sequence, np.array(stream.chosen[-1:], dtype=np.int64))
             for sequence, stream in running.items()]
@@ -261,24 +265,15 @@ class _BatchingServer(_TokenServer):
             stream.readings.append(clock())
             stream.chosen.append(token)
             if len(stream.chosen) == 1:
-                data = np.array([token], dtype=np.int32)
-                lg.FirstTokenComplete([lg.QuerySampleResponse(
-                    stream.sample.id, data.ctypes.data, data.nbytes, 1)])
+                self._first(stream.sample, token)
             if len(stream.chosen) == self._new:
-                self._finish(stream)
+                query = QueryTimes(stream.arrived,
+                                   GenerationTimes(stream.start, tuple(stream.readings)))
+                self._complete(stream.sample, query, stream.chosen)
+                if stream.alone:
+                    self._alone.append(query)
                 del running[sequence]
                 free.append(sequence)
-
-    def _finish(self, stream: _Stream) -> None:
-        lg = self._lg
-        data = np.asarray(stream.chosen, dtype=np.int32)
-        lg.QuerySamplesComplete([lg.QuerySampleResponse(stream.sample.id, data.ctypes.data,
-                                                        data.nbytes, len(stream.chosen))])
-        query = QueryTimes(stream.arrived, GenerationTimes(stream.start, tuple(stream.readings)))
-        self.queries.append(query)
-        if stream.alone:
-            self._alone.append(query)
-        self.sample_ms.append(query.latency_ms)
 
 
 def check_batching(backend: Any, work: GenerateConfig) -> None:
