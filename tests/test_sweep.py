@@ -85,6 +85,9 @@ def test_a_run_named_by_the_old_fingerprint_is_resumed(onnx_mlp: None, tmp_path:
         store.mark_interrupted(old.id)
     results = benchlab.run(sweep, db=db, resume=True)
     assert results.run_id == old.id and len(results) == 1 and not results.failed
+    # The results carry the run's record as it ended, not as the resume found it.
+    assert results.run is not None and results.run.status is RunStatus.FINISHED
+    assert (results.run.ok_count, results.run.description) == (1, "started before the change")
     with open_store(db) as store:
         assert store.get_run(old.id).status is RunStatus.FINISHED
         # The next run of the same sweep is a new run under the canonical name.

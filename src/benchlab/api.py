@@ -246,10 +246,10 @@ def run(
         finally:
             if bar is not None:
                 bar.__exit__(None, None, None)
+        ended = store.get_run(record.id)  # its end status and counts, not those at its start
     return Results(
         items=tuple(results),
-        run_id=record.id,
-        run_uuid=record.uuid,
+        run=ended,
         skipped=tuple((s.label, s.reason) for stage in staged.taken for s in stage.skipped),
     )
 

@@ -12,6 +12,8 @@ from benchlab.schema import Result, Status
 if TYPE_CHECKING:
     import pandas as pd
 
+    from benchlab.store import RunRecord
+
 __all__ = ["Results"]
 
 
@@ -19,13 +21,23 @@ __all__ = ["Results"]
 class Results(Sequence[Result]):
     """The results of one sweep, in job order, with the run they belong to.
 
-    ``skipped`` lists framework × model combinations that were not run, with the reason.
+    ``run`` is the store's record of that run as it ended (``None`` for results gathered by
+    hand); ``skipped`` lists framework × model combinations that were not run, with the reason.
     """
 
     items: tuple[Result, ...]
-    run_id: int | None = None
-    run_uuid: str | None = None
+    run: RunRecord | None = None
     skipped: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def run_id(self) -> int | None:
+        """The run's id in its store (``benchlab report RUN_ID``)."""
+        return None if self.run is None else self.run.id
+
+    @property
+    def run_uuid(self) -> str | None:
+        """The run's UUID, the same in every store it reaches."""
+        return None if self.run is None else self.run.uuid
 
     @overload
     def __getitem__(self, index: int) -> Result: ...

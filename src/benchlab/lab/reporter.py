@@ -44,15 +44,18 @@ import time
 import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from benchlab.errors import UsageError
 from benchlab.schema import Result
+
+if TYPE_CHECKING:  # the store (SQLAlchemy) is imported only where a run is read
+    from benchlab.store import RunRecord
 
 __all__ = [
     "TOKEN_ENV",
@@ -78,7 +81,12 @@ _RETRIED_STATUSES = frozenset({408, 429})
 @dataclass(frozen=True)
 class ReportedRun:
     """The run a reported result belongs to, as the machine that ran it recorded it: the ``run``
-    member of a post, which the lab's ingest endpoint validates as this same dataclass."""
+    member of a post, which the lab's ingest endpoint validates as this same dataclass.
+
+    The part of a :class:`~benchlab.store.RunRecord` that means the same in another store (its
+    id, status and counts are the local store's): each field is the record's field of the same
+    name, and :meth:`of` copies them by name, so the two cannot drift apart unnoticed.
+    """
 
     uuid: str
     """The run's UUID where it ran; the lab keeps it."""
@@ -87,11 +95,14 @@ class ReportedRun:
     host: str = ""
     created_at: str | None = None
 
+    @classmethod
+    def of(cls, record: RunRecord) -> ReportedRun:
+        """The reported part of a stored run."""
+        return cls(**{field.name: getattr(record, field.name) for field in fields(cls)})
+
     def to_json(self) -> dict[str, Any]:
         """The ``run`` member of a post."""
-        return {"uuid": self.uuid, "fingerprint": self.fingerprint,
-                "description": self.description, "host": self.host,
-                "created_at": self.created_at}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -206,7 +217,7 @@ def store_run_info(db: str | Path | None) -> Callable[[str], ReportedRun]:
 
         with closing(open_store(db)) as store:
             run = store.get_run(run_uuid)
-        return ReportedRun(run.uuid, run.fingerprint, run.description, run.host, run.created_at)
+        return ReportedRun.of(run)
 
     return read
 

@@ -5,8 +5,8 @@ stays ``running`` in the store until its reporter calls ``POST /api/v1/runs/<uui
 A reporter that was killed, lost its network for good, or predates that endpoint never does.
 So the pages and the API show a run that is still ``running`` but has had no new result for
 :data:`ABANDONED_AFTER_S` as ``abandoned``. That is derived when shown, never written: the
-store keeps ``running`` (``stored_status``), and a late result or a finish call brings the run
-back to what it really is.
+store keeps ``running`` (the record's status, ``stored_status`` in the API), and a late
+result or a finish call brings the run back to what it really is.
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ import math
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal, cast
 
 from benchlab.errors import UsageError
 from benchlab.store import ResultStore, RunRecord, RunStatus
 from benchlab.store.summary_rows import newest_result_times
 
-__all__ = ["ABANDONED_AFTER_S", "RunInfo", "finish_reported_run", "run_info",
+__all__ = ["ABANDONED_AFTER_S", "RunInfo", "ShownStatus", "finish_reported_run", "run_info",
            "run_infos", "shown_status"]
 
 ABANDONED_AFTER_S = 6 * 3600.0
@@ -38,35 +38,39 @@ it has any result.
 ABANDONED = "abandoned"
 
 
-@dataclass(frozen=True)
-class RunInfo:
-    """A stored run as the pages and the API show it.
+ShownStatus = Literal["running", "finished", "interrupted", "abandoned"]
+"""A run's status as shown: the stored one, or ``abandoned``."""
 
-    ``status`` is what is shown: the stored status, except ``abandoned`` for a run the store
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """A stored run as the pages and the API show it: its record, and what is derived when it
+    is read.
+
+    ``status`` is what is shown: the record's status, except ``abandoned`` for a run the store
     still calls ``running`` whose newest result is older than :data:`ABANDONED_AFTER_S`.
     """
 
-    id: int
-    uuid: str
-    created_at: str
-    finished_at: str | None
-    status: Literal["running", "finished", "interrupted", "abandoned"]
-    description: str
-    host: str
-    ok_count: int
-    failed_count: int
-    stored_status: Literal["running", "finished", "interrupted"]
-    """What the store holds."""
-    fingerprint: str
-    result_count: int
+    record: RunRecord
+    status: ShownStatus
     last_result_at: str | None
     """When the run's newest result ended (None before its first)."""
 
     @property
     def label(self) -> str:
         """``#12 nightly (2026-01-02)``: what a run picker shows."""
-        desc = f" {self.description}" if self.description else ""
-        return f"#{self.id}{desc} ({self.created_at[:16].replace('T', ' ')})"
+        run = self.record
+        desc = f" {run.description}" if run.description else ""
+        return f"#{run.id}{desc} ({run.created_at[:16].replace('T', ' ')})"
+
+    def to_json(self) -> dict[str, Any]:
+        """The API's flat form (``RunOut``): the record's fields with the shown ``status``, the
+        record's own as ``stored_status``, its ``result_count`` and ``last_result_at``."""
+        run = self.record
+        out: dict[str, Any] = {field.name: getattr(run, field.name) for field in fields(run)}
+        out.update(status=self.status, stored_status=run.status.value,
+                   result_count=run.result_count, last_result_at=self.last_result_at)
+        return out
 
 
 def _epoch(text: str) -> float:
@@ -89,13 +93,8 @@ def shown_status(stored: str, last_activity: str, now: float) -> str:
 
 
 def _info(run: RunRecord, last_result_at: str | None, now: float) -> RunInfo:
-    stored = run.status.value
-    return RunInfo(
-        id=run.id, uuid=run.uuid, created_at=run.created_at, finished_at=run.finished_at,
-        status=shown_status(stored, last_result_at or run.created_at, now),
-        description=run.description, host=run.host, ok_count=run.ok_count,
-        failed_count=run.failed_count, stored_status=stored, fingerprint=run.fingerprint,
-        result_count=run.result_count, last_result_at=last_result_at)
+    shown = shown_status(run.status.value, last_result_at or run.created_at, now)
+    return RunInfo(run, cast(ShownStatus, shown), last_result_at)
 
 
 def run_infos(store: ResultStore, runs: Sequence[RunRecord], *,

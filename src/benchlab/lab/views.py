@@ -331,7 +331,7 @@ class Comparison:
 
 def _cells(store: ResultStore, run: RunInfo, metric: str) -> dict[tuple[str, ...], Any]:
     found = {}
-    for result in store.results(run.id, status=Status.OK, with_samples=False):
+    for result in store.results(run.record.id, status=Status.OK, with_samples=False):
         ident = result.identity
         key = (ident.model_name, ident.test_identifier,
                config_label(ident.framework, ident.framework_config), ident.device_label)
@@ -351,11 +351,11 @@ def compare(store: ResultStore, run_a: str | int | None, run_b: str | int | None
     """
     runs = run_infos(store, store.list_runs(100))
     if run_b in (None, "") and runs:
-        run_b = runs[0].id
+        run_b = runs[0].record.id
     b = run_info(store, store.get_run(run_b)) if run_b not in (None, "") else None
     if run_a in (None, "") and b is not None:
         # Default A: the run just before B, so "compare with…" from a run page just works.
-        run_a = next((r.id for r in runs if r.id < b.id), None)
+        run_a = next((r.record.id for r in runs if r.record.id < b.record.id), None)
     a = run_info(store, store.get_run(run_a)) if run_a not in (None, "") else None
     if a is None or b is None:
         return Comparison(a, b, metric, [], [], [], False, runs)

@@ -7,11 +7,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Path, Query
 
 from benchlab.lab.queue import Lab
-from benchlab.lab.run_state import RunInfo, run_infos
+from benchlab.lab.run_state import run_infos
 from benchlab.lab.run_view import run_detail
 from benchlab.lab.server.api_models import (
     RowId,
     RunDetailOut,
+    RunOut,
     TokenCreatedOut,
     TokenIn,
     TokenOut,
@@ -31,11 +32,11 @@ RunRefParam = Annotated[str, Path(
     description="A run id, a prefix of its UUID, or 'latest'")]
 
 
-@router.get("/runs", response_model=list[RunInfo], responses=errors(401), tags=["results"])
+@router.get("/runs", response_model=list[RunOut], responses=errors(401), tags=["results"])
 def get_runs(limit: Annotated[int, Query(ge=1, le=1000)] = 20, lab: Lab = Depends(get_lab),
-             _: Caller = Depends(require_read)) -> list[RunInfo]:
+             _: Caller = Depends(require_read)) -> list[dict[str, Any]]:
     """The most recent runs first, with their counts of ok and failed results."""
-    return run_infos(lab.store, lab.store.list_runs(limit))
+    return [info.to_json() for info in run_infos(lab.store, lab.store.list_runs(limit))]
 
 
 @router.get("/runs/{run}", response_model=RunDetailOut, responses=errors(401, 404),
@@ -51,7 +52,7 @@ def get_run(run: RunRefParam, lab: Lab = Depends(get_lab),
         data = result.to_dict()
         data.pop("samples", None)
         shown.append(finite(data))
-    return {"run": detail.run, "environment": detail.environment, "items": detail.items,
+    return {"run": detail.run.to_json(), "environment": detail.environment, "items": detail.items,
             "results": shown}
 
 

@@ -16,21 +16,22 @@ from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
 
 from fastapi import HTTPException, Path, Query
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
+from pydantic import BaseModel, Field, StringConstraints, create_model
 
 from benchlab.errors import UsageError
 from benchlab.lab.devices import Device, DeviceEvent, DeviceState
 from benchlab.lab.jobs import LabJob, QueueRow
-from benchlab.lab.run_state import RunInfo
-from benchlab.lab.run_view import ResultDetail
+from benchlab.lab.run_state import ShownStatus
+from benchlab.lab.run_view import ResultDetail, RunDetail
 from benchlab.lab.tokens import Scope, TokenInfo
 from benchlab.schema import JobIdentity, Result, Summary
+from benchlab.store import RunRecord
 
 __all__ = [
     "MAX_ID", "MAX_INT", "DeviceDetailOut", "DeviceEventOut", "DeviceId", "DeviceIn",
     "DeviceListOut", "DeviceOut", "ErrorOut", "HealthIn", "HeartbeatIn", "IdentityOut", "JobOut",
     "JobSubmitIn", "OkOut", "PoolIn", "PoolOut", "QuarantineIn", "QueueRowOut", "ResultOut",
-    "RowId", "RunDetailOut", "RunFinishIn", "ShortId", "SummaryOut", "Text",
+    "RowId", "RunDetailOut", "RunFinishIn", "RunOut", "ShortId", "SummaryOut", "Text",
     "TokenCreatedOut", "TokenIn", "TokenOut", "errors", "finite", "response_model",
     "usage_errors",
 ]
@@ -275,18 +276,22 @@ class RunFinishIn(BaseModel):
     status: Literal["finished", "interrupted"] = "finished"
 
 
-class RunDetailOut(BaseModel):
-    """A run: what the run page shows (its environment, each result's metrics) and every
-    result's summaries, raw samples left out (they can be very many)."""
+RunOut = response_model(
+    "RunOut", RunRecord,
+    "A stored run. ``status`` is ``abandoned`` for a run the store still calls running "
+    "(``stored_status``) that has had no new result for six hours; derived when read, never "
+    "stored.",
+    types={"status": ShownStatus},
+    added={"stored_status": Literal["running", "finished", "interrupted"],
+           "result_count": int, "last_result_at": str | None})
 
-    model_config = ConfigDict(from_attributes=True)
 
-    run: RunInfo = Field(description="``status`` is ``abandoned`` for a run the store still "
-                         "calls running (``stored_status``) that has had no new result for "
-                         "six hours; derived when read, never stored")
-    environment: dict[str, Any]
-    items: list[ResultDetail]
-    results: list[ResultOut]
+RunDetailOut = response_model(
+    "RunDetailOut", RunDetail,
+    "A run: what the run page shows (its environment, each result's metrics) and every "
+    "result's summaries, raw samples left out (they can be very many).",
+    types={"run": RunOut, "environment": dict[str, Any], "items": list[ResultDetail],
+           "results": list[ResultOut]})
 
 
 # Tokens

@@ -29,8 +29,8 @@ from sqlalchemy.exc import DataError, IntegrityError
 from benchlab.errors import StoreError, UsageError
 from benchlab.lab.devices import list_devices
 from benchlab.lab.reporter import ReportedRun
-from benchlab.lab.run_state import RunInfo, finish_reported_run
-from benchlab.lab.server.api_models import RunFinishIn, errors, usage_errors
+from benchlab.lab.run_state import finish_reported_run
+from benchlab.lab.server.api_models import RunFinishIn, RunOut, errors, usage_errors
 from benchlab.lab.server.auth import Caller, get_lab, require
 from benchlab.lab.tokens import Scope
 from benchlab.schema import SCHEMA_VERSION, JobIdentity, Result
@@ -150,12 +150,12 @@ def post_result(body: PostedResult, request: Request,
                        duplicate=result.identity.key in known)
 
 
-@router.post("/runs/{run_uuid}/finish", response_model=RunInfo,
+@router.post("/runs/{run_uuid}/finish", response_model=RunOut,
              responses={**errors(400, 401, 403, 404),
                         503: {"description": "the lab's database failed; retry later"}})
 def post_finish(run_uuid: uuid.UUID, request: Request,
                 body: Annotated[RunFinishIn | None, Body()] = None,
-                caller: Caller = Depends(_poster)) -> RunInfo:
+                caller: Caller = Depends(_poster)) -> dict[str, Any]:
     """Record how a reported run ended (``finished`` unless the body says ``interrupted``).
 
     Until then the lab shows the run as running, and as abandoned once it has had no new
@@ -178,4 +178,4 @@ def post_finish(run_uuid: uuid.UUID, request: Request,
     with usage_errors():
         info = finish_reported_run(store, record.uuid,
                                    "finished" if body is None else body.status)
-    return info
+    return info.to_json()

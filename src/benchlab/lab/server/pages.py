@@ -371,5 +371,5 @@ def run_page(request: Request, run: str) -> HTMLResponse:
     except UsageError as exc:
         return _missing(request, str(exc))
     report = matrix_html(matrix_cells(data.results), title="") if data.results else ""
-    return render(request, "run.html", title=f"Run {data.run.id}", nav="runs", data=data,
+    return render(request, "run.html", title=f"Run {data.run.record.id}", nav="runs", data=data,
                   report=Markup(_report_body(report)) if report else "")
