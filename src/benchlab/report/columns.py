@@ -57,6 +57,9 @@ class JobRow(Protocol):
     def framework(self) -> str: ...
 
 
+JobRowT = TypeVar("JobRowT", bound=JobRow)
+
+
 def job_columns() -> tuple[Column[Any], Column[Any]]:
     """The columns that name a row's job (model/test, framework), first in every table."""
     def model_test(row: JobRow) -> str:
@@ -86,11 +89,19 @@ def rich_table(columns: Sequence[Column[Row]], rows: Sequence[Row], *, title: st
     return table
 
 
-def html_section(anchor: str, title: str, blurb: str, columns: Sequence[Column[Row]],
-                 rows: Sequence[Row]) -> list[str]:
-    """A report section's heading, what it shows in words, and its table, as lines."""
-    return [f'<h2 id="{esc(anchor)}">{esc(title)}</h2>', f'<p class="sub">{esc(blurb)}</p>',
-            '<div class="wide">', *html_table(columns, rows), "</div>"]
+def html_section(anchor: str, title: str, blurb: str, columns: Sequence[Column[JobRowT]],
+                 rows: Sequence[JobRowT],
+                 plots: Callable[[str, list[JobRowT]], list[str]] | None = None) -> str:
+    """A report section: its heading, what it shows in words, its table, then ``plots`` of
+    each model's rows (models in the order the rows give them); ``""`` without rows."""
+    if not rows:
+        return ""
+    parts = [f'<h2 id="{esc(anchor)}">{esc(title)}</h2>', f'<p class="sub">{esc(blurb)}</p>',
+             '<div class="wide">', *html_table(columns, rows), "</div>"]
+    if plots is not None:
+        for model in dict.fromkeys(row.model for row in rows):
+            parts += plots(model, [row for row in rows if row.model == model])
+    return "\n".join(parts)
 
 
 def html_table(columns: Sequence[Column[Row]], rows: Sequence[Row]) -> list[str]:

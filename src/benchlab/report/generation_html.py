@@ -61,39 +61,40 @@ def _curve(rows: Sequence[GenerationRow], x_key: str, fixed_key: str,
 
 def generation_html(rows: Sequence[GenerationRow]) -> str:
     """The section (``""`` without generative results)."""
-    if not rows:
-        return ""
-    parts = html_section(
+    return html_section(
         "generation", "Generation",
         "Each iteration is one greedy generation of G tokens after a prompt of P tokens, the "
         "cache first filled to depth D. TTFT: prompt handed over → first token; TPOT: per "
         "token after the first; ITL: every gap between tokens; agree: the reference's greedy "
         "tokens reproduced (teacher-forced); parts@: where free greedy decoding first "
-        "differs (docs/generative.md).", GENERATION_COLUMNS, rows)
-    for model in dict.fromkeys(r.model for r in rows):
-        mine = [r for r in rows if r.model == model and r.status == "ok"]
-        depth = _curve(mine, "d", "p", lambda r: r.decode_rate)
-        if depth:
-            parts += [f"<h3>{esc(model)}: decode speed against context depth</h3>",
-                      _lines_svg(f"{model}: decode tokens/s against depth", depth,
-                                 "context depth D (tokens)", "decode tokens/s")]
-        prompt = _curve(mine, "p", "d", lambda r: r.ttft)
-        if prompt:
-            parts += [f"<h3>{esc(model)}: time to first token against prompt length</h3>",
-                      _lines_svg(f"{model}: TTFT against prompt length", prompt,
-                                 "prompt length P (tokens)", "TTFT ms")]
-        if not depth and not prompt:
-            parts.append(f'<p class="sub">{esc(model)}: one workload only; give several '
-                         "prompt lengths or depths (--prompt-tokens 32,128,512 --depth "
-                         "0,512) for the curves.</p>")
-        # One dot per cell: a runtime's precisions (fp32 beside its 4-bit) are the trade.
-        accuracy = {f"{r.framework} {r.precision} {r.workload}": [(r.token_agreement * 100,
-                                                                    r.tpot)]
-                    for r in mine if r.token_agreement is not None and r.tpot is not None}
-        if accuracy:
-            parts += [f"<h3>{esc(model)}: speed beside accuracy</h3>",
-                      _scatter_svg(f"{model}: TPOT against token agreement", accuracy)]
-    return "\n".join(parts)
+        "differs (docs/generative.md).", GENERATION_COLUMNS, rows, _model_plots)
+
+
+def _model_plots(model: str, rows: list[GenerationRow]) -> list[str]:
+    """One model's curves (against depth, against prompt length) and its speed/accuracy dots."""
+    parts: list[str] = []
+    mine = [r for r in rows if r.status == "ok"]
+    depth = _curve(mine, "d", "p", lambda r: r.decode_rate)
+    if depth:
+        parts += [f"<h3>{esc(model)}: decode speed against context depth</h3>",
+                  _lines_svg(f"{model}: decode tokens/s against depth", depth,
+                             "context depth D (tokens)", "decode tokens/s")]
+    prompt = _curve(mine, "p", "d", lambda r: r.ttft)
+    if prompt:
+        parts += [f"<h3>{esc(model)}: time to first token against prompt length</h3>",
+                  _lines_svg(f"{model}: TTFT against prompt length", prompt,
+                             "prompt length P (tokens)", "TTFT ms")]
+    if not depth and not prompt:
+        parts.append(f'<p class="sub">{esc(model)}: one workload only; give several '
+                     "prompt lengths or depths (--prompt-tokens 32,128,512 --depth "
+                     "0,512) for the curves.</p>")
+    # One dot per cell: a runtime's precisions (fp32 beside its 4-bit) are the trade.
+    accuracy = {f"{r.framework} {r.precision} {r.workload}": [(r.token_agreement * 100, r.tpot)]
+                for r in mine if r.token_agreement is not None and r.tpot is not None}
+    if accuracy:
+        parts += [f"<h3>{esc(model)}: speed beside accuracy</h3>",
+                  _scatter_svg(f"{model}: TPOT against token agreement", accuracy)]
+    return parts
 
 
 def _scatter_svg(label: str, points: dict[str, list[tuple[float, float]]]) -> str:

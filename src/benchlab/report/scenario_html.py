@@ -73,9 +73,7 @@ def _load_svg(label: str, rows: Sequence[ScenarioRow], figure: str = "percentile
 
 def scenario_html(rows: Sequence[ScenarioRow]) -> str:
     """The section (``""`` without scenario results)."""
-    if not rows:
-        return ""
-    parts = html_section(
+    return html_section(
         "scenarios", "Load scenarios",
         "MLPerf LoadGen issued the queries and judged each run. latency: the scenario's "
         "percentile as LoadGen computes it (p90 single-stream; p99 of whole queries "
@@ -83,26 +81,28 @@ def scenario_html(rows: Sequence[ScenarioRow]) -> str:
         "QPS: the highest server rate whose p99 met the bound; sample p50: one inference "
         "under the load; TTFT/TPOT p99: a generative test's token latencies as LoadGen "
         "measured them, goodput: queries/s within every bound (docs/scenarios.md).",
-        scenario_columns(rows), rows)
-    for model in dict.fromkeys(r.model for r in rows):
-        servers = [r for r in rows if r.model == model and r.runs
-                   and r.scenario.startswith("server")]
-        generative = [r for r in servers if r.generative]
-        servers = [r for r in servers if not r.generative]
-        for short, kind, figure, bound in (
-                ("TTFT p99 ms", "time to first token", "ttft_p99_ms",
-                 lambda r: r.ttft_bound_ms),
-                ("TPOT p99 ms", "time per output token", "tpot_p99_ms",
-                 lambda r: r.tpot_bound_ms),
-                ("goodput (queries/s)", "goodput", "goodput", lambda r: None)):
-            if generative:
-                parts += [f"<h3>{esc(model)}: {kind} against offered load</h3>",
-                          f'<p class="sub">{esc(_TOKEN_NOTES[figure])}</p>',
-                          _load_svg(f"{model}: {kind} against offered load", generative,
-                                    figure, short, bound)]
-        if servers:
-            parts += [f"<h3>{esc(model)}: latency against offered load</h3>",
-                      '<p class="sub">One point per LoadGen run: filled where LoadGen judged '
-                      "it valid, hollow where not; the dashed line is the bound.</p>",
-                      _load_svg(f"{model}: p99 latency against offered load", servers)]
-    return "\n".join(parts)
+        scenario_columns(rows), rows, _model_plots)
+
+
+def _model_plots(model: str, rows: list[ScenarioRow]) -> list[str]:
+    """One model's server searches: latency against offered load, or for generations each
+    token figure against it."""
+    parts: list[str] = []
+    servers = [r for r in rows if r.runs and r.scenario.startswith("server")]
+    generative = [r for r in servers if r.generative]
+    servers = [r for r in servers if not r.generative]
+    for short, kind, figure, bound in (
+            ("TTFT p99 ms", "time to first token", "ttft_p99_ms", lambda r: r.ttft_bound_ms),
+            ("TPOT p99 ms", "time per output token", "tpot_p99_ms", lambda r: r.tpot_bound_ms),
+            ("goodput (queries/s)", "goodput", "goodput", lambda r: None)):
+        if generative:
+            parts += [f"<h3>{esc(model)}: {kind} against offered load</h3>",
+                      f'<p class="sub">{esc(_TOKEN_NOTES[figure])}</p>',
+                      _load_svg(f"{model}: {kind} against offered load", generative,
+                                figure, short, bound)]
+    if servers:
+        parts += [f"<h3>{esc(model)}: latency against offered load</h3>",
+                  '<p class="sub">One point per LoadGen run: filled where LoadGen judged '
+                  "it valid, hollow where not; the dashed line is the bound.</p>",
+                  _load_svg(f"{model}: p99 latency against offered load", servers)]
+    return parts

@@ -101,3 +101,11 @@ class RunnerConfig(BaseModel):
             raise ValueError(needed)
         return self.model_path
 
+    def extra_file(self, key: str, needed: str) -> str:
+        """The path of the model's ``key`` file beside it (a GenAI config, an IR's weights);
+        ``ValueError(needed)`` when the job gave none."""
+        path = self.extra_files.get(key)
+        if not path:
+            raise ValueError(needed)
+        return path
+

@@ -51,10 +51,8 @@ class OrtGenAiDecoder:
     def __init__(self, config: RunnerConfig) -> None:
         self.config = config
         self.model_path = config.model_file("the ortgenai backend needs a GenAI model file")
-        config_path = config.extra_files.get("genai_config")
-        if not config_path:
-            raise ValueError("the ortgenai backend needs its genai_config file (extra_files)")
-        self._config_path = config_path
+        self._config_path = config.extra_file(
+            "genai_config", "the ortgenai backend needs its genai_config file (extra_files)")
         threads = config.options.get("threads", config.threads)
         self._threads = int(threads) if threads else None
         self._max_length = positions_needed(config)

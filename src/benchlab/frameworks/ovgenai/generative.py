@@ -115,10 +115,8 @@ class OvGenAiDecoder:
     def __init__(self, config: RunnerConfig) -> None:
         self.config = config
         self.model_path = config.model_file("the ovgenai backend needs its OpenVINO model")
-        weights = config.extra_files.get("weights")
-        if not weights:
-            raise ValueError("the ovgenai backend needs the model's weights (extra_files)")
-        self._weights = weights
+        self._weights = config.extra_file(
+            "weights", "the ovgenai backend needs the model's weights (extra_files)")
         self._precision = str(config.options.get("precision", "fp32"))
         self._properties = pipeline_properties(
             self._precision, config.options.get("threads", config.threads))
