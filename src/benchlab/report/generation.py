@@ -15,7 +15,10 @@ from benchlab.report.columns import Column, job_columns, rich_table
 from benchlab.schema import DetailKey, Metric, Result, Summary
 from benchlab.units import convert
 
-__all__ = ["GENERATION_COLUMNS", "GenerationRow", "generation_rows", "generation_table"]
+__all__ = [
+    "GENERATION_COLUMNS", "GENERATION_LEGEND", "GenerationRow", "generation_rows",
+    "generation_table",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,11 +114,17 @@ GENERATION_COLUMNS: tuple[Column[GenerationRow], ...] = (
 )
 
 
+#: What the generation table's columns mean: the terminal's caption and the HTML's words.
+GENERATION_LEGEND = (
+    "Each iteration is one greedy generation of G tokens after a prompt of P tokens, the cache "
+    "first filled to depth D; p50 over generations. TTFT: prompt handed over → first token; "
+    "TPOT: ms per token after the first; ITL: every gap between tokens; rates in tokens/s; "
+    "±95%: where the next run's TPOT median is expected; agree: the reference's greedy tokens "
+    "reproduced (teacher-forced); parts@: where free greedy decoding first differs; ppl: "
+    "perplexity of the reference text (docs/generative.md).")
+
+
 def generation_table(results: Sequence[Result]) -> Any:
     """The terminal's generation table (a rich ``Table``), or ``None`` without such results."""
-    return rich_table(GENERATION_COLUMNS, generation_rows(results), title="generation", caption=(
-        "p50 over generations; TTFT: prompt → first token; TPOT: ms per token after the first; "
-        "ITL: gaps between tokens; rates in tokens/s; ±95% of TPOT where the next run's median "
-        "is expected; agree: greedy tokens equal to the PyTorch reference's (teacher-forced); "
-        "parts@: first position where free greedy decoding differs; ppl: perplexity of the "
-        "reference text (docs/generative.md)"))
+    return rich_table(GENERATION_COLUMNS, generation_rows(results), title="generation",
+                      caption=GENERATION_LEGEND)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from benchlab.report.columns import html_section
-from benchlab.report.generation import GENERATION_COLUMNS, GenerationRow
+from benchlab.report.generation import GENERATION_COLUMNS, GENERATION_LEGEND, GenerationRow
 from benchlab.report.svg import PALETTE, esc, frame, num, svg
 
 __all__ = ["generation_html"]
@@ -62,12 +62,7 @@ def _curve(rows: Sequence[GenerationRow], x_key: str, fixed_key: str,
 def generation_html(rows: Sequence[GenerationRow]) -> str:
     """The section (``""`` without generative results)."""
     return html_section(
-        "generation", "Generation",
-        "Each iteration is one greedy generation of G tokens after a prompt of P tokens, the "
-        "cache first filled to depth D. TTFT: prompt handed over → first token; TPOT: per "
-        "token after the first; ITL: every gap between tokens; agree: the reference's greedy "
-        "tokens reproduced (teacher-forced); parts@: where free greedy decoding first "
-        "differs (docs/generative.md).", GENERATION_COLUMNS, rows, _model_plots)
+        "generation", "Generation", GENERATION_LEGEND, GENERATION_COLUMNS, rows, _model_plots)
 
 
 def _model_plots(model: str, rows: list[GenerationRow]) -> list[str]:

@@ -17,8 +17,8 @@ from benchlab.report.columns import Column, job_columns, rich_table
 from benchlab.scenario import PERCENTILES
 from benchlab.schema import DetailKey, Metric, Result
 
-__all__ = ["SCENARIO_COLUMNS", "TOKEN_COLUMNS", "ScenarioRow", "scenario_columns",
-           "scenario_rows", "scenario_table", "validity", "verdict_text"]
+__all__ = ["SCENARIO_COLUMNS", "SCENARIO_LEGEND", "TOKEN_COLUMNS", "ScenarioRow",
+           "scenario_columns", "scenario_rows", "scenario_table", "validity", "verdict_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,16 +151,19 @@ def scenario_columns(rows: Sequence[ScenarioRow]) -> tuple[Column[ScenarioRow], 
     return (*SCENARIO_COLUMNS[:-1], *TOKEN_COLUMNS, SCENARIO_COLUMNS[-1])
 
 
+#: What the scenario table's columns mean: the terminal's caption and the HTML's words.
+SCENARIO_LEGEND = (
+    "MLPerf LoadGen issued the queries and judged each run; medians over the job's processes. "
+    "latency: the scenario's percentile as LoadGen computes it (p90 single-stream; p99 of "
+    "whole queries multi-stream; p99 server, queueing included); ES: its early-stopping "
+    "estimate; QPS: the highest server rate whose p99 met the bound; samples/s: LoadGen's "
+    "throughput; sample p50: one inference (a generation: arrival to last token) under the "
+    "load; TTFT/TPOT p99: a generative test's token latencies as LoadGen measured them; "
+    "goodput: queries/s within every bound (docs/scenarios.md).")
+
+
 def scenario_table(results: Sequence[Result]) -> Any:
     """The terminal's scenario table (a rich ``Table``), or ``None`` without such results."""
     rows = scenario_rows(results)
-    return rich_table(scenario_columns(rows), rows,
-                      title="load scenarios (MLPerf LoadGen)",
-                      caption=("medians over the job's processes; latency: the scenario's "
-                               "percentile as LoadGen computes it, ES: its early-stopping "
-                               "estimate; QPS: the highest server rate whose p99 met the "
-                               "bound; samples/s: LoadGen's throughput; sample p50: one "
-                               "inference (a generation: arrival to last token) under the "
-                               "load; TTFT/TPOT p99: a generative test's token latencies as "
-                               "LoadGen measured them, goodput: queries/s within every bound "
-                               "(docs/scenarios.md)"))
+    return rich_table(scenario_columns(rows), rows, title="load scenarios (MLPerf LoadGen)",
+                      caption=SCENARIO_LEGEND)

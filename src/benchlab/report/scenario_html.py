@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from benchlab.report.columns import html_section
-from benchlab.report.scenario import ScenarioRow, scenario_columns
+from benchlab.report.scenario import SCENARIO_LEGEND, ScenarioRow, scenario_columns
 from benchlab.report.svg import LEFT, PALETTE, RIGHT, WIDTH, esc, frame, num, svg
 
 __all__ = ["scenario_html"]
@@ -73,15 +73,8 @@ def _load_svg(label: str, rows: Sequence[ScenarioRow], figure: str = "percentile
 
 def scenario_html(rows: Sequence[ScenarioRow]) -> str:
     """The section (``""`` without scenario results)."""
-    return html_section(
-        "scenarios", "Load scenarios",
-        "MLPerf LoadGen issued the queries and judged each run. latency: the scenario's "
-        "percentile as LoadGen computes it (p90 single-stream; p99 of whole queries "
-        "multi-stream; p99 server, queueing included); ES: LoadGen's early-stopping estimate; "
-        "QPS: the highest server rate whose p99 met the bound; sample p50: one inference "
-        "under the load; TTFT/TPOT p99: a generative test's token latencies as LoadGen "
-        "measured them, goodput: queries/s within every bound (docs/scenarios.md).",
-        scenario_columns(rows), rows, _model_plots)
+    return html_section("scenarios", "Load scenarios", SCENARIO_LEGEND, scenario_columns(rows),
+                        rows, _model_plots)
 
 
 def _model_plots(model: str, rows: list[ScenarioRow]) -> list[str]:
