@@ -51,10 +51,10 @@ from benchlab.runner.generate import (
 from benchlab.runner.loadgen import (
     NS_PER_MS,
     LoadGenRun,
+    loadgen_details,
+    reported_figures,
     run_loadgen,
     run_scenario,
-    scenario_details,
-    throughput,
 )
 from benchlab.scenario import Scenario
 from benchlab.schema import DetailKey, Metric
@@ -333,29 +333,21 @@ def measure_generative_scenario(backend: Any, config: RunnerConfig, out: TextIO,
         Metric.SCENARIO_TTFT: reported.ttft_p99_ms,
         Metric.SCENARIO_TPOT: reported.tpot_p99_ms,
         Metric.TOKEN_THROUGHPUT: reported.tokens_per_second,
-        Metric.THROUGHPUT: throughput(reported),
         Metric.GOODPUT: reported.goodput,
-        Metric.SCENARIO_VALID: 1.0 if reported.valid else 0.0,
+        **reported_figures(scenario, reported),
     }
-    if scenario.name == "server" and reported.valid:
-        figures[Metric.SERVER_QPS] = reported.target_qps
     lines += [format_metric("NET", metric, value, METRICS[metric].unit)
               for metric, value in figures.items() if value is not None]
     peak = memory_peak()
     if peak is not None:
         lines.append(format_metric("NET", Metric.MEMORY_PEAK, peak, "MiB"))
     details: dict[str, Any] = {
-        DetailKey.SCENARIO: {**scenario_details(scenario, runs, reported, expected_ms),
-                             "prompts": PROMPTS, "queries_run": len(queries),
-                             "serving": (f"continuous batching, {sequences(backend)} sequences"
-                                         if server_kind is _BatchingServer
-                                         else "queueing, one sequence at a time"),
-                             "early_stopping_ttft": reported.log.get(
-                                 "early_stopping_ttft_result"),
-                             "early_stopping_tpot": reported.log.get(
-                                 "early_stopping_tpot_result")},
-        DetailKey.LOADGEN_SUMMARY: reported.summary,
-        DetailKey.LOADGEN_DETAIL: reported.detail,
+        **loadgen_details(
+            scenario, runs, reported, expected_ms, prompts=PROMPTS, queries_run=len(queries),
+            serving=(f"continuous batching, {sequences(backend)} sequences"
+                     if server_kind is _BatchingServer else "queueing, one sequence at a time"),
+            early_stopping_ttft=reported.log.get("early_stopping_ttft_result"),
+            early_stopping_tpot=reported.log.get("early_stopping_tpot_result")),
         DetailKey.GENERATION: work.model_dump(),
     }
     details.update(backend.info())

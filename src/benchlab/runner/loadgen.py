@@ -17,9 +17,11 @@ from typing import Any
 import numpy as np
 
 from benchlab.scenario import PERCENTILES, Scenario
+from benchlab.schema import DetailKey, Metric
 
-__all__ = ["LoadGenRun", "NS_PER_MS", "over_capacity", "read_detail_log", "run_loadgen",
-           "run_scenario", "scenario_details", "search_peak", "throughput"]
+__all__ = ["LoadGenRun", "NS_PER_MS", "loadgen_details", "over_capacity", "read_detail_log",
+           "reported_figures", "run_loadgen", "run_scenario", "scenario_details", "search_peak",
+           "throughput"]
 
 NS_PER_MS = 1e6
 _NS_PER_MS = NS_PER_MS
@@ -329,6 +331,26 @@ def run_scenario(run_at: Callable[[float | None], LoadGenRun], scenario: Scenari
         return runs, max(good, key=lambda r: r.target_qps or 0.0) if good else runs[-1]
     reported = run_at(scenario.target_qps)
     return [reported], reported
+
+
+def reported_figures(scenario: Scenario, reported: LoadGenRun) -> dict[Metric, float | None]:
+    """What every scenario prints of the run it reports: samples/s, whether LoadGen judged it
+    valid and, for a server search that met its bound, the rate."""
+    figures = {Metric.THROUGHPUT: throughput(reported),
+               Metric.SCENARIO_VALID: 1.0 if reported.valid else 0.0}
+    if scenario.name == "server" and reported.valid:
+        figures[Metric.SERVER_QPS] = reported.target_qps
+    return figures
+
+
+def loadgen_details(scenario: Scenario, runs: Sequence[LoadGenRun], reported: LoadGenRun,
+                    expected_ms: float, **more: Any) -> dict[str, Any]:
+    """A scenario's detail entries: the scenario's own (:func:`scenario_details` and ``more``)
+    and the reported run's LoadGen summary and detail log."""
+    return {DetailKey.SCENARIO: {**scenario_details(scenario, runs, reported, expected_ms),
+                                 **more},
+            DetailKey.LOADGEN_SUMMARY: reported.summary,
+            DetailKey.LOADGEN_DETAIL: reported.detail}
 
 
 def scenario_details(scenario: Scenario, runs: Sequence[LoadGenRun], reported: LoadGenRun,

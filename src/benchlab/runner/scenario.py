@@ -33,13 +33,13 @@ from benchlab.protocol import format_detail, format_metric
 from benchlab.runner.loadgen import (
     NS_PER_MS,
     LoadGenRun,
+    loadgen_details,
+    reported_figures,
     run_loadgen,
     run_scenario,
-    scenario_details,
-    throughput,
 )
 from benchlab.scenario import Scenario
-from benchlab.schema import DetailKey, Metric
+from benchlab.schema import Metric
 
 __all__ = ["MAX_LATENCY_SAMPLES", "WARM_MAX_CALLS", "WARM_NS", "measure_scenario"]
 
@@ -161,11 +161,8 @@ def measure_scenario(backend: Any, config: Any, out: TextIO, *, head: Sequence[s
     figures = {
         Metric.SCENARIO_LATENCY: reported.percentile_ms,
         Metric.EARLY_STOPPING_LATENCY: reported.early_stopping_ms,
-        Metric.THROUGHPUT: throughput(reported),
-        Metric.SCENARIO_VALID: 1.0 if reported.valid else 0.0,
+        **reported_figures(scenario, reported),
     }
-    if scenario.name == "server" and reported.valid:
-        figures[Metric.SERVER_QPS] = reported.target_qps
     if not scenario.accuracy:
         lines += [format_metric("NET", metric, value, METRICS[metric].unit)
                   for metric, value in figures.items() if value is not None]
@@ -183,12 +180,9 @@ def measure_scenario(backend: Any, config: Any, out: TextIO, *, head: Sequence[s
                                                              reference_outputs]), task)
             lines += [format_metric("NET", k, v, ERROR_METRICS[k]) for k, v in stats.items()]
             details["reference_sets"] = len(got)
-    details[DetailKey.SCENARIO] = {
-        **scenario_details(scenario, runs, reported, expected_ms),
-        "sample_sets": len(sets), "samples_run": len(reported.sample_ms),
-        "latency_samples_kept": len(kept)}
-    details[DetailKey.LOADGEN_SUMMARY] = reported.summary
-    details[DetailKey.LOADGEN_DETAIL] = reported.detail
+    details.update(loadgen_details(scenario, runs, reported, expected_ms,
+                                   sample_sets=len(sets), samples_run=len(reported.sample_ms),
+                                   latency_samples_kept=len(kept)))
     details.update(backend.info())
     lines.append(format_detail(**details))
     out.write("\n".join(lines) + "\n")
