@@ -62,6 +62,7 @@ def test_every_response_model_holds_every_field_of_its_dataclass() -> None:
     it is left out here on purpose, with the reason."""
     from benchlab.lab.run_view import RunDetail
     from benchlab.lab.server.api_models import (
+        ComparisonOut,
         IdentityOut,
         ResultOut,
         RunDetailOut,
@@ -69,6 +70,7 @@ def test_every_response_model_holds_every_field_of_its_dataclass() -> None:
         TokenOut,
     )
     from benchlab.lab.tokens import TokenInfo
+    from benchlab.lab.views import Comparison
     from benchlab.schema import JobIdentity, Result, Summary
 
     left_out = {
@@ -80,7 +82,7 @@ def test_every_response_model_holds_every_field_of_its_dataclass() -> None:
     pairs = [(SummaryOut, Summary), (IdentityOut, JobIdentity), (ResultOut, Result),
              (TokenOut, TokenInfo), (JobOut, LabJob), (DeviceOut, Device),
              (DeviceEventOut, DeviceEvent), (QueueRowOut, QueueRow), (RunOut, RunRecord),
-             (RunOut, RunInfo), (RunDetailOut, RunDetail)]
+             (RunOut, RunInfo), (RunDetailOut, RunDetail), (ComparisonOut, Comparison)]
     for model, shape in pairs:
         missing = ({f.name for f in dataclasses.fields(shape)} - set(model.model_fields)
                    - left_out.get((model, shape), set()) - {"oldest_waiting_at"})

@@ -221,6 +221,9 @@ def test_compare_two_runs(client: tuple[TestClient, dict]) -> None:
     a, b = info["runs"][0], info["runs"][STEP_RUN]  # same drift, across the step
     data = c.get("/api/v1/compare", params={"a": a, "b": b}).json()
     assert data["unpaired"] is True
+    # Each run is flat, as /api/v1/runs shows it.
+    assert (data["run_a"]["id"], data["run_b"]["id"]) == (a, b)
+    assert data["run_b"]["stored_status"] == "finished" and "record" not in data["run_b"]
     assert len(data["rows"]) == len(MODELS) * len(FRAMEWORKS) * len(DEVICES)
     slower = [r for r in data["rows"] if r["verdict"] == "slower"]
     assert {(r["model"], r["backend"]) for r in slower} == {("resnet18", "onnxruntime[4]")}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from benchlab.report.history import runtime_changes
@@ -327,6 +327,14 @@ class Comparison:
     """Recent runs, the choices of the page's two run pickers."""
     unpaired: bool = True
     """Always true: two stored runs are not paired measurements (say so wherever shown)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The API's form (``ComparisonOut``): each run flat, as :meth:`RunInfo.to_json`."""
+        out = {shown.name: getattr(self, shown.name) for shown in fields(self)}
+        out.update(run_a=self.run_a and self.run_a.to_json(),
+                   run_b=self.run_b and self.run_b.to_json(),
+                   runs=[run.to_json() for run in self.runs])
+        return out
 
 
 def _cells(store: ResultStore, run: RunInfo, metric: str) -> dict[tuple[str, ...], Any]:

@@ -24,11 +24,12 @@ from benchlab.lab.jobs import LabJob, QueueRow
 from benchlab.lab.run_state import ShownStatus
 from benchlab.lab.run_view import ResultDetail, RunDetail
 from benchlab.lab.tokens import Scope, TokenInfo
+from benchlab.lab.views import CompareRow, Comparison
 from benchlab.schema import JobIdentity, Result, Summary
 from benchlab.store import RunRecord
 
 __all__ = [
-    "MAX_ID", "MAX_INT", "DeviceDetailOut", "DeviceEventOut", "DeviceId", "DeviceIn",
+    "MAX_ID", "MAX_INT", "ComparisonOut", "DeviceDetailOut", "DeviceEventOut", "DeviceId", "DeviceIn",
     "DeviceListOut", "DeviceOut", "ErrorOut", "HealthIn", "HeartbeatIn", "IdentityOut", "JobOut",
     "JobSubmitIn", "OkOut", "PoolIn", "PoolOut", "QuarantineIn", "QueueRowOut", "ResultOut",
     "RowId", "RunDetailOut", "RunFinishIn", "RunOut", "ShortId", "SummaryOut", "Text",
@@ -295,6 +296,14 @@ RunDetailOut = response_model(
 
 
 # Tokens
+
+
+ComparisonOut = response_model(
+    "ComparisonOut", Comparison,
+    "Run B against run A, metric by metric per matched job (unpaired: two stored runs are not "
+    "paired measurements); ``runs`` are the recent runs the pickers offer.",
+    types={"run_a": RunOut | None, "run_b": RunOut | None, "rows": list[CompareRow],
+           "runs": list[RunOut]})
 
 
 TokenOut = response_model(

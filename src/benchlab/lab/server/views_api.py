@@ -2,8 +2,9 @@
 
 Each endpoint calls the same :mod:`benchlab.lab.views` function as its page with the same query
 parameters, so a page and its twin always agree. The views' frozen dataclasses are the response
-shapes themselves (FastAPI validates and documents them through pydantic): one shape per
-concept, nothing copied.
+shapes themselves (FastAPI validates and documents them through pydantic), except where a run
+is shown: the comparison's model is generated from its dataclass with each run flat, as every
+run in the API is (``RunOut``). One shape per concept, nothing copied.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 
 from benchlab.errors import UsageError
 from benchlab.lab import views
-from benchlab.lab.server.api_models import QueryText, errors
+from benchlab.lab.server.api_models import ComparisonOut, QueryText, errors
 from benchlab.lab.server.auth import get_lab, require_read
 from benchlab.schema import LATENCY_KEY
 
@@ -39,11 +40,11 @@ def trends_json(request: Request, model: QueryText = "", backend: QueryText = ""
                         metric or None)
 
 
-@router.get("/compare", response_model=views.Comparison, responses=errors(401, 404))
+@router.get("/compare", response_model=ComparisonOut, responses=errors(401, 404))
 def compare_json(request: Request, a: QueryText = "", b: QueryText = "",
                  metric: QueryText = LATENCY_KEY) -> Any:
     """The compare page's data; an unknown run is 404."""
     try:
-        return views.compare(get_lab(request).store, a or None, b or None, metric)
+        return views.compare(get_lab(request).store, a or None, b or None, metric).to_json()
     except UsageError as exc:
         raise HTTPException(404, str(exc)) from exc
