@@ -118,3 +118,19 @@ def private_imports() -> list[str]:
 
 def test_no_module_imports_another_modules_private_names() -> None:
     assert private_imports() == []
+
+
+MAX_FUNCTION_LINES = 100
+
+
+def test_no_function_is_longer_than_a_screenful_or_two() -> None:
+    """A function over 100 lines hides its steps; split it where its steps part (the house
+    rule, and issue 42's bound)."""
+    long = []
+    for path in sorted(SRC.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    long.append(f"{_module_name(path)}.{node.name}: {length} lines")
+    assert not long, long

@@ -324,6 +324,19 @@ def _accuracy_lines(backend: Any, config: RunnerConfig, reference: Any, outputs:
     return lines
 
 
+def _measure_generative(backend: Any, config: RunnerConfig, out: TextIO,
+                        head: list[str]) -> None:
+    """Time generations (a text generator's backend), alone or under a LoadGen scenario."""
+    if config.scenario is not None:
+        from benchlab.runner.generative_scenario import measure_generative_scenario
+
+        measure_generative_scenario(backend, config, out, head=head, memory_peak=_peak_mib)
+        return
+    from benchlab.runner.generate import measure_generation
+
+    measure_generation(backend, config, out, memory_peak=_peak_mib, head=head)
+
+
 def measure(config: RunnerConfig, out: TextIO) -> None:
     """Run the whole measurement described by ``config`` and print its metric lines."""
     clock = time.perf_counter_ns
@@ -337,16 +350,8 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
     load_ms = (clock() - t0) / NS_PER_MS
     rss_loaded, _ = memory_mib()
     if config.generate is not None:
-        head = _head(backend, config, import_ms, load_ms, rss_before, rss_loaded)
-        if config.scenario is not None:
-            from benchlab.runner.generative_scenario import measure_generative_scenario
-
-            measure_generative_scenario(backend, config, out, head=head,
-                                        memory_peak=_peak_mib)
-            return
-        from benchlab.runner.generate import measure_generation
-
-        measure_generation(backend, config, out, memory_peak=_peak_mib, head=head)
+        _measure_generative(backend, config, out,
+                            _head(backend, config, import_ms, load_ms, rss_before, rss_loaded))
         return
 
     reference, skipped_reference, inputs, specs = _inputs(config, backend)
