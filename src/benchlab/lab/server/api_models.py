@@ -29,12 +29,12 @@ from benchlab.schema import JobIdentity, Result, Summary
 from benchlab.store import RunRecord
 
 __all__ = [
-    "MAX_ID", "MAX_INT", "ComparisonOut", "DeviceDetailOut", "DeviceEventOut", "DeviceId", "DeviceIn",
-    "DeviceListOut", "DeviceOut", "ErrorOut", "HealthIn", "HeartbeatIn", "IdentityOut", "JobOut",
-    "JobSubmitIn", "OkOut", "PoolIn", "PoolOut", "QuarantineIn", "QueueRowOut", "ResultOut",
-    "RowId", "RunDetailOut", "RunFinishIn", "RunOut", "ShortId", "SummaryOut", "Text",
-    "TokenCreatedOut", "TokenIn", "TokenOut", "errors", "finite", "response_model",
-    "usage_errors",
+    "MAX_ID", "MAX_INT", "ComparisonOut", "DeviceDetailOut", "DeviceEventOut", "DeviceId",
+    "DeviceIn", "DeviceListOut", "DeviceOut", "ErrorOut", "HealthIn", "HeartbeatIn",
+    "IdentityOut", "JobOut", "JobSubmitIn", "OkOut", "PoolIn", "PoolOut", "QuarantineIn",
+    "QueueRowOut", "ResultOut", "RowId", "RunDetailOut", "RunFinishIn", "RunOut", "ShortId",
+    "SummaryOut", "Text", "TokenCreatedOut", "TokenIn", "TokenOut", "errors", "finite",
+    "response_model", "usage_errors",
 ]
 
 _NO_NUL = r"^[^\x00]*$"
@@ -295,15 +295,15 @@ RunDetailOut = response_model(
            "results": list[ResultOut]})
 
 
-# Tokens
-
-
 ComparisonOut = response_model(
     "ComparisonOut", Comparison,
     "Run B against run A, metric by metric per matched job (unpaired: two stored runs are not "
     "paired measurements); ``runs`` are the recent runs the pickers offer.",
     types={"run_a": RunOut | None, "run_b": RunOut | None, "rows": list[CompareRow],
            "runs": list[RunOut]})
+
+
+# Tokens
 
 
 TokenOut = response_model(
