@@ -12,7 +12,7 @@ import it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
@@ -20,7 +20,8 @@ from typing import Literal
 
 from benchlab.schema import Metric
 
-__all__ = ["METRICS", "Family", "MetricInfo", "decided_metrics", "metric_info", "units_of"]
+__all__ = ["METRICS", "Family", "MetricInfo", "decided_metrics", "metric_info", "milliseconds",
+           "units_of"]
 
 
 class Family(StrEnum):
@@ -40,14 +41,15 @@ class Family(StrEnum):
 class MetricInfo:
     """One metric's facts. ``better`` is ``lower``, ``higher`` or ``None`` (neither: a
     reference level, a verdict); ``decided``: ``compare`` decides on it when present.
-    ``label`` heads its table column (unit included); ``fmt`` formats its value there."""
+    ``label`` heads its table column (unit included); ``fmt`` formats its value there: a
+    format spec, or a function for a metric whose digits depend on its size."""
 
     metric: Metric
     unit: str
     family: Family
     better: Literal["lower", "higher"] | None
     label: str
-    fmt: str = ".3g"
+    fmt: str | Callable[[float], str] = ".3g"
     decided: bool = False
 
     @property
@@ -57,7 +59,15 @@ class MetricInfo:
 
     def text(self, value: float | None) -> str:
         """``value`` as its column shows it (``-`` when absent)."""
-        return "-" if value is None else format(value, self.fmt)
+        if value is None:
+            return "-"
+        return format(value, self.fmt) if isinstance(self.fmt, str) else self.fmt(value)
+
+
+def milliseconds(ms: float) -> str:
+    """A time in ms with the digits a latency carries: three decimals under 10 ms (a small
+    model's microseconds), two under 100, one above."""
+    return f"{ms:.3f}" if ms < 10 else f"{ms:.2f}" if ms < 100 else f"{ms:.1f}"
 
 
 def _entries(*infos: MetricInfo) -> Mapping[Metric, MetricInfo]:
@@ -69,8 +79,8 @@ LOWER, HIGHER = "lower", "higher"
 
 #: Every whole-model metric, in the order reports list them.
 METRICS: Mapping[Metric, MetricInfo] = _entries(
-    MetricInfo(_M.LATENCY, "ms", _F.LATENCY, LOWER, "latency ms", ".3f", decided=True),
-    MetricInfo(_M.CPU_TIME, "ms", _F.LATENCY, LOWER, "CPU ms", ".3f"),
+    MetricInfo(_M.LATENCY, "ms", _F.LATENCY, LOWER, "latency ms", milliseconds, decided=True),
+    MetricInfo(_M.CPU_TIME, "ms", _F.LATENCY, LOWER, "CPU ms", milliseconds),
     MetricInfo(_M.FIRST_INFERENCE, "ms", _F.STARTUP, LOWER, "first ms", ".1f", decided=True),
     MetricInfo(_M.LOAD_TIME, "ms", _F.STARTUP, LOWER, "load ms", ".0f", decided=True),
     MetricInfo(_M.IMPORT_TIME, "ms", _F.STARTUP, LOWER, "import ms", ".0f"),

@@ -144,7 +144,8 @@ def test_run_report_marks_cells_whose_runtime_changed_since_their_last_run(
     assert all(p.started_at.startswith("2026-11-01") and p.runtime_version == "1.31.1"
                for p in previous.values())
     page = write_matrix_html(new, tmp_path / "m.html", previous=previous).read_text()
-    assert page.count('<td class="changed"') == 2  # onnxruntime and onnxruntime[int8]
+    # onnxruntime and onnxruntime[int8], each with the change on hovering
+    assert len(re.findall(r'<td class="[^"]*\bchanged\b[^"]*" title="[^"]*1\.31\.1', page)) == 2
     assert "<b>mobilenet_v2 @ onnxruntime[int8]</b>: runtime 1.31.1 → 1.32.0 since 2026-11-01" \
         in page
     assert "p50 then 3" in page

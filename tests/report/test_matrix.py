@@ -14,7 +14,8 @@ from benchlab.jobrun import summarize_samples
 from benchlab.report.matrix import matrix_cells, pareto_front
 from benchlab.report.matrix_html import _PALETTE, _FRONT, matrix_html, write_matrix_html
 from benchlab.report.terminal import results_table
-from benchlab.schema import JobIdentity, Result, Sample, Status
+from benchlab.metrics import METRICS, milliseconds
+from benchlab.schema import JobIdentity, Metric, Result, Sample, Status
 
 from .browser import colour_pixels, screenshot
 
@@ -97,6 +98,30 @@ def test_html_is_self_contained_and_escaped() -> None:
     assert "&lt;boom&gt;" in page and "x&lt;y" in page
     for kind in ("dist", "pareto", "ops"):
         assert f'class="plot {kind}"' in page
+
+
+def test_the_main_table_reads_the_registry_and_spans_a_failed_cells_error() -> None:
+    """One table builder: metric columns headed and formatted as the registry says; a failed
+    cell shows its names, then its error across the numbers."""
+    page = matrix_html(matrix_cells(_sweep()))
+    head = re.search(r"<table><tr><th>model</th>.*?</tr>", page).group(0)
+    labels = re.findall(r"<th>(.*?)</th>", head)
+    for metric in (Metric.MEMORY_PEAK, Metric.MODEL_SIZE, Metric.SQNR, Metric.COSINE_SIMILARITY):
+        assert METRICS[metric].label in labels
+    assert labels[:7] == ["model", "backend", "runtime", "precision", "status", "p50 ms", "p90 ms"]
+    rows = {re.search(r'<td class="nw">([^<]*)</td>', row.split("</td>", 1)[1]).group(1): row
+            for row in re.findall(r"<tr><td.*?</tr>", page.split("<table><tr><th>model</th>")[1]
+                                  .split("</table>")[0])}
+    ort = re.findall(r'<td class="n">([^<]*)</td>', rows["onnxruntime"])
+    # p50 with the registry's latency digits, peak MiB and size MiB in their formats
+    cell = next(c for c in matrix_cells(_sweep()) if c.label == "onnxruntime")
+    assert ort[0] == milliseconds(cell.p50) == "5.000"
+    assert METRICS[Metric.MEMORY_PEAK].text(300.0) in ort and "13.50" in ort
+    failed = rows["executorch[portable]"]
+    assert failed.count("<td") == 6  # five words, then the error
+    assert f'colspan="{len(labels) - 5}" class="failed">portable kernels crashed &lt;boom&gt;' \
+        in failed
+    assert '<td class="nw failed">failed</td>' in failed
 
 
 @pytest.mark.slow

@@ -115,7 +115,7 @@ def test_the_terminal_table_converts_and_flags(results: list[benchlab.Result]) -
 
 def test_the_html_report_converts_and_flags(results: list[benchlab.Result]) -> None:
     page = matrix_html(matrix_cells(results), title="units")
-    for header in ("p50 ms", "size MiB", "peak MiB", "energy mJ", "power W"):
+    for header in ("p50 ms", "size MiB", "peak MiB", "mJ/inf", "power W"):
         assert f"<th>{header}</th>" in page
     assert '<td class="n">1.5</td>' in page or '<td class="n">1.500</td>' in page
     assert '<ul class="unit-notes">' in page and "furlongs" in page

@@ -1,5 +1,6 @@
-"""One table builder for the report sections that list a row per job (generation, scenarios):
-the columns are declared once and drawn both in the terminal (rich) and in the HTML report.
+"""One table builder for the tables that list a row per job (the HTML report's main table, the
+generation and scenario sections): the columns are declared once and drawn in the HTML report
+and, for the generation and scenario tables, in the terminal (rich) too.
 
 A :class:`Column` turns a row into its cell's text; :meth:`Column.metric` takes a metric's
 label and number format from the registry (:mod:`benchlab.metrics`), so a unit or a format is
@@ -25,13 +26,14 @@ Row = TypeVar("Row")
 class Column(Generic[Row]):
     """One column: its heading, its cell's text, whether it holds a number (right-aligned),
     whether its text may wrap (a sentence; names and numbers never do) and, for HTML, a class
-    for a cell that should stand out (``fail``)."""
+    for a cell that should stand out (``fail``) and the text shown on hovering over it."""
 
     label: str
     text: Callable[[Row], str]
     number: bool = True
     css: Callable[[Row], str] | None = None
     wrap: bool = False
+    title: Callable[[Row], str] | None = None
 
     @classmethod
     def metric(cls, metric: Metric, value: Callable[[Row], float | None],
@@ -104,16 +106,29 @@ def html_section(anchor: str, title: str, blurb: str, columns: Sequence[Column[J
     return "\n".join(parts)
 
 
-def html_table(columns: Sequence[Column[Row]], rows: Sequence[Row]) -> list[str]:
-    """The HTML report's table, as lines."""
+def html_table(columns: Sequence[Column[Row]], rows: Sequence[Row], *,
+               failure: Callable[[Row], str | None] | None = None) -> list[str]:
+    """The HTML report's table, as lines. A row for which ``failure`` gives a text is a job
+    that measured nothing: its words (the columns before the first number), then that text
+    across the number columns."""
+    words = next((i for i, column in enumerate(columns) if column.number), len(columns))
     out = ["<table><tr>" + "".join(f"<th>{esc(c.label)}</th>" for c in columns) + "</tr>"]
     for row in rows:
-        cells = []
-        for column in columns:
-            classes = " ".join(filter(None, (
-                "n" if column.number else "" if column.wrap else "nw",
-                column.css(row) if column.css else "")))
-            attr = f' class="{classes}"' if classes else ""
-            cells.append(f"<td{attr}>{esc(column.text(row))}</td>")
+        failed = failure(row) if failure is not None else None
+        shown = columns[:words] if failed is not None else columns
+        cells = [_html_cell(column, row) for column in shown]
+        if failed is not None and words < len(columns):
+            cells.append(f'<td colspan="{len(columns) - words}" class="failed">'
+                         f"{esc(failed)}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
     return [*out, "</table>"]
+
+
+def _html_cell(column: Column[Row], row: Row) -> str:
+    classes = " ".join(filter(None, (
+        "n" if column.number else "" if column.wrap else "nw",
+        column.css(row) if column.css else "")))
+    attr = f' class="{classes}"' if classes else ""
+    if column.title is not None and (title := column.title(row)):
+        attr += f' title="{esc(title)}"'
+    return f"<td{attr}>{esc(column.text(row))}</td>"

@@ -24,8 +24,9 @@ from benchlab.report.matrix import (
     per_device,
 )
 from benchlab.diagnosis import coverage_warning
+from benchlab.report.columns import Column, html_table
 from benchlab.report.explain import diagnosis_html
-from benchlab.schema import EnvKey
+from benchlab.schema import EnvKey, Metric
 from benchlab.report.svg import CSS, LEFT, RIGHT, WIDTH, esc, num, short, svg, write_page
 
 __all__ = ["matrix_html", "runtime_change_notes", "write_matrix_html"]
@@ -219,49 +220,69 @@ def _fmt(value: float | None, spec: str = ".3g", suffix: str = "") -> str:
     return "–" if value is None else f"{value:{spec}}{suffix}"
 
 
-def _runtime(cell: Cell, changes: Mapping[tuple[str, str], str]) -> str:
-    change = changes.get((cell.model, cell.label))
-    if change is not None:
-        version = esc(cell.runtime_version or "?")
-        return f'<td class="changed" title="{esc(change)}">◆ {version}</td>'
-    return f"<td>{esc(cell.runtime_version or '–')}</td>"
+def _columns(changes: Mapping[tuple[str, str], str]) -> tuple[Column[Cell], ...]:
+    """The main table's columns: each metric headed and formatted as the registry says, and
+    ``-`` for nothing, as in the registry's cells and the generation and scenario tables."""
+    def change(cell: Cell) -> str:
+        return changes.get((cell.model, cell.label), "")
+
+    def runtime(cell: Cell) -> str:
+        if change(cell):
+            return f"◆ {cell.runtime_version or '?'}"
+        return cell.runtime_version or "-"
+
+    def interval(cell: Cell) -> str:
+        # ¹: one process, so only its own precision (the next run's spread is unknown).
+        suffix = "%" if len(cell.process_p50s) > 1 else "%¹"
+        return "-" if cell.ci_rel is None else f"{cell.ci_rel * 100:.1f}{suffix}"
+
+    def delegated(cell: Cell) -> str:
+        if cell.delegation is None:
+            return "-"
+        return ("⚠ " if coverage_warning(cell.delegation) else "") + cell.delegation.summary()
+
+    def other(cell: Cell) -> str:
+        return "; ".join(f"{name} {value:.4g} {unit}"
+                         for name, (value, unit) in cell.other.items()) or "-"
+
+    metric = Column.metric
+    return (
+        Column.words("model", lambda c: c.model),
+        Column.words("backend", lambda c: c.label),
+        Column("runtime", runtime, number=False, css=lambda c: "changed" if change(c) else "",
+               title=change),
+        Column.words("precision", lambda c: c.precision),
+        Column("status", lambda c: c.status.value, number=False,
+               css=lambda c: "" if c.ok else "failed"),
+        metric(Metric.LATENCY, lambda c: c.p50, "p50 ms"),
+        metric(Metric.LATENCY, lambda c: c.p90, "p90 ms"),
+        Column("±95%", interval),
+        Column("items/s", lambda c: "-" if c.throughput is None else f"{c.throughput:.4g}"),
+        metric(Metric.LOAD_TIME, lambda c: c.load),
+        metric(Metric.FIRST_INFERENCE, lambda c: c.first),
+        metric(Metric.MEMORY_PEAK, lambda c: c.memory_peak),
+        metric(Metric.MEMORY_LOAD, lambda c: c.memory_load),
+        metric(Metric.MODEL_SIZE, lambda c: c.size),
+        metric(Metric.ENERGY_PER_INFERENCE, lambda c: c.energy),
+        metric(Metric.POWER, lambda c: c.power),
+        metric(Metric.ERROR_MAX_ABS, lambda c: c.error_max_abs),
+        metric(Metric.ERROR_L2_REL, lambda c: c.error_l2_rel),
+        metric(Metric.SQNR, lambda c: c.sqnr),
+        metric(Metric.QUANTIZATION_SQNR, lambda c: c.quant_sqnr),
+        metric(Metric.LOWERING_SQNR, lambda c: c.lowering_sqnr),
+        metric(Metric.COSINE_SIMILARITY, lambda c: c.cosine),
+        metric(Metric.TOP1_AGREEMENT, lambda c: c.top1),
+        metric(Metric.TOP5_AGREEMENT, lambda c: c.top5),
+        metric(Metric.KL_DIVERGENCE, lambda c: c.kl_divergence),
+        Column("delegated", delegated),
+        Column("other metrics", other),
+    )
 
 
 def _table(cells: Sequence[Cell], changes: Mapping[tuple[str, str], str]) -> list[str]:
-    head = ("model", "backend", "runtime", "precision", "status", "p50 ms", "p90 ms", "±95%",
-            "items/s", "load ms", "first ms", "peak MiB", "+load MiB", "size MiB",
-            "energy mJ", "power W", "max |err|", "L2 rel", "SQNR dB", "quant dB", "lowering dB",
-            "cosine", "top-1", "top-5", "KL nats", "delegated", "other metrics")
-    rows = ["<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in head)
-            + "</tr></thead><tbody>"]
-    for c in cells:
-        if not c.ok:
-            rows.append(f"<tr><td>{esc(c.model)}</td><td>{esc(c.label)}</td>"
-                        f"{_runtime(c, changes)}<td>{esc(c.precision)}</td>"
-                        f"<td class=\"failed\">{esc(c.status.value)}"
-                        f'</td><td colspan="{len(head) - 5}" class="failed">{esc(c.error or "")}</td></tr>')
-            continue
-        values = (
-            _fmt(c.p50), _fmt(c.p90), _fmt(c.ci_rel * 100 if c.ci_rel is not None else None,
-                                            ".1f", "%" if len(c.process_p50s) > 1 else "%¹"),
-            _fmt(c.throughput, ".4g"), _fmt(c.load), _fmt(c.first), _fmt(c.memory_peak, ".0f"),
-            _fmt(c.memory_load, ".1f"), _fmt(c.size, ".2f"), _fmt(c.energy, ".4g"),
-            _fmt(c.power, ".3g"), _fmt(c.error_max_abs, ".2e"), _fmt(c.error_l2_rel, ".2e"),
-            _fmt(c.sqnr, ".1f"), _fmt(c.quant_sqnr, ".1f"), _fmt(c.lowering_sqnr, ".1f"),
-            _fmt(c.cosine, ".6f"),
-            _fmt(c.top1 * 100 if c.top1 is not None else None, ".0f", "%"),
-            _fmt(c.top5 * 100 if c.top5 is not None else None, ".0f", "%"),
-            _fmt(c.kl_divergence, ".2e"),
-            (("⚠ " if coverage_warning(c.delegation) else "") + c.delegation.summary())
-            if c.delegation else "–",
-            "; ".join(f"{name} {value:.4g} {unit}" for name, (value, unit) in c.other.items())
-            or "–",
-        )
-        rows.append(f"<tr><td>{esc(c.model)}</td><td>{esc(c.label)}</td>"
-                    f"{_runtime(c, changes)}<td>{esc(c.precision)}</td><td>ok</td>"
-                    + "".join(f'<td class="n">{esc(v)}</td>' for v in values) + "</tr>")
-    rows.append("</tbody></table>")
-    return rows
+    """One row per cell; a failed cell's error across its numbers."""
+    return html_table(_columns(changes), cells,
+                      failure=lambda cell: None if cell.ok else cell.error or "")
 
 
 def _heat(cells: Sequence[Cell]) -> list[str]:

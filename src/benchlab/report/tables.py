@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchlab.diagnosis import coverage_warning
+from benchlab.metrics import milliseconds
 from benchlab.report.matrix import (
     Cell,
     cell_of,
@@ -58,7 +59,7 @@ def format_ms(value: float | None, unit: str = "ms") -> str:
     ms = convert(value, unit, "ms")
     if ms is None:
         return f"{value:.4g} {unit}"
-    return f"{ms:.3f}" if ms < 10 else f"{ms:.2f}" if ms < 100 else f"{ms:.1f}"
+    return milliseconds(ms)
 
 
 _TAGS = (
