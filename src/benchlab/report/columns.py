@@ -26,7 +26,8 @@ Row = TypeVar("Row")
 class Column(Generic[Row]):
     """One column: its heading, its cell's text, whether it holds a number (right-aligned),
     whether its text may wrap (a sentence; names and numbers never do) and, for HTML, a class
-    for a cell that should stand out (``failed``) and the text shown on hovering over it."""
+    for a cell that should stand out (``fail``, ``failed``) and the text shown on hovering over
+    it."""
 
     label: str
     text: Callable[[Row], str]
