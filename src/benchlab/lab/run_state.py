@@ -15,7 +15,7 @@ import math
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, cast
 
@@ -67,7 +67,7 @@ class RunInfo:
         """The API's flat form (``RunOut``): the record's fields with the shown ``status``, the
         record's own as ``stored_status``, its ``result_count`` and ``last_result_at``."""
         run = self.record
-        out: dict[str, Any] = {field.name: getattr(run, field.name) for field in fields(run)}
+        out = asdict(run)
         out.update(status=self.status, stored_status=run.status.value,
                    result_count=run.result_count, last_result_at=self.last_result_at)
         return out

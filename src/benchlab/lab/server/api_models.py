@@ -22,11 +22,11 @@ from benchlab.errors import UsageError
 from benchlab.lab.devices import Device, DeviceEvent, DeviceState
 from benchlab.lab.jobs import LabJob, QueueRow
 from benchlab.lab.run_state import ShownStatus
-from benchlab.lab.run_view import ResultDetail, RunDetail
+from benchlab.lab.run_view import RunDetail
 from benchlab.lab.tokens import Scope, TokenInfo
-from benchlab.lab.views import CompareRow, Comparison
+from benchlab.lab.views import Comparison
 from benchlab.schema import JobIdentity, Result, Summary
-from benchlab.store import RunRecord
+from benchlab.store import RunRecord, RunStatus
 
 __all__ = [
     "MAX_ID", "MAX_INT", "ComparisonOut", "DeviceDetailOut", "DeviceEventOut", "DeviceId",
@@ -283,24 +283,21 @@ RunOut = response_model(
     "(``stored_status``) that has had no new result for six hours; derived when read, never "
     "stored.",
     types={"status": ShownStatus},
-    added={"stored_status": Literal["running", "finished", "interrupted"],
-           "result_count": int, "last_result_at": str | None})
+    added={"stored_status": RunStatus, "result_count": int, "last_result_at": str | None})
 
 
 RunDetailOut = response_model(
     "RunDetailOut", RunDetail,
     "A run: what the run page shows (its environment, each result's metrics) and every "
     "result's summaries, raw samples left out (they can be very many).",
-    types={"run": RunOut, "environment": dict[str, Any], "items": list[ResultDetail],
-           "results": list[ResultOut]})
+    types={"run": RunOut, "environment": dict[str, Any], "results": list[ResultOut]})
 
 
 ComparisonOut = response_model(
     "ComparisonOut", Comparison,
     "Run B against run A, metric by metric per matched job (unpaired: two stored runs are not "
     "paired measurements); ``runs`` are the recent runs the pickers offer.",
-    types={"run_a": RunOut | None, "run_b": RunOut | None, "rows": list[CompareRow],
-           "runs": list[RunOut]})
+    types={"run_a": RunOut | None, "run_b": RunOut | None, "runs": list[RunOut]})
 
 
 # Tokens
