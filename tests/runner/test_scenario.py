@@ -150,6 +150,9 @@ def test_a_rate_far_above_capacity_is_reported_as_such() -> None:
 
 
 @pytest.mark.slow
+# Exclusive: validity needs the p99 of 4 ms sleeps under 40 ms, which a busy neighbour's
+# scheduling delays can break (seen once in the suite beside an export; never alone).
+@pytest.mark.exclusive
 def test_the_server_search_finds_a_rate_that_meets_the_bound() -> None:
     values, details = _run(Scenario("server", duration_s=0.5, query_count=500,
                                     latency_bound_ms=40))
