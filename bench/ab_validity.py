@@ -87,7 +87,7 @@ def slowed_copies(where: Path, effects: dict[str, int]) -> dict[str, Path]:
     import onnx
     from onnx import helper, numpy_helper
 
-    from benchlab.artifacts import ArtifactCache, default_cache_dir
+    from benchlab.spec.artifacts import ArtifactCache, default_cache_dir
     from benchlab.zoo import export_models
 
     (export,) = export_models(["mobilenet_v2"], ArtifactCache(default_cache_dir()),
@@ -187,11 +187,11 @@ def lockstep_fidelity(model: Path, sessions: int, blocks: int) -> dict[str, Any]
     idle side parked and live: each side's fidelity and the A/A session estimates."""
     from benchlab.ab.interleave import SessionData, solo_calls
     from benchlab.ab.lockstep import lockstep_session
-    from benchlab.ab.model import Mode
+    from benchlab.schema.comparison import Mode
     from benchlab.ab.sides import Side, side_job
     from benchlab.ab.sessions import balanced_orders
     from benchlab.api import plan_sweep
-    from benchlab.artifacts import ArtifactCache, default_cache_dir
+    from benchlab.spec.artifacts import ArtifactCache, default_cache_dir
     from benchlab.targets.host import HostTarget
 
     examples = Path(__file__).resolve().parents[1] / "examples" / "ab"

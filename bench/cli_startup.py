@@ -40,7 +40,7 @@ HEAVY = (*FORBIDDEN, "numpy", "sqlalchemy", "pydantic", "yaml", "rich", "typer",
 _PROBE = """
 import json, sys
 sys.argv = ["benchlab", *json.loads(sys.argv[1])]
-from benchlab.cli import main
+from benchlab.cli.commands import main
 try:
     main()
 except SystemExit:
@@ -148,7 +148,7 @@ def main() -> None:
         heavy = {cmd: [m for m in HEAVY if m in mods] for cmd, mods in modules.items()}
         forbidden = {cmd: [m for m in FORBIDDEN if m in mods] for cmd, mods in modules.items()}
         no_runtime = not any(forbidden.values())
-        profile = import_profile("import benchlab.cli")
+        profile = import_profile("import benchlab.cli.commands")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -179,7 +179,7 @@ def main() -> None:
     for cmd, mods in heavy.items():
         print(f"{cmd}: imports {', '.join(mods) or 'none of the heavy modules'}")
     print(
-        f"import benchlab.cli: {profile['benchlab_ms']:.0f} ms of imports; costliest packages: "
+        f"import benchlab.cli.commands: {profile['benchlab_ms']:.0f} ms of imports; costliest packages: "
         + ", ".join(f"{p['module']} {p['cumulative_ms']:.0f}" for p in profile["packages"][:6])
     )
     out = write_result(NAME, args, figures)

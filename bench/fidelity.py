@@ -214,7 +214,7 @@ def _run_child(argv: list[str], threads: int) -> str:
 
 def benchlab_median(model: str, threads: int, run_time: float) -> float:
     """Median NET latency (ms) of one real runner process, started as the harness starts it."""
-    from benchlab.protocol import parse_output
+    from benchlab.protocol.lines import parse_output
     from benchlab.zoo import ZOO
 
     zoo = ZOO[model]
@@ -284,7 +284,7 @@ def _benchlab_native(spec: Any, framework: str, options: dict[str, Any], threads
 
     from benchlab.frameworks.base import JobContext
     from benchlab.plugins import load_framework
-    from benchlab.protocol import parse_output
+    from benchlab.protocol.lines import parse_output
     from benchlab.spec.types import FrameworkConfig
 
     adapter = load_framework(framework)
@@ -495,7 +495,7 @@ def native_figures(models: Sequence[str], thread_counts: Sequence[int], framewor
     """
     import tempfile
 
-    from benchlab.artifacts import ArtifactCache
+    from benchlab.spec.artifacts import ArtifactCache
     from benchlab.exporting.specs import spec_of
     from benchlab.zoo import export_models
 

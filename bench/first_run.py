@@ -61,7 +61,7 @@ def export_phase(workers: int, models: list[str], formats: list[str] | None = No
     """Seconds to export ``models`` (to ``formats``, default each model's own) into a fresh
     cache with ``workers`` processes at once."""
     code = ("import sys, time; from pathlib import Path; from benchlab import zoo; "
-            "from benchlab.artifacts import ArtifactCache; t = time.monotonic(); "
+            "from benchlab.spec.artifacts import ArtifactCache; t = time.monotonic(); "
             f"zoo.export_models({models!r}, ArtifactCache(Path(sys.argv[1])), "
             f"formats={formats!r}, workers={workers}); print(time.monotonic() - t)")
     with tempfile.TemporaryDirectory(prefix="benchlab-first-run-") as tmp:

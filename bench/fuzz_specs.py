@@ -170,7 +170,7 @@ def check(path: Path) -> str | None:
     """Load and plan ``path``; ``None`` when that worked or failed with a user error naming
     the file, else the unexpected exception's last traceback lines."""
     from benchlab.errors import UserError
-    from benchlab.harness import plan
+    from benchlab.harness.planner import plan
     from benchlab.spec import FrameworkConfig, load
 
     try:

@@ -54,7 +54,7 @@ PRECISIONS = {"ortgenai": ("fp32", "int4"), "ovgenai": ("fp32", "int8", "int4")}
 
 def _model(cache_dir: Path | None, library: str, precision: str) -> list[str]:
     """The model's files for ``library`` at ``precision`` (model first)."""
-    from benchlab.artifacts import ArtifactCache, default_cache_dir
+    from benchlab.spec.artifacts import ArtifactCache, default_cache_dir
     from benchlab.frameworks.common import GENAI_FILES, OVGENAI_FILES
     from benchlab.zoo import export_models
 
@@ -67,8 +67,8 @@ def benchlab_side(library: str, precision: str, loop: str, threads: int, generat
                   cache_dir: Path | None) -> dict[str, float]:
     """One fresh runner process of benchlab's cell: its TTFT and TPOT p50s."""
     import benchlab
-    from benchlab.generation import Generation
-    from benchlab.schema import Metric
+    from benchlab.schema.generation import Generation
+    from benchlab.schema.result import Metric
 
     with tempfile.TemporaryDirectory() as tmp:
         (result,) = benchlab.run(

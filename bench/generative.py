@@ -58,7 +58,7 @@ class _Timed:
 
 
 def _decoder_file(cache_dir: Path) -> str:
-    from benchlab.artifacts import ArtifactCache
+    from benchlab.spec.artifacts import ArtifactCache
     from benchlab.zoo import export_models
 
     (export,) = export_models(["llama_15m"], ArtifactCache(cache_dir))
@@ -122,10 +122,10 @@ def figures(models: list[str], frameworks: list[str], prompt: int, new: int, rep
             iters: int, cache_dir: Path) -> list[dict[str, Any]]:
     """One row per (model, runtime): the p50s of a ``benchlab.run``."""
     import benchlab
-    from benchlab.generation import Generation
+    from benchlab.schema.generation import Generation
     from benchlab.plugins import available_names
     from benchlab.report.generation import generation_rows
-    from benchlab.schema import Metric
+    from benchlab.schema.result import Metric
 
     installed = set(available_names("benchlab.frameworks"))
     wanted = [f for f in frameworks if f.split(":")[0] in installed]
@@ -177,7 +177,7 @@ def main() -> int:
                       repeats_help="fresh processes per cell (the overhead part: x10 "
                       "generations)", extra=options)
     with tempfile.TemporaryDirectory() as tmp:
-        from benchlab.artifacts import default_cache_dir
+        from benchlab.spec.artifacts import default_cache_dir
 
         cache_dir = args.cache_dir or (Path(tmp) / "cache" if args.smoke
                                        else default_cache_dir())

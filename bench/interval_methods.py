@@ -34,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import write_result  # noqa: E402
 
-from benchlab.race import RacePolicy, decide_round  # noqa: E402
-from benchlab.runstats import t_quantile  # noqa: E402
-from benchlab.schema import LATENCY_KEY  # noqa: E402
+from benchlab.stats.race import RacePolicy, decide_round  # noqa: E402
+from benchlab.stats.runstats import t_quantile  # noqa: E402
+from benchlab.schema.result import LATENCY_KEY  # noqa: E402
 
 
 def _median_bootstrap_pmf(k: int) -> list[tuple[int, int, float]]:
@@ -173,7 +173,7 @@ def analyse(runs: Sequence[Path], ks: Sequence[int]) -> dict[str, Any]:
 
 def simulate_race(runs: Sequence[Path], policy: RacePolicy) -> dict[str, Any]:
     """The race replayed on fixed-design runs: each contest's cells take their recorded
-    processes in order until :func:`benchlab.race.decide_round` stops them (or the recorded
+    processes in order until :func:`benchlab.stats.race.decide_round` stops them (or the recorded
     processes run out). Returns the processes it would have spent against the fixed design's,
     and the half-widths (of the interval benchlab prints) at the stopping points."""
     spent_total = fixed_total = 0
@@ -213,7 +213,7 @@ def simulate_race(runs: Sequence[Path], policy: RacePolicy) -> dict[str, Any]:
 
 
 def _width(parts: Sequence[np.ndarray]) -> float:
-    from benchlab.stats import summarize
+    from benchlab.stats.summary import summarize
 
     summary = summarize(list(np.concatenate(parts)), "ms", segments=[list(p) for p in parts])
     return summary.ci_rel_halfwidth

@@ -38,10 +38,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import parse_args, spread, write_result
 
 from benchlab import TestOverrides
-from benchlab.artifacts import ArtifactCache
-from benchlab.harness import plan
-from benchlab.jobrun import run_job
-from benchlab.schema import Status
+from benchlab.spec.artifacts import ArtifactCache
+from benchlab.harness.planner import plan
+from benchlab.harness.jobrun import run_job
+from benchlab.schema.result import Status
 from benchlab.targets.base import CommandResult, RunRequest
 from benchlab.targets.host import HostTarget
 from benchlab.zoo import SMALL_MODELS, zoo_specs

@@ -30,11 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _common import parse_args, spread, write_result
 from lab.agents import Agents, wait_until
 
-from benchlab.jobrun import summarize_samples
+from benchlab.harness.jobrun import summarize_samples
 from benchlab.lab.jobs import LabRequest, get_job, list_jobs
 from benchlab.lab.localpg import PostgresServer, PostgresUnavailable, find_pg_bin
 from benchlab.lab.queue import init_lab, open_lab, submit
-from benchlab.schema import JobIdentity, Result, Sample, Status
+from benchlab.schema.result import JobIdentity, Result, Sample, Status
 
 FULL = {"latency_jobs": 100, "throughput_jobs": 1000, "models": 20, "frameworks": 5,
         "devices": 4, "runs": 25, "samples": 100, "page_calls": 20}

@@ -43,7 +43,7 @@ PROMPT, NEW = 128, 64
 
 
 def _gguf(cache_dir: Path | None) -> str:
-    from benchlab.artifacts import ArtifactCache, default_cache_dir
+    from benchlab.spec.artifacts import ArtifactCache, default_cache_dir
     from benchlab.zoo import export_models
 
     cache = ArtifactCache(cache_dir or default_cache_dir())
@@ -54,8 +54,8 @@ def _gguf(cache_dir: Path | None) -> str:
 def benchlab_side(threads: int, generations: int, cache_dir: Path | None) -> dict[str, float]:
     """One fresh runner process of benchlab's llamacpp cell: its TPOT and prefill rate p50s."""
     import benchlab
-    from benchlab.generation import Generation
-    from benchlab.schema import Metric
+    from benchlab.schema.generation import Generation
+    from benchlab.schema.result import Metric
 
     with tempfile.TemporaryDirectory() as tmp:
         (result,) = benchlab.run(
@@ -73,7 +73,7 @@ def benchlab_side(threads: int, generations: int, cache_dir: Path | None) -> dic
 def tool_side(binary: str, gguf: str, threads: int, repetitions: int) -> dict[str, float]:
     """One ``llama-bench`` process: its tg64@d128 time per token and pp128 rate (medians)."""
     from benchlab.frameworks.native.llama_bench import llama_bench_tests
-    from benchlab.schema import Metric
+    from benchlab.schema.result import Metric
 
     proc = subprocess.run([binary, "-m", gguf, "-p", str(PROMPT), "-n", str(NEW), "-d", "0,128",
                            "-t", str(threads), "-fa", "0", "-r", str(repetitions), "-o", "json"],

@@ -31,8 +31,8 @@ def cell(framework: str, scenario: Any, prompt: int, new: int,
          cache_dir: Path | None) -> dict[str, Any]:
     """One server cell: the search's answer and each rate it tried."""
     import benchlab
-    from benchlab.generation import Generation
-    from benchlab.schema import DetailKey, Metric
+    from benchlab.schema.generation import Generation
+    from benchlab.schema.result import DetailKey, Metric
 
     with tempfile.TemporaryDirectory() as tmp:
         (result,) = benchlab.run(
@@ -70,7 +70,7 @@ def main() -> int:
         parser.add_argument("--cache-dir", type=Path, default=None)
 
     args = parse_args(__doc__.splitlines()[0], repeats=None, extra=options)
-    from benchlab.scenario import Scenario
+    from benchlab.schema.scenario import Scenario
 
     if args.smoke:
         scenario = Scenario("server", duration_s=0.5, query_count=50, target_qps=20,

@@ -33,7 +33,7 @@ if str(HERE) not in sys.path:  # the runner imports the backend by module name
 from _common import parse_args, spread, write_result
 from noop_backend import noop
 
-from benchlab.protocol import parse_output
+from benchlab.protocol.lines import parse_output
 from benchlab.runner.config import RunnerConfig
 from benchlab.runner.loop import measure
 

@@ -10,7 +10,7 @@ consecutive runs measures, over the cells both measured:
 * the run-to-run change of p50 and of the "× fastest backend" ratios (paired per round, as
   the report shows them, and the plain ratio of p50s);
 * the dashboard's false flags: cells the overview would mark ▲/▼ between the two identical
-  runs, under its rule now (:func:`benchlab.runstats.run_change`) and under the old one
+  runs, under its rule now (:func:`benchlab.stats.runstats.run_change`) and under the old one
   (disjoint pooled intervals);
 * the wall time of each run.
 
@@ -48,11 +48,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import parse_args, write_result  # noqa: E402
 
 from benchlab.report.matrix import cell_of, fastest_ratios, matrix_cells  # noqa: E402
-from benchlab.rounds import contest_key  # noqa: E402
-from benchlab.runstats import run_change  # noqa: E402
-from benchlab.schema import LATENCY_KEY, Result  # noqa: E402
-from benchlab.stats import median_ci  # noqa: E402
-from benchlab.units import convert  # noqa: E402
+from benchlab.harness.rounds import contest_key  # noqa: E402
+from benchlab.stats.runstats import run_change  # noqa: E402
+from benchlab.schema.result import LATENCY_KEY, Result  # noqa: E402
+from benchlab.stats.summary import median_ci  # noqa: E402
+from benchlab.schema.units import convert  # noqa: E402
 
 
 #: Other confidence levels of the between-runs test, reported beside the rule's own.
@@ -316,7 +316,7 @@ def _slowed_pair(where: Path, matmuls: int) -> tuple[Path, Path, list[int]]:
     import onnx
     from onnx import helper, numpy_helper
 
-    from benchlab.artifacts import ArtifactCache, default_cache_dir
+    from benchlab.spec.artifacts import ArtifactCache, default_cache_dir
     from benchlab.zoo import export_models
 
     (export,) = export_models(["mobilenet_v2"], ArtifactCache(default_cache_dir()))
@@ -366,7 +366,7 @@ def slowdown_specs(where: Path, matmuls: int) -> list[Path]:
 def known_slowdown(directories: Sequence[Path]) -> dict[str, Any] | None:
     """The known-effect cells of each run: the effect, and whether the rule flags it."""
     from benchlab.lab.flags import changed
-    from benchlab.runstats import paired_ratio
+    from benchlab.stats.runstats import paired_ratio
 
     pairs = []
     for directory in directories:

@@ -42,7 +42,7 @@ BOUND_MS = 15.0
 
 def _exported(model: str, cache_dir: Path | None) -> tuple[str, str]:
     """The model's ONNX file and reference, from the artifact cache."""
-    from benchlab.artifacts import ArtifactCache, default_cache_dir
+    from benchlab.spec.artifacts import ArtifactCache, default_cache_dir
     from benchlab.zoo import export_models
 
     (export,) = export_models([model], ArtifactCache(cache_dir or default_cache_dir()))
@@ -75,8 +75,8 @@ def figures(model: str, scenarios: dict[str, Any], cache_dir: Path | None) -> li
 def benchlab_side(model: str, duration: float, cache_dir: Path | None) -> dict[str, float]:
     """One fresh runner process per scenario of benchlab's ONNX Runtime fp32 cell."""
     import benchlab
-    from benchlab.scenario import Scenario
-    from benchlab.schema import Metric
+    from benchlab.schema.scenario import Scenario
+    from benchlab.schema.result import Metric
 
     found = {}
     for name in ("single_stream", "offline"):
@@ -115,7 +115,7 @@ def _demo(onnx: str, reference: str, duration: float) -> dict[str, float]:
     from benchlab.runner.accuracy import load_reference
     from benchlab.runner.config import RunnerConfig
     from benchlab.runner.loadgen import read_detail_log
-    from benchlab.scenario import DEFAULT_QUERY_COUNTS
+    from benchlab.schema.scenario import DEFAULT_QUERY_COUNTS
 
     backend = OnnxRuntimeBackend(RunnerConfig(backend="bench", model_path=onnx))
     backend.load()
@@ -178,7 +178,7 @@ def main() -> int:
 
     args = parse_args(__doc__.splitlines()[0], repeats=8, repeats_help="ABBA rounds of the "
                       "overhead part", extra=options)
-    from benchlab.scenario import Scenario
+    from benchlab.schema.scenario import Scenario
 
     model = "mlp" if args.smoke else "mobilenet_v2"
     duration = 0.3 if args.smoke else args.duration

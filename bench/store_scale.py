@@ -3,7 +3,7 @@
 A synthetic but realistic workload is built once, outside every timed region: 20 runs, each
 holding one result per model (5) and framework (2), 200 results of 5,000 samples each (5
 fresh processes × 1,000 values: import, load and memory figures, then latency iterations),
-with summaries from :func:`benchlab.stats.summarize` and the environment/details a real job
+with summaries from :func:`benchlab.stats.summary.summarize` and the environment/details a real job
 records. Each repeat starts from an empty database and measures, on SQLite and PostgreSQL:
 
 * ``ingest``: every run written the way the harness writes it (``start_run``,
@@ -37,9 +37,9 @@ from typing import Any
 import numpy as np
 from _common import parse_args, spread, write_result
 
-from benchlab.jobrun import summarize_samples
+from benchlab.harness.jobrun import summarize_samples
 from benchlab.lab.localpg import PostgresServer, PostgresUnavailable, find_pg_bin
-from benchlab.schema import JobIdentity, Result, Sample, Status
+from benchlab.schema.result import JobIdentity, Result, Sample, Status
 from benchlab.store import ResultStore, open_store
 
 MODELS = ("resnet18", "mobilenet_v3", "bert_tiny", "mlp", "squeezenet")

@@ -30,10 +30,10 @@ from pathlib import Path
 
 from _common import parse_args, spread, write_result
 
-from benchlab.artifacts import ArtifactCache
-from benchlab.harness import plan
-from benchlab.overrides import TestOverrides
-from benchlab.jobrun import run_job
+from benchlab.spec.artifacts import ArtifactCache
+from benchlab.harness.planner import plan
+from benchlab.harness.overrides import TestOverrides
+from benchlab.harness.jobrun import run_job
 from benchlab.spec.types import FrameworkConfig
 from benchlab.targets.host import HostTarget
 from benchlab.zoo import SMALL_MODELS, zoo_specs

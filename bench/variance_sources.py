@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import parse_args, write_result  # noqa: E402
 
-from benchlab.schema import LATENCY_KEY  # noqa: E402
+from benchlab.schema.result import LATENCY_KEY  # noqa: E402
 
 MODELS = "mobilenet_v2,minilm"
 FRAMEWORKS = ("onnxruntime", "executorch:delegate=xnnpack", "openvino", "pytorch:mode=eager")

@@ -257,7 +257,7 @@ def _shared_exports_begun(request: pytest.FixtureRequest, pytestconfig: pytest.C
     if workerinput is None or not models:
         yield
         return
-    from benchlab.artifacts import ArtifactCache
+    from benchlab.spec.artifacts import ArtifactCache
     from benchlab.zoo import export_models
 
     index = int(workerinput["workerid"].removeprefix("gw") or 0)
@@ -282,7 +282,7 @@ def llama_15m_export(zoo_cache_dir: Path) -> ZooExport:
     """The zoo's llama_15m exported once per test run to every format it takes here (ONNX,
     int8 ONNX, ExecuTorch, GGUF): its export process takes about two minutes, which the
     generative tests, the llama.cpp and ExecuTorch tests and the bench smoke test share."""
-    from benchlab.artifacts import ArtifactCache
+    from benchlab.spec.artifacts import ArtifactCache
     from benchlab.zoo import export_models
 
     (export,) = export_models(["llama_15m"], ArtifactCache(zoo_cache_dir))

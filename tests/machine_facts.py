@@ -19,7 +19,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from benchlab.environment import (
+from benchlab.targets.environment import (
     capture_host_environment,
     cpu_features,
     package_versions,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from benchlab.protocol import parse_output
+from benchlab.protocol.lines import parse_output
 from benchlab.runner.config import RunnerConfig
 
 

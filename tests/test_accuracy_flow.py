@@ -1,4 +1,4 @@
-"""FAI-PEP's accuracy flow end to end (``benchlab.hoststeps``), with real processes.
+"""FAI-PEP's accuracy flow end to end (``benchlab.harness.hoststeps``), with real processes.
 
 The spec is written in FAI-PEP's form, as its ``*_accuracy_imagenet.json`` specs are: the
 model's preprocess makes a data set in ``{HOSTDIR}``, each repetition's preprocess cuts its
@@ -22,7 +22,7 @@ import pytest
 
 import benchlab
 from benchlab import Status
-from benchlab.schema import Result
+from benchlab.schema.result import Result
 from benchlab.targets.ssh import SshTarget
 from benchlab_standin.board import LoopbackBoard
 

@@ -13,7 +13,7 @@ from rich.console import Console
 
 from conftest import FileServer
 
-from benchlab.artifacts import ArtifactCache, default_cache_dir, md5_of, sha256_of
+from benchlab.spec.artifacts import ArtifactCache, default_cache_dir, md5_of, sha256_of
 from benchlab.errors import ArtifactHashMismatch, DownloadError, UsageError
 from benchlab.report.terminal import download_bar
 from benchlab.spec.types import FileRef

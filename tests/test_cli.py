@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from benchlab.schema import SCHEMA_VERSION
+from benchlab.schema.result import SCHEMA_VERSION
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "faipep" / "mlp_observer.json"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from benchlab.cli import app
+from benchlab.cli.commands import app
 from benchlab.spec import load_spec
 from benchlab.zoo import DEFAULT_MODELS, ZOO
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from fake_clock import FakeClock
 
-from benchlab.devicestate import capture_state, state_flags, wait_until_cool
+from benchlab.harness.devicestate import capture_state, state_flags, wait_until_cool
 
 
 class CoolingPhone:

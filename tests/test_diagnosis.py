@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchlab.diagnosis import (
+from benchlab.schema.diagnosis import (
     LAYER_SQNR_THRESHOLD_DB,
     LOW_COVERAGE,
     Coverage,
@@ -78,7 +78,7 @@ def test_layer_error_of_a_scaled_tensor_is_its_known_sqnr() -> None:
 
 
 def test_a_lowering_error_near_its_rounding_floor_is_read_as_flips() -> None:
-    from benchlab.diagnosis import ROUNDING_FLOOR_MARGIN_DB, at_rounding_floor
+    from benchlab.schema.diagnosis import ROUNDING_FLOOR_MARGIN_DB, at_rounding_floor
 
     assert at_rounding_floor(26.0, 28.0)  # 2 dB below: within the floor's own spread
     assert at_rounding_floor(28.0 - ROUNDING_FLOOR_MARGIN_DB, 28.0)

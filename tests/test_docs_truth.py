@@ -20,7 +20,7 @@ import pytest
 import typer
 from machine_facts import locked_versions
 
-from benchlab.cli import app
+from benchlab.cli.commands import app
 from benchlab.lab.flags import FLAG_HISTORY_LEVEL, FLAG_LEVEL, FLAG_MIN_EFFECT
 
 ROOT = Path(__file__).resolve().parents[1]

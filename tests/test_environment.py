@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.environment import (
+from benchlab.targets.environment import (
     capture_host_environment,
     cpu_features,
     package_versions,
@@ -85,7 +85,7 @@ def test_capture_does_not_import_runtimes() -> None:
     import sys
 
     code = (
-        "import sys; from benchlab.environment import capture_host_environment; "
+        "import sys; from benchlab.targets.environment import capture_host_environment; "
         "capture_host_environment(); "
         "print(sorted(m for m in ('torch', 'onnxruntime', 'onnx') if m in sys.modules))"
     )

@@ -134,3 +134,57 @@ def test_no_function_is_longer_than_a_screenful_or_two() -> None:
                 if length > MAX_FUNCTION_LINES:
                     long.append(f"{_module_name(path)}.{node.name}: {length} lines")
     assert not long, long
+
+
+# The parts of the house, bottom up (docs/architecture.md, "Layers"): a module may import its
+# own layer's and lower layers' modules, never a higher layer's. A part is a folder or a
+# top-level module of src/benchlab.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors", "schema"),
+    ("lazy", "plugins", "spec", "store", "protocol", "stats"),
+    ("targets", "runner", "energy", "frameworks"),
+    ("exporting", "usermodels", "zoo", "report"),
+    ("harness", "ab", "tracking"),
+    ("api", "lab"),
+    ("cli", "__main__", "__init__"),
+)
+
+
+def part_of(module: str) -> str:
+    """``benchlab.harness.planner`` → ``harness``; the package itself → ``__init__``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def layer_of(module: str) -> int:
+    part = part_of(module)
+    for level, members in enumerate(LAYERS):
+        if part in members:
+            return level
+    raise AssertionError(f"{module}: its part {part!r} is on no layer of LAYERS; "
+                         "place it there and in docs/architecture.md")
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{name} -> {target}" for name, targets in graph.items() for target in targets
+                  if layer_of(target) > layer_of(name))
+
+
+def test_imports_run_down_the_layers() -> None:
+    assert upward_imports(import_graph()) == []
+
+
+def test_the_layer_check_sees_an_upward_import() -> None:
+    graph = {"benchlab.schema.result": {"benchlab.harness.planner"}, "benchlab.harness.planner": set()}
+    assert upward_imports(graph) == ["benchlab.schema.result -> benchlab.harness.planner"]
+
+
+def test_the_top_of_the_package_is_folders_and_a_few_modules() -> None:
+    """A new module goes into the folder of its part; the top keeps the face, the exception
+    tree, the plugin registry and the lazy names (docs/architecture.md, "Where to add")."""
+    modules = sorted(path.name for path in SRC.glob("*.py"))
+    assert modules == ["__init__.py", "__main__.py", "api.py", "errors.py", "lazy.py",
+                       "plugins.py"]
+    folders = {path.name for path in SRC.iterdir() if (path / "__init__.py").is_file()}
+    on_a_layer = {part for members in LAYERS for part in members}
+    assert folders <= on_a_layer, folders - on_a_layer

@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 import benchlab
-from benchlab.cli import app
+from benchlab.cli.commands import app
 from benchlab.report.matrix import matrix_cells
-from benchlab.schema import Status
+from benchlab.schema.result import Status
 
 RUNTIMES = {"pytorch", "onnxruntime", "tflite", "executorch", "openvino"}
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import benchlab
 from benchlab.ab.pairs import DECIDED_METRICS
-from benchlab.metrics import METRICS, Family, decided_metrics, metric_info
+from benchlab.schema.metrics import METRICS, Family, decided_metrics, metric_info
 from benchlab.report.matrix import COLUMN_UNITS
 from benchlab.runner.accuracy import ATTRIBUTION_METRICS, ERROR_METRICS, FLOOR_METRICS
-from benchlab.schema import Metric
+from benchlab.schema.result import Metric
 
 SRC = Path(benchlab.__file__).parent
 #: Where metric lines are written: the runners and the runtimes' runner-side backends.
@@ -19,7 +19,7 @@ PRINTERS = [*SRC.glob("runner/*.py"), *SRC.glob("frameworks/*/backend.py"),
 
 
 def test_every_metric_has_one_entry() -> None:
-    assert set(METRICS) == set(Metric), "add the new Metric member to benchlab.metrics.METRICS"
+    assert set(METRICS) == set(Metric), "add the new Metric member to benchlab.schema.metrics.METRICS"
     for metric, info in METRICS.items():
         assert info.metric is metric and info.label and info.key == metric.key
         assert metric_info(metric.key) is info

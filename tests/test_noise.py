@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchlab.noise import noise_warnings
-from benchlab.stats import summarize
+from benchlab.stats.noise import noise_warnings
+from benchlab.stats.summary import summarize
 
 
 def _process(level: float, seed: int, n: int = 40, sigma: float = 0.01,

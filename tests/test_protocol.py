@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from benchlab.protocol import (
+from benchlab.protocol.lines import (
     PREFIX,
     ReportedSummary,
     format_detail,
@@ -15,7 +15,7 @@ from benchlab.protocol import (
     format_summary,
     parse_output,
 )
-from benchlab.schema import Sample
+from benchlab.schema.result import Sample
 
 
 def _observer(payload: dict[str, object], prefix: str = "PyTorchObserver ") -> str:

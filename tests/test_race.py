@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from benchlab.overrides import TestOverrides
-from benchlab.sweep import Sweep
-from benchlab.race import RacePolicy, Standing, decide_round
-from benchlab.rounds import Pace, measure_in_rounds
-from benchlab.schema import JobIdentity, Result, Status, StopReason
+from benchlab.harness.overrides import TestOverrides
+from benchlab.harness.sweep import Sweep
+from benchlab.stats.race import RacePolicy, Standing, decide_round
+from benchlab.harness.rounds import Pace, measure_in_rounds
+from benchlab.schema.result import JobIdentity, Result, Status, StopReason
 
 # Three processes at least, so the rules show on short series; the default asks five.
 POLICY = RacePolicy(min_processes=3, elimination_after=3)

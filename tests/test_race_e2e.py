@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import benchlab
-from benchlab.schema import Result, Status, StopReason
+from benchlab.schema.result import Result, Status, StopReason
 
 pytestmark = pytest.mark.slow
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import benchlab
 from benchlab.report.matrix import fastest_ratios, matrix_cells
-from benchlab.schema import LATENCY_KEY, Sample
-from benchlab.stats import median_ci
+from benchlab.schema.result import LATENCY_KEY, Sample
+from benchlab.stats.summary import median_ci
 from benchlab.store import open_store
 
 LEVEL = """

@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from benchlab.runstats import next_run_interval, paired_ratio, run_change, t_quantile
-from benchlab.stats import summarize
+from benchlab.stats.runstats import next_run_interval, paired_ratio, run_change, t_quantile
+from benchlab.stats.summary import summarize
 
 
 @pytest.mark.parametrize(("df", "expected"), [(1, 12.7062), (2, 4.3027), (4, 2.7764),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from benchlab.schema import (
+from benchlab.schema.result import (
     LATENCY_KEY,
     DetailKey,
     EnvKey,

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from benchlab.cli import app
+from benchlab.cli.commands import app
 from benchlab.errors import SpecError, UsageError
-from benchlab.overrides import TestOverrides
+from benchlab.harness.overrides import TestOverrides
 from benchlab.runner.config import RunnerConfig
-from benchlab.settings import SettingInfo, TestSettings, check_settings, settings_info
+from benchlab.schema.settings import SettingInfo, TestSettings, check_settings, settings_info
 from benchlab.spec import load_spec
 from benchlab.spec.types import TestCase
 

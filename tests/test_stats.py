@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from benchlab.stats import (
+from benchlab.stats.summary import (
     AdaptiveStop,
     StopReason,
     ci_rel_halfwidth,

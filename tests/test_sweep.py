@@ -19,7 +19,7 @@ import benchlab
 import benchlab.zoo as zoo
 from benchlab.errors import UsageError
 from benchlab.store import RunStatus, open_store
-from benchlab.sweep import Sweep
+from benchlab.harness.sweep import Sweep
 
 
 def test_the_fingerprint_line_ignores_the_order_options_came_in() -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from benchlab.jobrun import summarize_samples
-from benchlab.schema import Sample
-from benchlab.units import Dimension, convert, dimension_of, same_dimension
+from benchlab.harness.jobrun import summarize_samples
+from benchlab.schema.result import Sample
+from benchlab.schema.units import Dimension, convert, dimension_of, same_dimension
 
 
 @pytest.mark.parametrize(("value", "source", "target", "expected"), [

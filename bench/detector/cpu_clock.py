@@ -36,9 +36,9 @@ from spinjobs import runner_pair
 
 from benchlab.ab.inprocess import inprocess_session
 from benchlab.ab.sessions import balanced_orders
-from benchlab.artifacts import ArtifactCache
-from benchlab.jobrun import run_job
-from benchlab.schema import Metric
+from benchlab.spec.artifacts import ArtifactCache
+from benchlab.harness.jobrun import run_job
+from benchlab.schema.result import Metric
 from benchlab.targets.host import HostTarget
 
 OUT = HERE / "cpu_clock.json"

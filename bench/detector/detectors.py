@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from benchlab.ab.model import Outcome, PairedEstimate
+from benchlab.schema.comparison import Outcome, PairedEstimate
 from benchlab.ab.sides import CompareSettings
 from benchlab.ab.stats import (
     apply_bh,

@@ -39,8 +39,8 @@ from _common import provenance
 from sources import robust_sd
 from spinjobs import build_spin_c
 
-from benchlab.protocol import parse_output
-from benchlab.units import convert
+from benchlab.protocol.lines import parse_output
+from benchlab.schema.units import convert
 
 OUT = HERE / "duet.json"
 ITERATIONS, WARMUP = 30, 3

@@ -4,7 +4,7 @@
   (``tests/ab/spin_backend.py``, spin.py's loop) as control, the same with the framework option
   ``slowdown`` = X as treatment; ``compare`` picks in-process for it.
 - ``lockstep``: the compiled program ``examples/ab/spin.c`` (``cc -O2`` with
-  ``benchlab.step``'s header) through ``examples/ab/spin.yaml``, control ``spin --slowdown 0``,
+  ``benchlab.protocol.step``'s header) through ``examples/ab/spin.yaml``, control ``spin --slowdown 0``,
   treatment ``spin --slowdown X``; ``compare`` picks lock-step for it.
 
 Default ``CompareSettings`` (looks 20, 40, 80 sessions, verify on, minimum effect 1%, alpha
@@ -38,9 +38,9 @@ from record_interleaved import cpu_seconds
 from spinjobs import build_spin_c, program_jobs, program_side, runner_jobs, runner_side
 
 from benchlab.ab import CompareSettings, compare_jobs
-from benchlab.ab.model import Mode
-from benchlab.artifacts import ArtifactCache
-from benchlab.schema import LATENCY_KEY
+from benchlab.schema.comparison import Mode
+from benchlab.spec.artifacts import ArtifactCache
+from benchlab.schema.result import LATENCY_KEY
 from benchlab.targets.host import HostTarget
 
 SLOWDOWNS = (0.0, 0.01, 0.02, 0.05)

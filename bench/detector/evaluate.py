@@ -41,7 +41,7 @@ from _common import provenance
 from detectors import BenchlabRun, faipep_checks, run_benchlab
 from sources import LognormalSource, Recording, ReplaySource, Source
 
-from benchlab.ab.model import Outcome
+from benchlab.schema.comparison import Outcome
 from benchlab.ab.sides import CompareSettings
 
 # 20% and 50% go beyond the brief's 1-10%: they locate where FAI-PEP's detector starts to fire.

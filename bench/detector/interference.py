@@ -42,10 +42,10 @@ from spinjobs import runner_jobs, runner_pair, runner_side
 
 from benchlab.ab import CompareSettings, compare_jobs
 from benchlab.ab.interleave import session_runner
-from benchlab.ab.model import Mode
+from benchlab.schema.comparison import Mode
 from benchlab.ab.stats import decide_log_ratios, hodges_lehmann
-from benchlab.artifacts import ArtifactCache
-from benchlab.schema import LATENCY_KEY
+from benchlab.spec.artifacts import ArtifactCache
+from benchlab.schema.result import LATENCY_KEY
 from benchlab.targets.host import HostTarget
 
 CHANGE = 0.05

@@ -30,8 +30,8 @@ from _common import machine
 
 from benchlab.ab.sides import Side, side_job
 from benchlab.api import plan_sweep
-from benchlab.artifacts import ArtifactCache
-from benchlab.jobrun import run_job
+from benchlab.spec.artifacts import ArtifactCache
+from benchlab.harness.jobrun import run_job
 from benchlab.plugins import load_target
 
 SPEC = REPO / "examples" / "ab" / "spin.yaml"

@@ -43,9 +43,9 @@ from _common import machine
 from spinjobs import build_spin_c, program_jobs, program_side, python_program, runner_pair
 
 from benchlab.ab.interleave import session_runner
-from benchlab.ab.model import Mode
+from benchlab.schema.comparison import Mode
 from benchlab.ab.sides import side_job
-from benchlab.artifacts import ArtifactCache
+from benchlab.spec.artifacts import ArtifactCache
 from benchlab.targets.host import HostTarget
 
 OUT = {Mode.IN_PROCESS: HERE / "recorded_inprocess.json",

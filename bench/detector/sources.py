@@ -182,7 +182,7 @@ class SessionRecording:
         """Each session's paired estimate, by the library's own definition (the median block
         log-ratio, :meth:`benchlab.ab.sessions.Session.estimate_on` on ``clock``), with the
         treatment's calls all ``1 + slowdown`` times longer."""
-        from benchlab.ab.model import Mode
+        from benchlab.schema.comparison import Mode
         from benchlab.ab.sessions import session_from_blocks
 
         if clock == "cpu" and self.control_cpu is None:

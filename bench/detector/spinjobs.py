@@ -25,8 +25,8 @@ from benchlab.ab import Side
 from benchlab.ab.sides import side_job
 from benchlab.api import plan_sweep
 from benchlab.frameworks.base import JobContext, RunnerFramework, runner_invocation
-from benchlab.harness import plan
-from benchlab.jobrun import Job
+from benchlab.harness.planner import plan
+from benchlab.harness.jobrun import Job
 from benchlab.spec import load
 from benchlab.spec.types import FrameworkConfig
 from benchlab.targets.host import HostTarget
@@ -96,7 +96,7 @@ def python_program() -> str:
 
 def build_spin_c(out_dir: Path) -> str:
     """Compile examples/ab/spin.c with ``cc -O2`` and benchlab's step header; the binary."""
-    from benchlab.step import include_dir
+    from benchlab.protocol.step import include_dir
 
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:

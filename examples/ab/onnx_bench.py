@@ -17,7 +17,7 @@ import time
 import numpy as np
 import onnxruntime as ort
 
-from benchlab.step import steps
+from benchlab.protocol.step import steps
 
 _TYPES = {"tensor(float)": np.float32, "tensor(int64)": np.int64, "tensor(int32)": np.int32}
 

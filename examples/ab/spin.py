@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 
 try:
-    from benchlab.step import steps
+    from benchlab.protocol.step import steps
 except ImportError:  # benchlab is not installed here: the step protocol in a few lines
 
     def steps(iterations: int) -> Iterator[int]:

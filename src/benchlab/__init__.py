@@ -15,31 +15,34 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from benchlab.lazy import names_at_homes
+from benchlab.lazy import MovedModules, names_at_homes
+
+# Old module paths (benchlab.sweep, benchlab.step...) still import: benchlab.lazy.MOVED_MODULES.
+MovedModules.install()
 
 if TYPE_CHECKING:
     from benchlab.api import compare, plan_sweep, run, track
-    from benchlab.doctor import diagnose
+    from benchlab.targets.doctor import diagnose
     from benchlab.energy.session import EnergySettings
     from benchlab.plugins import open_target
     from benchlab.targets.adb import AdbTarget
     from benchlab.targets.host import HostTarget
     from benchlab.targets.ssh import SshTarget
     from benchlab.errors import BenchlabError, InfrastructureError, SpecError, UserError
-    from benchlab.overrides import TestOverrides
+    from benchlab.harness.overrides import TestOverrides
     from benchlab.lab.client import submit_to_lab
     from benchlab.lab.queue import init_lab
-    from benchlab.race import RacePolicy
+    from benchlab.stats.race import RacePolicy
     from benchlab.targets.reboot import RebootPolicy
-    from benchlab.model_outputs import ModelOutputs, outputs
+    from benchlab.harness.outputs import ModelOutputs, outputs
     from benchlab.zoo import export_models
-    from benchlab.results import Results
-    from benchlab.scenario import Scenario
-    from benchlab.schema import SCHEMA_VERSION, JobIdentity, Result, Sample, Status, Summary
+    from benchlab.harness.results import Results
+    from benchlab.schema.scenario import Scenario
+    from benchlab.schema.result import SCHEMA_VERSION, JobIdentity, Result, Sample, Status, Summary
     from benchlab.spec import load_spec, load_suite
-    from benchlab.stats import summarize
+    from benchlab.stats.summary import summarize
     from benchlab.store import open_store
-    from benchlab.sweep import Sweep, parse_framework
+    from benchlab.harness.sweep import Sweep, parse_framework
 
 __version__ = "0.1.0"
 
@@ -84,39 +87,39 @@ __all__ = [
 
 # Where each public name lives; the module is imported when the name is first asked for.
 _HOMES = {
-    "SCHEMA_VERSION": "benchlab.schema",
+    "SCHEMA_VERSION": "benchlab.schema.result",
     "BenchlabError": "benchlab.errors",
     "InfrastructureError": "benchlab.errors",
-    "JobIdentity": "benchlab.schema",
-    "Result": "benchlab.schema",
-    "Results": "benchlab.results",
-    "Sample": "benchlab.schema",
-    "Scenario": "benchlab.scenario",
+    "JobIdentity": "benchlab.schema.result",
+    "Result": "benchlab.schema.result",
+    "Results": "benchlab.harness.results",
+    "Sample": "benchlab.schema.result",
+    "Scenario": "benchlab.schema.scenario",
     "SpecError": "benchlab.errors",
-    "Status": "benchlab.schema",
-    "Summary": "benchlab.schema",
-    "TestOverrides": "benchlab.overrides",
+    "Status": "benchlab.schema.result",
+    "Summary": "benchlab.schema.result",
+    "TestOverrides": "benchlab.harness.overrides",
     "RebootPolicy": "benchlab.targets.reboot",
-    "RacePolicy": "benchlab.race",
+    "RacePolicy": "benchlab.stats.race",
     "compare": "benchlab.api",
-    "ModelOutputs": "benchlab.model_outputs",
-    "outputs": "benchlab.model_outputs",
+    "ModelOutputs": "benchlab.harness.outputs",
+    "outputs": "benchlab.harness.outputs",
     "export_models": "benchlab.zoo",
     "UserError": "benchlab.errors",
     "load_spec": "benchlab.spec",
     "load_suite": "benchlab.spec",
     "open_store": "benchlab.store",
-    "parse_framework": "benchlab.sweep",
-    "Sweep": "benchlab.sweep",
+    "parse_framework": "benchlab.harness.sweep",
+    "Sweep": "benchlab.harness.sweep",
     "plan_sweep": "benchlab.api",
     "run": "benchlab.api",
-    "summarize": "benchlab.stats",
+    "summarize": "benchlab.stats.summary",
     "track": "benchlab.api",
     "AdbTarget": "benchlab.targets.adb",
     "HostTarget": "benchlab.targets.host",
     "SshTarget": "benchlab.targets.ssh",
     "EnergySettings": "benchlab.energy.session",
-    "diagnose": "benchlab.doctor",
+    "diagnose": "benchlab.targets.doctor",
     "open_target": "benchlab.plugins",
     "init_lab": "benchlab.lab.queue",
     "submit_to_lab": "benchlab.lab.client",

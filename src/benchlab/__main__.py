@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchlab.cli import main
+from benchlab.cli.commands import main
 
 if __name__ == "__main__":
     main()

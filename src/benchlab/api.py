@@ -10,18 +10,18 @@ from typing import TYPE_CHECKING
 
 from typing_extensions import Unpack
 
-from benchlab.artifacts import ArtifactCache, DownloadProgress, default_cache_dir
+from benchlab.spec.artifacts import ArtifactCache, DownloadProgress, default_cache_dir
 from benchlab.ab.sides import CompareSettings, Side
 from benchlab.ab.driver import compare_jobs
-from benchlab.ab.model import Comparison
+from benchlab.schema.comparison import Comparison
 from benchlab.errors import InfrastructureError, UsageError
-from benchlab.harness import Plan, StagedPlan, across_devices, execute, plan
+from benchlab.harness.planner import Plan, StagedPlan, across_devices, execute, plan
 from benchlab.report.jsondir import write_result_json
-from benchlab.results import Results
-from benchlab.schema import EnvKey, Result
+from benchlab.harness.results import Results
+from benchlab.schema.result import EnvKey, Result
 from benchlab.spec import load
 from benchlab.spec.types import BenchmarkSpec
-from benchlab.sweep import SpecsArg, Sweep, SweepFields, framework_configs
+from benchlab.harness.sweep import SpecsArg, Sweep, SweepFields, framework_configs
 from benchlab.store import ResultStore, using_store
 from benchlab.targets.base import Target
 from benchlab.targets.selection import select_targets, usable_target
@@ -193,9 +193,9 @@ def run(
 ) -> Results:
     """Run a sweep and return its :class:`Results`; every result is also in the store.
 
-    ``specs`` are spec or suite files, or a whole :class:`~benchlab.sweep.Sweep` (then the
+    ``specs`` are spec or suite files, or a whole :class:`~benchlab.harness.sweep.Sweep` (then the
     fields it holds are not given again). The other keyword arguments are the sweep's fields,
-    each described in :class:`~benchlab.sweep.SweepFields`: ``models`` (zoo models),
+    each described in :class:`~benchlab.harness.sweep.SweepFields`: ``models`` (zoo models),
     ``model`` (your own: a ``torch.nn.Module``, ``"file.py:factory"``, an ONNX file or a file
     a runtime reads as it is, exported to every format the installed runtimes take,
     docs/your-model.md) with ``inputs`` and ``data``, ``frameworks``, ``target`` (one device
@@ -316,8 +316,8 @@ def compare(
     When the sides name framework configurations, each test is planned once with the
     control's configuration and each side swaps in its own. Every side's observations are
     stored as a result with variant ``control`` or ``treatment``. ``specs`` may be a whole
-    :class:`~benchlab.sweep.Sweep` on one device; the other keyword arguments are its fields
-    (:class:`~benchlab.sweep.SweepFields`; ``target``: the one device both sides run on).
+    :class:`~benchlab.harness.sweep.Sweep` on one device; the other keyword arguments are its fields
+    (:class:`~benchlab.harness.sweep.SweepFields`; ``target``: the one device both sides run on).
     """
     sweep = _as_sweep(specs, fields)
     if control.framework is not None and not sweep.frameworks:
@@ -355,7 +355,7 @@ def track(
     The spec's commands name the build as ``{program}``; ``settings.program`` says what that
     is inside a commit's worktree. A track stopped through its status file, or killed,
     resumes where it stopped when run again with the same arguments. The other keyword
-    arguments are the sweep's fields (:class:`~benchlab.sweep.SweepFields`; ``target``: the
+    arguments are the sweep's fields (:class:`~benchlab.harness.sweep.SweepFields`; ``target``: the
     one device the track runs on).
     """
     sweep = _as_sweep(specs, fields)

@@ -1,17 +1,58 @@
-"""Packages whose public names are imported on first use (PEP 562 module ``__getattr__``).
+"""Where names and modules are found: public names imported on first use, and old module paths.
 
 ``benchlab`` and ``benchlab.report`` list where each public name lives and import that module
-when the name is first asked for: a runner process, ``benchlab --help`` and a script that only
-stores results do not pay for the reporters' rich or the API's pydantic models.
+when the name is first asked for (PEP 562 module ``__getattr__``): a runner process,
+``benchlab --help`` and a script that only stores results do not pay for the reporters' rich or
+the API's pydantic models.
+
+:data:`MOVED_MODULES` lists the modules that stood at the top of the package before it was
+arranged into folders; :class:`MovedModules` answers an import of an old path with the module at
+its new one (the same object, so a name patched through either path is patched in both).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+import importlib.abc
+import importlib.machinery
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from types import ModuleType
 from typing import Any
 
-__all__ = ["names_at_homes"]
+__all__ = ["MOVED_MODULES", "MovedModules", "names_at_homes"]
+
+#: old module path → where the module lives now (docs/architecture.md, "Layers").
+MOVED_MODULES: Mapping[str, str] = {
+    "benchlab.ab.model": "benchlab.schema.comparison",
+    "benchlab.artifacts": "benchlab.spec.artifacts",
+    "benchlab.cli_ab": "benchlab.cli.ab",
+    "benchlab.cli_lab": "benchlab.cli.lab",
+    "benchlab.cli_options": "benchlab.cli.options",
+    "benchlab.cli_output": "benchlab.cli.output",
+    "benchlab.cli_workloads": "benchlab.cli.workloads",
+    "benchlab.cli_zoo": "benchlab.cli.zoo",
+    "benchlab.devicestate": "benchlab.harness.devicestate",
+    "benchlab.diagnosis": "benchlab.schema.diagnosis",
+    "benchlab.doctor": "benchlab.targets.doctor",
+    "benchlab.environment": "benchlab.targets.environment",
+    "benchlab.generation": "benchlab.schema.generation",
+    "benchlab.hoststeps": "benchlab.harness.hoststeps",
+    "benchlab.jobrun": "benchlab.harness.jobrun",
+    "benchlab.metrics": "benchlab.schema.metrics",
+    "benchlab.model_outputs": "benchlab.harness.outputs",
+    "benchlab.noise": "benchlab.stats.noise",
+    "benchlab.overrides": "benchlab.harness.overrides",
+    "benchlab.race": "benchlab.stats.race",
+    "benchlab.results": "benchlab.harness.results",
+    "benchlab.rounds": "benchlab.harness.rounds",
+    "benchlab.runstats": "benchlab.stats.runstats",
+    "benchlab.scenario": "benchlab.schema.scenario",
+    "benchlab.settings": "benchlab.schema.settings",
+    "benchlab.step": "benchlab.protocol.step",
+    "benchlab.sweep": "benchlab.harness.sweep",
+    "benchlab.units": "benchlab.schema.units",
+}
 
 
 def names_at_homes(package: str, homes: Mapping[str, str],
@@ -32,3 +73,39 @@ def names_at_homes(package: str, homes: Mapping[str, str],
         return value
 
     return __getattr__
+
+
+class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """A finder for the old paths in ``moved``: ``import benchlab.sweep`` gives the module
+    ``benchlab.harness.sweep``, registered under both names.
+
+    The ``benchlab`` package installs one (:meth:`install`, once per interpreter): scripts,
+    plugins and notebooks written against the flat layout keep working, while the code of the
+    package itself imports the new paths only (``tests/test_public_api.py`` holds both).
+    """
+
+    def __init__(self, moved: Mapping[str, str]) -> None:
+        self.moved = dict(moved)
+        self._own_specs: dict[str, importlib.machinery.ModuleSpec] = {}
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in self.moved:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        module = importlib.import_module(self.moved[spec.name])
+        self._own_specs[spec.name] = module.__spec__
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        # The import system stamped the old path's spec on the module it was handed; give it
+        # back its own, which names the file it was loaded from (importlib.reload reads it).
+        module.__spec__ = self._own_specs.pop(module.__spec__.name)
+
+    @classmethod
+    def install(cls, moved: Mapping[str, str] = MOVED_MODULES) -> None:
+        """Add the finder to ``sys.meta_path`` unless an equal one is already there."""
+        if not any(isinstance(finder, cls) for finder in sys.meta_path):
+            sys.meta_path.append(cls(moved))

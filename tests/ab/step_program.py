@@ -1,6 +1,6 @@
 """A stand-in benchmark for the lock-step tests: it steps, or misbehaves, as its flags say.
 
-``--mode step`` speaks the step protocol through ``benchlab.step`` and reports ``--value-us``
+``--mode step`` speaks the step protocol through ``benchlab.protocol.step`` and reports ``--value-us``
 for every step (exactly, so a session's numbers are known in advance); ``--log`` appends
 ``NAME ready`` and ``NAME step I`` lines so a test can read back the order the steps ran in;
 ``--crash-at N`` exits with status 3 at step N. ``--mode own-loop`` ignores the protocol and
@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchlab.step import steps
+from benchlab.protocol.step import steps
 
 
 def metric(value_us: float) -> str:

@@ -20,9 +20,9 @@ import pytest
 
 import benchlab
 from benchlab.ab import CompareSettings, Side, compare_jobs
-from benchlab.ab.model import Mode
+from benchlab.schema.comparison import Mode
 from benchlab.ab.sides import make_side
-from benchlab.artifacts import ArtifactCache
+from benchlab.spec.artifacts import ArtifactCache
 from benchlab.errors import UsageError
 from benchlab.spec.types import FrameworkConfig
 from benchlab.targets.host import HostTarget

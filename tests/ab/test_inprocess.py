@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from benchlab.ab import CompareSettings, Outcome, Side, compare_jobs
-from benchlab.ab.model import Mode
+from benchlab.schema.comparison import Mode
 from benchlab.ab.inprocess import inprocess_session
 from benchlab.ab.sides import side_job
 from benchlab.ab.sessions import balanced_orders
-from benchlab.artifacts import ArtifactCache
+from benchlab.spec.artifacts import ArtifactCache
 from benchlab.frameworks.base import JobContext, RunnerFramework, runner_invocation
-from benchlab.harness import plan
+from benchlab.harness.planner import plan
 from benchlab.report.ab import comparison_json, comparison_markdown
 from benchlab.spec import load
 from benchlab.spec.types import FrameworkConfig

@@ -24,15 +24,15 @@ import pytest
 import yaml
 
 from benchlab.ab.lockstep import lockstep_session
-from benchlab.ab.model import Mode
+from benchlab.schema.comparison import Mode
 from benchlab.ab.sides import Side, side_job
 from benchlab.ab.sessions import Session, balanced_orders
-from benchlab.artifacts import ArtifactCache
+from benchlab.spec.artifacts import ArtifactCache
 from benchlab.errors import ModeUnavailable, TargetError
-from benchlab.harness import plan
-from benchlab.jobrun import Job
+from benchlab.harness.planner import plan
+from benchlab.harness.jobrun import Job
 from benchlab.spec import load
-from benchlab.step import include_dir
+from benchlab.protocol.step import include_dir
 from benchlab.targets.host import HostTarget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -261,7 +261,7 @@ def test_the_c_program_steps_in_lockstep(tmp_path: Path, spin_binary: Path) -> N
 
 # -- the Python helper --------------------------------------------------------------------------
 
-LOOP = ("from benchlab.step import steps\n"
+LOOP = ("from benchlab.protocol.step import steps\n"
         "for i in steps(3):\n"
         "    print('BENCHLAB_METRIC {\"type\":\"NET\",\"metric\":\"latency\",\"unit\":\"ms\","
         "\"value\":%d}' % (i + 1))\n")

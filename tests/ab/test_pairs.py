@@ -15,7 +15,7 @@ import yaml
 
 import benchlab
 from benchlab.ab import CompareSettings, Outcome, Side
-from benchlab.ab.model import Mode
+from benchlab.schema.comparison import Mode
 from benchlab.store import open_store
 
 PROGRAM = Path(__file__).with_name("replay_program.py")

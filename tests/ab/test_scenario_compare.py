@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from benchlab.ab import CompareSettings, Outcome, Side, compare_jobs
-from benchlab.ab.model import Mode
-from benchlab.artifacts import ArtifactCache
+from benchlab.schema.comparison import Mode
+from benchlab.spec.artifacts import ArtifactCache
 from benchlab.frameworks.base import JobContext, RunnerFramework, runner_invocation
-from benchlab.harness import plan
-from benchlab.schema import Metric
+from benchlab.harness.planner import plan
+from benchlab.schema.result import Metric
 from benchlab.spec import load
 from benchlab.spec.types import FrameworkConfig
 from benchlab.targets.host import HostTarget

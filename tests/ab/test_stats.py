@@ -11,7 +11,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from benchlab.ab.model import Outcome, PairedEstimate
+from benchlab.schema.comparison import Outcome, PairedEstimate
 from benchlab.ab.stats import (
     _exact_p,
     _normal_p,

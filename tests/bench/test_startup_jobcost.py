@@ -31,7 +31,7 @@ def _modules_after(statement: str) -> set[str]:
 
 
 def test_importing_the_cli_loads_no_runtime_and_no_heavy_library() -> None:
-    loaded = _modules_after("import benchlab.cli")
+    loaded = _modules_after("import benchlab.cli.commands")
     assert not loaded & {*RUNTIMES, "numpy", "sqlalchemy", "yaml"}
 
 
@@ -46,7 +46,7 @@ def test_the_package_imports_its_public_names_on_first_use() -> None:
         "import sys, benchlab\n"
         "assert 'benchlab.api' not in sys.modules and 'numpy' not in sys.modules\n"
         "from benchlab import Status, run, TestOverrides\n"
-        "from benchlab import environment\n"
+        "from benchlab.targets import environment\n"
         "assert run is sys.modules['benchlab.api'].run\n"
         "assert set(benchlab.__all__) <= set(dir(benchlab))\n"
         "assert all(getattr(benchlab, name) is not None for name in benchlab.__all__)\n"

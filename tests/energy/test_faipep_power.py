@@ -20,11 +20,11 @@ from rich.console import Console
 import benchlab
 from benchlab.energy import ScriptedMeter
 from benchlab.energy.session import EnergySession, EnergySettings, choose_meter
-from benchlab.harness import describe_plan
+from benchlab.harness.planner import describe_plan
 from benchlab.report.matrix import matrix_cells
 from benchlab.report.matrix_html import matrix_html
 from benchlab.report.terminal import results_table
-from benchlab.schema import Metric, Status
+from benchlab.schema.result import Metric, Status
 from benchlab.spec import load_spec
 from benchlab.spec.types import TestCase
 

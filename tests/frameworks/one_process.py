@@ -3,9 +3,9 @@ diagnosis tests read from it."""
 
 from __future__ import annotations
 
-from benchlab.diagnosis import Coverage
+from benchlab.schema.diagnosis import Coverage
 from benchlab.frameworks.base import JobContext, RunnerFramework
-from benchlab.schema import DetailKey
+from benchlab.schema.result import DetailKey
 from benchlab.targets.base import CommandResult, RunRequest
 from benchlab.targets.host import HostTarget
 

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from benchlab.frameworks.base import Invocation
-from benchlab.protocol import parse_output
+from benchlab.protocol.lines import parse_output
 
 __all__ = ["assert_runner_loads_only_its_backend", "runner_modules"]
 

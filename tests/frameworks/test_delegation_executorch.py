@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.diagnosis import Coverage, coverage_warning
+from benchlab.schema.diagnosis import Coverage, coverage_warning
 from benchlab.frameworks.base import JobContext
 from benchlab.frameworks.executorch import ExecuTorchFramework
 from benchlab.runner.config import RunnerConfig

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchlab.diagnosis import Coverage, coverage_warning
+from benchlab.schema.diagnosis import Coverage, coverage_warning
 from benchlab.frameworks.base import JobContext
 from benchlab.frameworks.onnxruntime import OnnxRuntimeFramework
 from benchlab.spec.types import FrameworkConfig, ModelDef

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from benchlab.diagnosis import coverage_warning
+from benchlab.schema.diagnosis import coverage_warning
 from benchlab.frameworks.base import JobContext
 from benchlab.frameworks.openvino import OpenVinoFramework
 from benchlab.runner.config import RunnerConfig

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchlab.diagnosis import Coverage, coverage_warning
+from benchlab.schema.diagnosis import Coverage, coverage_warning
 from benchlab.frameworks.base import JobContext
 from benchlab.frameworks.tflite import TfliteFramework
 from benchlab.runner.config import RunnerConfig

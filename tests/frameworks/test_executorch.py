@@ -22,7 +22,7 @@ from tiny_models import run_export_script
 from benchlab.errors import UsageError
 from benchlab.frameworks.base import Framework, Invocation, JobContext, Unsupported
 from benchlab.frameworks.executorch import ExecuTorchFramework
-from benchlab.protocol import ParsedOutput
+from benchlab.protocol.lines import ParsedOutput
 from benchlab.runner.config import RunnerConfig
 from benchlab.spec.types import FrameworkConfig, ModelDef
 from benchlab.targets.base import CommandResult, RunRequest

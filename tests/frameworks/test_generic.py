@@ -12,7 +12,7 @@ import pytest
 from benchlab.errors import SpecError
 from benchlab.frameworks.base import Framework, JobContext
 from benchlab.frameworks.generic import GenericFramework
-from benchlab.protocol import format_metric
+from benchlab.protocol.lines import format_metric
 from benchlab.spec.types import FrameworkConfig, ModelDef
 from benchlab.targets.base import CommandResult, RunRequest
 from benchlab.targets.host import HostTarget

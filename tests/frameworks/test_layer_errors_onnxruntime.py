@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import benchlab
-from benchlab.diagnosis import LayerTable
+from benchlab.schema.diagnosis import LayerTable
 from benchlab.frameworks.onnxruntime.layers import INPUT_OP, layer_rows, read_as
-from benchlab.schema import DetailKey
+from benchlab.schema.result import DetailKey
 
 from . import layer_models
 

@@ -22,9 +22,9 @@ import pytest
 from benchlab.errors import UsageError
 from benchlab.frameworks.base import Unsupported
 from benchlab.frameworks.llamacpp import LlamaCppFramework
-from benchlab.protocol import parse_output
+from benchlab.protocol.lines import parse_output
 from benchlab.runner.config import RunnerConfig
-from benchlab.schema import DetailKey, Metric
+from benchlab.schema.result import DetailKey, Metric
 from benchlab.spec.types import FrameworkConfig
 
 from .conftest import job_context, model_def
@@ -82,7 +82,7 @@ def test_precision_picks_the_gguf_file_and_options_are_checked() -> None:
 
 
 def test_parallel_sequences_are_for_a_server_or_offline_scenario() -> None:
-    from benchlab.scenario import Scenario
+    from benchlab.schema.scenario import Scenario
 
     fw = LlamaCppFramework()
     files = {f"files.{k}": f"/t/{v}" for k, v in GENERATIVE_MODEL.items()}
@@ -110,7 +110,7 @@ def test_a_forward_pass_model_is_not_for_llama_cpp_installed_or_not(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Where llama-cpp-python is missing, a forward-pass model's skip says llama.cpp does not
     run it, not to install llama-cpp-python."""
-    import benchlab.harness as harness
+    import benchlab.harness.planner as harness
     from benchlab.frameworks.common import Availability
     from benchlab.spec.types import BenchmarkSpec, TestCase
     from benchlab.targets.host import HostTarget
@@ -151,7 +151,7 @@ def test_availability_does_not_import_the_runtime() -> None:
 
 
 def _generation() -> Any:
-    from benchlab.generation import Generation
+    from benchlab.schema.generation import Generation
 
     return Generation(**GENERATION)
 
@@ -579,7 +579,7 @@ def test_benchlab_runs_llama_15m_on_llama_cpp(tmp_path: Path, llama_15m_export: 
     pytest.importorskip("llama_cpp")
     import benchlab
     from benchlab.plugins import FRAMEWORK_GROUP, available_names
-    from benchlab.schema import Status
+    from benchlab.schema.result import Status
     from benchlab.exporting.formats import FORMATS
 
     if "llamacpp" not in available_names(FRAMEWORK_GROUP) or "gguf" not in FORMATS:

@@ -25,8 +25,8 @@ import pytest
 from benchlab.frameworks.native.llama_bench import llama_bench_tests, parse_llama_bench
 from benchlab.frameworks.native.llm_bench import parse_llm_bench
 from benchlab.frameworks.native.llm_runner import parse_llm_runner
-from benchlab.protocol import ParsedOutput, parse_output
-from benchlab.schema import Metric
+from benchlab.protocol.lines import ParsedOutput, parse_output
+from benchlab.schema.result import Metric
 
 DATA = Path(__file__).parent / "data" / "native"
 

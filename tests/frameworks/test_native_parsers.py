@@ -33,7 +33,7 @@ from benchlab.frameworks.native import (
     parse_perf_test,
     perf_test_argv,
 )
-from benchlab.protocol import ParsedOutput
+from benchlab.protocol.lines import ParsedOutput
 
 DATA = Path(__file__).parent / "data" / "native"
 

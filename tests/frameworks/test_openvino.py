@@ -20,7 +20,7 @@ import pytest
 
 from benchlab.frameworks.base import Framework, JobContext, Unsupported
 from benchlab.frameworks.openvino import OpenVinoFramework, model_files
-from benchlab.protocol import ParsedOutput
+from benchlab.protocol.lines import ParsedOutput
 from benchlab.runner.accuracy import save_reference
 from benchlab.runner.config import RunnerConfig
 from benchlab.spec.types import FrameworkConfig, ModelDef

@@ -15,7 +15,7 @@ from benchlab.errors import UsageError
 from benchlab.frameworks.base import Unsupported
 from benchlab.frameworks.ortgenai import OrtGenAiFramework
 from benchlab.runner.config import RunnerConfig
-from benchlab.schema import DetailKey
+from benchlab.schema.result import DetailKey
 from benchlab.spec.types import FrameworkConfig
 
 from .conftest import job_context, model_def
@@ -31,7 +31,7 @@ def _generator(files: dict[str, str] = FILES) -> Any:
 
 
 def _generation() -> Any:
-    from benchlab.generation import Generation
+    from benchlab.schema.generation import Generation
 
     return Generation(prompt_tokens=16, new_tokens=8)
 

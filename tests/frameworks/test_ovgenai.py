@@ -15,7 +15,7 @@ from benchlab.errors import UsageError
 from benchlab.frameworks.base import Unsupported
 from benchlab.frameworks.ovgenai import OvGenAiFramework
 from benchlab.runner.config import RunnerConfig
-from benchlab.schema import DetailKey
+from benchlab.schema.result import DetailKey
 from benchlab.spec.types import FrameworkConfig
 
 from .conftest import job_context, model_def
@@ -40,7 +40,7 @@ def test_it_runs_text_generators_at_each_precision_built() -> None:
 
 
 def test_precision_picks_the_model_and_its_weights() -> None:
-    from benchlab.generation import Generation
+    from benchlab.schema.generation import Generation
 
     fw = OvGenAiFramework()
     files = {f"files.{k}": f"/t/{v}" for k, v in FILES.items()}

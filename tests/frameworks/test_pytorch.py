@@ -13,7 +13,7 @@ import pytest
 
 from benchlab.frameworks.base import Framework, JobContext, Unsupported
 from benchlab.frameworks.pytorch import PyTorchFramework
-from benchlab.protocol import ParsedOutput
+from benchlab.protocol.lines import ParsedOutput
 from benchlab.runner.config import RunnerConfig
 from benchlab.spec.types import FrameworkConfig, InputDef, ModelDef
 from benchlab.targets.base import RunRequest

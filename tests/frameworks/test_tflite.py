@@ -24,7 +24,7 @@ from tiny_models import run_export_script
 from benchlab.errors import UsageError
 from benchlab.frameworks.base import Framework, Invocation, JobContext, Unsupported
 from benchlab.frameworks.tflite import TfliteFramework
-from benchlab.protocol import ParsedOutput
+from benchlab.protocol.lines import ParsedOutput
 from benchlab.runner.accuracy import load_reference, save_reference
 from benchlab.runner.config import RunnerConfig
 from benchlab.spec.types import FrameworkConfig, ModelDef
@@ -563,7 +563,7 @@ def test_a_faipep_tflite_spec_runs_its_commands_and_is_read_as_benchmark_model(
     """FAI-PEP's tflite specs call ``{program}`` (benchmark_model) themselves: the job is a
     tflite job, the command runs as written, and benchmark_model's report is parsed."""
     import benchlab
-    from benchlab.schema import Status
+    from benchlab.schema.result import Status
 
     sample = Path(__file__).parent / "data/native/benchmark_model_plain.txt"
     program = tmp_path / "benchmark_model"

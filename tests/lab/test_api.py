@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from benchlab.lab.server.app import create_app
 from benchlab.lab.tokens import create_token
-from benchlab.schema import JobIdentity, Result, Sample, Status, Summary
+from benchlab.schema.result import JobIdentity, Result, Sample, Status, Summary
 from benchlab.store import ResultStore
 
 pytestmark = pytest.mark.postgres

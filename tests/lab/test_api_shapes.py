@@ -10,7 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from benchlab.lab.devices import Device, DeviceEvent
 from benchlab.lab.jobs import LabJob, LabRequest, QueueRow
-from benchlab.sweep import Sweep
+from benchlab.harness.sweep import Sweep
 from benchlab.lab.reporter import ReportedRun
 from benchlab.lab.run_state import RunInfo
 from benchlab.lab.server.api_models import DeviceEventOut, DeviceOut, JobOut, QueueRowOut, RunOut
@@ -71,7 +71,7 @@ def test_every_response_model_holds_every_field_of_its_dataclass() -> None:
     )
     from benchlab.lab.tokens import TokenInfo
     from benchlab.lab.views import Comparison
-    from benchlab.schema import JobIdentity, Result, Summary
+    from benchlab.schema.result import JobIdentity, Result, Summary
 
     left_out = {
         (ResultOut, Result): {"samples"},  # can be very many; the run page reads them

@@ -18,7 +18,7 @@ from benchlab.lab.localpg import PostgresServer
 from benchlab.lab.queue import init_lab
 from benchlab.lab.server.app import create_app
 from benchlab.lab.tokens import create_token
-from benchlab.schema import JobIdentity, Result, Sample, Status
+from benchlab.schema.result import JobIdentity, Result, Sample, Status
 
 pytestmark = pytest.mark.postgres
 

@@ -18,7 +18,7 @@ from benchlab.lab.tokens import create_token
 from benchlab.lab.localpg import PostgresServer
 from benchlab.lab.queue import open_lab, store_url
 from benchlab.lab.spool import SpoolingStore, job_spool_dir
-from benchlab.schema import Result
+from benchlab.schema.result import Result
 from benchlab.store import open_store
 
 from .agents import agents, nap_spec, read_marks, wait_until

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from benchlab.lab.flags import changed
-from benchlab.stats import summarize
+from benchlab.stats.summary import summarize
 
 
 def _summary(levels: list[float], unit: str = "ms") -> object:

@@ -15,12 +15,12 @@ from sqlalchemy import update
 
 from benchlab.lab.devices import quarantine, register_device, set_health, set_state
 from benchlab.lab.jobs import LabRequest, new_jobs, set_job
-from benchlab.sweep import Sweep
+from benchlab.harness.sweep import Sweep
 from benchlab.lab.queue import store_url
 from benchlab.lab.server.app import create_app
 from benchlab.lab.tokens import create_token
-from benchlab.schema import JobIdentity, Result, Sample, Status
-from benchlab.stats import summarize
+from benchlab.schema.result import JobIdentity, Result, Sample, Status
+from benchlab.stats.summary import summarize
 from benchlab.store import ResultStore, open_store
 from benchlab.lab.tables import lab_devices
 

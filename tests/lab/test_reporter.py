@@ -25,7 +25,7 @@ from benchlab.lab.devices import register_device
 from benchlab.lab.queue import store_url
 from benchlab.lab.reporter import Reporter, ReportedRun, resolve_token
 from benchlab.lab.tokens import create_token
-from benchlab.schema import JobIdentity, Result, Sample, Status, Summary
+from benchlab.schema.result import JobIdentity, Result, Sample, Status, Summary
 from benchlab.store import ResultStore, RunStatus, open_store
 
 from .agents import free_port, serve

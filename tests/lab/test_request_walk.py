@@ -19,14 +19,14 @@ import typer
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from benchlab.cli import app
+from benchlab.cli.commands import app
 from benchlab.errors import BenchlabError
 from benchlab.lab.devices import register_device
 from benchlab.lab.jobs import LabJob, get_job, list_jobs
 from benchlab.lab.queue import open_lab
 from benchlab.lab.server.app import create_app
 from benchlab.lab.tokens import create_token
-from benchlab.sweep import Sweep
+from benchlab.harness.sweep import Sweep
 
 from .agents import nap_spec
 

@@ -24,12 +24,12 @@ from schemathesis.specs.openapi.checks import (
 
 from benchlab.lab import devices
 from benchlab.lab.jobs import LabRequest
-from benchlab.sweep import Sweep
+from benchlab.harness.sweep import Sweep
 from benchlab.lab.localpg import PostgresServer
 from benchlab.lab.queue import Lab, init_lab, open_lab, submit
 from benchlab.lab.server.app import create_app
 from benchlab.lab.tokens import create_token, find_token
-from benchlab.schema import JobIdentity, Result, Status, Summary
+from benchlab.schema.result import JobIdentity, Result, Status, Summary
 
 pytestmark = pytest.mark.postgres
 

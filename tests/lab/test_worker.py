@@ -18,7 +18,7 @@ from benchlab.lab.devices import device_events, get_device, list_devices, quaran
 from benchlab.lab.jobs import LabRequest, list_jobs
 from benchlab.lab.queue import open_lab, store_url, submit
 from benchlab.lab.tokens import create_token
-from benchlab.schema import LATENCY_KEY, DetailKey, Metric
+from benchlab.schema.result import LATENCY_KEY, DetailKey, Metric
 from benchlab.store import open_store
 
 from .agents import agents, free_port, nap_spec, read_marks, serve, wait_until

@@ -12,7 +12,7 @@ import pytest
 
 from benchlab.report.ab_html import comparison_html
 from benchlab.report.svg import ticks as _ticks
-from benchlab.ab.model import Comparison, MetricComparison, OpDelta, Outcome, PairedEstimate
+from benchlab.schema.comparison import Comparison, MetricComparison, OpDelta, Outcome, PairedEstimate
 
 # Elements HTML never closes; everything else must be closed in order for the page to be sound.
 _VOID = {"meta", "br", "hr", "img", "input", "link", "col", "area", "base", "wbr", "source"}

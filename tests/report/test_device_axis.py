@@ -11,7 +11,7 @@ from rich.console import Console
 from benchlab.report.matrix import device_spread, devices_of, matrix_cells, per_device
 from benchlab.report.matrix_html import matrix_html, write_matrix_html
 from benchlab.report.terminal import device_spread_table, results_table
-from benchlab.schema import Result, Status
+from benchlab.schema.result import Result, Status
 
 from .browser import colour_pixels, screenshot
 from .test_matrix import _result

@@ -7,12 +7,12 @@ from pathlib import Path
 
 from rich.console import Console
 
-from benchlab.diagnosis import Coverage, LayerError, LayerTable
-from benchlab.jobrun import summarize_samples
+from benchlab.schema.diagnosis import Coverage, LayerError, LayerTable
+from benchlab.harness.jobrun import summarize_samples
 from benchlab.report.matrix import cell_of
 from benchlab.report.matrix_html import write_matrix_html
 from benchlab.report.terminal import result_notes, results_table
-from benchlab.schema import DetailKey, JobIdentity, Result, Sample, Status
+from benchlab.schema.result import DetailKey, JobIdentity, Result, Sample, Status
 
 from .browser import colour_pixels, screenshot
 

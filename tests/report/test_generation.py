@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from benchlab.jobrun import summarize_samples
+from benchlab.harness.jobrun import summarize_samples
 from benchlab.report.generation import generation_rows, generation_table
 from benchlab.report.generation_html import generation_html
 from benchlab.report.svg import CSS, PALETTE
 from benchlab.report.matrix_html import write_matrix_html
-from benchlab.schema import DetailKey, JobIdentity, Result, Sample, Status
+from benchlab.schema.result import DetailKey, JobIdentity, Result, Sample, Status
 
 from .browser import colour_pixels, screenshot
 

@@ -11,11 +11,11 @@ from pathlib import Path
 from rich.console import Console
 from typer.testing import CliRunner
 
-from benchlab.cli import app
+from benchlab.cli.commands import app
 from benchlab.report.history import history_table, runtime_changes
 from benchlab.report.history_html import _EXTRA_CSS, history_html, write_history_html
 from benchlab.report.matrix_html import write_matrix_html
-from benchlab.schema import JobIdentity, Result, Sample, Status, Summary
+from benchlab.schema.result import JobIdentity, Result, Sample, Status, Summary
 from benchlab.store import HistoryPoint, open_store
 
 from .browser import colour_pixels, screenshot

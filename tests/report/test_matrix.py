@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from benchlab.jobrun import summarize_samples
+from benchlab.harness.jobrun import summarize_samples
 from benchlab.report.matrix import matrix_cells, pareto_front
 from benchlab.report.matrix_html import _PALETTE, _FRONT, matrix_html, write_matrix_html
 from benchlab.report.terminal import results_table
-from benchlab.metrics import METRICS, milliseconds
-from benchlab.schema import JobIdentity, Metric, Result, Sample, Status
+from benchlab.schema.metrics import METRICS, milliseconds
+from benchlab.schema.result import JobIdentity, Metric, Result, Sample, Status
 
 from .browser import colour_pixels, screenshot
 

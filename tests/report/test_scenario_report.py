@@ -9,12 +9,12 @@ from typing import Any
 
 from rich.console import Console
 
-from benchlab.jobrun import summarize_samples
+from benchlab.harness.jobrun import summarize_samples
 from benchlab.report.matrix_html import write_matrix_html
 from benchlab.report.scenario import scenario_rows, scenario_table
 from benchlab.report.scenario_html import scenario_html
 from benchlab.report.svg import CSS, PALETTE
-from benchlab.schema import DetailKey, JobIdentity, Metric, Result, Sample, Status
+from benchlab.schema.result import DetailKey, JobIdentity, Metric, Result, Sample, Status
 
 from .browser import colour_pixels, screenshot
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from benchlab.jobrun import summarize_samples
+from benchlab.harness.jobrun import summarize_samples
 from benchlab.report.tables import TABLE_PARTS, ratio_text, results_table
-from benchlab.runstats import PairedRatio
-from benchlab.schema import JobIdentity, Result, Sample, Status
+from benchlab.stats.runstats import PairedRatio
+from benchlab.schema.result import JobIdentity, Result, Sample, Status
 from benchlab.store import open_store
 
 # The main job's cells: (model, framework, config, p50 ms, round factors for its processes).

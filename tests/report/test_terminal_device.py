@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 
 from benchlab.report.terminal import result_notes, results_table
-from benchlab.schema import JobIdentity, Result, Status
+from benchlab.schema.result import JobIdentity, Result, Status
 
 
 def _result(details: dict[str, Any]) -> Result:

@@ -23,7 +23,7 @@ from benchlab.runner.generate import (
     load_generative_reference,
     save_generative_reference,
 )
-from benchlab.schema import DetailKey, Metric
+from benchlab.schema.result import DetailKey, Metric
 
 VOCAB = 16
 LOAD_S = 0.6

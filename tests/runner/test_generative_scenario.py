@@ -17,8 +17,8 @@ from runner_lines import runner_values
 
 from benchlab.errors import UsageError
 from benchlab.runner.config import RunnerConfig
-from benchlab.scenario import Scenario
-from benchlab.schema import DetailKey, Metric
+from benchlab.schema.scenario import Scenario
+from benchlab.schema.result import DetailKey, Metric
 
 pytest.importorskip("mlperf_loadgen")
 
@@ -51,7 +51,7 @@ def test_token_bounds_are_a_generative_servers_and_say_so() -> None:
 
 
 def test_the_cli_reads_the_token_bounds() -> None:
-    from benchlab.cli_workloads import scenario_from_options
+    from benchlab.cli.workloads import scenario_from_options
 
     found = scenario_from_options("server", None, None, 2.0, 700, None, False, False,
                                   "0.2s", "20")
@@ -63,8 +63,8 @@ def test_the_cli_reads_the_token_bounds() -> None:
 def test_the_planner_runs_each_test_under_the_scenarios_it_can(tmp_path: Path) -> None:
     """A generative test takes offline and a token-bounded server; a forward pass takes the
     others; what cannot run is skipped, saying why."""
-    from benchlab.generation import Generation
-    from benchlab.harness import plan
+    from benchlab.schema.generation import Generation
+    from benchlab.harness.planner import plan
     from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
     from benchlab.targets.host import HostTarget
 
@@ -236,7 +236,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, llama_15m_export: Any) -> d
     (int8), under bounds no rate meets (llama.cpp), and offline on llama.cpp's parallel
     sequences."""
     import benchlab
-    from benchlab.generation import Generation
+    from benchlab.schema.generation import Generation
 
     root = tmp_path_factory.mktemp("llm-server")
     overrides = benchlab.TestOverrides(repeat=1, warmup=1)

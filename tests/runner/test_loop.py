@@ -1,7 +1,7 @@
 """Tests of benchlab's runner: ``python -m benchlab.runner '<json>'`` as a real process.
 
 Each configuration runs once per module (a torch process takes seconds to start) and the
-tests read its metric lines back through :func:`benchlab.protocol.parse_output`, exactly as
+tests read its metric lines back through :func:`benchlab.protocol.lines.parse_output`, exactly as
 the harness does.
 """
 
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from benchlab.protocol import ParsedOutput, parse_output
+from benchlab.protocol.lines import ParsedOutput, parse_output
 from benchlab.runner.config import InputConfig, RunnerConfig
 from benchlab.runner.loop import make_inputs
 

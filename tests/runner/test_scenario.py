@@ -19,8 +19,8 @@ from runner_lines import runner_values
 
 from benchlab.runner.config import RunnerConfig
 from benchlab.runner.loadgen import LoadGenRun, read_detail_log, search_peak
-from benchlab.scenario import Scenario, parse_milliseconds, scenario_name
-from benchlab.schema import DetailKey, Metric
+from benchlab.schema.scenario import Scenario, parse_milliseconds, scenario_name
+from benchlab.schema.result import DetailKey, Metric
 
 pytest.importorskip("mlperf_loadgen")
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from benchlab.settings import EnergySettings
+from benchlab.schema.settings import EnergySettings
 from benchlab.spec import load, load_spec
 from benchlab.spec.faipep import cpu_ranges, normalise_dtype, taskset_to_cpu_list
 
@@ -140,7 +140,7 @@ def test_accuracy_fields_load_numbers_as_placeholders_and_files_made_at_run_time
     assert spec.model.placeholders["total_images"] == "50000"
     assert spec.model.files["predict"].md5 is None
     assert spec.tests[0].input_files["images_tensor"].location == "{HOSTDIR}/images.pb"
-    # The accuracy flow is acted on now (benchlab.hoststeps): nothing of it is listed.
+    # The accuracy flow is acted on now (benchlab.harness.hoststeps): nothing of it is listed.
     assert spec.ignored == ()
     assert spec.model.preprocess == ("mkdir -p {HOSTDIR}/inputs",)
     assert spec.model.postprocess == ("aggregate --limit {repeat}",)

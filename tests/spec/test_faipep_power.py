@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from benchlab.errors import SpecError
-from benchlab.settings import EnergySettings
+from benchlab.schema.settings import EnergySettings
 from benchlab.spec import BenchmarkSpec, load_spec, load_suite
 from benchlab.spec.faipep import FAIPEP_MONSOON_VOLTAGE, UNHONOURED_TEST_KEYS
 

@@ -73,7 +73,7 @@ def test_fuzzed_cli_options_end_in_an_exit_code_not_a_traceback(
     options: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str], tmp_path: Path,
 ) -> None:
-    from benchlab.cli import main
+    from benchlab.cli.commands import main
 
     argv = ["benchlab", "run", str(SPEC), "--dry-run", "--db", str(tmp_path / "r.db")]
     for name, value in options:

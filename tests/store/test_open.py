@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Connection, text
 
-import benchlab.schema
+import benchlab.schema.result
 from benchlab.errors import StoreError
-from benchlab.schema import SCHEMA_VERSION
+from benchlab.schema.result import SCHEMA_VERSION
 from benchlab.store import STORE_SCHEMA_VERSION, default_store_path, open_store
 from benchlab.store.store import _open
 
-SRC_DIR = Path(benchlab.schema.__file__).resolve().parents[1]
+SRC_DIR = Path(benchlab.schema.result.__file__).resolve().parents[1]
 
 
 def meta_values(path: Path) -> dict[str, str]:
@@ -188,7 +188,7 @@ def test_failed_migration_leaves_the_store_untouched(tmp_path: Path) -> None:
 CHILD = textwrap.dedent(
     """
     import os, signal, sys
-    from benchlab.schema import JobIdentity, Result, Sample, Status
+    from benchlab.schema.result import JobIdentity, Result, Sample, Status
     from benchlab.store import open_store
 
     store = open_store(sys.argv[1])

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from benchlab.errors import UsageError
-from benchlab.schema import JobIdentity, Result, Sample, Status, Summary
+from benchlab.schema.result import JobIdentity, Result, Sample, Status, Summary
 from benchlab.store import ResultStore, RunStatus, open_store
 
 

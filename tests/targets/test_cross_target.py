@@ -18,10 +18,10 @@ import pytest
 from typer.testing import CliRunner
 
 import benchlab
-from benchlab.cli import app
-from benchlab.doctor import device_summary, diagnose
-from benchlab.overrides import TestOverrides as Overrides
-from benchlab.schema import Status
+from benchlab.cli.commands import app
+from benchlab.targets.doctor import device_summary, diagnose
+from benchlab.harness.overrides import TestOverrides as Overrides
+from benchlab.schema.result import Status
 from benchlab_standin import StandinPhone
 from benchlab_standin.adbserver import AdbServer
 from benchlab_standin.board import LoopbackBoard

@@ -13,7 +13,7 @@ import pytest
 
 import benchlab
 from benchlab.errors import UsageError
-from benchlab.schema import Status
+from benchlab.schema.result import Status
 from benchlab.targets.reboot import RebootPolicy
 from benchlab_standin import StandinPhone
 from benchlab_standin.adbserver import AdbServer

@@ -12,9 +12,9 @@ import pytest
 from tiny_models import run_export_script
 
 import benchlab
-from benchlab.generation import generation_grid
+from benchlab.schema.generation import generation_grid
 from benchlab.report.matrix import matrix_cells
-from benchlab.schema import Metric, Status, metric_key
+from benchlab.schema.result import Metric, Status, metric_key
 
 pytestmark = pytest.mark.slow
 

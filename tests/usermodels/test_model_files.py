@@ -14,10 +14,10 @@ import pytest
 from tiny_models import write_onnx
 
 import benchlab
-from benchlab.cli import main
+from benchlab.cli.commands import main
 from benchlab.report.matrix import matrix_cells
 from benchlab.report.terminal import result_notes
-from benchlab.schema import Status
+from benchlab.schema.result import Status
 
 from .nets import BROKEN, GATE, GATE_BRANCH_LINE, MYNET, write
 

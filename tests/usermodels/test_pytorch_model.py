@@ -15,9 +15,9 @@ import pytest
 from typer.testing import CliRunner
 
 import benchlab
-from benchlab.cli import app
+from benchlab.cli.commands import app
 from benchlab.report.matrix import Cell, matrix_cells
-from benchlab.schema import Status
+from benchlab.schema.result import Status
 from benchlab.store import open_store
 
 from .nets import MYNET, write

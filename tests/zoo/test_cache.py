@@ -12,7 +12,7 @@ import pytest
 
 import benchlab.zoo as zoo
 from benchlab.exporting.session import ModelExport
-from benchlab.artifacts import ArtifactCache
+from benchlab.spec.artifacts import ArtifactCache
 from benchlab.exporting.cache import model_fingerprint
 from benchlab.exporting.definition import ModelDefinition
 

@@ -11,7 +11,7 @@ import pytest
 
 import benchlab
 from benchlab.report.generation import generation_rows
-from benchlab.schema import DetailKey, Metric, Result, Status
+from benchlab.schema.result import DetailKey, Metric, Result, Status
 
 RUNTIMES = ("pytorch", "onnxruntime", "openvino", "executorch", "ortgenai", "ovgenai")
 

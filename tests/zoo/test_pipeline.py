@@ -15,7 +15,7 @@ import pytest
 import benchlab
 import benchlab.zoo as zoo
 from benchlab.exporting.session import ExportSession
-from benchlab.artifacts import ArtifactCache
+from benchlab.spec.artifacts import ArtifactCache
 from benchlab.errors import InfrastructureError
 from benchlab.store import open_store
 from benchlab.exporting.definition import ModelDefinition
@@ -210,7 +210,7 @@ def test_a_staged_session_hands_out_quick_formats_first_and_the_slow_ones_after(
     from dataclasses import replace
 
     from benchlab.exporting.specs import spec_of
-    from benchlab.harness import plan
+    from benchlab.harness.planner import plan
     from benchlab.targets.host import HostTarget
 
     quick, quick2, _ = models

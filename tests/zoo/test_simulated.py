@@ -22,7 +22,7 @@ from onnx import TensorProto, helper, numpy_helper
 import benchlab
 import benchlab.zoo as zoo
 from benchlab.exporting.specs import spec_of
-from benchlab.artifacts import ArtifactCache
+from benchlab.spec.artifacts import ArtifactCache
 from benchlab.runner.accuracy import (
     attribution_stats,
     error_stats,
@@ -31,7 +31,7 @@ from benchlab.runner.accuracy import (
     nudged,
     save_reference,
 )
-from benchlab.schema import Metric, Result, Status
+from benchlab.schema.result import Metric, Result, Status
 from benchlab.exporting.simulate import onnx_simulator, simulated_path, write_simulated
 
 ATTRIBUTION = (Metric.QUANTIZATION_SQNR, Metric.QUANTIZATION_L2_REL, Metric.LOWERING_SQNR,

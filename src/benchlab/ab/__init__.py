@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from benchlab.ab.sides import CompareSettings, Side, make_side
 from benchlab.ab.driver import compare_jobs
-from benchlab.ab.model import (
+from benchlab.schema.comparison import (
     Comparison,
     Fidelity,
     MetricComparison,

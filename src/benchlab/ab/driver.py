@@ -18,14 +18,14 @@ from dataclasses import replace
 from typing import Protocol
 
 from benchlab.ab.interleave import SessionEvidence, choose_mode, parse_mode
-from benchlab.ab.model import Comparison, MetricComparison, Outcome, PairedEstimate
+from benchlab.schema.comparison import Comparison, MetricComparison, Outcome, PairedEstimate
 from benchlab.ab.pairs import PairEvidence
 from benchlab.ab.sides import CompareSettings, Side, side_job, side_targets
 from benchlab.ab.stats import apply_bh, through_looks
-from benchlab.artifacts import ArtifactCache
+from benchlab.spec.artifacts import ArtifactCache
 from benchlab.errors import BenchlabError, ModeUnavailable, UsageError
-from benchlab.jobrun import Job
-from benchlab.schema import LATENCY_KEY, Result
+from benchlab.harness.jobrun import Job
+from benchlab.schema.result import LATENCY_KEY, Result
 from benchlab.targets.base import Target
 
 __all__ = ["Evidence", "compare_jobs"]

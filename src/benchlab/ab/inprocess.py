@@ -15,15 +15,15 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from benchlab.ab.model import Mode
+from benchlab.schema.comparison import Mode
 from benchlab.ab.sessions import Session, session_from_blocks
-from benchlab.artifacts import ArtifactCache
+from benchlab.spec.artifacts import ArtifactCache
 from benchlab.errors import ModeUnavailable, TargetError
 from benchlab.frameworks.base import NATIVE_BINARY, Invocation, JobContext, RunnerFramework
-from benchlab.jobrun import Job, run_job
-from benchlab.protocol import ParsedOutput, parse_output
+from benchlab.harness.jobrun import Job, run_job
+from benchlab.protocol.lines import ParsedOutput, parse_output
 from benchlab.runner.pair import SIDES, SOLO_SIDES
-from benchlab.schema import DetailKey, Metric, Result
+from benchlab.schema.result import DetailKey, Metric, Result
 from benchlab.targets.base import CommandResult, Target
 
 __all__ = ["PairFramework", "inprocess_problem", "inprocess_session"]

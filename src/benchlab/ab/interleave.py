@@ -13,14 +13,14 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from benchlab.ab.model import Fidelity, MetricComparison, Mode, PairedEstimate
+from benchlab.schema.comparison import Fidelity, MetricComparison, Mode, PairedEstimate
 from benchlab.ab.sessions import Session, balanced_orders
 from benchlab.ab.sides import AUTO, CompareSettings, Side
 from benchlab.ab.stats import decide_log_ratios, hodges_lehmann
-from benchlab.artifacts import ArtifactCache
+from benchlab.spec.artifacts import ArtifactCache
 from benchlab.errors import ModeUnavailable, UsageError
-from benchlab.jobrun import Job, summarize_samples
-from benchlab.schema import LATENCY_KEY, DetailKey, Metric, Result, Sample, Status
+from benchlab.harness.jobrun import Job, summarize_samples
+from benchlab.schema.result import LATENCY_KEY, DetailKey, Metric, Result, Sample, Status
 from benchlab.targets.base import Target
 
 __all__ = ["FIDELITY_CHECK", "SessionData", "SessionEvidence", "choose_mode", "parse_mode",

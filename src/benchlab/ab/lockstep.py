@@ -27,18 +27,18 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from benchlab.ab.model import Mode
+from benchlab.schema.comparison import Mode
 from benchlab.ab.sessions import Session, session_from_blocks
 from benchlab.ab.stepped import StepCommand, SteppedProgram
 from benchlab.errors import ModeUnavailable, TargetError, UsageError
 from benchlab.frameworks.base import JobContext
-from benchlab.hoststeps import HOSTDIR, HostSteps, StepFailure
-from benchlab.schema import Status
-from benchlab.step import ENV, STOP
+from benchlab.harness.hoststeps import HOSTDIR, HostSteps, StepFailure
+from benchlab.schema.result import Status
+from benchlab.protocol.step import ENV, STOP
 
 if TYPE_CHECKING:
-    from benchlab.artifacts import ArtifactCache
-    from benchlab.jobrun import Job
+    from benchlab.spec.artifacts import ArtifactCache
+    from benchlab.harness.jobrun import Job
     from benchlab.targets.base import Target
 
 __all__ = ["lockstep_session"]

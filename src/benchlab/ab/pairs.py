@@ -13,16 +13,16 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from benchlab.ab.model import MetricComparison, OpDelta, PairedEstimate
+from benchlab.schema.comparison import MetricComparison, OpDelta, PairedEstimate
 from benchlab.ab.sides import CompareSettings, Side
 from benchlab.ab.stats import decide
-from benchlab.artifacts import ArtifactCache
+from benchlab.spec.artifacts import ArtifactCache
 from benchlab.errors import SideRunFailed
-from benchlab.jobrun import Job, run_job, summarize_samples
-from benchlab.metrics import decided_metrics
-from benchlab.schema import LATENCY_KEY, DetailKey, Result, Sample
+from benchlab.harness.jobrun import Job, run_job, summarize_samples
+from benchlab.schema.metrics import decided_metrics
+from benchlab.schema.result import LATENCY_KEY, DetailKey, Result, Sample
 from benchlab.targets.base import Target
-from benchlab.units import convert
+from benchlab.schema.units import convert
 
 __all__ = ["DECIDED_METRICS", "PairEvidence"]
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchlab.ab.model import Mode
+from benchlab.schema.comparison import Mode
 
 __all__ = ["Session", "balanced_orders", "session_from_blocks"]
 

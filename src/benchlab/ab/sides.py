@@ -13,9 +13,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from benchlab.artifacts import sha256_of
+from benchlab.spec.artifacts import sha256_of
 from benchlab.errors import UsageError
-from benchlab.jobrun import Job
+from benchlab.harness.jobrun import Job
 from benchlab.plugins import parse_plugin_text
 from benchlab.spec.placeholders import substitute
 from benchlab.spec.types import BenchmarkSpec, FileRef, FrameworkConfig

@@ -23,7 +23,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from benchlab.ab.model import Outcome, PairedEstimate
+from benchlab.schema.comparison import Outcome, PairedEstimate
 
 __all__ = [
     "apply_bh",

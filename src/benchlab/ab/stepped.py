@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from typing import IO
 
 from benchlab.errors import ModeUnavailable, TargetError
-from benchlab.protocol import parse_output
-from benchlab.schema import LATENCY_KEY
-from benchlab.step import READY, STOP
+from benchlab.protocol.lines import parse_output
+from benchlab.schema.result import LATENCY_KEY
+from benchlab.protocol.step import READY, STOP
 from benchlab.targets.host import child_setup
-from benchlab.units import convert
+from benchlab.schema.units import convert
 
 __all__ = ["StepCommand", "SteppedProgram"]
 

@@ -39,7 +39,7 @@ from benchlab.energy.accounting import (
 )
 from benchlab.energy.meters import MeterError, PowerMeter, PowerReading
 from benchlab.errors import BenchlabError
-from benchlab.settings import EnergySettings, TestSettings
+from benchlab.schema.settings import EnergySettings, TestSettings
 from benchlab.targets.base import RunRequest
 
 __all__ = ["EnergySession", "EnergySettings", "choose_meter", "device_clock_offset"]

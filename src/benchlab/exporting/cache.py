@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchlab.artifacts import ArtifactCache, sha256_of
+from benchlab.spec.artifacts import ArtifactCache, sha256_of
 from benchlab.exporting.definition import ModelDefinition
 from benchlab.exporting.formats import REFERENCE, format_of
 

@@ -7,16 +7,16 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from benchlab.artifacts import ArtifactCache
+from benchlab.spec.artifacts import ArtifactCache
 from benchlab.exporting.session import ModelExport
 from benchlab.frameworks.common import GENERATION_TASK
-from benchlab.generation import DEFAULT_GENERATION, Generation
+from benchlab.schema.generation import DEFAULT_GENERATION, Generation
 from benchlab.spec.types import BenchmarkSpec, FileRef, InputDef, ModelDef, TestCase
 
 __all__ = ["DEFAULT_GENERATIVE_TEST", "DEFAULT_TEST", "generative_tests", "spec_of"]
 
 # Defaults of the zoo's test: fresh processes of at least 30 iterations and 0.3 s each. A
-# default run races them (benchlab.race): five each, the fewest with which the lab's flags
+# default run races them (benchlab.stats.race): five each, the fewest with which the lab's flags
 # found a known 12% slowdown every time and flagged no identical run (with three they missed it
 # in 3 of 5 runs, and a race that stopped clear losers at three missed it in 3 of 3:
 # docs/performance.md §11), and more where the answer is still open. Longer processes (1 s) did
@@ -33,7 +33,7 @@ DEFAULT_GENERATIVE_TEST = TestCase(identifier=f"generate[{DEFAULT_GENERATION.lab
 def generative_tests(test: TestCase, generations: Sequence[Generation] = ()
                      ) -> tuple[TestCase, ...]:
     """One copy of a generative ``test`` per workload of ``generations`` (default: the
-    test's own, else :data:`~benchlab.generation.DEFAULT_GENERATION`)."""
+    test's own, else :data:`~benchlab.schema.generation.DEFAULT_GENERATION`)."""
     return tuple(replace(test, identifier=f"generate[{g.label}]", generate=g)
                  for g in (generations or (test.generate or DEFAULT_GENERATION,)))
 

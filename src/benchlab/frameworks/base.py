@@ -25,7 +25,7 @@ from benchlab.frameworks.common import (
     file_key_with_suffix,
     is_generative,
 )
-from benchlab.protocol import ParsedOutput, parse_output
+from benchlab.protocol.lines import ParsedOutput, parse_output
 from benchlab.runner.config import InputConfig, RunnerConfig
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, ModelDef, TestCase
 from benchlab.targets.base import Availability, CommandResult

@@ -15,7 +15,7 @@ from benchlab.frameworks.base import (
     Unsupported,
     spec_command_invocations,
 )
-from benchlab.protocol import ParsedOutput, parse_output
+from benchlab.protocol.lines import ParsedOutput, parse_output
 from benchlab.spec.types import FrameworkConfig, ModelDef
 from benchlab.targets.base import Availability, CommandResult
 

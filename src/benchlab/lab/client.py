@@ -13,7 +13,7 @@ from benchlab.errors import StoreUnavailable, UsageError
 from benchlab.lab.jobs import LabJob, LabRequest, get_job
 from benchlab.lab.pools import PoolRule
 from benchlab.lab.queue import open_lab, submit
-from benchlab.sweep import SpecsArg, Sweep, SweepFields
+from benchlab.harness.sweep import SpecsArg, Sweep, SweepFields
 
 __all__ = ["JobOutcome", "job_outcomes", "request_for", "submit_to_lab", "wait_for"]
 
@@ -23,7 +23,7 @@ _ENDED = ("finished", "failed", "cancelled")
 def request_for(specs: SpecsArg | Sweep = (), *, kind: str = "run",
                 options: Mapping[str, Any] | None = None,
                 **fields: Unpack[SweepFields]) -> LabRequest:
-    """A lab request for a :class:`~benchlab.sweep.Sweep` (or the spec files and sweep fields
+    """A lab request for a :class:`~benchlab.harness.sweep.Sweep` (or the spec files and sweep fields
     that make one). Each spec is checked here first, so a bad spec fails before queueing,
     and whatever the lab cannot honour is refused, naming the option and why."""
     from benchlab.spec import load
@@ -64,7 +64,7 @@ def submit_to_lab(url: str, specs: SpecsArg | Sweep = (), *, device: str | None 
                   wait: bool = False, timeout: float = 3600.0, kind: str = "run",
                   options: Mapping[str, Any] | None = None,
                   **fields: Unpack[SweepFields]) -> list[LabJob]:
-    """Queue a sweep (a :class:`~benchlab.sweep.Sweep`, or spec files and the sweep's fields
+    """Queue a sweep (a :class:`~benchlab.harness.sweep.Sweep`, or spec files and the sweep's fields
     as ``benchlab.run`` takes them) for a device or a pool; with ``wait``, return their ends.
 
     ``kind`` ``compare`` (``options``: :func:`benchlab.lab.ab_options.compare_options`) or

@@ -21,7 +21,7 @@ from benchlab.errors import UsageError
 from benchlab.lab.pools import PoolRule
 from benchlab.store import ResultStore
 from benchlab.lab.tables import lab_device_events, lab_devices, lab_pools
-from benchlab.schema import EnvKey
+from benchlab.schema.result import EnvKey
 
 __all__ = [
     "COUNT_TABS",

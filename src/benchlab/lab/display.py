@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 
 from benchlab.report.matrix import summary_in
-from benchlab.schema import Summary
-from benchlab.units import Dimension, dimension_of
+from benchlab.schema.result import Summary
+from benchlab.schema.units import Dimension, dimension_of
 
 __all__ = ["display_unit", "finite", "shown_stat"]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from benchlab.runstats import run_change, run_change_with_history
-from benchlab.schema import Summary
-from benchlab.units import convert
+from benchlab.stats.runstats import run_change, run_change_with_history
+from benchlab.schema.result import Summary
+from benchlab.schema.units import convert
 
 __all__ = ["FLAG_HISTORY", "FLAG_HISTORY_LEVEL", "FLAG_LEVEL", "FLAG_MIN_EFFECT", "changed"]
 
@@ -39,10 +39,10 @@ def changed(before: Summary, after: Summary, history: Sequence[Summary] = ()) ->
 
     1. With enough processes in the history and the two runs (six degrees of freedom: three
        runs of three), the spread of a process around its run is pooled over all of them
-       (:func:`benchlab.runstats.run_change_with_history`); the change is flagged when a
+       (:func:`benchlab.stats.runstats.run_change_with_history`); the change is flagged when a
        98% interval of the ratio excludes 1 and the median moved by at least 3%.
     2. With two or more processes in each of the two runs, Welch's t on their process
-       medians alone (:func:`benchlab.runstats.run_change`) at 99%, and at least 3%.
+       medians alone (:func:`benchlab.stats.runstats.run_change`) at 99%, and at least 3%.
     3. With one process on a side there is no spread between processes to judge by; then only
        a change of at least 3% whose two intervals are disjoint is flagged.
     """

@@ -24,7 +24,7 @@ from benchlab.lab.devices import Device, add_pool, list_devices
 from benchlab.lab.pools import PoolRule, device_queue, pool_queue
 from benchlab.store import ResultStore
 from benchlab.lab.tables import lab_jobs
-from benchlab.sweep import WIRE_VERSION, Sweep, parse_framework, wire_digest
+from benchlab.harness.sweep import WIRE_VERSION, Sweep, parse_framework, wire_digest
 
 __all__ = [
     "JOB_STATUSES",
@@ -61,11 +61,11 @@ REQUEST_KINDS = ("run", "compare", "track", "noop")
 
 @dataclass(frozen=True)
 class LabRequest:
-    """What to run: a :class:`~benchlab.sweep.Sweep` in its wire form (spec files as their
+    """What to run: a :class:`~benchlab.harness.sweep.Sweep` in its wire form (spec files as their
     text), its kind, and a compare's or a track's options.
 
     Build it with :meth:`of`, which refuses, naming the option and why, whatever the sweep
-    sets that cannot travel to another host (:data:`benchlab.sweep.PLACE_FIELDS`). The
+    sets that cannot travel to another host (:data:`benchlab.harness.sweep.PLACE_FIELDS`). The
     worker writes the spec files into a temporary folder, so model files they name must be
     reachable from the worker: URLs, zoo models or paths on that host. A compare's
     ``options`` are :func:`benchlab.lab.ab_options.compare_options`; a track's,
@@ -88,7 +88,7 @@ class LabRequest:
 
     @property
     def digest(self) -> str:
-        """The sweep's digest (:meth:`benchlab.sweep.Sweep.digest`): equal to the local
+        """The sweep's digest (:meth:`benchlab.harness.sweep.Sweep.digest`): equal to the local
         sweep's when the job carries all of it."""
         return wire_digest(self.sweep)
 
@@ -126,7 +126,7 @@ def flat_request_wire(specs: Mapping[str, str], models: Sequence[str],
                       frameworks: Sequence[str], overrides: Mapping[str, Any]) -> dict[str, Any]:
     """The sweep's wire form of a request in the form before it: spec texts, zoo models,
     framework texts and overrides side by side (jobs stored then, and the HTTP API's older
-    body). Empty fields are left out, as :meth:`~benchlab.sweep.Sweep.to_wire` leaves them."""
+    body). Empty fields are left out, as :meth:`~benchlab.harness.sweep.Sweep.to_wire` leaves them."""
     wire: dict[str, Any] = {
         "v": WIRE_VERSION, "specs": dict(specs), "models": list(models),
         "frameworks": [[c.name, dict(c.options)] for c in map(parse_framework, frameworks)],

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchlab.lab.devices import device_properties
-from benchlab.schema import EnvKey
+from benchlab.schema.result import EnvKey
 
 __all__ = ["DeviceEntry", "enumerate_devices", "health_check", "known_benchmark", "probe"]
 

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from benchlab.errors import UsageError
-from benchlab.schema import Result
+from benchlab.schema.result import Result
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is imported only where a run is read
     from benchlab.store import RunRecord

@@ -12,9 +12,9 @@ from typing import Any
 
 from benchlab.lab.display import display_unit, shown_stat
 from benchlab.lab.run_state import RunInfo, run_info
-from benchlab.metrics import Family, metric_info
+from benchlab.schema.metrics import Family, metric_info
 from benchlab.report.matrix import config_label
-from benchlab.schema import Result
+from benchlab.schema.result import Result
 from benchlab.store import ResultStore
 
 __all__ = ["MetricRow", "ResultDetail", "RunDetail", "run_detail"]

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from benchlab.errors import StoreUnavailable
-from benchlab.schema import Result
+from benchlab.schema.result import Result
 from benchlab.store import ResultStore, open_store
 
 __all__ = [

@@ -17,7 +17,7 @@ from typing import Any
 
 from benchlab.report.history import runtime_changes
 from benchlab.report.matrix import config_label, summary_in
-from benchlab.schema import LATENCY_KEY, DetailKey, Status, Summary, device_label
+from benchlab.schema.result import LATENCY_KEY, DetailKey, Status, Summary, device_label
 from benchlab.store import ResultStore
 from benchlab.store.summary_rows import SummaryRow, newest_rows, ok_rows, result_choices
 from benchlab.tracking.changepoint import find_change_points

@@ -10,8 +10,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchlab.report.svg import median
-from benchlab.ab.model import Comparison, MetricComparison, Outcome
-from benchlab.schema import LATENCY_KEY
+from benchlab.schema.comparison import Comparison, MetricComparison, Outcome
+from benchlab.schema.result import LATENCY_KEY
 
 __all__ = ["OUTCOME_LOOKS", "OutcomeLook", "comparison_json", "comparison_markdown",
            "comparison_table", "effective_outcome", "fidelity_cell", "fidelity_lines",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from benchlab.ab.model import Comparison, MetricComparison, Outcome
+from benchlab.schema.comparison import Comparison, MetricComparison, Outcome
 from benchlab.report.ab import OUTCOME_LOOKS, effective_outcome, fidelity_cell, fidelity_lines
 from benchlab.report.svg import CSS as _CSS
 from benchlab.report.svg import LEFT as _LEFT

@@ -3,7 +3,7 @@ generation and scenario sections): the columns are declared once and drawn in th
 and, for the generation and scenario tables, in the terminal (rich) too.
 
 A :class:`Column` turns a row into its cell's text; :meth:`Column.metric` takes a metric's
-label and number format from the registry (:mod:`benchlab.metrics`), so a unit or a format is
+label and number format from the registry (:mod:`benchlab.schema.metrics`), so a unit or a format is
 decided in one place for every table.
 """
 
@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from benchlab.metrics import METRICS
+from benchlab.schema.metrics import METRICS
 from benchlab.report.svg import esc
-from benchlab.schema import Metric
+from benchlab.schema.result import Metric
 
 __all__ = ["Column", "JobRow", "html_section", "html_table", "job_columns", "rich_table"]
 

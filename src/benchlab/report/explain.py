@@ -2,14 +2,14 @@
 
 :func:`diagnosis_lines` gives the terminal's footnotes, :func:`diagnosis_html` the HTML
 report's section. Both read a :class:`~benchlab.report.matrix.Cell`; the shapes and the rules
-(what is flagged, the layer threshold) live in :mod:`benchlab.diagnosis`.
+(what is flagged, the layer threshold) live in :mod:`benchlab.schema.diagnosis`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from benchlab.diagnosis import Coverage, LayerTable, at_rounding_floor, coverage_warning
+from benchlab.schema.diagnosis import Coverage, LayerTable, at_rounding_floor, coverage_warning
 from benchlab.report.matrix import Cell
 from benchlab.report.svg import esc
 

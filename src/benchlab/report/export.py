@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import UsageError
-from benchlab.schema import Result
+from benchlab.schema.result import Result
 
 __all__ = ["export_results", "samples_rows", "summary_rows"]
 

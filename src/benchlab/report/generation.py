@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchlab.report.columns import Column, job_columns, rich_table
-from benchlab.schema import DetailKey, Metric, Result, Summary
-from benchlab.units import convert
+from benchlab.schema.result import DetailKey, Metric, Result, Summary
+from benchlab.schema.units import convert
 
 __all__ = [
     "GENERATION_COLUMNS", "GENERATION_LEGEND", "GenerationRow", "generation_rows",

@@ -13,7 +13,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from benchlab.schema import Result
+from benchlab.schema.result import Result
 
 __all__ = ["write_result_json"]
 

@@ -11,14 +11,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from benchlab.diagnosis import Coverage, LayerTable
+from benchlab.schema.diagnosis import Coverage, LayerTable
 from benchlab.report.svg import median
-from benchlab.metrics import METRICS
-from benchlab.units import convert, dimension_of
-from benchlab.schema import LATENCY_KEY, DetailKey, Metric, Result, Status, Summary
+from benchlab.schema.metrics import METRICS
+from benchlab.schema.units import convert, dimension_of
+from benchlab.schema.result import LATENCY_KEY, DetailKey, Metric, Result, Status, Summary
 
 if TYPE_CHECKING:
-    from benchlab.runstats import PairedRatio
+    from benchlab.stats.runstats import PairedRatio
 
 __all__ = [
     "COLUMN_UNITS",
@@ -70,7 +70,7 @@ class Cell:
     label: str
     status: Status
     error: str | None = None
-    device: str = ""  #: :attr:`benchlab.schema.JobIdentity.device_label`
+    device: str = ""  #: :attr:`benchlab.schema.result.JobIdentity.device_label`
     precision: str = "fp32"
     p50: float | None = None
     p90: float | None = None
@@ -272,13 +272,13 @@ def cell_of(result: Result) -> Cell:
 def fastest_ratios(cells: Sequence[Cell]) -> dict[tuple[str, str], PairedRatio]:
     """(model, backend label) → its p50 over the model's fastest backend, paired by round.
 
-    Process r of every cell ran in round r of the run (see :func:`benchlab.harness.execute`),
+    Process r of every cell ran in round r of the run (see :func:`benchlab.harness.planner.execute`),
     so the ratio of their medians cancels what the machine did during that round; the
     interval is over rounds. The fastest backend itself maps to a ratio of 1 with no
     interval. A cell with fewer rounds than two, or none, gets the plain ratio of p50s.
     """
     # Here, not at the top: the CLI imports this module and must not load numpy to start.
-    from benchlab.runstats import PairedRatio, paired_ratio
+    from benchlab.stats.runstats import PairedRatio, paired_ratio
 
     out: dict[tuple[str, str], PairedRatio] = {}
     by_model: dict[str, list[Cell]] = {}
@@ -300,7 +300,7 @@ def fastest_ratios(cells: Sequence[Cell]) -> dict[tuple[str, str], PairedRatio]:
 
 def ratio_verdict(ratio: PairedRatio) -> str:
     """``fastest`` for the model's fastest backend itself (as :func:`fastest_ratios` marks
-    it), else :meth:`benchlab.runstats.PairedRatio.verdict`: ``decided``, ``tie``, ``open``
+    it), else :meth:`benchlab.stats.runstats.PairedRatio.verdict`: ``decided``, ``tie``, ``open``
     or ``plain``."""
     if ratio.rounds == 0 and ratio.value == 1.0 and ratio.low is None:
         return "fastest"

@@ -23,10 +23,10 @@ from benchlab.report.matrix import (
     pareto_front,
     per_device,
 )
-from benchlab.diagnosis import coverage_warning
+from benchlab.schema.diagnosis import coverage_warning
 from benchlab.report.columns import Column, html_table
 from benchlab.report.explain import diagnosis_html
-from benchlab.schema import EnvKey, Metric
+from benchlab.schema.result import EnvKey, Metric
 from benchlab.report.svg import CSS, LEFT, RIGHT, WIDTH, esc, num, short, svg, write_page
 
 __all__ = ["matrix_html", "runtime_change_notes", "write_matrix_html"]

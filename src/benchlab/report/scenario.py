@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchlab.report.columns import Column, job_columns, rich_table
-from benchlab.scenario import PERCENTILES
-from benchlab.schema import DetailKey, Metric, Result
+from benchlab.schema.scenario import PERCENTILES
+from benchlab.schema.result import DetailKey, Metric, Result
 
 __all__ = ["SCENARIO_COLUMNS", "SCENARIO_LEGEND", "TOKEN_COLUMNS", "ScenarioRow",
            "scenario_columns", "scenario_rows", "scenario_table", "validity", "verdict_text"]

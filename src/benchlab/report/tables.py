@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 from rich.table import Table
 
-from benchlab.diagnosis import coverage_warning
-from benchlab.metrics import milliseconds
+from benchlab.schema.diagnosis import coverage_warning
+from benchlab.schema.metrics import milliseconds
 from benchlab.report.matrix import (
     Cell,
     cell_of,
@@ -25,11 +25,11 @@ from benchlab.report.matrix import (
     other_metric_names,
     ratio_verdict,
 )
-from benchlab.schema import LATENCY_KEY, Metric, Result, Status, StopReason, Summary
-from benchlab.units import convert
+from benchlab.schema.result import LATENCY_KEY, Metric, Result, Status, StopReason, Summary
+from benchlab.schema.units import convert
 
 if TYPE_CHECKING:
-    from benchlab.runstats import PairedRatio
+    from benchlab.stats.runstats import PairedRatio
 
 __all__ = [
     "FLAG_TAGS",

@@ -21,11 +21,11 @@ from rich.progress import (
 from rich.table import Table
 
 from benchlab.report.matrix import cell_of as _cell_of
-from benchlab.diagnosis import coverage_warning
+from benchlab.schema.diagnosis import coverage_warning
 from benchlab.report.explain import diagnosis_lines
 from benchlab.report.matrix import device_spread, devices_of
 from benchlab.report.tables import device_flags, format_ms, results_table, warning_tag
-from benchlab.schema import (
+from benchlab.schema.result import (
     LATENCY_KEY,
     DetailKey,
     Result,
@@ -157,7 +157,7 @@ def device_spread_table(results: Sequence[Result],
 
 
 def download_bar(console: Console | None = None) -> Callable[[str, int], Any]:
-    """A :data:`benchlab.artifacts.DownloadProgress` that draws a rich bar per download (on
+    """A :data:`benchlab.spec.artifacts.DownloadProgress` that draws a rich bar per download (on
     stderr unless ``console`` says otherwise), removed when the download ends."""
 
     @contextmanager

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from benchlab.metrics import units_of
-from benchlab.schema import Metric
+from benchlab.schema.metrics import units_of
+from benchlab.schema.result import Metric
 
 __all__ = [
     "ATTRIBUTION_METRICS",
@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 #: Metric name → unit of every statistic :func:`error_stats` can report (units from
-#: :data:`benchlab.metrics.METRICS`, as every table below).
+#: :data:`benchlab.schema.metrics.METRICS`, as every table below).
 ERROR_METRICS: dict[str, str] = units_of(
     Metric.ERROR_MAX_ABS, Metric.ERROR_MEAN_ABS, Metric.ERROR_MAX_REL, Metric.ERROR_L2,
     Metric.ERROR_L2_REL, Metric.CROSS_ENTROPY, Metric.KL_DIVERGENCE, Metric.SQNR,

@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from benchlab.scenario import Scenario
-from benchlab.settings import setting_info
+from benchlab.schema.scenario import Scenario
+from benchlab.schema.settings import setting_info
 
 __all__ = ["GENERATION_LOOPS", "GenerateConfig", "InputConfig", "RunnerConfig"]
 
@@ -18,7 +18,7 @@ GENERATION_LOOPS = ("library", "benchlab")
 
 
 def _setting(name: str) -> Any:
-    """A field carrying the test setting ``name``: its default and bounds from benchlab.settings."""
+    """A field carrying the test setting ``name``: its default and bounds from benchlab.schema.settings."""
     info = setting_info(name)
     return Field(info.default, description=info.described, **info.bounds)
 
@@ -34,7 +34,7 @@ class InputConfig(BaseModel):
 
 
 class GenerateConfig(BaseModel):
-    """A generative test's workload (:class:`benchlab.generation.Generation`'s wire form)."""
+    """A generative test's workload (:class:`benchlab.schema.generation.Generation`'s wire form)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

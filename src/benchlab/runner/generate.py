@@ -31,11 +31,11 @@ from typing import Any, Protocol, TextIO
 
 import numpy as np
 
-from benchlab.metrics import METRICS
-from benchlab.protocol import format_detail, format_metric
+from benchlab.schema.metrics import METRICS
+from benchlab.protocol.lines import format_detail, format_metric
 from benchlab.runner.config import GENERATION_LOOPS, GenerateConfig, RunnerConfig
-from benchlab.schema import DetailKey, Metric
-from benchlab.stats import AdaptiveStop
+from benchlab.schema.result import DetailKey, Metric
+from benchlab.stats.summary import AdaptiveStop
 
 __all__ = [
     "BatchingBackend",

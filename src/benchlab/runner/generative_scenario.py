@@ -39,8 +39,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from benchlab.metrics import METRICS
-from benchlab.protocol import format_detail, format_metric
+from benchlab.schema.metrics import METRICS
+from benchlab.protocol.lines import format_detail, format_metric
 from benchlab.runner.config import GenerateConfig, RunnerConfig
 from benchlab.runner.generate import (
     GenerationTimes,
@@ -56,8 +56,8 @@ from benchlab.runner.loadgen import (
     run_loadgen,
     run_scenario,
 )
-from benchlab.scenario import Scenario
-from benchlab.schema import DetailKey, Metric
+from benchlab.schema.scenario import Scenario
+from benchlab.schema.result import DetailKey, Metric
 
 __all__ = ["PROMPTS", "QueryTimes", "measure_generative_scenario"]
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from benchlab.diagnosis import LAYER_SQNR_THRESHOLD_DB, LayerError, LayerTable
+from benchlab.schema.diagnosis import LAYER_SQNR_THRESHOLD_DB, LayerError, LayerTable
 from benchlab.runner.accuracy import SQNR_CEILING_DB, sqnr_db
 
 __all__ = ["compare_layers", "layer_error"]

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from benchlab.scenario import PERCENTILES, Scenario
-from benchlab.schema import DetailKey, Metric
+from benchlab.schema.scenario import PERCENTILES, Scenario
+from benchlab.schema.result import DetailKey, Metric
 
 __all__ = ["LoadGenRun", "NS_PER_MS", "loadgen_details", "over_capacity", "read_detail_log",
            "reported_figures", "run_loadgen", "run_scenario", "scenario_details", "search_peak",

@@ -1,6 +1,6 @@
 """The measuring loop: load, first inference, warm-up, timed iterations, memory, per-op times.
 
-The loop prints everything through :mod:`benchlab.protocol`, one metric line per sample, after
+The loop prints everything through :mod:`benchlab.protocol.lines`, one metric line per sample, after
 timing is done so that printing never lands inside or between timed iterations.
 """
 
@@ -15,9 +15,9 @@ from typing import Any, Protocol, TextIO
 
 import numpy as np
 
-from benchlab.diagnosis import LayerTable
-from benchlab.protocol import format_detail, format_metric
-from benchlab.schema import DetailKey, Metric
+from benchlab.schema.diagnosis import LayerTable
+from benchlab.protocol.lines import format_detail, format_metric
+from benchlab.schema.result import DetailKey, Metric
 from benchlab.runner.accuracy import (
     ATTRIBUTION_METRICS,
     ERROR_METRICS,
@@ -31,7 +31,7 @@ from benchlab.runner.accuracy import (
 )
 from benchlab.runner.layers import compare_layers
 from benchlab.runner.config import InputConfig, RunnerConfig
-from benchlab.stats import AdaptiveStop
+from benchlab.stats.summary import AdaptiveStop
 
 __all__ = [
     "LayersUnavailable",
@@ -76,7 +76,7 @@ class RuntimeBackend(Protocol):
 
     Optional: ``extra_metrics() -> {name: (value, unit)}``, whole-model facts measured while
     loading (``compile_time``); a backend without it adds none. Two more explain a cell (see
-    :mod:`benchlab.diagnosis`):
+    :mod:`benchlab.schema.diagnosis`):
     ``delegation() -> Coverage | None``, what the delegate or execution provider took; and
     ``layer_outputs(inputs, reference) -> (own, reference's, order, what the reference is)``,
     the intermediate outputs of the model and of a reference model (``reference`` is the

@@ -21,10 +21,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from benchlab.protocol import format_detail, format_metric
+from benchlab.protocol.lines import format_detail, format_metric
 from benchlab.runner.config import RunnerConfig
 from benchlab.runner.loop import NS_PER_MS, load_backend, make_inputs
-from benchlab.schema import DetailKey, Metric
+from benchlab.schema.result import DetailKey, Metric
 
 __all__ = ["REGIME_KEYS", "PairConfig", "SIDES", "SOLO_SIDES", "main", "measure_pair"]
 

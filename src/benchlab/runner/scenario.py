@@ -28,8 +28,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from benchlab.metrics import METRICS
-from benchlab.protocol import format_detail, format_metric
+from benchlab.schema.metrics import METRICS
+from benchlab.protocol.lines import format_detail, format_metric
 from benchlab.runner.loadgen import (
     NS_PER_MS,
     LoadGenRun,
@@ -38,8 +38,8 @@ from benchlab.runner.loadgen import (
     run_loadgen,
     run_scenario,
 )
-from benchlab.scenario import Scenario
-from benchlab.schema import Metric
+from benchlab.schema.scenario import Scenario
+from benchlab.schema.result import Metric
 
 __all__ = ["MAX_LATENCY_SAMPLES", "WARM_MAX_CALLS", "WARM_NS", "measure_scenario"]
 

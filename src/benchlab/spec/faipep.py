@@ -12,7 +12,7 @@ after validation and before the internal dataclasses are built:
 * ``{blob: [file]}`` (a one-element list, the 2018 form of ``input_files``) means ``{blob: file}``;
 * input types ``float``, ``double``, ``int``... mean ``float32``, ``float64``, ``int32``...
 * ``preprocess``/``postprocess`` (model and test level) and ``output_files`` are FAI-PEP's
-  accuracy flow, run by :mod:`benchlab.hoststeps`; only their commands and file locations are
+  accuracy flow, run by :mod:`benchlab.harness.hoststeps`; only their commands and file locations are
   acted on (:data:`UNHONOURED_NESTED_KEYS` lists the rest).
 * a power test (``metric: power``) carries its own energy request (:func:`power_request`):
   ``collection_time``, ``voltage`` and the ``monsoon`` block become ``TestCase.energy``.
@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
-from benchlab.settings import EnergySettings
+from benchlab.schema.settings import EnergySettings
 from benchlab.spec.types import TestCase
 
 if TYPE_CHECKING:

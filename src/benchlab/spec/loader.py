@@ -25,7 +25,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from benchlab.errors import SpecError, format_field_path
-from benchlab.generation import Generation
+from benchlab.schema.generation import Generation
 from benchlab.spec import models as m
 from benchlab.spec.faipep import (
     UNHONOURED_MODEL_KEYS,

@@ -26,8 +26,8 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-from benchlab.scenario import Scenario
-from benchlab.settings import setting_info, settings_info
+from benchlab.schema.scenario import Scenario
+from benchlab.schema.settings import setting_info, settings_info
 from benchlab.spec.faipep import normalise_dtype, taskset_to_cpu_list, unwrap_file_list
 
 __all__ = [
@@ -172,7 +172,7 @@ TargetFraction = Annotated[
     ),
 ]
 
-# How the spec files write some settings beyond their plain type (benchlab.settings holds the rest).
+# How the spec files write some settings beyond their plain type (benchlab.schema.settings holds the rest).
 _EDGE_TYPES: dict[str, Any] = {"cpu_list": CpuList, "target_ci": TargetFraction}
 _EDGE_FIELD_ARGS: dict[str, dict[str, Any]] = {
     "cpu_list": {"validation_alias": AliasChoices("cpu_list", "cpu-list"),
@@ -181,7 +181,7 @@ _EDGE_FIELD_ARGS: dict[str, dict[str, Any]] = {
 
 
 def _setting_fields() -> dict[str, Any]:
-    """The fields of every test setting, built from its one definition in benchlab.settings."""
+    """The fields of every test setting, built from its one definition in benchlab.schema.settings."""
     built: dict[str, Any] = {}
     for info in settings_info():
         annotation: Any = Annotated[_EDGE_TYPES.get(info.name, info.kind), Field(**info.bounds)]
@@ -362,7 +362,7 @@ class PlatformArgsModel(BaseModel):
 class TestDefaultsModel(_TestSettingsModel):  # type: ignore[misc,valid-type]
     """The settings of a test; also the shape of a suite's test defaults (no identifier).
 
-    The measuring settings (warmup, iter, timeout...) come from :mod:`benchlab.settings`.
+    The measuring settings (warmup, iter, timeout...) come from :mod:`benchlab.schema.settings`.
     """
 
     model_config = ConfigDict(extra="allow")

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchlab.generation import Generation
-from benchlab.scenario import Scenario
-from benchlab.settings import EnergySettings, TestSettings
+from benchlab.schema.generation import Generation
+from benchlab.schema.scenario import Scenario
+from benchlab.schema.settings import EnergySettings, TestSettings
 
 __all__ = [
     "BenchmarkSpec",
@@ -84,7 +84,7 @@ class ModelDef:
     ``metadata`` carries facts known before running (the zoo's task, parameters, FLOPs, failed
     exports); every result of the model repeats it under ``details["model_info"]``.
     ``preprocess`` and ``postprocess`` are FAI-PEP's model-level host commands, run once
-    before a job's first repetition and once after its last (:mod:`benchlab.hoststeps`).
+    before a job's first repetition and once after its last (:mod:`benchlab.harness.hoststeps`).
     """
 
     name: str
@@ -104,17 +104,17 @@ class TestCase(TestSettings):
     """One test of a spec, for one input shape: what it feeds and runs, plus how it is measured.
 
     The measuring settings (``warmup``, ``iter``, ``repeat``, ``timeout``...) are inherited from
-    :class:`benchlab.settings.TestSettings`, their one definition. ``commands`` are for
+    :class:`benchlab.schema.settings.TestSettings`, their one definition. ``commands`` are for
     command-driven frameworks (``generic``) and still hold their ``{placeholders}``; the harness
     substitutes them per job. FAI-PEP's accuracy flow: ``preprocess`` and ``postprocess`` are
     commands run on the host before and after each repetition, and ``output_files`` are pulled
-    from the target between the two (:mod:`benchlab.hoststeps`). ``energy`` is the test's own
+    from the target between the two (:mod:`benchlab.harness.hoststeps`). ``energy`` is the test's own
     energy request: a FAI-PEP power test (``metric: power``) measures energy even when the user
     asked for none (:func:`benchlab.spec.faipep.power_request`); the user's ``--energy`` is laid
     over it (:meth:`EnergySettings.over`). ``generate`` makes it a generative test
-    (:class:`benchlab.generation.Generation`, one prompt length and depth each): a generation
+    (:class:`benchlab.schema.generation.Generation`, one prompt length and depth each): a generation
     is what each iteration times, instead of one forward pass. ``scenario`` runs the test
-    under a load scenario (:class:`benchlab.scenario.Scenario`): MLPerf LoadGen issues the
+    under a load scenario (:class:`benchlab.schema.scenario.Scenario`): MLPerf LoadGen issues the
     queries and judges the run, instead of benchlab's loop.
     """
 

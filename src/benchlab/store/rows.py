@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, Select, case, func, select
 
 from benchlab.errors import StoreError
-from benchlab.schema import Result, Sample, Status
+from benchlab.schema.result import Result, Sample, Status
 from benchlab.store.tables import results, runs, samples
 
 __all__ = [

@@ -23,7 +23,7 @@ from sqlalchemy import Connection, Engine, Row, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from benchlab.errors import StoreError, UsageError
-from benchlab.schema import LATENCY_KEY, DetailKey, Result, Status, Summary
+from benchlab.schema.result import LATENCY_KEY, DetailKey, Result, Status, Summary
 from benchlab.store.engine import WRITE_OPTION, create_store_engine, resolve_url, store_errors
 from benchlab.store.rows import (
     build_result,

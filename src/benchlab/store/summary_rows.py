@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, and_, func, or_, select
 
-from benchlab.schema import Status, device_label
+from benchlab.schema.result import Status, device_label
 from benchlab.store.store import ResultStore
 from benchlab.store.tables import results
 

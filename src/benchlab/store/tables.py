@@ -1,7 +1,7 @@
 """The store's table layout, its version, and the migrations between versions.
 
 ``STORE_SCHEMA_VERSION`` versions the *tables*; it is separate from
-:data:`benchlab.schema.SCHEMA_VERSION`, which versions the result JSON. Both are recorded in
+:data:`benchlab.schema.result.SCHEMA_VERSION`, which versions the result JSON. Both are recorded in
 ``meta``, and every ``results`` row also keeps the result schema version it was written with.
 
 History of ``STORE_SCHEMA_VERSION``:
@@ -39,7 +39,7 @@ from sqlalchemy import (
 )
 
 from benchlab.errors import StoreError
-from benchlab.schema import SCHEMA_VERSION
+from benchlab.schema.result import SCHEMA_VERSION
 
 __all__ = [
     "MIGRATIONS",

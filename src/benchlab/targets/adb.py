@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import InfrastructureError, UsageError
-from benchlab.schema import EnvKey
+from benchlab.schema.result import EnvKey
 from benchlab.targets.base import Availability, CommandResult, RunRequest
 from benchlab.targets.remote import ShellTarget
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from benchlab.environment import capture_host_environment, parse_cpu_list
+from benchlab.targets.environment import capture_host_environment, parse_cpu_list
 from benchlab.targets.base import Availability, CommandResult, RunRequest
 from benchlab.targets.probe import PROBE_SCRIPT, parse_probe, state_facts
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from benchlab.schema import EnvKey
+from benchlab.schema.result import EnvKey
 
 __all__ = ["PROBE_SCRIPT", "clusters_of", "hottest", "parse_probe", "state_facts"]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
 from benchlab.errors import UsageError
-from benchlab.schema import DetailKey, EnvKey, Result, Status
+from benchlab.schema.result import DetailKey, EnvKey, Result, Status
 
 __all__ = ["RebootEvent", "RebootPolicy", "Rebootable", "Rebooter"]
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchlab.environment import parse_cpu_list
+from benchlab.targets.environment import parse_cpu_list
 from benchlab.targets.base import CommandResult, RunRequest
 from benchlab.targets.probe import PROBE_SCRIPT, parse_probe
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from benchlab.errors import InfrastructureError, UsageError
-from benchlab.schema import EnvKey, device_label
+from benchlab.schema.result import EnvKey, device_label
 from benchlab.targets.base import Target
 
 __all__ = ["FanOut", "select_targets", "target_device_label", "usable_target"]
@@ -30,7 +30,7 @@ class FanOut(Protocol):
 
 
 def target_device_label(target: Target) -> str:
-    """The device label (:func:`benchlab.schema.device_label`) of an open target."""
+    """The device label (:func:`benchlab.schema.result.device_label`) of an open target."""
     return device_label(target.name, str(target.describe().get(EnvKey.HOSTNAME, "")))
 
 

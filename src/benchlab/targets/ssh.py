@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import InfrastructureError, UsageError
-from benchlab.schema import EnvKey
+from benchlab.schema.result import EnvKey
 from benchlab.targets.base import Availability
 from benchlab.targets.probe import state_facts
 from benchlab.targets.remote import ShellTarget

@@ -22,10 +22,10 @@ from pathlib import Path
 
 from benchlab.ab.sides import CompareSettings, Side
 from benchlab.ab.driver import compare_jobs
-from benchlab.artifacts import ArtifactCache
+from benchlab.spec.artifacts import ArtifactCache
 from benchlab.errors import CommitFailedError
-from benchlab.jobrun import Job
-from benchlab.schema import LATENCY_KEY, DetailKey, Result
+from benchlab.harness.jobrun import Job
+from benchlab.schema.result import LATENCY_KEY, DetailKey, Result
 from benchlab.store import ResultStore
 from benchlab.targets.base import Target
 from benchlab.tracking.changepoint import find_change_points

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from benchlab.artifacts import ArtifactCache, sha256_of
+from benchlab.spec.artifacts import ArtifactCache, sha256_of
 from benchlab.errors import ModelBuildError, UsageError
 from benchlab.frameworks.common import GENERATION_TASK
 from benchlab.spec.types import (

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Unpack
 
-from benchlab.artifacts import ArtifactCache
+from benchlab.spec.artifacts import ArtifactCache
 from benchlab.errors import UsageError
 from benchlab.exporting.definition import ModelDefinition
 from benchlab.exporting.session import ExportOptions, ModelExport, export_definitions

@@ -25,12 +25,12 @@ import torch
 # extension links against libtorch, as the wrapper's own comment says.
 from executorch.extension.pybindings import _portable_lib as portable_lib
 
-from benchlab.diagnosis import Coverage
+from benchlab.schema.diagnosis import Coverage
 from benchlab.frameworks.executorch.program import pte_coverage
 from benchlab.runner.accuracy import to_arrays
 from benchlab.runner.config import InputConfig, RunnerConfig
 from benchlab.runner.loop import ProfilingUnavailable
-from benchlab.schema import DetailKey
+from benchlab.schema.result import DetailKey
 
 __all__ = ["ExecuTorchBackend"]
 

@@ -28,7 +28,7 @@ import torch
 from executorch.extension.pybindings import _portable_lib as portable_lib
 
 from benchlab.runner.config import RunnerConfig
-from benchlab.schema import DetailKey
+from benchlab.schema.result import DetailKey
 
 __all__ = ["ExecuTorchDecoder", "load_llm_kernels"]
 

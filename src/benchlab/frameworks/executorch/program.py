@@ -2,7 +2,7 @@
 
 A ``.pte`` program's execution plan lists one ``DelegateCall`` instruction per delegated
 partition and one ``KernelCall`` per operator left to the portable (or optimized) kernels;
-:func:`pte_coverage` turns them into a :class:`~benchlab.diagnosis.Coverage`. Standard library
+:func:`pte_coverage` turns them into a :class:`~benchlab.schema.diagnosis.Coverage`. Standard library
 only, so it costs the runner process nothing to import.
 """
 
@@ -13,7 +13,7 @@ import struct
 from collections import Counter
 from dataclasses import dataclass
 
-from benchlab.diagnosis import Coverage
+from benchlab.schema.diagnosis import Coverage
 
 __all__ = ["DELEGATE_IDS", "PlanCalls", "plan_calls", "pte_coverage"]
 

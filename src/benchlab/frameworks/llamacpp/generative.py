@@ -36,7 +36,7 @@ import numpy as np
 from benchlab.frameworks.llamacpp.threadpool import DEFAULT_POLL, Threadpool
 from benchlab.runner.config import RunnerConfig
 from benchlab.runner.generate import positions_needed
-from benchlab.schema import DetailKey
+from benchlab.schema.result import DetailKey
 
 __all__ = ["LlamaCppDecoder", "context_needed"]
 

@@ -1,7 +1,7 @@
 """Parsers and command builders for native benchmark binaries run on phones and boards.
 
 Each tool prints its own text, not benchlab's metric lines; these modules read it into a
-:class:`benchlab.protocol.ParsedOutput` with benchlab's metric names (``NET latency``,
+:class:`benchlab.protocol.lines.ParsedOutput` with benchlab's metric names (``NET latency``,
 ``load_time``, ``first_inference``, ``memory_peak``...), and build the tools' command lines:
 
 * :mod:`~benchlab.frameworks.native.benchmark_model`: LiteRT / TensorFlow Lite
@@ -16,10 +16,10 @@ Each tool prints its own text, not benchlab's metric lines; these modules read i
   ``llm_bench``), each onto benchlab's generation metrics.
 
 Tools that print only aggregates give one ``NET latency`` sample per process (their mean) plus
-a :class:`~benchlab.protocol.ReportedSummary`; ``details["latency_samples"]``
-(:attr:`~benchlab.schema.DetailKey.LATENCY_SAMPLES`) says ``"process_mean"`` or, when a tool
+a :class:`~benchlab.protocol.lines.ReportedSummary`; ``details["latency_samples"]``
+(:attr:`~benchlab.schema.result.DetailKey.LATENCY_SAMPLES`) says ``"process_mean"`` or, when a tool
 printed every iteration, ``"per_iteration"``, and ``details["tool"]``
-(:attr:`~benchlab.schema.DetailKey.TOOL`) names the tool.
+(:attr:`~benchlab.schema.result.DetailKey.TOOL`) names the tool.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ project's zoo files:
   :data:`COUNTERS_MARKER`, so it comes back with the output from any target.
 
 The tool prints no per-iteration times: a process gives one ``NET latency`` sample (its
-average) and a :class:`~benchlab.protocol.ReportedSummary` of the median, mean, min and max.
+average) and a :class:`~benchlab.protocol.lines.ReportedSummary` of the median, mean, min and max.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from benchlab.frameworks.native.common import NUMBER
 from benchlab.frameworks.native.common import SampleList as _Samples
 from benchlab.frameworks.native.common import count_flag
 from benchlab.frameworks.native.common import finite_float as _float
-from benchlab.protocol import ParsedOutput, ReportedSummary
-from benchlab.schema import DetailKey, Metric
-from benchlab.units import convert
+from benchlab.protocol.lines import ParsedOutput, ReportedSummary
+from benchlab.schema.result import DetailKey, Metric
+from benchlab.schema.units import convert
 
 __all__ = [
     "COUNTERS_MARKER",

@@ -27,8 +27,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from benchlab.schema import DetailKey, Metric
-from benchlab.protocol import ParsedOutput, ReportedSummary
+from benchlab.schema.result import DetailKey, Metric
+from benchlab.protocol.lines import ParsedOutput, ReportedSummary
 from benchlab.frameworks.native.common import NUMBER
 from benchlab.frameworks.native.common import SampleList as _Samples
 from benchlab.frameworks.native.common import count_flag

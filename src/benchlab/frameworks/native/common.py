@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from benchlab.schema import Sample
+from benchlab.schema.result import Sample
 
 __all__ = ["NUMBER", "SampleList", "count_flag", "finite_float"]
 

@@ -12,7 +12,7 @@ median_ms, std_ms, p5_ms, p95_ms, num_runs}``.
 
 The tool prints no per-run times, only these statistics, rounded to 0.01 ms. So a process gives
 one ``NET latency`` sample (its mean; ``details["latency_samples"] = "process_mean"``) and a
-:class:`~benchlab.protocol.ReportedSummary` with the tool's own statistics. benchlab runs it with
+:class:`~benchlab.protocol.lines.ReportedSummary` with the tool's own statistics. benchlab runs it with
 ``--result_json /dev/stdout`` so that the JSON arrives with the text and no file needs pulling
 back from a device; the JSON wins where both are present (it also has the model's size).
 """
@@ -28,8 +28,8 @@ from benchlab.frameworks.native.common import NUMBER
 from benchlab.frameworks.native.common import SampleList as _Samples
 from benchlab.frameworks.native.common import count_flag
 from benchlab.frameworks.native.common import finite_float as _float
-from benchlab.protocol import ParsedOutput, ReportedSummary
-from benchlab.schema import DetailKey, Metric
+from benchlab.protocol.lines import ParsedOutput, ReportedSummary
+from benchlab.schema.result import DetailKey, Metric
 
 __all__ = ["TOOL", "is_litert_benchmark", "litert_benchmark_argv", "parse_litert_benchmark"]
 

@@ -44,8 +44,8 @@ import re
 from typing import Any
 
 from benchlab.frameworks.native.common import SampleList as _Samples
-from benchlab.protocol import ParsedOutput
-from benchlab.schema import DetailKey, Metric
+from benchlab.protocol.lines import ParsedOutput
+from benchlab.schema.result import DetailKey, Metric
 
 __all__ = ["TOOL", "llama_bench_tests", "parse_llama_bench"]
 
@@ -174,7 +174,7 @@ def parse_llama_bench(text: str) -> ParsedOutput:
     Samples of the first ``pp``, the first ``tg`` and the first ``pg`` test (see the module
     docstring for the mapping), each test's samples indexed from 0 per metric; one
     ``model_size`` sample. ``details`` carry the tool's facts from the first test (threads under
-    :attr:`~benchlab.schema.DetailKey.THREADS`; ``prompt_tokens`` from the ``pp`` test,
+    :attr:`~benchlab.schema.result.DetailKey.THREADS`; ``prompt_tokens`` from the ``pp`` test,
     ``new_tokens`` from the ``tg`` test, ``context_depth``, ``repetitions``) and ``tests``: every
     test's name, ``avg_ts`` and ``stddev_ts``, kept or not. Tests left out are named in
     ``infos``; unreadable objects and JSON that is no llama-bench test are in ``malformed``.

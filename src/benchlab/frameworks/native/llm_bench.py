@@ -50,8 +50,8 @@ from typing import Any
 from benchlab.frameworks.native.common import NUMBER
 from benchlab.frameworks.native.common import SampleList as _Samples
 from benchlab.frameworks.native.common import finite_float as _float
-from benchlab.protocol import ParsedOutput
-from benchlab.schema import DetailKey, Metric
+from benchlab.protocol.lines import ParsedOutput
+from benchlab.schema.result import DetailKey, Metric
 
 __all__ = ["TOOL", "parse_llm_bench"]
 

@@ -17,7 +17,7 @@ the runner prints on stdout::
 ``prefill_token_per_sec`` and ``decode_token_per_sec`` first (ostream doubles, 6 significant
 digits); a CUDA build adds ``gpu_*`` fields. The human summary that follows (``Prompt Tokens:``,
 ``Model Load Time:``, ``Total inference time:``, ``Time to first generated token:``...) repeats
-these numbers rounded and is not read. benchlab's :func:`~benchlab.protocol.parse_output` reads
+these numbers rounded and is not read. benchlab's :func:`~benchlab.protocol.lines.parse_output` reads
 ``PyTorchObserver`` lines as FAI-PEP's ``type``/``metric``/``value`` shape and calls this one
 malformed, so a job running this tool must use :func:`parse_llm_runner` instead.
 
@@ -54,8 +54,8 @@ import math
 from typing import Any
 
 from benchlab.frameworks.native.common import SampleList as _Samples
-from benchlab.protocol import ParsedOutput
-from benchlab.schema import DetailKey, Metric
+from benchlab.protocol.lines import ParsedOutput
+from benchlab.schema.result import DetailKey, Metric
 
 __all__ = ["PREFIX", "TOOL", "parse_llm_runner"]
 
@@ -124,7 +124,7 @@ def parse_llm_runner(text: str) -> ParsedOutput:
     generation, and ``generations``. ``metric_lines`` counts the stats lines read;
     ``PyTorchObserver`` lines that do not read as this runner's stats are in ``malformed``,
     except FAI-PEP's own ``type``/``metric`` lines, which belong to
-    :func:`~benchlab.protocol.parse_output` and are skipped. Nothing raises.
+    :func:`~benchlab.protocol.lines.parse_output` and are skipped. Nothing raises.
     """
     samples = _Samples()
     details: dict[str, Any] = {DetailKey.TOOL: TOOL}

@@ -12,10 +12,10 @@ import numpy as np
 import onnxruntime as ort
 from onnxruntime.capi.onnxruntime_pybind11_state import Fail as OrtFail
 
-from benchlab.diagnosis import Coverage
+from benchlab.schema.diagnosis import Coverage
 from benchlab.frameworks.onnxruntime.placement import coverage_from_events
 from benchlab.runner.config import InputConfig, RunnerConfig
-from benchlab.schema import DetailKey
+from benchlab.schema.result import DetailKey
 
 __all__ = ["OnnxRuntimeBackend"]
 

@@ -10,7 +10,7 @@ import onnxruntime as ort
 
 from benchlab.runner.config import RunnerConfig
 from benchlab.runner.kvgraph import GRAPH_INPUTS, CacheGraphDecoder
-from benchlab.schema import DetailKey
+from benchlab.schema.result import DetailKey
 
 __all__ = ["OnnxRuntimeDecoder"]
 

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchlab.diagnosis import Coverage
+from benchlab.schema.diagnosis import Coverage
 
 __all__ = ["CPU_PROVIDER", "coverage_from_events"]
 

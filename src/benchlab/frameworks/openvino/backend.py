@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 import openvino as ov
 
-from benchlab.diagnosis import Coverage
+from benchlab.schema.diagnosis import Coverage
 from benchlab.frameworks.openvino.options import HINTS, canonical_precision
 from benchlab.runner.config import InputConfig, RunnerConfig
-from benchlab.schema import DetailKey
+from benchlab.schema.result import DetailKey
 
 __all__ = ["NOT_COUNTED", "OpenVinoBackend", "query_coverage"]
 

@@ -10,7 +10,7 @@ import openvino as ov
 
 from benchlab.runner.config import RunnerConfig
 from benchlab.runner.kvgraph import GRAPH_INPUTS, CacheGraphDecoder
-from benchlab.schema import DetailKey
+from benchlab.schema.result import DetailKey
 
 __all__ = ["OpenVinoDecoder"]
 

@@ -35,7 +35,7 @@ import onnxruntime_genai as og
 
 from benchlab.runner.config import RunnerConfig
 from benchlab.runner.generate import GenerationTimes, library_loop, positions_needed
-from benchlab.schema import DetailKey
+from benchlab.schema.result import DetailKey
 
 __all__ = ["OrtGenAiDecoder"]
 

@@ -43,7 +43,7 @@ import openvino_genai as ovg
 
 from benchlab.runner.config import RunnerConfig
 from benchlab.runner.generate import GenerationTimes, library_loop
-from benchlab.schema import DetailKey
+from benchlab.schema.result import DetailKey
 
 __all__ = ["OvGenAiDecoder", "greedy_generation", "link_model", "pipeline_properties"]
 

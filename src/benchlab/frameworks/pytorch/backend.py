@@ -36,7 +36,7 @@ from benchlab.frameworks.pytorch.options import ENTRY_MODES, MODES, PRECISIONS
 from benchlab.runner.accuracy import to_arrays
 from benchlab.runner.config import InputConfig, RunnerConfig
 from benchlab.runner.loop import ProfilingUnavailable
-from benchlab.schema import DetailKey
+from benchlab.schema.result import DetailKey
 
 __all__ = ["PyTorchBackend", "build_from_entry"]
 

@@ -11,7 +11,7 @@ import torch
 
 from benchlab.frameworks.pytorch.backend import build_from_entry
 from benchlab.runner.config import RunnerConfig
-from benchlab.schema import DetailKey
+from benchlab.schema.result import DetailKey
 
 __all__ = ["TorchDecoder"]
 

@@ -46,7 +46,7 @@ from benchlab.frameworks.native.litert_benchmark import (
     litert_benchmark_argv,
     parse_litert_benchmark,
 )
-from benchlab.protocol import ParsedOutput
+from benchlab.protocol.lines import ParsedOutput
 from benchlab.spec.types import FrameworkConfig, ModelDef
 
 __all__ = [

@@ -24,10 +24,10 @@ import ai_edge_litert
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-from benchlab.diagnosis import Coverage
+from benchlab.schema.diagnosis import Coverage
 from benchlab.runner.config import InputConfig, RunnerConfig
 from benchlab.runner.loop import ProfilingUnavailable
-from benchlab.schema import DetailKey
+from benchlab.schema.result import DetailKey
 
 __all__ = ["BUILTIN", "XNNPACK", "TfliteBackend", "from_output", "node_coverage", "to_input"]
 

@@ -28,7 +28,7 @@ from benchlab.lab.server.api_models import (
 )
 from benchlab.lab.server.auth import Caller, get_lab, require, require_read
 from benchlab.lab.tokens import Scope
-from benchlab.sweep import Sweep
+from benchlab.harness.sweep import Sweep
 
 __all__ = ["router"]
 

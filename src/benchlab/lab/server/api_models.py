@@ -25,7 +25,7 @@ from benchlab.lab.run_state import ShownStatus
 from benchlab.lab.run_view import RunDetail
 from benchlab.lab.tokens import Scope, TokenInfo
 from benchlab.lab.views import Comparison
-from benchlab.schema import JobIdentity, Result, Summary
+from benchlab.schema.result import JobIdentity, Result, Summary
 from benchlab.store import RunRecord, RunStatus
 
 __all__ = [
@@ -207,7 +207,7 @@ class QuarantineIn(BaseModel):
 class JobSubmitIn(BaseModel):
     """What to run and where: one device or one pool.
 
-    ``sweep`` is the request in its wire form (:meth:`benchlab.sweep.Sweep.to_wire`: what
+    ``sweep`` is the request in its wire form (:meth:`benchlab.harness.sweep.Sweep.to_wire`: what
     ``benchlab run --lab --dry-run`` prints), ``kind`` a run, a compare or a track, and
     ``options`` a compare's sides and settings or a track's settings. Without ``sweep``,
     ``specs``, ``models``, ``frameworks`` and ``overrides`` make a plain one (the form before

@@ -33,7 +33,7 @@ from benchlab.lab.run_state import finish_reported_run
 from benchlab.lab.server.api_models import RunFinishIn, RunOut, errors, usage_errors
 from benchlab.lab.server.auth import Caller, get_lab, require
 from benchlab.lab.tokens import Scope
-from benchlab.schema import SCHEMA_VERSION, JobIdentity, Result
+from benchlab.schema.result import SCHEMA_VERSION, JobIdentity, Result
 
 __all__ = ["IngestReply", "PostedResult", "router"]
 

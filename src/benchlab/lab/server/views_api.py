@@ -17,7 +17,7 @@ from benchlab.errors import UsageError
 from benchlab.lab import views
 from benchlab.lab.server.api_models import ComparisonOut, QueryText, errors
 from benchlab.lab.server.auth import get_lab, require_read
-from benchlab.schema import LATENCY_KEY
+from benchlab.schema.result import LATENCY_KEY
 
 __all__ = ["router"]
 

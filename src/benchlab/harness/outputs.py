@@ -17,17 +17,17 @@ from typing import Any
 
 import numpy as np
 
-from benchlab.artifacts import ArtifactCache, default_cache_dir
-from benchlab.diagnosis import LayerTable
+from benchlab.spec.artifacts import ArtifactCache, default_cache_dir
+from benchlab.schema.diagnosis import LayerTable
 from benchlab.errors import InfrastructureError, UsageError
 from benchlab.frameworks.base import Framework, JobContext, Unsupported
 from benchlab.frameworks.common import REFERENCE_KEY
-from benchlab.jobrun import fetch_files
+from benchlab.harness.jobrun import fetch_files
 from benchlab.plugins import load_framework, open_target
-from benchlab.protocol import parse_output
+from benchlab.protocol.lines import parse_output
 from benchlab.runner.accuracy import error_stats, load_reference, save_reference
-from benchlab.schema import DetailKey
-from benchlab.settings import setting_info
+from benchlab.schema.result import DetailKey
+from benchlab.schema.settings import setting_info
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
 from benchlab.targets.base import RunRequest, Target
 from benchlab.zoo import ZOO, zoo_specs
@@ -94,7 +94,7 @@ def outputs(
     runner as ``--layer-errors`` does (:attr:`ModelOutputs.layers`). ``timeout`` (s) kills the
     runner; by default the ``timeout`` test setting's default.
     """
-    from benchlab.sweep import parse_framework
+    from benchlab.harness.sweep import parse_framework
 
     cache = ArtifactCache(cache_dir or default_cache_dir())
     spec = _spec(model, cache)

@@ -15,18 +15,18 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import zip_longest
 
-from benchlab.artifacts import ArtifactCache
+from benchlab.spec.artifacts import ArtifactCache
 from benchlab.errors import UsageError
 from benchlab.frameworks.base import NATIVE_BINARY, Framework, Unsupported
 from benchlab.frameworks.common import is_generative
-from benchlab.jobrun import Job, JobMeasurement, run_job
+from benchlab.harness.jobrun import Job, JobMeasurement, run_job
 from benchlab.plugins import FRAMEWORK_GROUP, available_names, load_framework
-from benchlab.rounds import Pace, ProgressCallback, measure_in_rounds
-from benchlab.schema import EnvKey, JobIdentity, Result
-from benchlab.overrides import TestOverrides
-from benchlab.scenario import Scenario
+from benchlab.harness.rounds import Pace, ProgressCallback, measure_in_rounds
+from benchlab.schema.result import EnvKey, JobIdentity, Result
+from benchlab.harness.overrides import TestOverrides
+from benchlab.schema.scenario import Scenario
 from benchlab.store import ResultStore, RunRecord
-from benchlab.sweep import Sweep
+from benchlab.harness.sweep import Sweep
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
 from benchlab.targets.base import Target
 from benchlab.targets.reboot import Rebootable, RebootPolicy, Rebooter
@@ -276,16 +276,16 @@ def execute(
 ) -> tuple[RunRecord, list[Result]]:
     """Run the jobs ``planned`` from ``sweep``; returns the store's run record and the run's
     results. How they run is the sweep's: its string map, time budget, energy settings,
-    reboot policy, order and race (:meth:`~benchlab.sweep.Sweep.race_policy`).
+    reboot policy, order and race (:meth:`~benchlab.harness.sweep.Sweep.race_policy`).
 
     ``order="rounds"`` (the default) runs each stage's jobs in rounds: every job's first
     process, then every job's second, and so on, so a drift of the machine during the run
     falls on every cell alike and the processes of one round can be compared side by side
-    (paired ratios, :func:`benchlab.runstats.paired_ratio`). Jobs that must keep their
+    (paired ratios, :func:`benchlab.stats.runstats.paired_ratio`). Jobs that must keep their
     processes together (a power meter, FAI-PEP host commands) run whole before the rounds,
     and a reboot policy runs everything job after job. ``order="jobs"`` runs each job's
     processes back to back, one job after another. With a race (and rounds), the processes
-    go where the answer is open (:mod:`benchlab.race`, :func:`benchlab.rounds.measure_in_rounds`):
+    go where the answer is open (:mod:`benchlab.stats.race`, :func:`benchlab.harness.rounds.measure_in_rounds`):
     still in rounds, each cell recorded as soon as the race decides it.
 
     A :class:`StagedPlan`'s stages are taken one at a time, each when the one before is

@@ -3,7 +3,7 @@
 With the values of several fresh processes the process is the unit: iterations noisy inside
 the processes, a trend most processes share, processes at distinct levels. One run's values
 alone get the classic checks: variability, a trend over the run, several modes. Everything is
-deterministic (no resampling), like the rest of :mod:`benchlab.stats`.
+deterministic (no resampling), like the rest of :mod:`benchlab.stats.summary`.
 """
 
 from __future__ import annotations

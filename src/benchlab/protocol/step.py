@@ -6,7 +6,7 @@ for one timed iteration, so that neighbouring iterations of the two builds share
 machine's state. A Python benchmark speaks the protocol by changing its timed loop by one
 line::
 
-    from benchlab.step import steps
+    from benchlab.protocol.step import steps
 
     for _ in steps(args.iter):                      # was: range(args.iter)
         start = time.perf_counter_ns()

@@ -34,10 +34,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from benchlab.artifacts import ArtifactCache
+from benchlab.spec.artifacts import ArtifactCache
 from benchlab.errors import BenchlabError, InfrastructureError, UsageError, UserError
-from benchlab.protocol import ParsedOutput, parse_output
-from benchlab.schema import Sample, Status
+from benchlab.protocol.lines import ParsedOutput, parse_output
+from benchlab.schema.result import Sample, Status
 from benchlab.spec.placeholders import placeholder_map, substitute, unresolved
 from benchlab.spec.types import BenchmarkSpec, FileRef, TestCase
 from benchlab.targets.base import CommandResult, RunRequest, Target

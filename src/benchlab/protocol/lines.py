@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchlab.schema import Sample, metric_key
+from benchlab.schema.result import Sample, metric_key
 
 __all__ = [
     "FAI_PEP_PREFIXES",

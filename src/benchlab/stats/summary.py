@@ -19,9 +19,9 @@ from statistics import NormalDist
 
 import numpy as np
 
-from benchlab.noise import finite_values, noise_warnings
-from benchlab.runstats import next_run_interval
-from benchlab.schema import DetailKey, StopReason, Summary
+from benchlab.stats.noise import finite_values, noise_warnings
+from benchlab.stats.runstats import next_run_interval
+from benchlab.schema.result import DetailKey, StopReason, Summary
 
 __all__ = [
     "AdaptiveStop",
@@ -150,7 +150,7 @@ def summarize(
     accepted and skipped, anything else raises ``ValueError``. ``segments`` (the values split
     by the process they came from) is passed on to :func:`noise_warnings`; with two or more of
     them the interval becomes the process-level one of
-    :func:`benchlab.runstats.next_run_interval` (widened, never narrowed, from the pooled one),
+    :func:`benchlab.stats.runstats.next_run_interval` (widened, never narrowed, from the pooled one),
     which predicts where the next identical run's median will land.
     """
     _check_level(ci_level)

@@ -1,6 +1,6 @@
 """Settings that replace what the specs say for every test of a sweep: :class:`TestOverrides`.
 
-Its own module, below both the harness that applies it and the :class:`~benchlab.sweep.Sweep`
+Its own module, below both the harness that applies it and the :class:`~benchlab.harness.sweep.Sweep`
 that carries it, so the harness can take a Sweep.
 """
 
@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import Any
 
 from benchlab.errors import UsageError
-from benchlab.settings import check_settings
+from benchlab.schema.settings import check_settings
 from benchlab.spec.types import TestCase
 
 __all__ = ["TestOverrides"]
@@ -21,7 +21,7 @@ __all__ = ["TestOverrides"]
 class TestOverrides:
     """Settings that replace what the specs say, for every test of a sweep.
 
-    Keyword arguments are settings of :class:`benchlab.settings.TestSettings`; ``None`` leaves
+    Keyword arguments are settings of :class:`benchlab.schema.settings.TestSettings`; ``None`` leaves
     the spec's value. An unknown name or a value out of bounds is a :class:`UsageError`.
     """
 

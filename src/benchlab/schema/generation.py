@@ -6,7 +6,7 @@ most likely one, never an early stop), so every generation does exactly the same
 ``depth`` the key/value cache is first filled with that many tokens, untimed, as
 ``llama-bench -d`` does: the figures are then those of a conversation already that long.
 
-The metrics and their definitions are :class:`benchlab.schema.Metric`'s generation members
+The metrics and their definitions are :class:`benchlab.schema.result.Metric`'s generation members
 (``ttft``, ``tpot``, ``inter_token_latency``, ``prefill_rate``, ``decode_rate``) and
 docs/generative.md. Standard library only: the runner imports it.
 """

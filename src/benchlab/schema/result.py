@@ -8,7 +8,7 @@ History of ``SCHEMA_VERSION``:
 1. First version: identity, status, raw samples, per-metric summaries, environment, error text.
 2. A summary names its ``processes`` and keeps each one's median (``process_p50s``); with two
    or more processes ``ci_low``/``ci_high`` predict the next identical run (the process as the
-   unit, :mod:`benchlab.runstats`) instead of bounding the pooled iterations' median.
+   unit, :mod:`benchlab.stats.runstats`) instead of bounding the pooled iterations' median.
    Version-1 results read as before: one process, the old interval.
 """
 
@@ -62,7 +62,7 @@ class StopReason(StrEnum):
     FIXED_REPETITIONS = "fixed_repetitions"
     #: A target CI was asked for, but the processes printed no latency to judge it by.
     NO_LATENCY_SAMPLES = "no_latency_samples"
-    #: Raced (:mod:`benchlab.race`): the interval reached the goal and the "× fastest" ratio
+    #: Raced (:mod:`benchlab.stats.race`): the interval reached the goal and the "× fastest" ratio
     #: is decided or a tie.
     DECIDED = "decided"
     #: Raced: slower than the contest's fastest by more than the race's margin, beyond doubt.
@@ -220,7 +220,7 @@ class DetailKey(StrEnum):
 
     REPETITIONS = "repetitions"  #: int, fresh processes that finished
     JOB_STOP_REASON = "job_stop_reason"  #: a StopReason, over the job's processes
-    RACE = "race"  #: str, why a raced job stopped, in words (benchlab.race)
+    RACE = "race"  #: str, why a raced job stopped, in words (benchlab.stats.race)
     STOP_REASON = "stop_reason"  #: a StopReason, inside the last process
     MODEL_INFO = "model_info"  #: mapping, what the zoo knew about the model before running
     RUNTIME_VERSION = "runtime_version"  #: str, the runtime's version as the runner saw it
@@ -309,7 +309,7 @@ class Summary:
 
     With two or more processes, ``ci_low``/``ci_high`` are where the median of the next
     identical run is expected at ``ci_level``: the process is the unit, so the interval widens
-    when processes disagree (:func:`benchlab.runstats.next_run_interval`, never narrower than
+    when processes disagree (:func:`benchlab.stats.runstats.next_run_interval`, never narrower than
     the pooled iterations' interval). With one process they bound this process's median
     (distribution-free, from order statistics) and say nothing about the next run.
     ``process_p50s`` holds each process's median, in process order; ``warnings`` say why the

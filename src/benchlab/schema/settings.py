@@ -4,7 +4,7 @@ Every layer reads the settings from :class:`TestSettings`:
 
 * the spec files' pydantic models (:mod:`benchlab.spec.models`) build their fields from it;
 * :class:`benchlab.spec.types.TestCase` carries them (it subclasses :class:`TestSettings`);
-* :class:`benchlab.harness.TestOverrides` (the command line's and the API's overrides) checks
+* :class:`benchlab.harness.planner.TestOverrides` (the command line's and the API's overrides) checks
   names and bounds against it, and the CLI's options take their help text from it;
 * the runner's wire format (:class:`benchlab.runner.config.RunnerConfig`) takes its defaults and
   bounds from it.

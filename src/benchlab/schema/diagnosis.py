@@ -2,7 +2,7 @@
 
 Plain data, no numpy and no runtime, so the runner (on any device), the reports and the lab
 all read the same shapes. A runner writes them into ``Result.details`` under
-:attr:`~benchlab.schema.DetailKey.DELEGATION` and :attr:`~benchlab.schema.DetailKey.LAYER_ERRORS`;
+:attr:`~benchlab.schema.result.DetailKey.DELEGATION` and :attr:`~benchlab.schema.result.DetailKey.LAYER_ERRORS`;
 :meth:`Coverage.from_detail` and :meth:`LayerTable.from_detail` read them back.
 
 docs/accuracy.md ("Where the time and the error come from") explains both for users.

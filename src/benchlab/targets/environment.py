@@ -15,7 +15,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from benchlab.schema import EnvKey
+from benchlab.schema.result import EnvKey
 
 __all__ = [
     "INFERENCE_CPU_FEATURES",

@@ -11,10 +11,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from benchlab.cli_output import console, err_console
+from benchlab.cli.output import console, err_console
 
 if TYPE_CHECKING:
-    from benchlab.artifacts import ArtifactCache
+    from benchlab.spec.artifacts import ArtifactCache
 
 __all__ = ["zoo_app"]
 
@@ -28,7 +28,7 @@ CacheOption = Annotated[
 
 
 def _cache(cache_dir: Path | None) -> ArtifactCache:
-    from benchlab.artifacts import ArtifactCache, default_cache_dir
+    from benchlab.spec.artifacts import ArtifactCache, default_cache_dir
 
     return ArtifactCache(cache_dir or default_cache_dir())
 

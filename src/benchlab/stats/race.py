@@ -8,10 +8,10 @@ paired ratio to the fastest above ``clear_loss`` even at the low end of its inte
 at the minimum. The contest stops spending when its processes reach ``1 + extra`` times
 those of its minimum, and no cell gets more than ``max_processes``. This is racing as in
 F-Race (Birattari et al. 2002) and irace, and successive halving, with the stopping tests being
-the intervals benchlab prints anyway (:mod:`benchlab.runstats`).
+the intervals benchlab prints anyway (:mod:`benchlab.stats.runstats`).
 
 The decisions here are pure functions of the per-process medians, so they can be tested without
-measuring anything; :func:`benchlab.harness.execute` runs the processes.
+measuring anything; :func:`benchlab.harness.planner.execute` runs the processes.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import statistics
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
-from benchlab.runstats import TIE, next_run_interval, paired_ratio
-from benchlab.schema import StopReason
+from benchlab.stats.runstats import TIE, next_run_interval, paired_ratio
+from benchlab.schema.result import StopReason
 
 __all__ = ["RacePolicy", "Standing", "decide_round"]
 

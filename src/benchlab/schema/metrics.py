@@ -1,12 +1,12 @@
 """What each whole-model metric is: one registry, read by the runners, ``compare``, every table
 and the lab's pages.
 
-A :class:`MetricInfo` per :class:`~benchlab.schema.Metric` says the unit runners print it in,
+A :class:`MetricInfo` per :class:`~benchlab.schema.result.Metric` says the unit runners print it in,
 which way is better, its family, whether ``compare`` decides on it, and how a table labels
 and formats it. The runners' unit tables, ``compare``'s decided metrics, the matrix's column
 units and the lab's grouping of a run's metrics are all read from here, so adding a metric is
 one entry (docs/architecture.md, "Where to add things"); ``tests/test_metrics.py`` fails while
-a member of :class:`Metric` has none. Stdlib and :mod:`benchlab.schema` only: runner processes
+a member of :class:`Metric` has none. Stdlib and :mod:`benchlab.schema.result` only: runner processes
 import it.
 """
 
@@ -18,7 +18,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Literal
 
-from benchlab.schema import Metric
+from benchlab.schema.result import Metric
 
 __all__ = ["METRICS", "Family", "MetricInfo", "decided_metrics", "metric_info", "milliseconds",
            "units_of"]

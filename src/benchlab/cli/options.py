@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from benchlab.errors import UsageError
-from benchlab.settings import setting_info
+from benchlab.schema.settings import setting_info
 
 __all__ = [
     "DbOption",
@@ -51,7 +51,7 @@ LabDryRunOption = Annotated[
 
 
 def setting_help(setting: str) -> str:
-    """An override option's help: the setting's one description (benchlab.settings)."""
+    """An override option's help: the setting's one description (benchlab.schema.settings)."""
     return setting_info(setting).help
 
 

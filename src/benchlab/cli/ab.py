@@ -1,4 +1,4 @@
-"""``benchlab compare`` and ``benchlab track``: the A/B commands (:mod:`benchlab.cli` registers
+"""``benchlab compare`` and ``benchlab track``: the A/B commands (:mod:`benchlab.cli.commands` registers
 them), each one call of :func:`benchlab.compare` or :func:`benchlab.track`, here or as a lab job."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.markup import escape
 
-from benchlab.cli_options import (
+from benchlab.cli.options import (
     DbOption,
     DetachOption,
     LabDeviceOption,
@@ -23,7 +23,7 @@ from benchlab.cli_options import (
     split_frameworks,
     split_models,
 )
-from benchlab.cli_output import console, err_console
+from benchlab.cli.output import console, err_console
 from benchlab.errors import UsageError
 
 __all__ = ["compare", "track"]
@@ -42,7 +42,7 @@ def _side(
             raise UsageError(f"give the {label} side one of --{label}-program, "
                              f"--{label}-config, --{label}-python, --{label}-model or "
                              f"--{label}-commit")
-        from benchlab.artifacts import default_cache_dir
+        from benchlab.spec.artifacts import default_cache_dir
         from benchlab.tracking.gitrepo import commit_program
 
         repo, command, template = build
@@ -93,8 +93,8 @@ def compare(
 ) -> None:
     """A/B: is the treatment slower or faster than the control? Exit code 1 on a regression."""
     from benchlab.api import compare as run_compare
-    from benchlab.overrides import TestOverrides
-    from benchlab.sweep import Sweep
+    from benchlab.harness.overrides import TestOverrides
+    from benchlab.harness.sweep import Sweep
 
     settings = _compare_settings(min_effect, alpha, pairs, verify, mode, fidelity_tolerance)
     sweep = Sweep.of(
@@ -103,7 +103,7 @@ def compare(
         overrides=TestOverrides(iter=iterations, warmup=warmup, min_time=min_time),
     )
     if lab:
-        from benchlab.cli_lab import ab_on_lab
+        from benchlab.cli.lab import ab_on_lab
         from benchlab.lab.ab_options import SideSpec, compare_options
 
         refuse_with_lab({"--control-model": control_model,
@@ -205,9 +205,9 @@ def track(
 ) -> None:
     """Benchmark a commit history against a pinned reference; find and bisect steps."""
     from benchlab.api import track as run_track
-    from benchlab.artifacts import default_cache_dir
+    from benchlab.spec.artifacts import default_cache_dir
     from benchlab.report.history import track_table
-    from benchlab.sweep import Sweep
+    from benchlab.harness.sweep import Sweep
     from benchlab.tracking import TrackSettings
 
     if step < 1 or pairs < 2:
@@ -224,7 +224,7 @@ def track(
     )
     sweep = Sweep.of(list(specs), target=target)
     if lab:
-        from benchlab.cli_lab import ab_on_lab
+        from benchlab.cli.lab import ab_on_lab
         from benchlab.lab.ab_options import track_options
 
         refuse_with_lab({"--follow": follow, "--builds-dir": builds_dir},

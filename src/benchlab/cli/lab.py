@@ -18,8 +18,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from benchlab.errors import UsageError
-from benchlab.cli_options import split_models
-from benchlab.cli_output import console, err_console
+from benchlab.cli.options import split_models
+from benchlab.cli.output import console, err_console
 
 __all__ = ["lab_app"]
 

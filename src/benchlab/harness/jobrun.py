@@ -1,7 +1,7 @@
 """Run one job: fetch its files, run its repetitions on the target, turn output into a result.
 
 Whatever a runtime does (crash, hang, out of memory, garbage on stdout) ends here as a
-:class:`~benchlab.schema.Result` with a status and a reason; nothing a job does can raise
+:class:`~benchlab.schema.result.Result` with a status and a reason; nothing a job does can raise
 out of :func:`run_job` except a bug in benchlab itself or a ``KeyboardInterrupt``.
 """
 
@@ -16,14 +16,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchlab.artifacts import ArtifactCache
+from benchlab.spec.artifacts import ArtifactCache
 from benchlab.energy.session import EnergySession, EnergySettings
-from benchlab.devicestate import GateOutcome, capture_state, state_flags, wait_until_cool
+from benchlab.harness.devicestate import GateOutcome, capture_state, state_flags, wait_until_cool
 from benchlab.errors import DownloadError, InfrastructureError, UserError
 from benchlab.frameworks.base import NATIVE_BINARY, Framework, JobContext
-from benchlab.hoststeps import HostSteps, StepFailure, merge_parsed, renumbered
-from benchlab.race import Standing
-from benchlab.schema import (
+from benchlab.harness.hoststeps import HostSteps, StepFailure, merge_parsed, renumbered
+from benchlab.stats.race import Standing
+from benchlab.schema.result import (
     LATENCY_KEY,
     DetailKey,
     EnvKey,
@@ -37,9 +37,9 @@ from benchlab.schema import (
     group_samples,
 )
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
-from benchlab.settings import DEFAULT_TIME_BUDGET_S
-from benchlab.stats import summarize
-from benchlab.units import convert
+from benchlab.schema.settings import DEFAULT_TIME_BUDGET_S
+from benchlab.stats.summary import summarize
+from benchlab.schema.units import convert
 from benchlab.targets.base import CommandResult, RunRequest, Target
 
 __all__ = [
@@ -150,7 +150,7 @@ class JobMeasurement:
     workdir, the host's setup commands) and returns the job's :class:`Result` once the job is
     over (its processes done, its target CI met, or a failure), else None; :meth:`close`
     removes what the steps made and must always be called. :meth:`run` drives one job from
-    start to end (:func:`run_job`); :func:`benchlab.harness.execute` drives a stage's jobs in
+    start to end (:func:`run_job`); :func:`benchlab.harness.planner.execute` drives a stage's jobs in
     rounds.
     """
 
@@ -158,7 +158,7 @@ class JobMeasurement:
                  string_map: Mapping[str, str] | None = None, time_budget: float | None = None,
                  energy: EnergySettings | None = None, raced: bool = False) -> None:
         self.job, self._target, self._cache = job, target, cache
-        # Raced (benchlab.race): the harness decides when the job has enough processes.
+        # Raced (benchlab.stats.race): the harness decides when the job has enough processes.
         self._raced = raced
         self._started_at = _now()
         test = job.test

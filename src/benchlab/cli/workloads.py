@@ -14,7 +14,7 @@ __all__ = ["generations_from_options", "scenario_from_options"]
 def generations_from_options(prompt_tokens: str | None, new_tokens: int | None,
                  depth: str | None) -> tuple[Any, ...]:
     """The workloads ``--prompt-tokens``, ``--new-tokens`` and ``--depth`` ask for."""
-    from benchlab.generation import generation_grid
+    from benchlab.schema.generation import generation_grid
 
     def numbers(text: str | None, option: str) -> tuple[int, ...]:
         try:
@@ -35,7 +35,7 @@ def scenario_from_options(name: str | None, latency_bound: str | None, target_qp
               mlperf_durations: bool, accuracy: bool, ttft_bound: str | None = None,
               tpot_bound: str | None = None) -> Any:
     """The load scenario ``--scenario`` and its settings ask for (``None`` without one)."""
-    from benchlab.scenario import DEFAULT_DURATION_S, Scenario, parse_milliseconds
+    from benchlab.schema.scenario import DEFAULT_DURATION_S, Scenario, parse_milliseconds
 
     given = {"--latency-bound": latency_bound, "--target-qps": target_qps,
              "--duration": duration, "--query-count": query_count,

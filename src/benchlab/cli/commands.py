@@ -14,9 +14,9 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.markup import escape
 
-from benchlab.cli_ab import compare, track
-from benchlab.cli_lab import lab_app
-from benchlab.cli_options import (
+from benchlab.cli.ab import compare, track
+from benchlab.cli.lab import lab_app
+from benchlab.cli.options import (
     DbOption,
     DetachOption,
     LabDeviceOption,
@@ -27,12 +27,12 @@ from benchlab.cli_options import (
     split_frameworks,
     split_models,
 )
-from benchlab.cli_workloads import generations_from_options, scenario_from_options
-from benchlab.cli_zoo import zoo_app
+from benchlab.cli.workloads import generations_from_options, scenario_from_options
+from benchlab.cli.zoo import zoo_app
 from benchlab.errors import BenchlabError, UsageError
-from benchlab.cli_output import console, err_console
-from benchlab.schema import LATENCY_KEY
-from benchlab.settings import DEFAULT_TIME_BUDGET_S
+from benchlab.cli.output import console, err_console
+from benchlab.schema.result import LATENCY_KEY
+from benchlab.schema.settings import DEFAULT_TIME_BUDGET_S
 
 __all__ = ["app", "main"]
 
@@ -112,10 +112,10 @@ def run(
 ) -> None:
     """Run benchmarks: the zoo's default models on every installed framework, or the specs given."""
     from benchlab.api import plan_sweep
-    from benchlab.harness import describe_plan
-    from benchlab.overrides import TestOverrides
+    from benchlab.harness.planner import describe_plan
+    from benchlab.harness.overrides import TestOverrides
     from benchlab.spec import parse_string_map
-    from benchlab.sweep import Sweep
+    from benchlab.harness.sweep import Sweep
 
     overrides = TestOverrides(
         warmup=warmup, iter=iterations, repeat=repeat, min_time=min_time,
@@ -164,7 +164,7 @@ def _reboot_policy(before_run: bool, after_failures: int | None,
 
 def _race(goal: str | None, repeat: int | None) -> Any:
     """``--goal`` as a race policy (``None``: the default race, or none with ``--repeat``)."""
-    from benchlab.race import RacePolicy
+    from benchlab.stats.race import RacePolicy
 
     if goal is None:
         return None
@@ -180,7 +180,7 @@ def _run_on_lab(lab: str, sweep: Any, device: str | None, pool: str | None, *,
                 dry_run: bool, detach: bool, json_dir: Path | None, html: Path | None,
                 warnings: bool, wide: bool) -> None:
     """``run --lab``: the sweep as lab jobs; their results shown and written here."""
-    from benchlab.cli_lab import run_on_lab
+    from benchlab.cli.lab import run_on_lab
     from benchlab.lab.queue import store_url
 
     found, ok = run_on_lab(lab, sweep, device, pool, dry_run=dry_run, detach=detach)
@@ -399,7 +399,7 @@ def doctor(
     target: Annotated[list[str], typer.Option("--target", help="Also check this target, e.g. 'ssh:host=pi' or 'adb:serial=X' (repeatable).")] = [],  # noqa: B006,E501
 ) -> None:
     """What frameworks, targets and devices are available here, and why not where not."""
-    from benchlab.doctor import diagnose
+    from benchlab.targets.doctor import diagnose
     from benchlab.report.history import doctor_tables
 
     for table in doctor_tables(diagnose(db, target)):

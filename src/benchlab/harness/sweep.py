@@ -21,11 +21,11 @@ from typing import Any, TypedDict
 from typing_extensions import Unpack
 
 from benchlab.errors import SpecError, UsageError
-from benchlab.generation import Generation
-from benchlab.overrides import TestOverrides
-from benchlab.race import RacePolicy
-from benchlab.scenario import Scenario
-from benchlab.settings import EnergySettings
+from benchlab.schema.generation import Generation
+from benchlab.harness.overrides import TestOverrides
+from benchlab.stats.race import RacePolicy
+from benchlab.schema.scenario import Scenario
+from benchlab.schema.settings import EnergySettings
 from benchlab.targets.reboot import RebootPolicy
 from benchlab.plugins import FRAMEWORK_GROUP, available_names, parse_plugin_text
 from benchlab.spec.types import FrameworkConfig, InputDef
@@ -50,7 +50,7 @@ __all__ = [
 FINGERPRINT_VERSION = 2
 #: The version of :meth:`Sweep.to_wire`'s form; a reader refuses another.
 WIRE_VERSION = 1
-#: How a run orders its processes (:func:`benchlab.harness.execute`).
+#: How a run orders its processes (:func:`benchlab.harness.planner.execute`).
 ORDERS = ("rounds", "jobs")
 
 SpecsArg = Sequence[str | Path] | str | Path | None
@@ -89,7 +89,7 @@ class SweepFields(TypedDict, total=False):
     ``target``: ``"host"``, ``"ssh:host=pi"``, ``"adb:serial=X"``, a target object, or a list
     of them (every job runs on every device, one after the other).
     ``exclude_targets``: devices to drop (``"adb:serial=X"``).
-    ``overrides``: settings replacing the specs' (:class:`~benchlab.overrides.TestOverrides`).
+    ``overrides``: settings replacing the specs' (:class:`~benchlab.harness.overrides.TestOverrides`).
     ``string_map``: values of the specs' ``{placeholders}``.
     ``time_budget``: seconds a job may take before it is stopped.
     ``root_model_dir``, ``cache_dir``: where ``//`` model paths start; the artifact cache.
@@ -98,7 +98,7 @@ class SweepFields(TypedDict, total=False):
     ``model``: your own model or a list (a ``torch.nn.Module``, ``"file.py:factory"``, an
     ONNX file, a file a runtime reads as it is); ``inputs``: its shapes or example tensors;
     ``data``: an ``.npz`` of input sets for int8 calibration and accuracy.
-    ``energy``: ``"auto"``, a meter name or :class:`~benchlab.settings.EnergySettings`:
+    ``energy``: ``"auto"``, a meter name or :class:`~benchlab.schema.settings.EnergySettings`:
     energy per inference where a meter can; elsewhere each result's ``details.energy`` says
     why it is unavailable.
     ``reboot``: when to reboot a device (:class:`~benchlab.targets.reboot.RebootPolicy`):
@@ -106,8 +106,8 @@ class SweepFields(TypedDict, total=False):
     in the next result's ``details.reboot``.
     ``order``: ``"rounds"`` (every job's first process, then every job's second...: drift
     falls on every cell alike and the "× fastest" ratios are paired) or ``"jobs"``
-    (:func:`benchlab.harness.execute`).
-    ``race``: spends processes where the answer is open (a :class:`~benchlab.race.RacePolicy`,
+    (:func:`benchlab.harness.planner.execute`).
+    ``race``: spends processes where the answer is open (a :class:`~benchlab.stats.race.RacePolicy`,
     docs/statistics.md); ``None``, the default, races a run in rounds unless ``overrides``
     fix ``repeat``; ``False`` never races (:meth:`Sweep.race_policy`).
     """

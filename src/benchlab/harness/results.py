@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
 from benchlab.report.export import samples_rows, summary_rows
-from benchlab.schema import Result, Status
+from benchlab.schema.result import Result, Status
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -2,11 +2,11 @@
 
 :func:`measure_in_rounds` runs a stage's jobs a process at a time. With a fixed design every
 job gets its test's ``repeat`` processes, every job's first process, then every job's second,
-and so on. With a :class:`~benchlab.race.RacePolicy` the rounds are the same, across every
+and so on. With a :class:`~benchlab.stats.race.RacePolicy` the rounds are the same, across every
 cell of the stage (a drift of the machine falls on every cell alike), and after each process the
 race looks at that cell's contest (one model and test on one device: the cells whose "×
 fastest" ratios are compared) and stops the cells whose answer is in; each is recorded (and
-shown) at once, and the rounds go on with the open ones. :func:`benchlab.harness.execute`
+shown) at once, and the rounds go on with the open ones. :func:`benchlab.harness.planner.execute`
 calls it.
 """
 
@@ -15,9 +15,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Hashable, Sequence
 
-from benchlab.jobrun import Job, JobMeasurement
-from benchlab.race import RacePolicy, decide_round
-from benchlab.schema import JobIdentity, Result
+from benchlab.harness.jobrun import Job, JobMeasurement
+from benchlab.stats.race import RacePolicy, decide_round
+from benchlab.schema.result import JobIdentity, Result
 
 __all__ = ["Pace", "ProgressCallback", "contest_key", "measure_in_rounds"]
 

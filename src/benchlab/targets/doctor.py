@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchlab.artifacts import default_cache_dir
+from benchlab.spec.artifacts import default_cache_dir
 from benchlab.errors import BenchlabError
 from benchlab.plugins import (
     FRAMEWORK_GROUP,
@@ -18,7 +18,7 @@ from benchlab.plugins import (
     open_target,
     parse_plugin_text,
 )
-from benchlab.schema import EnvKey
+from benchlab.schema.result import EnvKey
 
 __all__ = ["Diagnosis", "PluginStatus", "device_summary", "diagnose"]
 
@@ -103,7 +103,7 @@ def device_summary(device: dict[str, Any]) -> str:
 
 
 def _count(cpu_list: str) -> int:
-    from benchlab.environment import parse_cpu_list
+    from benchlab.targets.environment import parse_cpu_list
 
     return len(parse_cpu_list(cpu_list))
 
