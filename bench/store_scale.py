@@ -136,7 +136,7 @@ def build_workload(
 
 
 def _environment() -> dict[str, Any]:
-    # About the size of what environment.py records for a host target.
+    # About the size of what targets/environment.py records for a host target.
     return {
         "host": "bench-host",
         "os": "Linux-6.1.0-x86_64",

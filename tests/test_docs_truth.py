@@ -4,15 +4,20 @@
   names a real command of the CLI, and every flag written after it is one of its options.
 * The package count in docs/reproducibility.md is the number of packages in the lock.
 * The percentages of the lab's ▲/▼ rule in docs/lab.md are the constants of ``lab/flags.py``.
+* docs/your-model.md lists exactly the formats of ``DECODER_FORMATS``.
+* docs/generative.md names every generative framework pyproject.toml registers.
+* README.md and docs/specs.md count the FAI-PEP sample files that tests/spec/faipep_sample holds.
 
-Files and the CLI's click tree only: nothing is run.
+Files, the CLI's click tree and the registered framework classes only: nothing is run.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import re
 import shlex
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +26,7 @@ import typer
 from machine_facts import locked_versions
 
 from benchlab.cli.commands import app
+from benchlab.exporting.formats import DECODER_FORMATS
 from benchlab.lab.flags import FLAG_HISTORY_LEVEL, FLAG_LEVEL, FLAG_MIN_EFFECT
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -153,3 +159,62 @@ def test_lab_flag_rule_quotes_the_constants_in_flags_py():
     quoted = set(re.findall(r"\d+(?:\.\d+)?%", bullet[0]))
     assert quoted == {_percent(FLAG_MIN_EFFECT), _percent(FLAG_HISTORY_LEVEL),
                       _percent(FLAG_LEVEL)}
+
+
+def _code_spans(text: str) -> set[str]:
+    return {m[1] for m in _CODE_SPAN.finditer(text)}
+
+
+def test_your_model_doc_lists_every_decoder_format():
+    # The sentence on a user's Llama names the formats it is exported to, no more, no fewer.
+    text = (ROOT / "docs" / "your-model.md").read_text()
+    listed = re.search(r"to the decoder formats \(`DECODER_FORMATS`.*?\. The export", text, re.S)
+    assert listed, "docs/your-model.md no longer lists the decoder formats"
+    assert _code_spans(listed[0]) - {"DECODER_FORMATS"} == set(DECODER_FORMATS)
+
+
+def _registered_frameworks() -> dict[str, type]:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    found = {}
+    for name, target in pyproject["project"]["entry-points"]["benchlab.frameworks"].items():
+        module, _, attr = target.partition(":")
+        found[name] = getattr(importlib.import_module(module), attr)
+    return found
+
+
+def framework_names_in(text: str) -> set[str]:
+    """Framework names a doc gives as code: a span that is one name (`ortgenai`) or a
+    framework choice (`-f ovgenai:precision=int4`, in a span or a fenced block)."""
+    found = set()
+    for _, code in code_lines(text):
+        found |= set(re.findall(r"(?:^|\s)-f\s+([a-z]\w*)", code))
+        if re.fullmatch(r"[a-z]\w*", code):
+            found.add(code)
+    return found
+
+
+def test_generative_doc_names_every_generative_framework():
+    generative = {name for name, cls in _registered_frameworks().items()
+                  if getattr(cls, "generative_backend", "")}
+    assert {"ortgenai", "ovgenai", "llamacpp"} <= generative  # the check itself still finds them
+    named = framework_names_in((ROOT / "docs" / "generative.md").read_text())
+    assert not generative - named, f"docs/generative.md does not name {sorted(generative - named)}"
+
+
+@pytest.mark.parametrize("text, names", [
+    ("runs on `ortgenai` too\n", {"ortgenai"}),
+    ("```bash\nbenchlab run -f ovgenai:precision=int4\n```\n", {"ovgenai"}),
+    ("OpenVINO GenAI runs it, `ovgenai_int4` its file\n", {"ovgenai_int4"}),
+    ("ONNX Runtime GenAI, in prose only\n", set()),
+])
+def test_the_framework_name_check_reads_code_only(text, names):
+    assert framework_names_in(text) == names
+
+
+def test_readme_and_specs_doc_count_the_faipep_sample():
+    count = len(list((ROOT / "tests" / "spec" / "faipep_sample").rglob("*.json")))
+    for doc in ("README.md", "docs/specs.md"):
+        text = " ".join((ROOT / doc).read_text().split())
+        stated = re.findall(r"\b(\d+) sample files\b", text)
+        assert stated, f"{doc} no longer says how many FAI-PEP sample files the tests plan"
+        assert {int(n) for n in stated} == {count}, f"update the sample count in {doc}"

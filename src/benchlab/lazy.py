@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
-__all__ = ["MOVED_MODULES", "MovedModules", "names_at_homes"]
+__all__ = ["MOVED_MODULES", "MovedModules", "names_at_homes", "names_of"]
 
 #: old module path → where the module lives now (docs/architecture.md, "Layers").
 MOVED_MODULES: Mapping[str, str] = {
@@ -69,6 +69,22 @@ def names_at_homes(package: str, homes: Mapping[str, str],
         if home is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(home), name)
+        namespace[name] = value
+        return value
+
+    return __getattr__
+
+
+def names_of(package: str, home: str, namespace: dict[str, Any]) -> Callable[[str], Any]:
+    """A ``__getattr__`` for a package that was one module before it was a folder: the public
+    names of ``home`` (its ``__all__``), imported with ``home`` on first use, so that importing
+    one of the package's other modules does not load ``home``."""
+
+    def __getattr__(name: str) -> Any:
+        module = importlib.import_module(home)
+        if name not in getattr(module, "__all__", ()):
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(module, name)
         namespace[name] = value
         return value
 

@@ -351,3 +351,26 @@ def test_a_scenario_runs_where_the_runner_runs_on_an_ssh_board(tmp_path: Path, b
         result.details[DetailKey.SCENARIO]["why_invalid"]
     assert result.summaries[Metric.THROUGHPUT.key].p50 > 0
     assert "Scenario : Offline" in result.details[DetailKey.LOADGEN_SUMMARY]
+
+
+@pytest.mark.slow
+def test_a_scenario_runs_where_the_runner_runs_on_a_phone_with_python(
+        tmp_path: Path, phone: Any, zoo_cache_dir: Path) -> None:
+    """docs/scenarios.md: on a phone with Python (the stand-in phone through the real adb,
+    its python= this interpreter), LoadGen runs in the runner process there, as on a board."""
+    import sys
+
+    import benchlab
+
+    standin, server = phone
+    (result,) = benchlab.run(models=["mlp"], frameworks=["onnxruntime:precision=fp32"],
+                             target=f"adb:server_port={server.port},python={sys.executable}",
+                             db=tmp_path / "results.db", cache_dir=zoo_cache_dir,
+                             overrides=benchlab.TestOverrides(repeat=1, warmup=2),
+                             scenario=Scenario("single_stream", duration_s=0.5))
+    assert result.status == "ok", (result.error, result.stderr_tail)
+    assert result.identity.target == "adb"
+    assert result.environment["model"] == standin.profile.model
+    assert result.summaries[Metric.SCENARIO_VALID.key].mean == 1.0, \
+        result.details[DetailKey.SCENARIO]["why_invalid"]
+    assert "Scenario : SingleStream" in result.details[DetailKey.LOADGEN_SUMMARY]

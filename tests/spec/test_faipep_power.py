@@ -9,6 +9,7 @@ One test per form FAI-PEP writes: the ten ``*_power.json`` specs of its specific
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +114,8 @@ def test_bad_power_values_are_spec_errors(
         _load(tmp_path, metric="power", **test)
 
 
-FAIPEP = Path("/tmp/faipep/specifications")
+# FAI-PEP's own folder, where it is on this machine (as in test_faipep_sample.py).
+FAIPEP = Path(os.environ.get("BENCHLAB_FAIPEP_SPECS", "/tmp/faipep/specifications"))
 
 
 @pytest.mark.skipif(not FAIPEP.is_dir(), reason="FAI-PEP's specifications are not unpacked")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -136,3 +138,83 @@ def test_reboot_waits_until_the_phone_is_back(two_phones: tuple[AdbServer, list]
     target.reboot(timeout=150)
     assert phones[0].boot_count == boots + 1
     assert target.run(RunRequest(argv="echo back")).stdout == "back\n"
+
+
+# ``echo VALUE > /sys/devices/system/cpu/cpuN/cpufreq/FILE``: one write of set_freq's command.
+_CPUFREQ_WRITE = re.compile(r"echo (\w+) > /sys/devices/system/cpu/(cpu\d+)/cpufreq/(\w+)")
+ENERGY_DOC = Path(__file__).parents[2] / "docs" / "energy.md"
+
+
+def test_set_freq_writes_the_files_energy_md_lists_and_nothing_restores_them(
+        two_phones: tuple[AdbServer, list]) -> None:
+    """docs/energy.md ("Device files benchlab writes") says which files set_freq writes, in
+    which order, and that they stay set: read here from the commands the phone received."""
+    server, phones = two_phones
+    phone = phones[1]
+    target = AdbTarget(phone.serial, server_port=server.port, set_freq="mid")
+    seen = len(phone.opened_services)
+    workdir = target.make_workdir("freq-doc")
+    target.remove_workdir(workdir)
+    writes = [_CPUFREQ_WRITE.findall(service) for service in phone.opened_services[seen:]]
+    (command,) = [found for found in writes if found]  # one shell command holds every write
+    per_cpu: dict[str, list[tuple[str, str]]] = {}
+    for value, cpu, name in command:
+        per_cpu.setdefault(cpu, []).append((name, value))
+    assert sorted(per_cpu) == sorted(f"cpu{n}" for n in range(phone.profile.cpu_count))
+    state = target.device_state()["cpus"]
+    for cpu, steps in per_cpu.items():
+        low = str(state[cpu]["hw_min_khz"])
+        step = steps[2][1]
+        assert steps == [("scaling_governor", "performance"), ("scaling_min_freq", low),
+                         ("scaling_max_freq", step), ("scaling_min_freq", step)]
+        # The job is over and its directory gone: the settings stay as set_freq left them.
+        assert state[cpu]["governor"] == "performance"
+        assert state[cpu]["min_khz"] == state[cpu]["max_khz"] == int(step)
+        assert int(step) < state[cpu]["hw_max_khz"]
+    section = ENERGY_DOC.read_text().split("### Device files benchlab writes", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    for name in ("scaling_governor", "scaling_min_freq", "scaling_max_freq"):
+        assert f"`{name}`" in section
+    assert "Nothing restores these files" in section
+
+
+@pytest.fixture(scope="module")
+def v2_phone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AdbServer, StandinPhone]]:
+    """A stand-in phone that announces ``shell_v2``, as modern phones do, on its own server."""
+    if shutil.which("adb") is None:
+        pytest.skip("the adb client is not installed (apt-get install adb)")
+    base = default_profile()
+    profile = replace(base, serialno="STANDINV2", features=(*base.features, "shell_v2"))
+    with StandinPhone(tmp_path_factory.mktemp("v2") / "device", profile=profile) as phone, \
+            isolated_adb_server() as server:
+        server.connect(phone.serial)
+        yield server, phone
+
+
+def test_the_wrapper_works_over_shell_v2(v2_phone: tuple[AdbServer, StandinPhone]) -> None:
+    """docs/targets.md: with shell_v2 (stderr apart, a real exit status) the wrapper still
+    gives the command's own status, stdout and stderr, pins, and kills at the timeout."""
+    server, phone = v2_phone
+    target = AdbTarget(phone.serial, server_port=server.port)
+    # Unwrapped, the client itself now reports the status and a separate stderr: the
+    # protocol really is shell_v2 (the legacy shell gives 0 and one merged stream).
+    raw = target.shell("echo out; echo err >&2; exit 3")
+    assert (raw.returncode, raw.stdout, raw.stderr) == (3, "out\n", "err\n")
+    assert any(s.startswith("shell,v2") for s in phone.opened_services)
+    assert not any(s.startswith("shell:") for s in phone.opened_services)
+
+    result = target.run(RunRequest(argv="echo out; echo err >&2; exit 5"))
+    assert (result.returncode, result.stdout, result.stderr) == (5, "out\n", "err\n")
+    pinned = target.run(RunRequest(argv=["sh", "-c", "grep Cpus_allowed_list /proc/self/status"],
+                                   cpu_list="1"))
+    assert pinned.ok and pinned.stdout.split()[-1] == "1"
+
+    hung = target.run(RunRequest(argv="echo $$ > /data/local/tmp/v2.pid; sleep 300",
+                                 timeout=3.0))
+    assert hung.timed_out and hung.returncode is None
+    pid = int((phone.root / "data/local/tmp/v2.pid").read_text())
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(f"/proc/{pid}").exists() or \
+        Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"

@@ -4,6 +4,8 @@ holds the app and ``benchlab run``; ``ab``, ``lab``, ``zoo`` the other groups; `
 
 from __future__ import annotations
 
-from benchlab.cli.commands import app, main
+from benchlab.lazy import names_of
 
-__all__ = ["app", "main"]
+# ``benchlab.cli:app`` and ``benchlab.cli:main`` were the command's entry points before the
+# folder; installs made then still name them.
+__getattr__ = names_of(__name__, "benchlab.cli.commands", globals())

@@ -10,18 +10,6 @@ are still here, imported on first use, so that the lab server can read a
 
 from __future__ import annotations
 
-from benchlab.lazy import names_at_homes
+from benchlab.lazy import names_of
 
-__all__ = [
-    "Plan",
-    "Skipped",
-    "StagedPlan",
-    "across_devices",
-    "execute",
-    "ignored_fields",
-    "model_hash",
-    "plan",
-    "sweep_fingerprint",
-]
-
-__getattr__ = names_at_homes(__name__, dict.fromkeys(__all__, "benchlab.harness.planner"), globals())
+__getattr__ = names_of(__name__, "benchlab.harness.planner", globals())

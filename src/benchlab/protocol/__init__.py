@@ -8,19 +8,6 @@ nothing else.
 
 from __future__ import annotations
 
-from benchlab.lazy import names_at_homes
+from benchlab.lazy import names_of
 
-__all__ = [
-    "FAI_PEP_PREFIXES",
-    "KNOWN_PREFIXES",
-    "PREFIX",
-    "ParsedOutput",
-    "ReportedSummary",
-    "format_detail",
-    "format_info",
-    "format_metric",
-    "format_summary",
-    "parse_output",
-]
-
-__getattr__ = names_at_homes(__name__, dict.fromkeys(__all__, "benchlab.protocol.lines"), globals())
+__getattr__ = names_of(__name__, "benchlab.protocol.lines", globals())

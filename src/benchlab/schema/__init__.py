@@ -3,10 +3,12 @@ Summary, JobIdentity, SCHEMA_VERSION, the metric and detail keys), ``metrics`` (
 registry), ``units``, ``settings`` (every measuring setting once), the workloads
 ``generation`` and ``scenario``, and ``diagnosis`` (why a cell is slow or wrong, as data).
 
-``benchlab.schema`` was one module before it was this package; its names are still here.
+``benchlab.schema`` was one module before it was this package; its names are still here,
+imported on first use.
 """
 
 from __future__ import annotations
 
-from benchlab.schema.result import *  # noqa: F403 - the names benchlab.schema always had
-from benchlab.schema.result import __all__ as __all__
+from benchlab.lazy import names_of
+
+__getattr__ = names_of(__name__, "benchlab.schema.result", globals())

@@ -108,7 +108,7 @@ FAIPEP_MONSOON_VOLTAGE = 4.0
 #: Keys of a ``monsoon`` block that load but are not acted on, and why.
 UNHONOURED_MONSOON_KEYS: dict[str, str] = {
     "disable_usb": "FAI-PEP roots the phone and writes 1 to this file to cut USB power while it "
-                   "measures; benchlab writes no device files: cut USB power yourself (adb over "
+                   "measures; benchlab does not write it: cut USB power yourself (adb over "
                    "Wi-Fi, a switchable hub) so the Monsoon alone powers the phone",
 }
 _NOT_A_MONSOON_KEY = "not a key of FAI-PEP's monsoon block"

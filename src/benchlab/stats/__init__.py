@@ -3,10 +3,12 @@ adaptive stopping), ``runstats`` (the process as the unit: intervals that predic
 paired ratios, the between-runs change test), ``noise`` (noise warnings) and ``race`` (which
 cells of a contest stop after a round).
 
-``benchlab.stats`` was one module before it was this package; its names are still here.
+``benchlab.stats`` was one module before it was this package; its names are still here,
+imported on first use.
 """
 
 from __future__ import annotations
 
-from benchlab.stats.summary import *  # noqa: F403 - the names benchlab.stats always had
-from benchlab.stats.summary import __all__ as __all__
+from benchlab.lazy import names_of
+
+__getattr__ = names_of(__name__, "benchlab.stats.summary", globals())

@@ -13,8 +13,6 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 import contextlib
 from contextlib import contextmanager
-from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -24,6 +22,7 @@ from sqlalchemy.exc import IntegrityError
 
 from benchlab.errors import StoreError, UsageError
 from benchlab.schema.result import LATENCY_KEY, DetailKey, Result, Status, Summary
+from benchlab.store.records import HistoryPoint, RunRecord, RunRef, RunStatus
 from benchlab.store.engine import WRITE_OPTION, create_store_engine, resolve_url, store_errors
 from benchlab.store.rows import (
     build_result,
@@ -44,60 +43,9 @@ from benchlab.store.tables import (
     samples,
 )
 
-__all__ = ["HistoryPoint", "ResultStore", "RunRecord", "RunRef", "RunStatus", "open_store"]
+__all__ = ["ResultStore", "open_store", "using_store"]
 
 
-class RunStatus(StrEnum):
-    """Where a run stands."""
-
-    RUNNING = "running"
-    FINISHED = "finished"
-    INTERRUPTED = "interrupted"
-
-
-@dataclass(frozen=True, slots=True)
-class RunRecord:
-    """One run as stored, with how many of its results succeeded and failed."""
-
-    id: int
-    uuid: str
-    created_at: str
-    finished_at: str | None
-    status: RunStatus
-    fingerprint: str
-    description: str
-    host: str
-    ok_count: int = 0
-    failed_count: int = 0
-
-    @property
-    def result_count(self) -> int:
-        """All results stored for the run, whatever their status."""
-        return self.ok_count + self.failed_count
-
-    @property
-    def resumable(self) -> bool:
-        """True when the run did not finish and ``run --resume`` may continue it."""
-        return self.status is not RunStatus.FINISHED
-
-
-@dataclass(frozen=True, slots=True)
-class HistoryPoint:
-    """One measurement of a metric in the history of a model on a framework."""
-
-    started_at: str
-    run_id: int
-    result_id: int
-    job_key: str
-    test_identifier: str
-    target: str
-    device: str
-    summary: Summary
-    runtime_version: str | None = None
-
-
-RunRef = int | str | RunRecord
-"""A run named by its id, a prefix of its UUID, ``"latest"``, or its :class:`RunRecord`."""
 _T = TypeVar("_T")
 
 

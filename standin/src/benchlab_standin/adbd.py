@@ -18,8 +18,10 @@ this kernel, these tools, this user; ``uname -m`` is not ``aarch64``), only the 
 prefixes listed in :mod:`benchlab_standin.services` are rewritten into the sandbox -- and
 textually, so a path built at run time (``cd /; cd data``) escapes the mapping. There is no
 SELinux, no app sandbox, no ``pm``/``am``, no USB, no authentication (it announces itself as
-already authorized), and only the legacy shell and sync protocols: no exit status from
-``adb shell``, no separate stderr. The sensor values come from the crude model in
+already authorized), and by default only the legacy shell and sync protocols: no exit status
+from ``adb shell``, no separate stderr. A profile whose ``features`` add ``shell_v2`` also
+serves the shell protocol (``shell,v2``: stderr apart and the exit status), as modern phones
+do; sync stays legacy. The sensor values come from the crude model in
 :mod:`benchlab_standin.simulation`. Read-only cpufreq files on an unrooted profile are
 enforced with file modes, which root ignores: when the tests run as root, writes succeed;
 what differs reliably is that ``su`` exists only on a rooted profile.
@@ -43,7 +45,9 @@ from benchlab_standin.adb_protocol import (
     ProtocolError, command_name, read_message,
 )
 from benchlab_standin.profile import DeviceProfile, default_profile
-from benchlab_standin.services import Sandbox, serve_root, serve_shell, serve_sync
+from benchlab_standin.services import (
+    Sandbox, serve_root, serve_shell, serve_shell_v2, serve_sync,
+)
 from benchlab_standin.simulation import PhoneSimulation
 
 __all__ = ["StandinPhone", "Stream"]
@@ -433,6 +437,9 @@ class StandinPhone:
         if kind in ("shell", "exec") and "v2" not in options:
             busy = self._require_sim().busy
             return lambda stream: serve_shell(stream, arg, self.sandbox, busy)
+        if kind == "shell" and "shell_v2" in self.profile.features:
+            busy = self._require_sim().busy
+            return lambda stream: serve_shell_v2(stream, arg, self.sandbox, busy)
         if kind == "sync":
             return lambda stream: serve_sync(stream, self.sandbox)
         if kind in ("root", "unroot"):

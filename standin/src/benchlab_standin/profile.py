@@ -103,7 +103,9 @@ class DeviceProfile:
     clusters: tuple[CpuCluster, ...] = field(default_factory=_default_clusters)
     thermal_zones: tuple[ThermalZone, ...] = field(default_factory=_default_zones)
     #: Features announced in the CNXN banner. shell_v2, stat_v2, ls_v2, sendrecv_v2,
-    #: delayed_ack and abb are deliberately absent: the stand-in speaks the legacy protocols.
+    #: delayed_ack and abb are absent by default: the stand-in speaks the legacy protocols.
+    #: Adding ``shell_v2`` makes it serve the shell protocol too (``shell,v2``); the others
+    #: it never serves.
     features: tuple[str, ...] = ("fixed_push_mkdir", "fixed_push_symlink_timestamp")
     #: A userdebug build with ``su``; False makes cpufreq tunables mode 0444 (which root
     #: ignores: run as root, only the missing ``su`` and the properties tell them apart).

@@ -1,7 +1,10 @@
 """The device-side services of the stand-in: ``shell:``/``exec:`` and ``sync:``, in a sandbox.
 
 Sources: AOSP ``packages/modules/adb/SERVICES.TXT`` (service names; ``shell:`` without the
-``shell_v2`` feature is one raw byte stream, stdout and stderr together, no exit status) and
+``shell_v2`` feature is one raw byte stream, stdout and stderr together, no exit status),
+``shell_protocol.h`` (``shell,v2``: packets of a one-byte id and a little-endian 32-bit length,
+stdout and stderr apart, then the exit status; served only by a profile that announces
+``shell_v2``) and
 ``SYNC.TXT`` / ``file_sync_protocol.h`` (the legacy sync requests, see
 :mod:`benchlab_standin.adb_protocol`).
 
@@ -17,8 +20,10 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import selectors
 import signal
 import stat
+import struct
 import subprocess
 import threading
 from collections.abc import Callable
@@ -32,7 +37,7 @@ from benchlab_standin.adb_protocol import (
 
 __all__ = [
     "MAPPED_DIRS", "MAPPED_FILES", "Sandbox", "StreamLike", "serve_root", "serve_shell",
-    "serve_sync",
+    "serve_shell_v2", "serve_sync",
 ]
 
 #: Device directories whose whole subtree lives in the sandbox.
@@ -159,6 +164,96 @@ def _pump_stdin(stream: StreamLike, proc: subprocess.Popen[bytes]) -> None:
             proc.stdin.write(data)  # type: ignore[union-attr]
         except (BrokenPipeError, ValueError, OSError):
             pass  # The process stopped reading; keep draining so the host is not stalled.
+
+
+# shell_protocol.h: the packet ids of ``shell,v2``.
+_V2_STDIN, _V2_STDOUT, _V2_STDERR, _V2_EXIT, _V2_CLOSE_STDIN = 0, 1, 2, 3, 4
+_V2_HEADER = struct.Struct("<BI")
+
+
+def _v2_packet(kind: int, data: bytes) -> bytes:
+    return _V2_HEADER.pack(kind, len(data)) + data
+
+
+def serve_shell_v2(stream: StreamLike, command: str, sandbox: Sandbox,
+                   busy: Callable[[int], None] = lambda delta: None) -> None:
+    """``shell,v2`` (the shell protocol): stdout and stderr as separate packets, then an exit
+    packet with the status; the host's stdin arrives as packets and ends with CLOSE_STDIN.
+
+    As adbd does: a command killed by a signal exits with 128 + the signal. ``pty`` is served
+    as ``raw`` (the stand-in has no terminal; benchlab never asks for one).
+    """
+    if not command.strip():
+        stream.close()  # No interactive shell in the stand-in.
+        return
+    cwd = sandbox.host_path("/data/local/tmp")
+    cwd.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(  # noqa: S603 - running the host's commands is the point
+        ["/bin/sh", "-c", sandbox.rewrite(command)], cwd=cwd, env=sandbox.environment(),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
+        start_new_session=True)
+    busy(+1)
+
+    def kill_group() -> None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    stream.on_close(kill_group)
+    threading.Thread(target=_pump_stdin_v2, args=(stream, proc), daemon=True,
+                     name=f"standin-stdin-v2-{proc.pid}").start()
+    room = max(1, stream.max_payload - _V2_HEADER.size)  # one packet per WRTE
+    host_gone = False
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(proc.stdout, selectors.EVENT_READ, _V2_STDOUT)  # type: ignore[arg-type]
+            selector.register(proc.stderr, selectors.EVENT_READ, _V2_STDERR)  # type: ignore[arg-type]
+            while selector.get_map() and not host_gone:
+                for key, _ in selector.select():
+                    chunk = os.read(key.fd, room)
+                    if not chunk:
+                        selector.unregister(key.fileobj)
+                    elif not stream.write(_v2_packet(key.data, chunk)):
+                        host_gone = True
+                        break
+        if host_gone:
+            kill_group()
+        code = proc.wait()
+        if not host_gone:
+            status = code if code >= 0 else 128 - code
+            stream.write(_v2_packet(_V2_EXIT, bytes([status & 0xFF])))
+    finally:
+        if host_gone:
+            kill_group()
+        proc.wait()
+        for pipe in (proc.stdout, proc.stderr, proc.stdin):
+            try:
+                pipe.close()  # type: ignore[union-attr]
+            except OSError:
+                pass
+        busy(-1)
+        stream.close()
+
+
+def _pump_stdin_v2(stream: StreamLike, proc: subprocess.Popen[bytes]) -> None:
+    # Packets may span WRTE payloads: keep what has come until a whole one is here.
+    pending = bytearray()
+    while (data := stream.read()) is not None:
+        pending += data
+        while len(pending) >= _V2_HEADER.size:
+            kind, length = _V2_HEADER.unpack_from(pending)
+            if len(pending) < _V2_HEADER.size + length:
+                break
+            body = bytes(pending[_V2_HEADER.size:_V2_HEADER.size + length])
+            del pending[:_V2_HEADER.size + length]
+            try:
+                if kind == _V2_STDIN:
+                    proc.stdin.write(body)  # type: ignore[union-attr]
+                elif kind == _V2_CLOSE_STDIN:
+                    proc.stdin.close()  # type: ignore[union-attr]
+            except (BrokenPipeError, ValueError, OSError):
+                pass  # The process stopped reading; keep draining (window size is ignored).
 
 
 def serve_root(stream: StreamLike, kind: str, rooted: bool) -> None:
