@@ -315,7 +315,7 @@ def test_steps_flushes_each_metric_line_before_waiting() -> None:
 
 
 def test_a_copy_of_step_py_and_spin_py_work_without_benchlab(tmp_path: Path) -> None:
-    shutil.copy(ROOT / "src" / "benchlab" / "step.py", tmp_path / "step.py")
+    shutil.copy(ROOT / "src" / "benchlab" / "protocol" / "step.py", tmp_path / "step.py")
     probe = ("import sys, step\n"
              "for i in step.steps(2): print('it', i)\n"
              "heavy = {'numpy', 'torch', 'benchlab'} & set(sys.modules)\n"
