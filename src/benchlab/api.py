@@ -247,10 +247,12 @@ def run(
             if bar is not None:
                 bar.__exit__(None, None, None)
         ended = store.get_run(record.id)  # its end status and counts, not those at its start
+    skips = tuple(s for stage in staged.taken for s in stage.skipped)
     return Results(
         items=tuple(results),
         run=ended,
-        skipped=tuple((s.label, s.reason) for stage in staged.taken for s in stage.skipped),
+        skipped=tuple((s.label, s.reason) for s in skips),
+        skips=skips,
     )
 
 

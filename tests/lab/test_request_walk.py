@@ -108,7 +108,7 @@ COMPARE = {
     "commit_program": (REFUSED, ["--commit-program", "{WORKTREE}/bench"]),
     "target": (REFUSED, ["--target", "ssh:host=pi"]), "db": (REFUSED, ["--db", "x.sqlite"]),
     "markdown": (HERE, []), "json_out": (HERE, []), "html": (HERE, []), "quiet": (HERE, []),
-    "dry_run": (HERE, []),
+    "dry_run": (HERE, []), "wide": (HERE, []),
 }
 TRACK = {
     "specs": (MEANS, []), "lab": (MEANS, []), "lab_device": (MEANS, []),

@@ -69,8 +69,15 @@ def test_the_terminal_table_has_a_row_per_generative_result() -> None:
     console = Console(width=250, record=True)
     console.print(generation_table(_sweep()))
     text = console.export_text()
-    assert "llama_15m/generate[p16 g8 d0]" in text  # brackets are not taken for markup
+    # The model alone: its test is the workload, which the P G D column shows.
+    assert "llama_15m/generate" not in text and "p16 g8 d0" in text
     assert text.count("onnxruntime") == 6 and "188.2" in text  # 1000 / 5.3125 tokens/s
+    # ITL, prefill, memory and perplexity wait for --wide, and so do their legends.
+    assert "ITL p90 ms" not in text and "ppl" not in text
+    wide = Console(width=250, record=True)
+    wide.print(generation_table(_sweep(), wide=True))
+    every = wide.export_text()
+    assert "ITL p90 ms" in every and "1234" in every and "ppl: perplexity" in every
 
 
 def test_each_precision_of_a_runtime_is_its_own_dot_beside_accuracy() -> None:

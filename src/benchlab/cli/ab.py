@@ -90,6 +90,7 @@ def compare(
     target: OneTargetOption = "host",
     detach: DetachOption = False,
     dry_run: LabDryRunOption = False,
+    wide: Annotated[bool, typer.Option("--wide", help="Every column of the verdict table: also each job's mode, pairs or sessions, fidelity and q.")] = False,  # noqa: E501
 ) -> None:
     """A/B: is the treatment slower or faster than the control? Exit code 1 on a regression."""
     from benchlab.api import compare as run_compare
@@ -129,7 +130,7 @@ def compare(
         db=db, settings=settings,
         progress=None if quiet else (lambda text: err_console.print(f"[dim]{escape(text)}[/]")),
     )
-    _print_comparison(comparison, markdown=markdown, json_out=json_out, html=html)
+    _print_comparison(comparison, markdown=markdown, json_out=json_out, html=html, wide=wide)
     raise typer.Exit(comparison.exit_code)
 
 
@@ -155,7 +156,7 @@ def _compare_settings(min_effect: str, alpha: float, pairs: str, verify: bool, m
 
 
 def _print_comparison(comparison: Any, *, markdown: Path | None, json_out: Path | None,
-                      html: Path | None) -> None:
+                      html: Path | None, wide: bool = False) -> None:
     """The verdict table and notes here; the Markdown, JSON and HTML reports where asked."""
     from benchlab.report.ab import (
         comparison_json,
@@ -164,7 +165,7 @@ def _print_comparison(comparison: Any, *, markdown: Path | None, json_out: Path 
         fidelity_lines,
     )
 
-    console.print(comparison_table(comparison))
+    console.print(comparison_table(comparison, wide=wide))
     for line in fidelity_lines(comparison):
         console.print(f"[dim]fidelity: {escape(line)}[/]")
     for note in (*comparison.failed, *comparison.skipped, *comparison.notes):

@@ -99,7 +99,7 @@ def run(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the planned jobs and exit; with --lab, the request the lab would be sent.")] = False,  # noqa: E501
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     warnings: Annotated[bool, typer.Option("--warnings", help="Print every cell's noise warnings in full (one summary line is always printed).")] = False,  # noqa: E501
-    wide: Annotated[bool, typer.Option("--wide", help="One table with every column (about 250 columns wide) instead of latency, cost and accuracy tables.")] = False,  # noqa: E501
+    wide: Annotated[bool, typer.Option("--wide", help="Every column: one results table instead of latency, cost and accuracy tables, and the generation and scenario tables' other columns (in parts where the terminal is narrower).")] = False,  # noqa: E501
     order: Annotated[str, typer.Option("--order", help="'rounds': every job's first process, then every job's second... (drift falls on every cell alike; ratios are paired); 'jobs': each job's processes back to back.")] = "rounds",  # noqa: E501
     reboot: Annotated[bool, typer.Option("--reboot", help="Reboot the device before the run (adb).")] = False,  # noqa: E501
     reboot_after_failures: Annotated[Optional[int], typer.Option(help="Reboot the device after this many failed jobs in a row (adb).")] = None,  # noqa: UP007,E501
@@ -219,8 +219,12 @@ def _run_here(sweep: Any, *, db: str | None, resume: bool | str, quiet: bool,
                 err_console.print(escape(line), highlight=False, soft_wrap=True)
     _print_results(list(results), f"benchlab run {results.run_id}", warnings=warnings,
                    wide=wide)
-    for label, reason in results.skipped:
-        console.print(f"[dim]skipped {escape(label)}: {escape(reason)}[/]")
+    from benchlab.report.terminal import skipped_lines
+
+    # Frameworks the user did not name that cannot run this kind of model: one line, not one
+    # per model (Results.skipped still has them all).
+    for line in skipped_lines(results.skipped_shown, results.skipped_summary):
+        console.print(f"[dim]{escape(line)}[/]")
     _write_reports(results, None, html, title=f"benchlab run {results.run_id}",
                    label=results.run_uuid, db=db)
     if results.failed:
@@ -245,31 +249,30 @@ def _write_reports(results: Any, json_dir: Path | None, html: Path | None, *, ti
 
         with open_store(db) as store:
             previous = store.previous_points(results)
+        # A lab run's results are a plain list, without the planner's skips.
         path = write_matrix_html(list(results), html, title=title,
-                                 skipped=getattr(results, "skipped", ()), previous=previous)
+                                 skipped=getattr(results, "skipped_shown", ()),
+                                 skipped_summary=getattr(results, "skipped_summary", ()),
+                                 previous=previous)
         console.print(f"report: {path}")
 
 
 def _print_results(results: list[Any], title: str, *, warnings: bool = True,
                    wide: bool = False) -> None:
-    from benchlab.report.tables import TABLE_PARTS
-    from benchlab.report.terminal import (
-        device_spread_table,
-        noise_line,
-        result_notes,
-        results_table,
-    )
-
     from benchlab.report.generation import generation_table
+    from benchlab.report.matrix import device_spread_table
     from benchlab.report.scenario import scenario_table
+    from benchlab.report.tables import TABLE_PARTS
+    from benchlab.report.terminal import noise_line, result_notes, results_table
 
     # Latency first and never cut; the rest in tables of their own (all at once with --wide).
+    # Every table fits the terminal: too narrow for one, it is drawn in parts.
     for part in ("all",) if wide else TABLE_PARTS:
         table = results_table(results, title=title if part in ("all", "latency") else part,
                               part=part)
         if table is not None:
             console.print(table)
-    for table in (generation_table(results), scenario_table(results)):
+    for table in (generation_table(results, wide=wide), scenario_table(results, wide=wide)):
         if table is not None:
             console.print(table)
     spread = device_spread_table(results)
@@ -307,7 +310,7 @@ def results_show(
     db: DbOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
     warnings: Annotated[bool, typer.Option("--warnings", help="Print every cell's noise warnings in full.")] = False,  # noqa: E501
-    wide: Annotated[bool, typer.Option("--wide", help="One table with every column instead of latency, cost and accuracy tables.")] = False,  # noqa: E501
+    wide: Annotated[bool, typer.Option("--wide", help="Every column, as 'run --wide' shows them.")] = False,  # noqa: E501
 ) -> None:
     """Show the results of one run."""
     from benchlab.store import open_store
@@ -408,6 +411,12 @@ def doctor(
 
 def main() -> None:
     """Console entry point: user and infrastructure errors become one line and an exit code."""
+    for stream in (sys.stdout, sys.stderr):
+        # A stream whose encoding lacks ✓, ±, → (ASCII under PYTHONUTF8=0 LC_ALL=C) prints '?'
+        # for them instead of ending the command in a UnicodeEncodeError.
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+        if not encoding.startswith("utf") and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
     try:
         # Outside standalone mode click returns a command's typer.Exit code instead of exiting.
         code = app(standalone_mode=False)

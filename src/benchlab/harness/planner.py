@@ -32,24 +32,87 @@ from benchlab.targets.base import Target
 from benchlab.targets.reboot import Rebootable, RebootPolicy, Rebooter
 
 __all__ = [
+    "FORWARD_PASS",
     "Plan",
     "Skipped",
     "StagedPlan",
+    "TEXT_GENERATOR",
     "across_devices",
     "execute",
     "ignored_fields",
     "model_hash",
     "plan",
+    "skip_summary",
     "sweep_fingerprint",
 ]
 
 
+#: The kinds of model a framework may be unable to run at all (:attr:`Skipped.unfit`).
+FORWARD_PASS = "forward pass"
+TEXT_GENERATOR = "text generator"
+
+#: What a summary line says of the frameworks that cannot run a kind of model: of one, of
+#: several.
+_UNFIT_WORDS = {
+    FORWARD_PASS: ("runs text generators only", "run text generators only"),
+    TEXT_GENERATOR: ("has no text generator backend", "have no text generator backend"),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Skipped:
-    """A spec × framework combination that was not planned, and why."""
+    """A spec × framework combination that was not planned, and why.
+
+    ``framework`` is the framework left out (empty for a skip that is not one framework's:
+    a failed export). ``unfit`` is the kind of model it cannot run at all, where that is why
+    (:data:`FORWARD_PASS` for a runtime of text generators only, :data:`TEXT_GENERATOR` for
+    one without a generative backend); empty for any other reason. ``named`` says whether the
+    user named the framework (``-f``, a spec's ``frameworks``, ``frameworks=`` in the API),
+    false for one a sweep took only because it is installed.
+    """
 
     label: str
     reason: str
+    framework: str = ""
+    unfit: str = ""
+    named: bool = True
+
+    @property
+    def shown(self) -> bool:
+        """Whether a report lists it with its reason: every skip but that of a framework the
+        user did not name and that cannot run this kind of model at all. A default sweep
+        takes every installed framework, so those would say, model after model, what the user
+        never asked about; :func:`skip_summary` names them in one line per kind."""
+        return self.named or not self.unfit
+
+
+def skip_summary(skipped: Iterable[Skipped]) -> tuple[str, ...]:
+    """One line per kind of model for the skips a report does not list (not
+    :attr:`Skipped.shown`): how many frameworks, which, and how to see why."""
+    left_out: dict[str, set[str]] = {}
+    for skip in skipped:
+        if not skip.shown:
+            left_out.setdefault(skip.unfit, set()).add(skip.framework)
+    lines = []
+    for kind, names in left_out.items():
+        one, several = _UNFIT_WORDS.get(kind, (f"cannot run a {kind}", f"cannot run a {kind}"))
+        count = (f"1 framework {one}" if len(names) == 1
+                 else f"{len(names)} frameworks {several}")
+        lines.append(f"{count}: {', '.join(sorted(names))} (name one with -f to see why)")
+    return tuple(lines)
+
+
+def _unfit(adapter: Framework, model: object) -> str:
+    """The kind of model ``model`` is when ``adapter`` cannot run that kind at all (see
+    :attr:`Skipped.unfit`), else ``""``."""
+    generative = is_generative(model)
+    if getattr(adapter, "generative_only", False) and not generative:
+        return FORWARD_PASS
+    # "" is the base class's "no generative backend"; a plugin without the attribute at all
+    # is not judged.
+    if generative and getattr(adapter, "generative_backend", None) == "":
+        return TEXT_GENERATOR
+    return ""
 
 
 def sweep_fingerprint(lines: Iterable[str]) -> str:
@@ -60,6 +123,9 @@ def sweep_fingerprint(lines: Iterable[str]) -> str:
 @dataclass(frozen=True, slots=True)
 class Plan:
     """The jobs of a sweep, the combinations skipped, and a fingerprint identifying the sweep.
+
+    ``skipped`` holds every combination not planned; a report lists those
+    :attr:`Skipped.shown` and says the rest in :func:`skip_summary`'s lines.
 
     The fingerprint digests the job keys, or ``requested`` where the sweep was asked for in
     terms known before its jobs were (zoo models not yet exported: see :class:`StagedPlan`).
@@ -137,8 +203,9 @@ def _command_framework(model_format: str) -> str:
 
 def _requested_configs(
     spec: BenchmarkSpec, frameworks: Sequence[FrameworkConfig] | None
-) -> dict[str, list[FrameworkConfig]]:
-    """Framework name → requested configs (empty list = that framework's defaults)."""
+) -> tuple[dict[str, list[FrameworkConfig]], bool]:
+    """Framework name → requested configs (empty list = that framework's defaults), and
+    whether the user or the spec named them (false: every installed framework, by default)."""
     chosen: dict[str, list[FrameworkConfig]] = {}
     source = list(frameworks) if frameworks else list(spec.frameworks)
     if source:
@@ -146,12 +213,12 @@ def _requested_configs(
             bucket = chosen.setdefault(config.name, [])
             if config.options:
                 bucket.append(config)
-        return chosen
+        return chosen, True
     if spec.model.framework:
-        return {spec.model.framework: []}
+        return {spec.model.framework: []}, True
     if any(test.commands for test in spec.tests):
-        return {_command_framework(spec.model.format): []}
-    return {name: [] for name in available_names(FRAMEWORK_GROUP) if name != "generic"}
+        return {_command_framework(spec.model.format): []}, True
+    return {name: [] for name in available_names(FRAMEWORK_GROUP) if name != "generic"}, False
 
 
 def plan(
@@ -180,7 +247,8 @@ def plan(
         # A zoo model a converter rejected: say so once per format, not by a silent gap.
         for fmt, reason in spec.model.metadata.get("export_failures", {}).items():
             skipped.append(Skipped(f"{spec.model.name} @ {fmt} export", reason))
-        for name, requested in _requested_configs(spec, frameworks).items():
+        chosen, named = _requested_configs(spec, frameworks)
+        for name, requested in chosen.items():
             if name in spec.elsewhere:  # planned with the model's other export stage
                 continue
             label = f"{spec.model.name} @ {name}"
@@ -188,6 +256,13 @@ def plan(
                 adapters[name] = load_framework(name)
             adapter = adapters[name]
             available = adapter.availability()
+            unfit = _unfit(adapter, spec.model)
+
+            def skip(reason: str) -> Skipped:  # called in this iteration only
+                # Each says whose it is, whether the user named it, and any unfit kind: what
+                # a report needs to leave it to the summary line.
+                return Skipped(label, reason, framework=name, unfit=unfit, named=named)
+
             # A native tool (benchmark_model on a phone) needs no runtime on this machine.
             native_only = (bool(requested) and all(c.options.get(NATIVE_BINARY)
                                                    for c in requested)) or (
@@ -195,14 +270,17 @@ def plan(
                 and all(test.commands for test in spec.tests))
             if not available.ok and not native_only:
                 # A runtime that could not run this model anyway says that, not "install it".
-                if getattr(adapter, "generative_only", False) and not is_generative(spec.model):
-                    skipped.append(Skipped(label, adapter.generators_only_reason))
+                if unfit == FORWARD_PASS:
+                    skipped.append(skip(adapter.generators_only_reason))
+                elif unfit == TEXT_GENERATOR:
+                    skipped.append(skip(adapter.why_not_generative(spec.model, {})
+                                        or available.reason))
                 else:
-                    skipped.append(Skipped(label, available.reason))
+                    skipped.append(skip(available.reason))
                 continue
             configs = adapter.configurations(spec.model, requested)
             if isinstance(configs, Unsupported):
-                skipped.append(Skipped(label, configs.reason))
+                skipped.append(skip(configs.reason))
                 continue
             tests = spec.tests
             if scenario is not None:
@@ -394,7 +472,8 @@ def ignored_fields(sweep: Plan) -> list[dict[str, str]]:
 
 
 def describe_plan(sweep: Plan) -> str:
-    """A JSON description of a plan's jobs, for ``run --dry-run``."""
+    """A JSON description of a plan's jobs, for ``run --dry-run``: the skips a report lists
+    (:attr:`Skipped.shown`), the others in ``skipped_summary``'s lines, as the run says them."""
     return json.dumps(
         {
             "fingerprint": sweep.fingerprint,
@@ -402,7 +481,9 @@ def describe_plan(sweep: Plan) -> str:
                 {"key": j.identity.key, "label": j.identity.label,
                  "device": j.identity.device_label} for j in sweep.jobs
             ],
-            "skipped": [{"label": s.label, "reason": s.reason} for s in sweep.skipped],
+            "skipped": [{"label": s.label, "reason": s.reason} for s in sweep.skipped
+                        if s.shown],
+            "skipped_summary": list(skip_summary(sweep.skipped)),
             "ignored": ignored_fields(sweep),
         },
         indent=2,

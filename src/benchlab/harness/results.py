@@ -12,6 +12,7 @@ from benchlab.schema.result import Result, Status
 if TYPE_CHECKING:
     import pandas as pd
 
+    from benchlab.harness.planner import Skipped
     from benchlab.store import RunRecord
 
 __all__ = ["Results"]
@@ -22,12 +23,39 @@ class Results(Sequence[Result]):
     """The results of one sweep, in job order, with the run they belong to.
 
     ``run`` is the store's record of that run as it ended (``None`` for results gathered by
-    hand); ``skipped`` lists framework × model combinations that were not run, with the reason.
+    hand); ``skipped`` lists every framework × model combination that was not run, as
+    ``(label, reason)``, and ``skips`` the same as the planner gave them
+    (:class:`~benchlab.harness.planner.Skipped`: which framework, whether the user named it,
+    whether it cannot run that kind of model at all). A report lists :attr:`skipped_shown`
+    and says the rest in the :attr:`skipped_summary` lines.
     """
 
     items: tuple[Result, ...]
     run: RunRecord | None = None
     skipped: tuple[tuple[str, str], ...] = ()
+    skips: tuple[Skipped, ...] = ()
+
+    @property
+    def skipped_shown(self) -> tuple[tuple[str, str], ...]:
+        """The ``skipped`` a report lists one by one: all but those of frameworks the user did
+        not name that cannot run that kind of model (:attr:`Skipped.shown`; all of
+        ``skipped`` when ``skips`` is empty)."""
+        if not self.skips:
+            return self.skipped
+        return tuple((s.label, s.reason) for s in self.skips if s.shown)
+
+    @property
+    def skipped_summary(self) -> tuple[str, ...]:
+        """One line per kind of model for the skips :attr:`skipped_shown` leaves out, e.g.
+        ``3 frameworks run text generators only: llamacpp, ortgenai, ovgenai (name one with
+        -f to see why)``."""
+        if not self.skips:
+            return ()
+        # Imported here: results read back from a store (the lab's pages) have no skips and
+        # need not load the planner and the adapters' registry behind it.
+        from benchlab.harness.planner import skip_summary
+
+        return skip_summary(self.skips)
 
     @property
     def run_id(self) -> int | None:

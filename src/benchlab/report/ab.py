@@ -9,8 +9,10 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from benchlab.report.columns import Column, job_name, legend, rich_table, shown_columns
 from benchlab.report.svg import median
 from benchlab.schema.comparison import Comparison, MetricComparison, Outcome
+from benchlab.schema.metrics import metric_info
 from benchlab.schema.result import LATENCY_KEY
 
 __all__ = ["OUTCOME_LOOKS", "OutcomeLook", "comparison_json", "comparison_markdown",
@@ -104,32 +106,81 @@ def fidelity_lines(comparison: Comparison) -> list[str]:
     return [fidelity_text(m) for m in comparison.metrics if m.metric == LATENCY_KEY]
 
 
-def comparison_table(comparison: Comparison) -> Table:
-    """One row per job × metric: the mode, both medians, the change with its interval, the
-    verdict."""
-    table = Table(
-        title=f"{escape(comparison.treatment)} vs {escape(comparison.control)}",
-        caption=f"{escape(modes_text(comparison))}. change: Hodges-Lehmann over the paired "
-        f"log-ratios; minimum effect {comparison.min_effect:.1%}; q: Benjamini-Hochberg; "
-        "n: process pairs or sessions; fidelity: each side's A/B latency over its solo "
-        "latency (control / treatment)",
-        header_style="bold",
-    )
+@dataclass(frozen=True)
+class _Line:
+    """A row of the terminal's table: one metric of a job, and whether it is the job's first
+    (the job is named once, above its metrics)."""
+
+    metric: MetricComparison
+    first: bool
+
+
+def _job_text(metric: MetricComparison) -> str:
+    """The job as the run's tables name it: ``mobilenet_v2 @ executorch[xnnpack,int8]`` for
+    ``mobilenet_v2/default @ executorch[delegate=xnnpack,precision=int8]`` (the test left out
+    when it is ``default``, the framework's option values without their names)."""
+    prefix = f"{metric.model}/{metric.test} @ "
+    if not metric.job.startswith(prefix):
+        return metric.job
+    framework = metric.job.removeprefix(prefix)
+    name, bracket, options = framework.partition("[")
+    if bracket and options.endswith("]"):
+        values = ",".join(part.partition("=")[2] or part for part in options[:-1].split(","))
+        framework = f"{name}[{values}]"
+    return f"{job_name(metric.model, metric.test)} @ {framework}"
+
+
+def _metric_text(metric: MetricComparison) -> str:
+    """``latency ms``: the registry's label when the medians are in its unit, else the
+    metric's name and unit."""
+    info = metric_info(metric.metric)
+    if info is not None and info.unit == metric.unit:
+        return info.label
+    return f"{metric.metric.removeprefix('NET ')} {metric.unit}".strip()
+
+
+def _comparison_columns(comparison: Comparison) -> list[Column[_Line]]:
     level = comparison.metrics[0].estimate.ci_level if comparison.metrics else 0.95
-    for name in ("job", "metric", "mode", "n", "fidelity", "control", "treatment", "change",
-                 f"{level:.1%} CI", "q", "verdict"):
-        table.add_column(name, no_wrap=name not in ("job", "verdict"))
-    for m in comparison.metrics:
-        e = m.estimate
-        style = OUTCOME_LOOKS[effective_outcome(m)].style
-        table.add_row(
-            escape(m.job), m.metric.removeprefix("NET "), m.mode.value, str(e.n_pairs),
-            fidelity_cell(m), f"{median(m.control):.4g} {m.unit}",
-            f"{median(m.treatment):.4g} {m.unit}",
-            _pct(e.change), f"[{_pct(e.ci_low)}, {_pct(e.ci_high)}]",
-            f"{e.q_value:.3g}" if e.q_value is not None else "-",
-            f"[{style}]{_verdict(m)}[/]",
-        )
+    return [
+        Column.words("job", lambda r: _job_text(r.metric) if r.first else "", key=True),
+        Column.words("metric", lambda r: _metric_text(r.metric), key=True),
+        Column.words("mode", lambda r: r.metric.mode.value, wide=True),
+        Column("n", lambda r: str(r.metric.estimate.n_pairs), wide=True,
+               legend="n: process pairs or sessions"),
+        Column.words("fidelity", lambda r: fidelity_cell(r.metric), wide=True,
+                     legend="fidelity: each side's A/B latency over its solo latency "
+                            "(control / treatment)"),
+        Column("control", lambda r: f"{median(r.metric.control):.4g}",
+               legend="control, treatment: medians, in the metric's unit"),
+        Column("treatment", lambda r: f"{median(r.metric.treatment):.4g}",
+               legend="control, treatment: medians, in the metric's unit"),
+        Column("change", lambda r: _pct(r.metric.estimate.change),
+               legend="change: Hodges-Lehmann over the paired log-ratios; minimum effect "
+                      f"{comparison.min_effect:.1%}"),
+        Column(f"{level:.1%} CI", lambda r: f"[{_pct(r.metric.estimate.ci_low)}, "
+                                            f"{_pct(r.metric.estimate.ci_high)}]"),
+        Column("q", lambda r: "-" if r.metric.estimate.q_value is None
+               else f"{r.metric.estimate.q_value:.3g}", wide=True,
+               legend="q: Benjamini-Hochberg"),
+        Column("verdict", lambda r: _verdict(r.metric), number=False, wrap=True,
+               style=lambda r: OUTCOME_LOOKS[effective_outcome(r.metric)].style),
+    ]
+
+
+def comparison_table(comparison: Comparison, *, wide: bool = False) -> Table:
+    """One row per job × metric: both medians, the change with its interval, the verdict;
+    ``wide`` adds the mode, the number of pairs or sessions, the fidelity and q. Drawn in
+    parts when the terminal is too narrow for its numbers."""
+    shown = shown_columns(_comparison_columns(comparison), wide)
+    lines = [_Line(m, i == 0 or comparison.metrics[i - 1].job != m.job)
+             for i, m in enumerate(comparison.metrics)]
+    caption = escape(legend(shown, f"{modes_text(comparison)}."))
+    title = f"{escape(comparison.treatment)} vs {escape(comparison.control)}"
+    table = rich_table(shown, lines, title=title, caption=caption)
+    if table is None:  # nothing compared: the headings alone, and the notes say why
+        table = Table(title=title, caption=caption, header_style="bold")
+        for column in shown:
+            table.add_column(column.label)
     return table
 
 

@@ -11,13 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchlab.report.columns import Column, job_columns, rich_table
+from benchlab.report.columns import Column, job_name, legend, rich_table, shown_columns
 from benchlab.schema.result import DetailKey, Metric, Result, Summary
 from benchlab.schema.units import convert
 
 __all__ = [
     "GENERATION_COLUMNS", "GENERATION_LEGEND", "GenerationRow", "generation_rows",
-    "generation_table",
+    "generation_table", "model_label",
 ]
 
 
@@ -92,39 +92,60 @@ def _percent(value: float | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
-#: The generation table's columns, in the terminal and the HTML report alike.
+def model_label(row: GenerationRow) -> str:
+    """The row's model as the generation table names it: the model alone when its test is the
+    workload's own (``generate[p128 g64 d0]``, which the P G D column shows) or ``default``,
+    else ``model/test``."""
+    if row.workload and row.test == f"generate[{row.workload}]":
+        return row.model
+    return job_name(row.model, row.test)
+
+
+_M = Metric
+
+#: The generation table's columns, in the terminal and the HTML report alike; the terminal
+#: shows those not marked ``wide`` unless ``--wide`` asks for every column.
 GENERATION_COLUMNS: tuple[Column[GenerationRow], ...] = (
-    *job_columns(),
+    Column.words("model/test", model_label, key=True),
+    Column.words("framework", lambda r: r.framework, key=True),
     Column.words("prec", lambda r: r.precision),
-    Column.words("status", lambda r: r.status),
+    Column.words("status", lambda r: r.status, wide=True),
     Column.words("P G D", lambda r: r.workload),
-    Column.metric(Metric.TTFT, lambda r: r.ttft),
-    Column.metric(Metric.TPOT, lambda r: r.tpot),
-    Column("±95%", lambda r: _percent(r.tpot_ci, ".1%")),
-    Column.metric(Metric.INTER_TOKEN_LATENCY, lambda r: r.itl_p90, "ITL p90 ms"),
-    Column.metric(Metric.INTER_TOKEN_LATENCY, lambda r: r.itl_p99, "ITL p99 ms"),
-    Column.metric(Metric.PREFILL_RATE, lambda r: r.prefill_rate),
-    Column.metric(Metric.DECODE_RATE, lambda r: r.decode_rate),
-    Column.metric(Metric.LOAD_TIME, lambda r: r.load),
-    Column.metric(Metric.MEMORY_PEAK, lambda r: r.memory_peak),
-    Column.metric(Metric.MODEL_SIZE, lambda r: r.size),
-    Column.metric(Metric.TOKEN_AGREEMENT, lambda r: r.token_agreement),
-    Column.metric(Metric.FIRST_DIVERGENCE, lambda r: r.first_divergence),
-    Column.metric(Metric.PERPLEXITY, lambda r: r.perplexity),
+    Column.metric(_M.TTFT, lambda r: r.ttft, legend="TTFT: prompt handed over → first token"),
+    Column.metric(_M.TPOT, lambda r: r.tpot, legend="TPOT: ms per token after the first"),
+    Column("±95%", lambda r: _percent(r.tpot_ci, ".1%"),
+           legend="±95%: where the next run's TPOT median is expected"),
+    Column.metric(_M.INTER_TOKEN_LATENCY, lambda r: r.itl_p90, "ITL p90 ms", wide=True,
+                  legend="ITL: every gap between tokens"),
+    Column.metric(_M.INTER_TOKEN_LATENCY, lambda r: r.itl_p99, "ITL p99 ms", wide=True,
+                  legend="ITL: every gap between tokens"),
+    Column.metric(_M.PREFILL_RATE, lambda r: r.prefill_rate, wide=True,
+                  legend="rates in tokens/s"),
+    Column.metric(_M.DECODE_RATE, lambda r: r.decode_rate, legend="rates in tokens/s"),
+    Column.metric(_M.LOAD_TIME, lambda r: r.load, wide=True),
+    Column.metric(_M.MEMORY_PEAK, lambda r: r.memory_peak, wide=True),
+    Column.metric(_M.MODEL_SIZE, lambda r: r.size, wide=True),
+    Column.metric(_M.TOKEN_AGREEMENT, lambda r: r.token_agreement,
+                  legend="agree: the reference's greedy tokens reproduced (teacher-forced)"),
+    Column.metric(_M.FIRST_DIVERGENCE, lambda r: r.first_divergence, wide=True,
+                  legend="parts@: where free greedy decoding first differs"),
+    Column.metric(_M.PERPLEXITY, lambda r: r.perplexity, wide=True,
+                  legend="ppl: perplexity of the reference text"),
 )
 
+_LEAD = ("Each iteration is one greedy generation of G tokens after a prompt of P tokens, the "
+         "cache first filled to depth D; p50 over generations.")
+_TAIL = "(docs/generative.md)."
 
-#: What the generation table's columns mean: the terminal's caption and the HTML's words.
-GENERATION_LEGEND = (
-    "Each iteration is one greedy generation of G tokens after a prompt of P tokens, the cache "
-    "first filled to depth D; p50 over generations. TTFT: prompt handed over → first token; "
-    "TPOT: ms per token after the first; ITL: every gap between tokens; rates in tokens/s; "
-    "±95%: where the next run's TPOT median is expected; agree: the reference's greedy tokens "
-    "reproduced (teacher-forced); parts@: where free greedy decoding first differs; ppl: "
-    "perplexity of the reference text (docs/generative.md).")
+#: What the generation table's columns mean: the HTML's words (every column).
+GENERATION_LEGEND = legend(GENERATION_COLUMNS, _LEAD, _TAIL)
 
 
-def generation_table(results: Sequence[Result]) -> Any:
-    """The terminal's generation table (a rich ``Table``), or ``None`` without such results."""
-    return rich_table(GENERATION_COLUMNS, generation_rows(results), title="generation",
-                      caption=GENERATION_LEGEND)
+def generation_table(results: Sequence[Result], *, wide: bool = False) -> Any:
+    """The terminal's generation table (a rich ``Table``), or ``None`` without such results:
+    who ran it, P G D, TTFT, TPOT with its interval, the decode rate and the agreement with
+    the reference; ``wide``: every column of :data:`GENERATION_COLUMNS`. The caption says what
+    the shown columns mean."""
+    shown = shown_columns(GENERATION_COLUMNS, wide)
+    return rich_table(shown, generation_rows(results), title="generation",
+                      caption=legend(shown, _LEAD, _TAIL))

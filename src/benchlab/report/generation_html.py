@@ -1,9 +1,12 @@
 """The generation section of the HTML report: a table, and the curves people look for.
 
-* decode tokens/s against context depth (one line per runtime and prompt length), the
-  ``llama-bench -d`` view;
-* TTFT against prompt length (one line per runtime and depth);
+* decode tokens/s against context depth (one line per runtime, precision and prompt
+  length), the ``llama-bench -d`` view;
+* TTFT against prompt length (one line per runtime, precision and depth);
 * TPOT against token agreement: speed beside accuracy.
+
+A curve against a quantity is drawn only when the run swept it (two values or more); with one
+value the section says which the run used.
 
 Inline SVG only (:mod:`benchlab.report.svg`), like every report page.
 """
@@ -53,10 +56,33 @@ def _curve(rows: Sequence[GenerationRow], x_key: str, fixed_key: str,
         if got is None:
             continue
         work = _workload(row)
-        name = f"{row.framework} {fixed_key}={work[fixed_key]}"
+        # The precision too: a runtime's fp32 and 4-bit cells are two lines, not one zigzag.
+        name = " ".join(filter(None, (row.framework, row.precision,
+                                      f"{fixed_key}={work[fixed_key]}")))
         series.setdefault(name, []).append((float(work[x_key]), got))
-    # A curve needs two points; a single one says nothing about a trend.
-    return {name: points for name, points in series.items() if len(points) > 1}
+    # A curve needs two values of its quantity; points at one value say nothing about a trend
+    # (and would stretch the axis around that value: 127.9 to 128.1).
+    return {name: points for name, points in series.items()
+            if len({px for px, _ in points}) > 1}
+
+
+#: The swept quantities: the workload's key, their words, and the option that sweeps them.
+_SWEPT = (("p", "prompt length", "--prompt-tokens 32,128,512"),
+          ("d", "context depth", "--depth 0,512"))
+
+
+def _one_value_note(model: str, rows: Sequence[GenerationRow]) -> list[str]:
+    """Words for the quantities the run did not sweep (one value in ``rows``): which value
+    every generation had, and how to get a curve; ``[]`` when both were swept."""
+    single = [(words, values.pop(), option) for key, words, option in _SWEPT
+              if len(values := {_workload(row)[key] for row in rows}) == 1]
+    if not single:
+        return []
+    them = "them" if len(single) > 1 else "it"
+    return [f'<p class="sub">{esc(model)}: every generation had '
+            f"{esc(' and '.join(f'{words} {value}' for words, value, _ in single))} "
+            f"(tokens), so no curve is drawn against {them}; give several "
+            f"({esc(' '.join(option for *_, option in single))}) for a curve.</p>"]
 
 
 def generation_html(rows: Sequence[GenerationRow]) -> str:
@@ -79,10 +105,7 @@ def _model_plots(model: str, rows: list[GenerationRow]) -> list[str]:
         parts += [f"<h3>{esc(model)}: time to first token against prompt length</h3>",
                   _lines_svg(f"{model}: TTFT against prompt length", prompt,
                              "prompt length P (tokens)", "TTFT ms")]
-    if not depth and not prompt:
-        parts.append(f'<p class="sub">{esc(model)}: one workload only; give several '
-                     "prompt lengths or depths (--prompt-tokens 32,128,512 --depth "
-                     "0,512) for the curves.</p>")
+    parts += _one_value_note(model, mine)
     # One dot per cell: a runtime's precisions (fp32 beside its 4-bit) are the trade.
     accuracy = {f"{r.framework} {r.precision} {r.workload}": [(r.token_agreement * 100, r.tpot)]
                 for r in mine if r.token_agreement is not None and r.tpot is not None}

@@ -11,9 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from benchlab.report.columns import Column, job_name, rich_table
 from benchlab.schema.diagnosis import Coverage, LayerTable
 from benchlab.report.svg import median
-from benchlab.schema.metrics import METRICS
+from benchlab.schema.metrics import METRICS, milliseconds
 from benchlab.schema.units import convert, dimension_of
 from benchlab.schema.result import LATENCY_KEY, DetailKey, Metric, Result, Status, Summary
 
@@ -27,6 +28,7 @@ __all__ = [
     "cell_of",
     "config_label",
     "device_spread",
+    "device_spread_table",
     "devices_of",
     "fastest_ratios",
     "matrix_cells",
@@ -367,6 +369,37 @@ def device_spread(cells: Sequence[Cell]) -> list[Spread]:
         ratio = max(measured) / min(measured) if len(measured) > 1 else None
         spread.append(Spread(model, test, label, p50, ratio))
     return spread
+
+
+def _spread_columns(devices: Sequence[str]) -> list[Column[Spread]]:
+    def p50(device: str) -> Column[Spread]:
+        def text(row: Spread) -> str:
+            value = row.p50[device]
+            return "-" if value is None else milliseconds(value)
+
+        def style(row: Spread) -> str:
+            return "bold" if row.ratio is not None and row.fastest == device else ""
+
+        return Column(device, text, style=style)
+
+    return [Column.words("model/test", lambda r: job_name(r.model, r.test), key=True),
+            Column.words("framework", lambda r: r.label, key=True),
+            *(p50(device) for device in devices),
+            Column("slow/fast", lambda r: "-" if r.ratio is None else f"×{r.ratio:.2f}")]
+
+
+def device_spread_table(results: Sequence[Result], title: str = "across devices") -> Any:
+    """The terminal's device axis (a rich ``Table``): models and backends down, devices
+    across, each device's p50 in ms (the fastest in bold) and how many times slower the
+    slowest device is than the fastest; ``None`` for results of one device. Too many devices
+    for the terminal, it is drawn in parts, each with the model and backend."""
+    cells = [cell_of(r) for r in results]
+    devices = devices_of(cells)
+    if len(devices) < 2:
+        return None
+    return rich_table(_spread_columns(devices), device_spread(cells), title=title,
+                      caption="p50 in ms per device; slow/fast: the slowest device's p50 ÷ "
+                              "the fastest's; bold: the fastest device")
 
 
 def pareto_front(cells: Sequence[Cell]) -> set[str]:

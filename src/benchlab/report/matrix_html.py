@@ -363,8 +363,13 @@ def matrix_html(
     facts: Mapping[str, Any] | None = None,
     changes: Mapping[tuple[str, str], str] | None = None,
     sections: Sequence[str] = (),
+    skipped_summary: Sequence[str] = (),
 ) -> str:
     """The whole report as one HTML string (inline CSS and SVG, no scripts, no network).
+
+    ``skipped`` are the combinations listed as not run, with their reason;
+    ``skipped_summary`` lines follow them (``Results.skipped_summary``: the frameworks the
+    user did not name that cannot run a kind of model, one line per kind).
 
     ``sections`` are the workloads' own sections, placed after the table of every cell: the
     text generators' (:mod:`benchlab.report.generation_html`) and the load scenarios'
@@ -423,10 +428,11 @@ def matrix_html(
                       *(f"<li><b>{esc(c.model)} @ {esc(c.label)}</b>: {esc(note)}</li>"
                         for c, note in unit_notes), "</ul>"]
     parts += [section for section in sections if section]
-    if skipped:
+    if skipped or skipped_summary:
         parts += ["<h2>Not run</h2><ul>",
                   *(f'<li class="skip"><b>{esc(label)}</b>: {esc(reason)}</li>'
-                    for label, reason in skipped), "</ul>"]
+                    for label, reason in skipped),
+                  *(f'<li class="skip">{esc(line)}</li>' for line in skipped_summary), "</ul>"]
     for model in dict.fromkeys(c.model for c in cells):
         parts += _model_section(model, [c for c in cells if c.model == model and c.ok])
     why = diagnosis_html(cells)
@@ -499,8 +505,10 @@ def write_matrix_html(
     title: str = "benchlab matrix",
     skipped: Sequence[tuple[str, str]] = (),
     previous: Mapping[str, Any] | None = None,
+    skipped_summary: Sequence[str] = (),
 ) -> Path:
     """Write the matrix report of ``results`` (with raw samples) to ``path``; returns it.
+    ``skipped`` and ``skipped_summary``: what was not run (see :func:`matrix_html`).
 
     ``previous``: the last earlier measurement of each job (``ResultStore.previous_points``),
     so that cells whose runtime version changed since are marked.
@@ -520,7 +528,7 @@ def write_matrix_html(
         break
     changes = runtime_change_notes(results, previous) if previous else {}
     page = matrix_html(matrix_cells(results), title=title, skipped=skipped, facts=facts,
-                       changes=changes,
+                       changes=changes, skipped_summary=skipped_summary,
                        sections=(generation_html(generation_rows(results)),
                                  scenario_html(scenario_rows(results))))
     return write_page(path, page)

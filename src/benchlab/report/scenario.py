@@ -13,7 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchlab.report.columns import Column, job_columns, rich_table
+from benchlab.report.columns import (
+    Column,
+    job_columns,
+    legend,
+    rich_table,
+    shown_columns,
+)
 from benchlab.schema.scenario import PERCENTILES
 from benchlab.schema.result import DetailKey, Metric, Result
 
@@ -118,17 +124,28 @@ def verdict_text(row: ScenarioRow) -> str:
     return verdict
 
 
-#: The scenario table's columns, in the terminal and the HTML report alike.
+_M = Metric
+
+#: The scenario table's columns, in the terminal and the HTML report alike; the terminal shows
+#: those not marked ``wide`` unless ``--wide`` asks for every column.
 SCENARIO_COLUMNS: tuple[Column[ScenarioRow], ...] = (
     *job_columns(),
-    Column.words("status", lambda r: r.status),
-    Column.words("scenario", lambda r: r.scenario),
-    Column.words("pct", lambda r: r.percentile),
-    Column.metric(Metric.SCENARIO_LATENCY, lambda r: r.latency_ms),
-    Column.metric(Metric.EARLY_STOPPING_LATENCY, lambda r: r.early_stopping_ms),
-    Column.metric(Metric.SERVER_QPS, lambda r: r.server_qps),
-    Column.metric(Metric.THROUGHPUT, lambda r: r.throughput),
-    Column.metric(Metric.LATENCY, lambda r: r.sample_p50_ms, "sample p50 ms"),
+    Column.words("status", lambda r: r.status, wide=True),
+    Column.words("scenario", lambda r: r.scenario, key=True),
+    Column.words("pct", lambda r: r.percentile, wide=True),
+    Column.metric(_M.SCENARIO_LATENCY, lambda r: r.latency_ms,
+                  legend="latency: the scenario's percentile as LoadGen computes it (p90 "
+                         "single-stream; p99 of whole queries multi-stream; p99 server, "
+                         "queueing included)"),
+    Column.metric(_M.EARLY_STOPPING_LATENCY, lambda r: r.early_stopping_ms, wide=True,
+                  legend="ES: its early-stopping estimate"),
+    Column.metric(_M.SERVER_QPS, lambda r: r.server_qps,
+                  legend="QPS: the highest server rate whose p99 met the bound"),
+    Column.metric(_M.THROUGHPUT, lambda r: r.throughput,
+                  legend="samples/s: LoadGen's throughput"),
+    Column.metric(_M.LATENCY, lambda r: r.sample_p50_ms, "sample p50 ms", wide=True,
+                  legend="sample p50: one inference (a generation: arrival to last token) "
+                         "under the load"),
     Column("LoadGen", verdict_text, number=False, wrap=True,
            css=lambda r: "" if validity(r) == "valid" else "fail"),
 )
@@ -136,10 +153,15 @@ SCENARIO_COLUMNS: tuple[Column[ScenarioRow], ...] = (
 
 #: The columns of a generative test under load, shown when a row has them.
 TOKEN_COLUMNS: tuple[Column[ScenarioRow], ...] = (
-    Column.metric(Metric.SCENARIO_TTFT, lambda r: r.ttft_p99_ms),
-    Column.metric(Metric.SCENARIO_TPOT, lambda r: r.tpot_p99_ms),
-    Column.metric(Metric.GOODPUT, lambda r: r.goodput),
-    Column.metric(Metric.TOKEN_THROUGHPUT, lambda r: r.tokens_per_second),
+    Column.metric(_M.SCENARIO_TTFT, lambda r: r.ttft_p99_ms,
+                  legend="TTFT/TPOT p99: a generative test's token latencies as LoadGen "
+                         "measured them"),
+    Column.metric(_M.SCENARIO_TPOT, lambda r: r.tpot_p99_ms,
+                  legend="TTFT/TPOT p99: a generative test's token latencies as LoadGen "
+                         "measured them"),
+    Column.metric(_M.GOODPUT, lambda r: r.goodput, wide=True,
+                  legend="goodput: queries/s within every bound"),
+    Column.metric(_M.TOKEN_THROUGHPUT, lambda r: r.tokens_per_second, wide=True),
 )
 
 
@@ -151,19 +173,20 @@ def scenario_columns(rows: Sequence[ScenarioRow]) -> tuple[Column[ScenarioRow], 
     return (*SCENARIO_COLUMNS[:-1], *TOKEN_COLUMNS, SCENARIO_COLUMNS[-1])
 
 
-#: What the scenario table's columns mean: the terminal's caption and the HTML's words.
-SCENARIO_LEGEND = (
-    "MLPerf LoadGen issued the queries and judged each run; medians over the job's processes. "
-    "latency: the scenario's percentile as LoadGen computes it (p90 single-stream; p99 of "
-    "whole queries multi-stream; p99 server, queueing included); ES: its early-stopping "
-    "estimate; QPS: the highest server rate whose p99 met the bound; samples/s: LoadGen's "
-    "throughput; sample p50: one inference (a generation: arrival to last token) under the "
-    "load; TTFT/TPOT p99: a generative test's token latencies as LoadGen measured them; "
-    "goodput: queries/s within every bound (docs/scenarios.md).")
+_LEAD = ("MLPerf LoadGen issued the queries and judged each run; medians over the job's "
+         "processes.")
+_TAIL = "(docs/scenarios.md)."
+
+#: What the scenario table's columns mean: the HTML's words (every column).
+SCENARIO_LEGEND = legend((*SCENARIO_COLUMNS, *TOKEN_COLUMNS), _LEAD, _TAIL)
 
 
-def scenario_table(results: Sequence[Result]) -> Any:
-    """The terminal's scenario table (a rich ``Table``), or ``None`` without such results."""
+def scenario_table(results: Sequence[Result], *, wide: bool = False) -> Any:
+    """The terminal's scenario table (a rich ``Table``), or ``None`` without such results:
+    who ran it, the scenario, its latency, QPS and throughput, a generative test's p99 token
+    times and LoadGen's verdict; ``wide``: every column of :func:`scenario_columns`. The
+    caption says what the shown columns mean."""
     rows = scenario_rows(results)
-    return rich_table(scenario_columns(rows), rows, title="load scenarios (MLPerf LoadGen)",
-                      caption=SCENARIO_LEGEND)
+    shown = shown_columns(scenario_columns(rows), wide)
+    return rich_table(shown, rows, title="load scenarios (MLPerf LoadGen)",
+                      caption=legend(shown, _LEAD, _TAIL))

@@ -18,12 +18,10 @@ from rich.progress import (
     TimeRemainingColumn,
     TransferSpeedColumn,
 )
-from rich.table import Table
 
 from benchlab.report.matrix import cell_of as _cell_of
 from benchlab.schema.diagnosis import coverage_warning
 from benchlab.report.explain import diagnosis_lines
-from benchlab.report.matrix import device_spread, devices_of
 from benchlab.report.tables import device_flags, format_ms, results_table, warning_tag
 from benchlab.schema.result import (
     LATENCY_KEY,
@@ -35,13 +33,13 @@ from benchlab.schema.result import (
 __all__ = [
     "SweepProgress",
     "cell_line",
-    "device_spread_table",
     "download_bar",
     "format_ms",
     "make_console",
     "noise_line",
     "result_notes",
     "results_table",
+    "skipped_lines",
     "warning_tag",
 ]
 
@@ -51,6 +49,13 @@ def make_console(stderr: bool = False) -> Console:
     would otherwise be cut to 80 columns and fold every table."""
     probe = Console(stderr=stderr)
     return probe if probe.is_terminal else Console(stderr=stderr, width=max(probe.width, 180))
+
+def skipped_lines(skipped: Sequence[tuple[str, str]], summary: Sequence[str] = ()) -> list[str]:
+    """The lines under the tables on what was not run: each ``(label, reason)`` of
+    ``skipped``, then the ``summary`` lines (the frameworks a report does not list one by one,
+    ``Results.skipped_summary``). Plain text, for the caller to escape."""
+    return [*(f"skipped {label}: {reason}" for label, reason in skipped), *summary]
+
 
 def noise_line(results: Sequence[Result]) -> str | None:
     """One line on how noisy the run was: the cells with latency warnings, by kind, how wide
@@ -129,31 +134,6 @@ def _random_calibration_notes(results: Sequence[Result]) -> list[str]:
         and _cell_of(r).precision == "int8")
     return [f"{model}: int8 calibrated on seeded random inputs says little about accuracy on "
             "real data: give your own with --inputs data.npz" for model in models]
-
-
-def device_spread_table(results: Sequence[Result],
-                        title: str = "across devices") -> Table | None:
-    """Models and backends down, devices across: each device's p50 in ms and how many times
-    slower the slowest device is than the fastest; ``None`` for results of one device."""
-    cells = [_cell_of(r) for r in results]
-    devices = devices_of(cells)
-    if len(devices) < 2:
-        return None
-    table = Table(title=title, caption="p50 in ms per device; ×: slowest device's p50 ÷ "
-                  "fastest's; bold: the fastest device", header_style="bold", expand=False)
-    table.add_column("model/test")
-    table.add_column("framework")
-    for device in devices:
-        table.add_column(escape(device), justify="right")
-    table.add_column("slowest/fastest", justify="right")
-    for row in device_spread(cells):
-        name = row.model if row.test == "default" else f"{row.model}/{row.test}"
-        fastest = row.fastest if row.ratio is not None else None
-        values = [("-" if v is None else f"[bold]{format_ms(v)}[/]" if d == fastest
-                   else format_ms(v)) for d, v in row.p50.items()]
-        ratio = "-" if row.ratio is None else f"×{row.ratio:.2f}"
-        table.add_row(escape(name), escape(row.label), *values, ratio)
-    return table
 
 
 def download_bar(console: Console | None = None) -> Callable[[str, int], Any]:
