@@ -106,54 +106,65 @@ class Sandbox:
 # --- shell ---------------------------------------------------------------------------------
 
 
-def serve_shell(stream: StreamLike, command: str, sandbox: Sandbox,
-                busy: Callable[[int], None] = lambda delta: None) -> None:
-    """Run ``command`` and stream its combined output; kill its process group on CLSE.
+class _ShellCommand:
+    """A command started for a shell service, in its own process group (one killpg ends all
+    it started), killed when the host closes the stream; ``busy(+1)``/``busy(-1)`` bracket it
+    (the physical simulation heats up meanwhile)."""
 
-    ``busy(+1)``/``busy(-1)`` bracket the run (the physical simulation heats up meanwhile).
-    """
-    if not command.strip():
-        stream.close()  # No interactive shell in the stand-in.
-        return
-    cwd = sandbox.host_path("/data/local/tmp")
-    cwd.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen(  # noqa: S603 - running the host's commands is the point
-        ["/bin/sh", "-c", sandbox.rewrite(command)], cwd=cwd, env=sandbox.environment(),
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0,
-        start_new_session=True)  # Own process group: one killpg ends all it started.
-    busy(+1)
+    def __init__(self, stream: StreamLike, command: str, sandbox: Sandbox,
+                 busy: Callable[[int], None], stderr: int, pump: Callable[..., None]) -> None:
+        cwd = sandbox.host_path("/data/local/tmp")
+        cwd.mkdir(parents=True, exist_ok=True)
+        self.stream, self.busy = stream, busy
+        self.proc = subprocess.Popen(  # noqa: S603 - running the host's commands is the point
+            ["/bin/sh", "-c", sandbox.rewrite(command)], cwd=cwd, env=sandbox.environment(),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, bufsize=0,
+            start_new_session=True)
+        busy(+1)
+        stream.on_close(self.kill_group)
+        threading.Thread(target=pump, args=(stream, self.proc), daemon=True,
+                         name=f"standin-stdin-{self.proc.pid}").start()
 
-    def kill_group() -> None:
+    def kill_group(self) -> None:
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
 
-    stream.on_close(kill_group)
-    threading.Thread(target=_pump_stdin, args=(stream, proc), daemon=True,
-                     name=f"standin-stdin-{proc.pid}").start()
+    def end(self, host_gone: bool) -> None:
+        """Wait for the command, close its pipes and the stream. Where the host closed the
+        stream (or the connection dropped) while it ran, its group must not outlive the stream;
+        background jobs of a command that finished normally are left alone, as on a phone."""
+        if host_gone:
+            self.kill_group()
+        self.proc.wait()
+        for pipe in (self.proc.stdout, self.proc.stderr, self.proc.stdin):
+            try:
+                if pipe is not None:
+                    pipe.close()
+            except OSError:
+                pass
+        self.busy(-1)
+        self.stream.close()
+
+
+def serve_shell(stream: StreamLike, command: str, sandbox: Sandbox,
+                busy: Callable[[int], None] = lambda delta: None) -> None:
+    """Run ``command`` and stream its combined output; kill its process group on CLSE."""
+    if not command.strip():
+        stream.close()  # No interactive shell in the stand-in.
+        return
+    shell = _ShellCommand(stream, command, sandbox, busy, subprocess.STDOUT, _pump_stdin)
     host_gone = True
     try:
-        fd = proc.stdout.fileno()  # type: ignore[union-attr]
+        fd = shell.proc.stdout.fileno()  # type: ignore[union-attr]
         while chunk := os.read(fd, stream.max_payload):
             if not stream.write(chunk):
                 break
         else:
             host_gone = False
     finally:
-        if host_gone:
-            # The host closed the stream (or the connection dropped) while the command ran:
-            # the group must not outlive the stream. Background jobs of a command that
-            # finished normally are left alone, as on a phone.
-            kill_group()
-        proc.wait()
-        for pipe in (proc.stdout, proc.stdin):
-            try:
-                pipe.close()  # type: ignore[union-attr]
-            except OSError:
-                pass
-        busy(-1)
-        stream.close()
+        shell.end(host_gone)
 
 
 def _pump_stdin(stream: StreamLike, proc: subprocess.Popen[bytes]) -> None:
@@ -186,23 +197,8 @@ def serve_shell_v2(stream: StreamLike, command: str, sandbox: Sandbox,
     if not command.strip():
         stream.close()  # No interactive shell in the stand-in.
         return
-    cwd = sandbox.host_path("/data/local/tmp")
-    cwd.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen(  # noqa: S603 - running the host's commands is the point
-        ["/bin/sh", "-c", sandbox.rewrite(command)], cwd=cwd, env=sandbox.environment(),
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
-        start_new_session=True)
-    busy(+1)
-
-    def kill_group() -> None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-    stream.on_close(kill_group)
-    threading.Thread(target=_pump_stdin_v2, args=(stream, proc), daemon=True,
-                     name=f"standin-stdin-v2-{proc.pid}").start()
+    shell = _ShellCommand(stream, command, sandbox, busy, subprocess.PIPE, _pump_stdin_v2)
+    proc = shell.proc
     room = max(1, stream.max_payload - _V2_HEADER.size)  # one packet per WRTE
     host_gone = False
     try:
@@ -218,22 +214,13 @@ def serve_shell_v2(stream: StreamLike, command: str, sandbox: Sandbox,
                         host_gone = True
                         break
         if host_gone:
-            kill_group()
+            shell.kill_group()
         code = proc.wait()
         if not host_gone:
             status = code if code >= 0 else 128 - code
             stream.write(_v2_packet(_V2_EXIT, bytes([status & 0xFF])))
     finally:
-        if host_gone:
-            kill_group()
-        proc.wait()
-        for pipe in (proc.stdout, proc.stderr, proc.stdin):
-            try:
-                pipe.close()  # type: ignore[union-attr]
-            except OSError:
-                pass
-        busy(-1)
-        stream.close()
+        shell.end(host_gone)
 
 
 def _pump_stdin_v2(stream: StreamLike, proc: subprocess.Popen[bytes]) -> None:
