@@ -22,7 +22,7 @@ from typing import Any
 RESULTS = Path(__file__).resolve().parent / "results"
 #: A few quick test files, for the smoke runs of the scripts that run pytest: one run proves
 #: the plumbing, not the suite.
-QUICK_TESTS = ("tests/test_process_state.py", "tests/test_stats.py")
+QUICK_TESTS = ("tests/test_process_state.py", "tests/stats/test_stats.py")
 
 
 def parse_args(

@@ -11,7 +11,10 @@ of a shared machine, so the budget can be strict: a run over it names the kind, 
 started most of them and what to do.
 
 The wall time of the run is printed beside ``time_budget_minutes`` (never asserted: these
-machines are shared and noisy); ``bench/suite_cost.py`` measures where it goes.
+machines are shared and noisy); ``bench/suite_cost.py`` measures where it goes. Beside it, the
+run's CPU time (:func:`cpu_seconds`): the pytest process's own and that of every process below
+it that ended and was waited for, so that a slower or busier machine (same CPU time, longer
+wall time) is told from a heavier suite (more CPU time).
 
 Only processes started by the test processes themselves are seen, not their children's. Under
 pytest-xdist each worker counts its own tests and the reports carry the counts to the
@@ -21,6 +24,7 @@ controller, which adds them up.
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import time
 from collections import Counter, defaultdict
@@ -44,6 +48,7 @@ _PROPERTY = "processes_started"
 _TOTALS = pytest.StashKey[Counter[str]]()
 _BY_TEST = pytest.StashKey[dict[str, Counter[str]]]()
 _STARTED = pytest.StashKey[float]()
+_CPU = pytest.StashKey[tuple[float, float]]()
 
 
 def kind_of(args: Any) -> str:
@@ -129,6 +134,43 @@ class _Totals:
                 self.config.stash[_BY_TEST][report.nodeid].update(value)
 
 
+def cpu_seconds() -> tuple[float, float]:
+    """The CPU seconds (user + system) of this process, and of its child processes that have
+    ended and been waited for, each with its own waited-for children, down the tree.
+
+    Called in the xdist controller after its workers have ended (execnet waits for each), the
+    second figure holds the workers' and every process their tests started and waited for
+    (``subprocess.run``, a killed server's ``wait``), as ``/usr/bin/time`` counts them. A
+    process that detached and was never waited for (a daemon: PostgreSQL's server under
+    ``pg_ctl start``, the adb server) is not in it."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
+def time_lines(wall_s: float, cpu: tuple[float, float], planned_minutes: float,
+               cores: int) -> list[str]:
+    """The summary's lines on time: the wall time beside the budget, then the CPU time of
+    ``cpu`` (pytest's own seconds, its child processes' seconds) and the cores it kept busy
+    on average."""
+    minutes = wall_s / 60
+    wall = f"wall time {minutes:.1f} min"
+    if planned_minutes:
+        verdict = ("within" if minutes <= planned_minutes
+                   else "OVER (bench/suite_cost.py shows where)")
+        wall += f", {verdict} the {planned_minutes:g}-minute budget"
+    own, children = cpu
+    total = own + children
+    busy = f"{total / wall_s:.1f}" if wall_s > 0 else "?"
+    return [wall, f"CPU time {total / 60:.1f} min ({total:.0f} s: pytest {own:.0f} s, its child "
+                  f"processes {children:.0f} s), {busy} of {cores} cores busy on average"]
+
+
+def run_cpu_seconds(config: pytest.Config) -> tuple[float, float] | None:
+    """The CPU seconds the summary printed (:func:`cpu_seconds`), None before it."""
+    return config.stash.get(_CPU, None)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("process_budget", type="linelist", default=[],
                   help="'<kind> <count>' per line: the most processes of each kind the run may "
@@ -165,13 +207,14 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     config = terminalreporter.config
     totals = config.stash.get(_TOTALS, Counter())
     budget = parse_budget(config.getini("process_budget"))
-    minutes = (time.monotonic() - config.stash[_STARTED]) / 60
+    wall_s = time.monotonic() - config.stash[_STARTED]
     planned = float(config.getini("time_budget_minutes") or 0)
+    # Here the xdist workers have ended and been waited for (xdist's pytest_sessionfinish,
+    # before the terminal reporter's summary), and the session fixtures torn down.
+    config.stash[_CPU] = cpu = cpu_seconds()
     terminalreporter.section("suite budget")
-    if planned:
-        verdict = "within" if minutes <= planned else "OVER (bench/suite_cost.py shows where)"
-        terminalreporter.write_line(f"wall time {minutes:.1f} min, {verdict} the "
-                                    f"{planned:g}-minute budget")
+    for line in time_lines(wall_s, cpu, planned, len(os.sched_getaffinity(0))):
+        terminalreporter.write_line(line)
     terminalreporter.write_line("processes started: " + ", ".join(
         f"{kind} {n}" + (f"/{budget[kind]}" if kind in budget else "")
         for kind, n in totals.most_common()))

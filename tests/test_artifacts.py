@@ -180,10 +180,16 @@ def test_malformed_hash_is_a_usage_error(cache: ArtifactCache) -> None:
         cache.fetch(ref("http://127.0.0.1:9/model.onnx", sha256="abc"))
 
 
-def test_download_bar_renders_to_console(server: FileServer, tmp_path: Path) -> None:
+def test_download_bar_renders_to_console(server: FileServer, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
     server.files["/big.onnx"] = MODEL
     out = io.StringIO()
-    console = Console(file=out, force_terminal=True, width=100)
+    # A terminal of the test's own: rich draws no live bar on a dumb one (TERM=dumb, as in many
+    # CI jobs), and rich reads TERM from the environment, not from the console's arguments.
+    # With a width but no height, a dumb terminal would also be 80 columns wide.
+    monkeypatch.setenv("TERM", "xterm-256color")
+    console = Console(file=out, force_terminal=True, force_interactive=True, width=100,
+                      height=25, color_system="standard")
     cache = ArtifactCache(tmp_path / "cache", progress=download_bar(console))
     path = cache.fetch(ref(server.url("/big.onnx"), sha256=sha(MODEL)))
     assert path.read_bytes() == MODEL

@@ -65,6 +65,22 @@ def test_schema_prints_json_schema() -> None:
     assert {"model", "tests"} <= set(document["properties"])
 
 
+def test_the_cli_prints_whole_tables_in_a_bare_ci_environment() -> None:
+    """A CI job's environment at its barest: a dumb terminal type, no colour, 60 columns and an
+    ASCII locale (PYTHONUTF8=0 keeps Python from reading the C locale as UTF-8). The output is
+    a pipe, so its table is not folded to 60 columns, and what ASCII lacks (box lines, →)
+    comes out as ASCII or '?', never as a UnicodeEncodeError."""
+    env = {**os.environ, "TERM": "dumb", "NO_COLOR": "1", "COLUMNS": "60", "LC_ALL": "C",
+           "LANG": "C", "PYTHONUTF8": "0"}
+    for forcing in ("PYTHONIOENCODING", "FORCE_COLOR", "TTY_COMPATIBLE"):
+        env.pop(forcing, None)  # each would make the pipe a terminal or UTF-8 again
+    proc = benchlab("zoo", "list", env=env)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stdout.isascii(), proc.stdout
+    mlp = [line for line in proc.stdout.splitlines() if line.startswith("| mlp ")]
+    assert mlp and "regression" in mlp[0] and "16x512" in mlp[0], proc.stdout
+
+
 def test_doctor_lists_frameworks_and_host(tmp_path: Path) -> None:
     proc = benchlab("doctor", "--db", str(tmp_path / "r.db"), check=True)
     for name in ("generic", "pytorch", "onnxruntime", "host"):

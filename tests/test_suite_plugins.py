@@ -141,3 +141,76 @@ def test_a_budget_line_that_names_no_kind_is_refused_at_start(tmp_path: Path) ->
     done = _pytest(project)
     assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout + done.stderr
     assert "process_budget: 'exports 2' is not '<kind> <count>'" in done.stderr
+
+
+# Tests that start a child process burning CPU until its own count passes half a second; each
+# writes the CPU seconds it counted for itself into ROOM as it ends.
+_BURNING = '''\
+import os, subprocess, sys
+from pathlib import Path
+
+BURN = """
+import resource
+def cpu():
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    return used.ru_utime + used.ru_stime
+while cpu() < 0.5:
+    pass
+print(cpu())
+"""
+
+def burn(name):
+    done = subprocess.run([sys.executable, "-c", BURN], capture_output=True, text=True,
+                          check=True)
+    (Path(os.environ["ROOM"]) / name).write_text(done.stdout)
+
+def test_one():
+    burn("one")
+
+def test_two():
+    burn("two")
+'''
+
+# Writes what the summary printed as the run's CPU seconds, after it (pytest_unconfigure).
+_CPU_WRITTEN = '''
+import os
+from pathlib import Path
+import suite_budget
+
+def pytest_unconfigure(config):
+    cpu = suite_budget.run_cpu_seconds(config)
+    if cpu is not None and not hasattr(config, "workerinput"):
+        (Path(os.environ["ROOM"]) / "cpu").write_text("%r %r" % cpu)
+'''
+
+
+@pytest.mark.parametrize("parallel", [(), XDIST], ids=["one process", "xdist workers"])
+def test_the_cpu_time_counts_the_processes_that_the_tests_started(
+        tmp_path: Path, parallel: tuple[str, ...]) -> None:
+    project = _project(tmp_path, "", {"test_burn.py": _BURNING})
+    with (project / "conftest.py").open("a") as conftest:
+        conftest.write(_CPU_WRITTEN)
+    done = _pytest(project, *parallel)
+    assert done.returncode == 0, done.stdout + done.stderr
+    room = project / "room"
+    burned = float((room / "one").read_text()) + float((room / "two").read_text())
+    own, children = map(float, (room / "cpu").read_text().split())
+    # Under xdist the burners are the workers' children: they reach the controller's count only
+    # through workers that ended and were waited for before the summary.
+    assert children >= burned >= 1.0, (own, children, burned)
+    assert (f"CPU time {(own + children) / 60:.1f} min ({own + children:.0f} s: pytest "
+            f"{own:.0f} s, its child processes {children:.0f} s)") in done.stdout, done.stdout
+
+
+def test_the_time_lines_put_the_cpu_time_beside_the_wall_time() -> None:
+    from suite_budget import time_lines
+
+    assert time_lines(600.0, (60.0, 1140.0), 16, 2) == [
+        "wall time 10.0 min, within the 16-minute budget",
+        "CPU time 20.0 min (1200 s: pytest 60 s, its child processes 1140 s), 2.0 of 2 cores "
+        "busy on average"]
+    over, cpu = time_lines(1200.0, (30.0, 1410.0), 16, 4)
+    assert over == "wall time 20.0 min, OVER (bench/suite_cost.py shows where) the 16-minute budget"
+    assert cpu == ("CPU time 24.0 min (1440 s: pytest 30 s, its child processes 1410 s), 1.2 of 4 "
+                   "cores busy on average")
+    assert time_lines(90.0, (1.0, 2.0), 0, 2)[0] == "wall time 1.5 min"

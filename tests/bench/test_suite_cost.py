@@ -28,7 +28,7 @@ def test_the_smoke_run_records_every_test_fixture_and_worker(tmp_path: Path) -> 
     assert len(tests) == figures["tests"] > 0
     assert len({t["test"] for t in tests}) == len(tests)
     assert {t["test"].split("::")[0] for t in tests} == {"tests/test_process_state.py",
-                                                        "tests/test_stats.py"}
+                                                        "tests/stats/test_stats.py"}
     assert all(t["outcome"] == "passed" and t["wall_s"] >= 0 for t in tests)
     assert figures["outcomes"]["passed"] == len(tests)
     # The fixtures' setups, with their scopes, and the table printed for docs.

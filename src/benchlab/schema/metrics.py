@@ -5,7 +5,7 @@ A :class:`MetricInfo` per :class:`~benchlab.schema.result.Metric` says the unit 
 which way is better, its family, whether ``compare`` decides on it, and how a table labels
 and formats it. The runners' unit tables, ``compare``'s decided metrics, the matrix's column
 units and the lab's grouping of a run's metrics are all read from here, so adding a metric is
-one entry (docs/architecture.md, "Where to add things"); ``tests/test_metrics.py`` fails while
+one entry (docs/architecture.md, "Where to add things"); ``tests/schema/test_metrics.py`` fails while
 a member of :class:`Metric` has none. Stdlib and :mod:`benchlab.schema.result` only: runner processes
 import it.
 """

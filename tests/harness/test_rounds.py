@@ -56,7 +56,7 @@ def _spec(tmp_path: Path, cells: dict[str, tuple[float, bool]], repeat: int = 3)
 
 
 def _run(tmp_path: Path, spec: Path, **kwargs: object) -> benchlab.Results:
-    kwargs.setdefault("race", False)  # the fixed design; tests/test_race.py races
+    kwargs.setdefault("race", False)  # the fixed design; tests/stats/test_race.py races
     return benchlab.run([spec], db=tmp_path / "r.db", cache_dir=tmp_path / "cache", **kwargs)
 
 

@@ -21,7 +21,7 @@ from benchlab.schema.settings import SettingInfo, TestSettings, check_settings, 
 from benchlab.spec import load_spec
 from benchlab.spec.types import TestCase
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "specs.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "specs.md"
 BOUNDED = [info for info in settings_info() if info.bounds]
 # Where the runner's wire format names a setting differently.
 RUNNER_NAMES = {"iter": "iterations"}
