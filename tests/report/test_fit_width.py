@@ -221,8 +221,10 @@ def assert_fits(text: str, *, tables: int | None = None) -> None:
 
 
 def _render(*renderables: object) -> str:
-    console = Console(width=WIDTH, record=True, force_terminal=True, color_system=None,
-                      file=open("/dev/null", "w"))  # noqa: SIM115 - a sink; record=True keeps it
+    # A height too: given a width alone, rich sizes a terminal whose TERM is dumb at 80x25.
+    console = Console(width=WIDTH, height=50, record=True, force_terminal=True,
+                      color_system=None, file=open("/dev/null", "w"))  # noqa: SIM115 - a sink
+    assert console.width == WIDTH
     for renderable in renderables:
         console.print(renderable)
     return console.export_text()
@@ -231,8 +233,9 @@ def _render(*renderables: object) -> str:
 @pytest.fixture
 def results_console(monkeypatch: pytest.MonkeyPatch) -> Iterator[Console]:
     """The CLI's results console, swapped for a 100-column one of our own."""
-    console = Console(width=WIDTH, record=True, force_terminal=True, color_system=None,
-                      file=open("/dev/null", "w"))  # noqa: SIM115
+    console = Console(width=WIDTH, height=50, record=True, force_terminal=True,
+                      color_system=None, file=open("/dev/null", "w"))  # noqa: SIM115
+    assert console.width == WIDTH  # whatever TERM says (see _render)
     monkeypatch.setattr(commands, "console", console)
     monkeypatch.setattr(cli_ab, "console", console)
     yield console

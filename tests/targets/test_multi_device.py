@@ -108,7 +108,7 @@ def test_cli_repeats_target_and_prints_the_spread(
          "--cache-dir", str(tmp_path / "c"), "--html", str(html)],
         capture_output=True, text=True, timeout=600, check=False)
     assert out.returncode == 0, out.stderr
-    assert "across devices" in out.stdout and "slowest/fastest" in out.stdout
+    assert "across devices" in out.stdout and "slow/fast" in out.stdout
     page = html.read_text()
     assert "Across devices" in page and "adb:Standin Phone-" in page
     dry = subprocess.run(
