@@ -141,7 +141,7 @@ def test_no_function_is_longer_than_a_screenful_or_two() -> None:
 # top-level module of src/benchlab.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "lazy", "schema"),
-    ("plugins", "spec", "store", "protocol", "stats"),
+    ("plugins", "spec", "store", "protocol", "stats", "devicetools"),
     ("targets", "runner", "energy", "frameworks"),
     ("exporting", "usermodels", "zoo", "report"),
     ("harness", "ab", "tracking"),

@@ -263,7 +263,7 @@ def _print_results(results: list[Any], title: str, *, warnings: bool = True,
     from benchlab.report.matrix import device_spread_table
     from benchlab.report.scenario import scenario_table
     from benchlab.report.tables import TABLE_PARTS
-    from benchlab.report.terminal import noise_line, result_notes, results_table
+    from benchlab.report.terminal import emulation_line, noise_line, result_notes, results_table
 
     # Latency first and never cut; the rest in tables of their own (all at once with --wide).
     # Every table fits the terminal: too narrow for one, it is drawn in parts.
@@ -280,6 +280,9 @@ def _print_results(results: list[Any], title: str, *, warnings: bool = True,
         console.print(spread)
     for note in result_notes(results, warnings=warnings):
         console.print(f"[dim]· {escape(note)}[/]", highlight=False)
+    emulated = emulation_line(results)
+    if emulated:
+        console.print(f"[bold]{escape(emulated)}[/]", highlight=False, soft_wrap=True)
     noise = noise_line(results)
     if noise:
         more = "" if warnings else " (every warning: --warnings)"

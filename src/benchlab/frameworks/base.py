@@ -13,6 +13,7 @@ import os
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import ValidationError
@@ -36,6 +37,7 @@ __all__ = [
     "Invocation",
     "JobContext",
     "RunnerFramework",
+    "Staging",
     "Unsupported",
     "runner_invocation",
 ]
@@ -75,10 +77,38 @@ class JobContext:
 
 @dataclass(frozen=True, slots=True)
 class Invocation:
-    """One command a repetition runs, with the environment variables it needs."""
+    """One command a repetition runs, with the environment variables it needs.
+
+    ``pull`` names files the command writes in the job's working directory, brought back to
+    the host after it succeeded (a file it did not write is left out): a device's outputs.
+    """
 
     argv: Sequence[str] | str
     env: Mapping[str, str] = field(default_factory=dict)
+    pull: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Staging:
+    """What a framework knows of a job's device before its first process, to make the files
+    it needs there beyond the model's (:meth:`RunnerFramework.device_files`): a tool built
+    for the device's CPU, inputs written as raw tensors.
+
+    ``python`` is the device's Python (``""``: none); ``abi`` its instruction set as it names
+    it (``arm64-v8a``, ``aarch64``, ``x86_64``); ``local_files`` the host copies of the
+    job's model files; ``scratch`` a folder for files to push (removed once pushed);
+    ``cache_root`` the artifact cache's folder; ``progress`` shows a long step's progress.
+    """
+
+    spec: BenchmarkSpec
+    test: TestCase
+    config: FrameworkConfig
+    python: str
+    abi: str | None
+    local_files: Mapping[str, Path]
+    scratch: Path
+    cache_root: Path
+    progress: Callable[[str], None] = lambda text: None
 
 
 @runtime_checkable
@@ -333,6 +363,13 @@ class RunnerFramework:
         if path is None:
             raise UsageError(f"{self.name}: model file {key!r} was not staged on the target")
         return path
+
+    def device_files(self, staging: Staging) -> dict[str, Path]:
+        """Local files to push into the job's working directory before its first process,
+        keyed ``native.NAME`` (the key its :class:`JobContext` finds the device path under).
+        None by default; a framework that builds its own tool for a device without Python
+        builds it here."""
+        return {}
 
     #: The native tool's name, and its output parser (``text -> ParsedOutput``), if any.
     native_tool = ""

@@ -7,8 +7,11 @@ out of :func:`run_job` except a bug in benchlab itself or a ``KeyboardInterrupt`
 
 from __future__ import annotations
 
+import shutil
 import signal
 import statistics
+import sys
+import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -20,7 +23,8 @@ from benchlab.spec.artifacts import ArtifactCache
 from benchlab.energy.session import EnergySession, EnergySettings
 from benchlab.harness.devicestate import GateOutcome, capture_state, state_flags, wait_until_cool
 from benchlab.errors import DownloadError, InfrastructureError, UserError
-from benchlab.frameworks.base import NATIVE_BINARY, Framework, JobContext
+from benchlab.devicetools.elf import refuse_wrong_architecture
+from benchlab.frameworks.base import NATIVE_BINARY, Framework, Invocation, JobContext, Staging
 from benchlab.harness.hoststeps import HostSteps, StepFailure, merge_parsed, renumbered
 from benchlab.stats.race import Standing
 from benchlab.schema.result import (
@@ -65,6 +69,11 @@ class Job:
     framework: Framework = field(compare=False)
     #: Where the job runs, when a sweep spans several devices (else the sweep's one target).
     target: Target | None = field(default=None, compare=False)
+
+
+def _show_progress(text: str) -> None:
+    """A long step's progress (a tool built for the device) on stderr, one line each."""
+    print(f"benchlab: {text}", file=sys.stderr, flush=True)
 
 
 def _now() -> str:
@@ -178,6 +187,7 @@ class JobMeasurement:
         self.test = test
         self._steps = HostSteps(job.spec, test, cache, string_map)  # FAI-PEP host commands
         self._workdir: str | None = None
+        self._local_files: dict[str, Path] = {}
         self._samples: list[Sample] = []
         self._details: dict[str, Any] = {DetailKey.REPETITIONS: 0}
         self._repetition = 0
@@ -228,6 +238,7 @@ class JobMeasurement:
             return self._finish(Status.FAILED, str(exc))
         target = self._target
         self._workdir = workdir = target.make_workdir(self.job.identity.key)
+        self._local_files = dict(local_files)
         if self.job.spec.model.metadata:
             self._details[DetailKey.MODEL_INFO] = dict(self.job.spec.model.metadata)
         try:
@@ -238,15 +249,62 @@ class JobMeasurement:
             }
             binary = self.job.config.options.get(NATIVE_BINARY)
             if isinstance(binary, str) and Path(binary).expanduser().is_file():
-                # A native runner (benchmark_model, executor_runner...) given as a host path.
+                # A native runner (benchmark_model, executor_runner...) given as a host path:
+                # one built for another CPU is refused before it travels.
                 local = Path(binary).expanduser()
+                refuse_wrong_architecture(local, self._device_abi(), device=self._device_name())
                 files[f"native.{NATIVE_BINARY}"] = target.push(local, workdir, local.name)
+            files.update(self._push_device_files(workdir, local_files))
             self._steps.start(target, workdir, files)
         except StepFailure as exc:
             return self._finish(exc.status, exc.reason, exc.tail)
+        except UserError as exc:
+            return self._finish(Status.USER_ERROR, str(exc))
+        except InfrastructureError as exc:
+            return self._finish(Status.FAILED, str(exc))
         if self._meter is not None:
             self._meter.start()
         return None
+
+    def _device_abi(self) -> str | None:
+        """The device's instruction set as it names it (a phone's ABI, a board's machine)."""
+        env = self._environment
+        return env.get(EnvKey.ABI) or env.get(EnvKey.MACHINE)
+
+    def _device_name(self) -> str:
+        env = self._environment
+        return f"{env.get(EnvKey.TARGET) or self._target.name} device {env.get(EnvKey.HOSTNAME) or ''}".strip()
+
+    def _push_device_files(self, workdir: str, local_files: Mapping[str, Path]) -> dict[str, str]:
+        """What the framework makes for this device (a tool built for its CPU, raw inputs),
+        pushed into the workdir; their device paths by key."""
+        stage = getattr(self.job.framework, "device_files", None)
+        if stage is None:
+            return {}
+        scratch = Path(tempfile.mkdtemp(prefix="benchlab-stage-"))
+        try:
+            made = stage(Staging(
+                spec=self.job.spec, test=self.test, config=self.job.config,
+                python=self._target.python_executable(), abi=self._device_abi(),
+                local_files=local_files, scratch=scratch, cache_root=self._cache.root,
+                progress=_show_progress))
+            return {key: self._target.push(path, workdir, path.name) for key, path in made.items()}
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def _pull(self, invocation: Invocation, outcome: CommandResult, into: Path) -> CommandResult:
+        """The files ``invocation`` asked for, pulled from the workdir into ``into``, and the
+        host copies of the job's model files, attached to ``outcome`` for the parser. A file
+        the command did not write is left out: the parser says what is missing."""
+        if not invocation.pull:
+            return outcome
+        pulled: dict[str, Path] = dict(self._local_files)
+        for name in invocation.pull:
+            try:
+                pulled[name] = self._target.pull(f"{self._workdir}/{name}", into / name)
+            except InfrastructureError:
+                continue
+        return replace(outcome, files=pulled)
 
     def step(self) -> Result | None:
         """Run the job's next fresh process; the job's Result when that was its last."""
@@ -278,18 +336,24 @@ class JobMeasurement:
             return self._finish(Status.USER_ERROR, str(exc))
         outputs: list[CommandResult] = []
         span_start = time.monotonic()
-        for invocation in invocations:
-            outcome = target.run(RunRequest(
-                argv=invocation.argv, env=invocation.env, cwd=self._workdir,
-                timeout=test.timeout, cpu_list=test.cpu_list, memory_limit=test.memory_limit,
-            ))
-            outputs.append(outcome)
-            failure = _failure(outcome, test.timeout)
-            if failure is not None:
-                return self._finish(failure[0], failure[1],
-                                    _tail(outcome.stderr) or _tail(outcome.stdout))
-        span_end = time.monotonic()
-        parsed = merge_parsed(self.job.framework.parse(outputs), self._steps.after(repetition))
+        with tempfile.TemporaryDirectory(prefix="benchlab-pulled-") as pulled:
+            for invocation in invocations:
+                outcome = target.run(RunRequest(
+                    argv=invocation.argv, env=invocation.env, cwd=self._workdir,
+                    timeout=test.timeout, cpu_list=test.cpu_list, memory_limit=test.memory_limit,
+                ))
+                failure = _failure(outcome, test.timeout)
+                if failure is not None:
+                    return self._finish(failure[0], failure[1],
+                                        _tail(outcome.stderr) or _tail(outcome.stdout))
+                outputs.append(self._pull(invocation, outcome, Path(pulled)))
+            span_end = time.monotonic()
+            try:
+                parsed = self.job.framework.parse(outputs)
+            except (UserError, InfrastructureError) as exc:
+                # What a device wrote does not read (outputs that do not fit the model).
+                return self._finish(Status.FAILED, str(exc), _tail(outputs[-1].stdout))
+        parsed = merge_parsed(parsed, self._steps.after(repetition))
         if not parsed.samples and not parsed.summaries and not self._steps.reports_at_end:
             why = "printed no metric lines"
             if parsed.malformed:

@@ -16,7 +16,7 @@ from benchlab.schema.diagnosis import Coverage, LayerTable
 from benchlab.report.svg import median
 from benchlab.schema.metrics import METRICS, milliseconds
 from benchlab.schema.units import convert, dimension_of
-from benchlab.schema.result import LATENCY_KEY, DetailKey, Metric, Result, Status, Summary
+from benchlab.schema.result import LATENCY_KEY, DetailKey, EnvKey, Metric, Result, Status, Summary
 
 if TYPE_CHECKING:
     from benchlab.stats.runstats import PairedRatio
@@ -73,6 +73,8 @@ class Cell:
     status: Status
     error: str | None = None
     device: str = ""  #: :attr:`benchlab.schema.result.JobIdentity.device_label`
+    #: How the device's CPU was emulated (its environment's ``emulated``), or None.
+    emulated: str | None = None
     precision: str = "fp32"
     p50: float | None = None
     p90: float | None = None
@@ -235,7 +237,8 @@ def cell_of(result: Result) -> Cell:
     return Cell(
         model=ident.model_name, test=ident.test_identifier, framework=ident.framework,
         label=config_label(ident.framework, ident.framework_config), status=result.status,
-        error=result.error, device=ident.device_label, precision=_precision(result), p50=p50,
+        error=result.error, device=ident.device_label,
+        emulated=result.environment.get(EnvKey.EMULATED), precision=_precision(result), p50=p50,
         p90=columns.get(Metric.LATENCY, "p90"),
         ci_rel=latency.ci_rel_halfwidth if latency else None, latencies=samples,
         process_p50s=rounds,

@@ -40,6 +40,7 @@ _SQNR_CLIP = 160.0
 _EXTRA_CSS = """
 td.fast{font-weight:600}td.tie{font-style:italic}.heat td.n{min-width:70px}.skip{color:#777}
 td.failed{color:#c62828}.wide{overflow-x:auto}
+.emulated{border-left:4px solid #b26a00;padding:.3em .6em;background:#fff8e1}
 td.changed,.changed-note{color:#b26a00;font-weight:600}td.changed{white-space:nowrap}
 .why .warn{color:#b26a00;font-weight:600}.why .muted{color:#777}
 table.layers tr.diverging td{background:#ffe0b2;font-weight:600}
@@ -391,6 +392,11 @@ def matrix_html(
     if facts:
         parts.append('<p class="facts">' + "".join(
             f"<span><b>{esc(k)}</b>: {esc(v)}</span>" for k, v in facts.items()) + "</p>")
+    emulated = sorted({c.device for c in cells if c.emulated})
+    if emulated:
+        parts.append(f'<p class="emulated"><b>Emulated CPU</b> ({esc(", ".join(emulated))}): '
+                     "latency under emulation says nothing about the hardware; the accuracy "
+                     "measured there is the emulated core's own.</p>")
     ok = sum(c.ok for c in cells)
     parts.append(f'<p class="sub">{len(cells)} cells, {ok} measured, {len(cells) - ok} failed, '
                  f"{len(skipped)} not run. Latency is per inference; items/s = batch × "

@@ -26,6 +26,7 @@ from benchlab.report.tables import device_flags, format_ms, results_table, warni
 from benchlab.schema.result import (
     LATENCY_KEY,
     DetailKey,
+    EnvKey,
     Result,
     StopReason,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "download_bar",
     "format_ms",
     "make_console",
+    "emulation_line",
     "noise_line",
     "result_notes",
     "results_table",
@@ -85,6 +87,19 @@ def noise_line(results: Sequence[Result]) -> str | None:
         parts.append(f"{single} cell(s) ran one process, so their interval does not predict "
                      "the next run")
     return "Noise: " + "; ".join(parts)
+
+
+def emulation_line(results: Sequence[Result]) -> str | None:
+    """One line naming the devices whose CPU is emulated (QEMU), or None when there are none:
+    their latencies say nothing about any hardware, only their accuracy and counts do."""
+    devices = sorted({r.identity.device_label for r in results
+                      if r.environment.get(EnvKey.EMULATED)})
+    if not devices:
+        return None
+    cells = sum(1 for r in results if r.environment.get(EnvKey.EMULATED))
+    return (f"Emulated: {cells} of {len(results)} cells ran on an emulated CPU "
+            f"({', '.join(devices)}): latency under emulation says nothing about the hardware; "
+            "the accuracy it measured is the emulated core's own")
 
 
 def result_notes(results: Sequence[Result], *, warnings: bool = True) -> list[str]:

@@ -42,12 +42,18 @@ __all__ = [
     "GenerationTimes",
     "GenerativeBackend",
     "GenerativeReference",
+    "ReferenceAnswers",
     "accuracy_metrics",
+    "answer_reference",
+    "compared_tokens",
+    "forced_tokens",
+    "generation_values",
     "library_loop",
     "load_generative_reference",
     "measure_generation",
     "positions_needed",
     "save_generative_reference",
+    "score_answers",
     "sequences",
     "synthetic_tokens",
     "time_generation",
@@ -238,25 +244,43 @@ def _log_softmax(logits: np.ndarray) -> np.ndarray:
     return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 
 
-def accuracy_metrics(backend: GenerativeBackend, reference: GenerativeReference,
-                     compare_tokens: int) -> dict[Metric, float]:
-    """The backend against the reference: prefill logits, token agreement, first divergence,
-    perplexity (see the module's docstring)."""
-    count = min(compare_tokens, len(reference.tokens))
-    want = reference.tokens[:count]
+@dataclass(frozen=True, slots=True)
+class ReferenceAnswers:
+    """What a backend answered to a generative reference, before any scoring.
+
+    ``forced_logits``: the logits of every position of the reference prompt followed by the
+    reference's continuation (teacher forcing), ``[P + C - 1, V]``; ``free_tokens``: the
+    backend's own greedy continuation of the prompt, ``[C]``; ``text_logprobs``: the
+    log-probability it gives each next token of the reference text, ``[T - 1]``. A device
+    without Python writes these three as raw tensors; the host scores them.
+    """
+
+    forced_logits: np.ndarray
+    free_tokens: np.ndarray
+    text_logprobs: np.ndarray
+
+
+def compared_tokens(reference: GenerativeReference, compare_tokens: int) -> int:
+    """How many continuation tokens are judged: the test's count, at most the reference's."""
+    return min(compare_tokens, len(reference.tokens))
+
+
+def forced_tokens(reference: GenerativeReference, compare_tokens: int) -> np.ndarray:
+    """The tokens fed under teacher forcing: the prompt, then the reference's continuation but
+    its last token (int64)."""
+    want = reference.tokens[:compared_tokens(reference, compare_tokens)]
+    return np.concatenate([reference.prompt, want[:-1]]).astype(np.int64)
+
+
+def answer_reference(backend: GenerativeBackend, reference: GenerativeReference,
+                     compare_tokens: int) -> ReferenceAnswers:
+    """Run ``backend`` on the reference's prompt and texts (see :class:`ReferenceAnswers`)."""
+    count = compared_tokens(reference, compare_tokens)
     # Teacher forcing: the reference's own continuation is fed, so every position is judged
     # in the context the reference saw, even after a first disagreement.
     backend.reset()
-    fed = np.concatenate([reference.prompt, want[:-1]]).astype(np.int64)
-    logits = backend.forward(fed, all_logits=True)
-    prompt_len = len(reference.prompt)
-    prefill = logits[:prompt_len]
-    chosen_forced = logits[prompt_len - 1:].argmax(axis=-1)
-    noise = float(np.sum((prefill.astype(np.float64) - reference.logits) ** 2))
-    signal = float(np.sum(reference.logits.astype(np.float64) ** 2))
-    ref_log, own_log = _log_softmax(reference.logits), _log_softmax(prefill)
-    kl = float(np.mean(np.sum(np.exp(ref_log) * (ref_log - own_log), axis=-1)))
-    # Free running: where the backend's own greedy text first parts from the reference's.
+    forced = backend.forward(forced_tokens(reference, compare_tokens), all_logits=True)
+    # Free running: the backend's own greedy text, to find where it parts from the reference's.
     backend.reset()
     token = int(np.argmax(backend.forward(reference.prompt.astype(np.int64))))
     free = [token]
@@ -265,11 +289,29 @@ def accuracy_metrics(backend: GenerativeBackend, reference: GenerativeReference,
         step[0] = token
         token = int(np.argmax(backend.forward(step)))
         free.append(token)
-    parted = [i for i, (a, b) in enumerate(zip(free, want)) if a != b]
     backend.reset()
     text_logits = backend.forward(reference.text.astype(np.int64), all_logits=True)
     text_log = _log_softmax(text_logits[:-1])
-    nll = -text_log[np.arange(len(reference.text) - 1), reference.text[1:]]
+    logprobs = text_log[np.arange(len(reference.text) - 1), reference.text[1:]]
+    return ReferenceAnswers(forced, np.asarray(free, dtype=np.int64), logprobs)
+
+
+def score_answers(reference: GenerativeReference, answers: ReferenceAnswers,
+                  compare_tokens: int) -> dict[Metric, float]:
+    """The answers against the reference: prefill logits (SQNR, largest error, KL), token
+    agreement under teacher forcing, first divergence, perplexity (the module's docstring)."""
+    count = compared_tokens(reference, compare_tokens)
+    want = reference.tokens[:count]
+    prompt_len = len(reference.prompt)
+    prefill = answers.forced_logits[:prompt_len]
+    chosen_forced = answers.forced_logits[prompt_len - 1:].argmax(axis=-1)
+    noise = float(np.sum((prefill.astype(np.float64) - reference.logits) ** 2))
+    signal = float(np.sum(reference.logits.astype(np.float64) ** 2))
+    ref_log, own_log = _log_softmax(reference.logits), _log_softmax(prefill)
+    kl = float(np.mean(np.sum(np.exp(ref_log) * (ref_log - own_log), axis=-1)))
+    free = answers.free_tokens[:count]
+    parted = [i for i, (a, b) in enumerate(zip(free, want)) if a != b]
+    nll = -answers.text_logprobs.astype(np.float64)
     return {
         Metric.SQNR: 10 * np.log10(signal / noise) if noise > 0 else float("inf"),
         Metric.ERROR_MAX_ABS: float(np.max(np.abs(prefill - reference.logits))),
@@ -280,10 +322,35 @@ def accuracy_metrics(backend: GenerativeBackend, reference: GenerativeReference,
     }
 
 
+def accuracy_metrics(backend: GenerativeBackend, reference: GenerativeReference,
+                     compare_tokens: int) -> dict[Metric, float]:
+    """The backend against the reference: :func:`answer_reference`, then
+    :func:`score_answers`."""
+    return score_answers(reference, answer_reference(backend, reference, compare_tokens),
+                         compare_tokens)
+
+
 def synthetic_tokens(vocab: int, count: int, rng: np.random.Generator) -> np.ndarray:
     """``count`` random token ids other than the first two (begin and end of text), as
     llama-bench's prompts are."""
     return rng.integers(2, vocab, size=count, dtype=np.int64)
+
+
+def generation_values(cold: GenerationTimes, generations: Sequence[GenerationTimes],
+                      prompt_tokens: int) -> list[tuple[Metric, float, str]]:
+    """The samples of a process's generations, as ``(metric, value, unit)`` in print order:
+    the cold generation's TTFT as ``first_inference``, then each measured generation's
+    TTFT, TPOT, latency, prefill and decode rates, then every inter-token gap. benchlab's
+    runner and the host reading a device's clock readings both use it."""
+    values: list[tuple[Metric, float, str]] = [
+        (Metric.FIRST_INFERENCE, cold.metrics(prompt_tokens)[Metric.TTFT], "ms")]
+    per_generation = [g.metrics(prompt_tokens) for g in generations]
+    for metric in (Metric.TTFT, Metric.TPOT, Metric.LATENCY, Metric.PREFILL_RATE,
+                   Metric.DECODE_RATE):
+        values += [(metric, m[metric], METRICS[metric].unit) for m in per_generation]
+    values += [(Metric.INTER_TOKEN_LATENCY, gap, "ms") for g in generations
+               for gap in g.gaps_ms()]
+    return values
 
 
 def measure_generation(backend: GenerativeBackend, config: RunnerConfig, out: TextIO, *,
@@ -319,15 +386,8 @@ def measure_generation(backend: GenerativeBackend, config: RunnerConfig, out: Te
     window = {"clock": "monotonic", "start": window_start, "end": time.monotonic(),
               "iterations": len(generations)}
     lines = list(head)
-    lines.append(format_metric("NET", Metric.FIRST_INFERENCE,
-                               cold.metrics(work.prompt_tokens)[Metric.TTFT], "ms"))
-    per_generation = [g.metrics(work.prompt_tokens) for g in generations]
-    for metric in (Metric.TTFT, Metric.TPOT, Metric.LATENCY, Metric.PREFILL_RATE,
-                   Metric.DECODE_RATE):
-        lines += [format_metric("NET", metric, m[metric], METRICS[metric].unit)
-                  for m in per_generation]
-    lines += [format_metric("NET", Metric.INTER_TOKEN_LATENCY, gap, "ms")
-              for g in generations for gap in g.gaps_ms()]
+    lines += [format_metric("NET", metric, value, unit) for metric, value, unit
+              in generation_values(cold, generations, work.prompt_tokens)]
     peak = memory_peak()
     if peak is not None:
         lines.append(format_metric("NET", Metric.MEMORY_PEAK, peak, "MiB"))

@@ -292,6 +292,9 @@ class EnvKey(StrEnum):
     BOARD = "board"  #: str, the board platform (a SoC name on most phones)
     HARDWARE = "hardware"
     ABI = "abi"  #: str, the primary CPU ABI (arm64-v8a...)
+    #: str, how the device's CPU is emulated (QEMU), where it says so: its latencies say
+    #: nothing about any hardware, and no trend or flag mixes them with a real device's
+    EMULATED = "emulated"
     ANDROID = "android"  #: str, the Android release
     SDK = "sdk"  #: str, the Android SDK level
     # Device state (targets/probe.py): what changes while benchmarks run.

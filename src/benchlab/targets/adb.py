@@ -230,6 +230,11 @@ class AdbTarget(ShellTarget):
         info: dict[str, Any] = {EnvKey.TARGET: "adb", "serial": self.chosen_serial()}
         info.update({name: props.get(key) for name, key in IDENTITY_PROPS.items()})
         info[EnvKey.HOSTNAME] = f"{info.get(EnvKey.MODEL) or 'android'}-{info['serial']}"
+        emulated = emulation_of(props)
+        if emulated:
+            # In the device's name, so that every table, page and trend keeps it apart.
+            info[EnvKey.EMULATED] = emulated
+            info[EnvKey.HOSTNAME] += " (emulated)"
         state = self.device_state()
         info[EnvKey.CPU_COUNT] = len(state.get("cpus") or {}) or None
         info[EnvKey.CLUSTERS] = state.get("clusters")
@@ -356,6 +361,17 @@ class AdbTarget(ShellTarget):
                 return
             time.sleep(1.0)
         raise InfrastructureError(f"{self._chosen} did not finish booting within {timeout:g} s")
+
+
+def emulation_of(props: dict[str, str]) -> str | None:
+    """How the phone says it is emulated (Android's emulator sets ``ro.boot.qemu``, older
+    releases ``ro.kernel.qemu``), or None for a real phone."""
+    for key in ("ro.boot.qemu", "ro.kernel.qemu"):
+        if props.get(key) == "1":
+            return (f"QEMU ({key}=1): latency under emulation says nothing about the "
+                    "hardware; /proc/cpuinfo may show the emulator's host, the runner's own "
+                    "reading (hwcaps, MIDR) shows the emulated core")
+    return None
 
 
 def parse_dumpsys_battery(text: str) -> dict[str, Any] | None:

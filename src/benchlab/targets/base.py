@@ -49,6 +49,9 @@ class CommandResult:
 
     ``returncode`` is negative when a signal ended the process (``-9`` for SIGKILL). ``log``
     holds the device log written while the command ran (Android's logcat), where captured.
+    ``files`` are local copies of what the command's invocation asked to bring back (pulled
+    from the device by name) and of the job's model files (``files.KEY``), for a parser that
+    reads outputs a tool wrote to files; they last until the output is parsed.
     """
 
     returncode: int | None
@@ -57,6 +60,7 @@ class CommandResult:
     duration: float
     timed_out: bool = False
     log: str = ""
+    files: Mapping[str, Path] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

@@ -10,6 +10,6 @@ adb server to drive it with.
 """
 
 from benchlab_standin.adbd import StandinPhone
-from benchlab_standin.profile import DeviceProfile, default_profile
+from benchlab_standin.profile import DeviceProfile, arm_profile, default_profile
 
-__all__ = ["DeviceProfile", "StandinPhone", "default_profile"]
+__all__ = ["DeviceProfile", "StandinPhone", "arm_profile", "default_profile"]

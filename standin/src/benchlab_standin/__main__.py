@@ -10,7 +10,8 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from benchlab_standin import StandinPhone, default_profile
+from benchlab_standin import StandinPhone, arm_profile, default_profile
+from benchlab_standin.profile import ARM_CORES
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,12 +24,17 @@ def main(argv: list[str] | None = None) -> int:
                              "(default: a new temporary directory)")
     parser.add_argument("--unrooted", action="store_true", help="a user build: no su")
     parser.add_argument("--discharging", action="store_true", help="start unplugged")
+    parser.add_argument("--arm", choices=sorted(ARM_CORES), default=None,
+                        help="an ARM phone: pushed aarch64 programs run on this emulated core "
+                             "(QEMU user mode; needs qemu-user-static, and root once to "
+                             "register it with binfmt_misc)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log every service opened")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(name)s: %(message)s")
     root = args.root or Path(tempfile.mkdtemp(prefix="benchlab-standin-"))
-    profile = replace(default_profile(), rooted=not args.unrooted,
+    base = arm_profile(args.arm) if args.arm else default_profile()
+    profile = replace(base, rooted=not args.unrooted,
                       charging=not args.discharging)
     # Ctrl-C (or SIGTERM) only sets a flag: an interrupt landing mid-start or mid-stop must
     # not leave the sandbox half-written or the port open.

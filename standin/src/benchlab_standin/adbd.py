@@ -44,6 +44,7 @@ from benchlab_standin.adb_protocol import (
     A_AUTH, A_CLSE, A_CNXN, A_OKAY, A_OPEN, A_STLS, A_VERSION, A_WRTE, MAX_PAYLOAD, Message,
     ProtocolError, command_name, read_message,
 )
+from benchlab_standin.emulation import enable_aarch64
 from benchlab_standin.profile import DeviceProfile, default_profile
 from benchlab_standin.services import (
     Sandbox, serve_root, serve_shell, serve_shell_v2, serve_sync,
@@ -285,7 +286,7 @@ class StandinPhone:
         self.root = Path(root).absolute()
         self.root.mkdir(parents=True, exist_ok=True)
         self.profile = profile or default_profile()
-        self.sandbox = Sandbox(self.root)
+        self.sandbox = Sandbox(self.root, self.profile.emulated_cpu)
         self.host = host
         self._requested_port = port
         self._port: int | None = None
@@ -318,7 +319,13 @@ class StandinPhone:
             return len(self._connections)
 
     def start(self) -> StandinPhone:
-        """Boot the sandbox, start the simulation and listen."""
+        """Boot the sandbox, start the simulation and listen. An ARM profile first makes sure
+        aarch64 programs run here (:func:`benchlab_standin.emulation.enable_aarch64`) and
+        raises ``RuntimeError`` saying why when they cannot."""
+        if self.profile.emulated_cpu:
+            why = enable_aarch64()
+            if why is not None:
+                raise RuntimeError(f"the ARM stand-in cannot run aarch64 programs here: {why}")
         self._stopped.clear()
         self.profile.materialize(self.root)
         self.sim = PhoneSimulation(self.root, self.profile)

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from benchlab_standin.toolbox import install as install_shims
 
-__all__ = ["CpuCluster", "DeviceProfile", "ThermalZone", "default_profile"]
+__all__ = ["ARM_CORES", "CpuCluster", "DeviceProfile", "ThermalZone", "arm_profile",
+           "default_profile"]
 
 # Files an unrooted phone's shell user cannot write (mode 0444 when ``rooted`` is False).
 WRITABLE_CPUFREQ = ("scaling_governor", "scaling_min_freq", "scaling_max_freq",
@@ -119,6 +120,10 @@ class DeviceProfile:
     mem_total_kb: int = 7_812_500
     reboot_seconds: float = 1.5
     extra_props: tuple[tuple[str, str], ...] = field(default=())
+    #: The QEMU CPU model its programs run on (``cortex-a53``...), for an ARM phone whose
+    #: pushed programs are real aarch64 code (:func:`arm_profile`); None: the host's own CPU
+    #: and tools, as the stand-in always was.
+    emulated_cpu: str | None = None
 
     @property
     def cpu_count(self) -> int:
@@ -169,6 +174,10 @@ class DeviceProfile:
             "init.svc.adbd": "running",
             "persist.sys.timezone": "UTC",
         }
+        if self.emulated_cpu:
+            # How Android's own emulator says what it is.
+            props["ro.boot.qemu"] = "1"
+            props["ro.kernel.qemu"] = "1"
         props.update(dict(self.extra_props))
         return props
 
@@ -196,6 +205,8 @@ class DeviceProfile:
         self._write_power(root / "sys/class/power_supply")
         self._write_proc(root / "proc")
         install_shims(root / "system/bin", rooted=self.rooted)
+        if self.emulated_cpu:
+            _link_host_tools(root / "system/xbin")
 
     def _write_cpus(self, base: Path) -> None:
         span = f"0-{self.cpu_count - 1}"
@@ -261,8 +272,10 @@ class DeviceProfile:
         _write(base / "ac/online", "0\n")
 
     def _write_proc(self, base: Path) -> None:
-        features = ("fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid "
-                    "asimdrdm lrcpc dcpop asimddp")
+        core = ARM_CORES.get(self.emulated_cpu or "")
+        features = core[1] if core else (
+            "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid "
+            "asimdrdm lrcpc dcpop asimddp")
         blocks = []
         for cpu in range(self.cpu_count):
             cluster = self.cluster_of(cpu)
@@ -280,6 +293,50 @@ class DeviceProfile:
             f"MemAvailable:   {total // 2:8d} kB\nBuffers:        {total // 400:8d} kB\n"
             f"Cached:         {total // 5:8d} kB\nSwapTotal:      {total // 2:8d} kB\n"
             f"SwapFree:       {total // 2:8d} kB\n"))
+
+
+#: QEMU CPU model → (ARM part number, the features its kernel shows in /proc/cpuinfo).
+ARM_CORES = {
+    "cortex-a53": (0xD03, "fp asimd evtstrm aes pmull sha1 sha2 crc32 cpuid"),
+    "cortex-a76": (0xD0B, "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp "
+                          "cpuid asimdrdm lrcpc dcpop asimddp"),
+}
+# Host programs a phone's shell has no counterpart of, and must not find: no Python on a phone.
+_NOT_ON_A_PHONE = ("python", "pip", "pydoc", "idle", "2to3")
+
+
+def _link_host_tools(folder: Path) -> None:
+    """The shell tools of an ARM stand-in: the host's (its shell is the host's), without
+    Python, so that nothing benchlab starts there can fall back on it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for source in ("/usr/bin", "/bin", "/usr/sbin", "/sbin"):
+        try:
+            names = os.listdir(source)
+        except OSError:
+            continue
+        for name in names:
+            link = folder / name
+            if name.startswith(_NOT_ON_A_PHONE) or link.is_symlink() or link.exists():
+                continue
+            link.symlink_to(os.path.join(source, name))
+
+
+def arm_profile(cpu: str = "cortex-a53", *, cores: int = 4) -> DeviceProfile:
+    """An ARM phone whose programs run on an emulated ``cpu`` (QEMU's model name): ``cores``
+    cores in one cluster, Cortex-A53 at 1.4 GHz (the edge study's most common phone core) or
+    Cortex-A76 at 2.4 GHz (ARMv8.2, with the dot-product instructions)."""
+    if cpu not in ARM_CORES:
+        raise ValueError(f"no ARM stand-in for {cpu!r}; there are {', '.join(ARM_CORES)}")
+    part = ARM_CORES[cpu][0]
+    top = 1_401_600 if cpu == "cortex-a53" else 2_400_000
+    cluster = CpuCluster("cpu", tuple(range(cores)),
+                         tuple(top * k // 8 for k in range(2, 9)), part=part, capacity=1024)
+    name = cpu.replace("cortex-", "")
+    return DeviceProfile(product_name=f"standin_{name}", model=f"Standin {name.upper()}",
+                         device=f"standin_{name}", soc_model=f"EMU-{name.upper()}",
+                         board_platform="qemu", serialno=f"STANDIN{name.upper()}",
+                         clusters=(cluster,), emulated_cpu=cpu,
+                         mem_total_kb=3_906_250)
 
 
 def _write(path: Path, text: str, mode: int = 0o644) -> None:

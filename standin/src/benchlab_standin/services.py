@@ -71,8 +71,9 @@ class StreamLike(Protocol):
 class Sandbox:
     """The directory that plays the device filesystem, and how commands run inside it."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, emulated_cpu: str | None = None) -> None:
         root = Path(root).absolute()
+        self.emulated_cpu = emulated_cpu
         if not _SAFE_ROOT.match(str(root)):
             raise ValueError(f"sandbox root {root} has characters that would need shell "
                              "quoting; paths are rewritten into commands unquoted")
@@ -91,7 +92,13 @@ class Sandbox:
         """A phone-like environment; path-valued variables point into the sandbox."""
         host_path = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
         tmp = str(self.host_path("/data/local/tmp"))
+        emulated = {}
+        if self.emulated_cpu:
+            # An ARM phone: its tools without Python, its programs on the emulated core.
+            host_path = str(self.host_path("/system/xbin"))
+            emulated = {"QEMU_CPU": self.emulated_cpu}
         return {
+            **emulated,
             "PATH": f"{self.host_path('/system/bin')}:{host_path}",
             "HOME": tmp, "TMPDIR": tmp,
             "ANDROID_DATA": str(self.host_path("/data")),

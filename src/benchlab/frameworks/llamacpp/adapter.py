@@ -4,12 +4,25 @@ llama.cpp has no forward-pass workload to offer benchlab's other tests."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from benchlab.errors import UsageError
-from benchlab.frameworks.base import Invocation, JobContext, RunnerFramework
-from benchlab.spec.types import ModelDef
+from benchlab.frameworks.base import Invocation, JobContext, RunnerFramework, Staging
+from benchlab.frameworks.llamacpp.device import (
+    DEVICE_ONLY_OPTIONS,
+    DEVICE_PREFIX,
+    RUNNERS,
+    device_invocation,
+    parse_device_output,
+    stage_device_files,
+    uses_device_runner,
+)
+from benchlab.protocol.lines import ParsedOutput
+from benchlab.spec.types import FrameworkConfig, ModelDef
+from benchlab.targets.base import CommandResult
 
 __all__ = ["CACHE_TYPES", "GGUF_FILES", "LlamaCppFramework"]
 
@@ -29,7 +42,13 @@ class LlamaCppFramework(RunnerFramework):
     needs), ``parallel`` (sequences decoded together, llama-server's ``-np``, 1: a load
     scenario's server batches its queries on them), ``poll``
     (the threadpool's polling level, 0-100, 50 as llama.cpp's tools; ``none`` attaches no
-    pool)."""
+    pool).
+
+    On a target without Python (a phone) it runs benchlab's own native runner instead,
+    built for the device's CPU (``device.py``); ``runner`` (``auto``, ``python`` or
+    ``native``) chooses, ``arch`` sets the CPU level it is built for (aarch64:
+    ``armv8-a`` by default, ``armv8.2-a+dotprod``...), ``sources`` builds it from a llama.cpp
+    folder of the user's instead of ``llama-cpp-python``'s sdist."""
 
     name = "llamacpp"
     requires = ("llama_cpp", "llama-cpp-python", "llamacpp")
@@ -39,7 +58,8 @@ class LlamaCppFramework(RunnerFramework):
     generative_file = GGUF_FILES["fp32"]
     generative_precisions = GGUF_FILES
     generative_options = frozenset({"threads", "precision", "n_batch", "flash_attn",
-                                    "cache_type", "n_ctx", "parallel", "poll"})
+                                    "cache_type", "n_ctx", "parallel", "poll"}
+                                   | DEVICE_ONLY_OPTIONS)
 
     def why_not_generative(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
         """The base checks (options known, the file of ``precision`` present), then each
@@ -58,6 +78,9 @@ class LlamaCppFramework(RunnerFramework):
             return f"llamacpp flash_attn must be true or false, not {flash!r}"
         if cache == "q8_0" and str(flash).lower() not in ("true", "1"):
             return "llamacpp cache_type=q8_0 needs flash_attn=true (llama.cpp's rule)"
+        runner = str(options.get("runner", "auto"))
+        if runner not in RUNNERS:
+            return f"llamacpp runner must be one of {', '.join(RUNNERS)}, not {runner!r}"
         poll = str(options.get("poll", "50")).lower()
         if poll != "none" and not (poll.isdigit() and int(poll) <= 100):
             return f"llamacpp poll must be 0 to 100 or none, not {options.get('poll')!r}"
@@ -67,8 +90,23 @@ class LlamaCppFramework(RunnerFramework):
                 return f"llamacpp {option} must be a positive integer, not {value!r}"
         return None
 
+    def device_files(self, staging: Staging) -> dict[str, Path]:
+        """The native runner built for the device, where the job runs it (``device.py``)."""
+        return stage_device_files(self, staging)
+
+    def parse(self, results: Sequence[CommandResult]) -> ParsedOutput:
+        """The device runner's lines where it ran; benchlab's metric lines otherwise."""
+        if any(DEVICE_PREFIX in r.stdout for r in results):
+            return parse_device_output(results)
+        return super().parse(results)
+
     def invocations(self, ctx: JobContext) -> list[Invocation]:
         """One runner process per repetition of a generative test; nothing else runs."""
+        if uses_device_runner(ctx.python, ctx.config.options):
+            return [device_invocation(self, ctx)]
+        host_options = {k: v for k, v in ctx.config.options.items()
+                        if k not in DEVICE_ONLY_OPTIONS}
+        ctx = replace(ctx, config=FrameworkConfig(ctx.config.name, host_options))
         if ctx.test.generate is None:
             raise UsageError(f"llamacpp runs generative tests only; test "
                              f"{ctx.test.identifier!r} has no generate block")

@@ -1,0 +1,29 @@
+"""Tools benchlab builds for devices without Python: a device's architecture read from its
+programs (:mod:`~benchlab.devicetools.elf`), the compilers that build for it
+(:mod:`~benchlab.devicetools.toolchain`), the cache of what was built
+(:mod:`~benchlab.devicetools.cache`) and llama.cpp's programs with benchlab's own runner
+(:mod:`~benchlab.devicetools.llamacpp`)."""
+
+from __future__ import annotations
+
+from benchlab.devicetools.cache import BuildCache, BuiltTools
+from benchlab.devicetools.elf import (
+    architecture_of_abi,
+    elf_architecture,
+    refuse_wrong_architecture,
+)
+from benchlab.devicetools.llamacpp import RUNNER, build_llama_tools
+from benchlab.devicetools.toolchain import Toolchain, find_toolchain, host_architecture
+
+__all__ = [
+    "RUNNER",
+    "BuildCache",
+    "BuiltTools",
+    "Toolchain",
+    "architecture_of_abi",
+    "build_llama_tools",
+    "elf_architecture",
+    "find_toolchain",
+    "host_architecture",
+    "refuse_wrong_architecture",
+]
