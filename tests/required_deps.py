@@ -25,6 +25,9 @@ REQUIRED = {
     "browser": "headless Chromium driven by Playwright (Debian: apt-get install chromium)",
     "llamacpp": "llama-cpp-python, which README's test command compiles (pip install "
                 "'benchlab[llamacpp]')",
+    "arm": "the ARM stand-in: QEMU's aarch64 emulator registered with binfmt_misc (root once) "
+           "and a cross compiler (Debian: apt-get install qemu-user-static "
+           "g++-aarch64-linux-gnu cmake)",
 }
 """Each dependency a test may not skip for: marker name → what to install."""
 

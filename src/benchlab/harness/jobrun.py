@@ -242,17 +242,19 @@ class JobMeasurement:
         if self.job.spec.model.metadata:
             self._details[DetailKey.MODEL_INFO] = dict(self.job.spec.model.metadata)
         try:
+            binary = self.job.config.options.get(NATIVE_BINARY)
+            local = None
+            if isinstance(binary, str) and Path(binary).expanduser().is_file():
+                # A native runner (benchmark_model, executor_runner...) given as a host path:
+                # one built for another CPU is refused before anything travels.
+                local = Path(binary).expanduser()
+                refuse_wrong_architecture(local, self._device_abi(), device=self._device_name())
             files = {
                 key: target.push(path, workdir,
                                  path.name if key.startswith("input_files.") else None)
                 for key, path in local_files.items()
             }
-            binary = self.job.config.options.get(NATIVE_BINARY)
-            if isinstance(binary, str) and Path(binary).expanduser().is_file():
-                # A native runner (benchmark_model, executor_runner...) given as a host path:
-                # one built for another CPU is refused before it travels.
-                local = Path(binary).expanduser()
-                refuse_wrong_architecture(local, self._device_abi(), device=self._device_name())
+            if local is not None:
                 files[f"native.{NATIVE_BINARY}"] = target.push(local, workdir, local.name)
             files.update(self._push_device_files(workdir, local_files))
             self._steps.start(target, workdir, files)

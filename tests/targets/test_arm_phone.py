@@ -1,0 +1,195 @@
+"""The ARM stand-in phone, through the real adb client: aarch64 code on an emulated core
+(QEMU user mode, a CPU model per phone), no Python, and llama.cpp built by benchlab for it.
+
+The first test to need the runner builds it into the run's shared artifact cache (about two
+minutes on two cores, docs/performance.md); every other test and worker reuses the entry.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from benchlab_standin import StandinPhone, arm_profile
+from benchlab_standin.adbserver import AdbServer, isolated_adb_server
+
+import benchlab
+from benchlab.devicetools import BuiltTools, build_llama_tools, elf_architecture
+from benchlab.devicetools.llamacpp import RUNNER
+from benchlab.errors import InfrastructureError
+from benchlab.schema.generation import Generation
+from benchlab.schema.result import EnvKey, Metric, Status, metric_key
+from benchlab.targets.adb import AdbTarget
+from benchlab.targets.armcpu import arm_cpu
+from benchlab.targets.base import RunRequest
+
+pytestmark = [pytest.mark.arm, pytest.mark.slow]
+
+GENERATION = [Generation(prompt_tokens=16, new_tokens=8)]
+QUICK = benchlab.TestOverrides(repeat=1, iter=2, warmup=0, min_time=0.0, threads=2)
+
+
+@pytest.fixture(scope="module")
+def arm_phones(tmp_path_factory: pytest.TempPathFactory
+               ) -> Iterator[tuple[AdbServer, dict[str, StandinPhone]]]:
+    """A Cortex-A53 phone and a Cortex-A76 one on an adb server of their own."""
+    if shutil.which("adb") is None:
+        pytest.skip("the adb client is not installed (apt-get install adb)")
+    root = tmp_path_factory.mktemp("arm")
+    phones: dict[str, StandinPhone] = {}
+    try:
+        for cpu in ("cortex-a53", "cortex-a76"):
+            phones[cpu] = StandinPhone(root / cpu, profile=arm_profile(cpu)).start()
+    except RuntimeError as exc:
+        for phone in phones.values():
+            phone.stop()
+        pytest.skip(str(exc))
+    try:
+        with isolated_adb_server() as server:
+            for phone in phones.values():
+                server.connect(phone.serial)
+            yield server, phones
+    finally:
+        for phone in phones.values():
+            phone.stop()
+
+
+@pytest.fixture(scope="module")
+def arm_tools(zoo_cache_dir: Path) -> BuiltTools:
+    """benchlab's llama.cpp runner for aarch64, in the cache the test sweeps use."""
+    try:
+        return build_llama_tools("aarch64", zoo_cache_dir / "devicetools")
+    except InfrastructureError as exc:
+        pytest.skip(f"cannot build for aarch64 here: {exc}")
+
+
+def _target(server: AdbServer, phone: StandinPhone) -> str:
+    return f"adb:serial={phone.serial},server_port={server.port}"
+
+
+def test_the_arm_phone_is_an_arm64_phone_without_python(
+        arm_phones: tuple[AdbServer, dict[str, StandinPhone]]) -> None:
+    server, phones = arm_phones
+    target = AdbTarget(phones["cortex-a53"].serial, server_port=server.port)
+    assert target.properties()["ro.product.cpu.abi"] == "arm64-v8a"
+    said = target.shell("command -v python3 python || echo no-python").stdout.strip()
+    assert said == "no-python"
+    described = target.describe()
+    assert described[EnvKey.EMULATED].startswith("QEMU (ro.boot.qemu=1)")
+    assert described[EnvKey.HOSTNAME].endswith("(emulated)")
+    # The kernel's view of the cores, as the stand-in writes it: no dot product on the A53.
+    cpuinfo = target.shell("cat /proc/cpuinfo").stdout
+    assert "CPU part\t: 0xd03" in cpuinfo and "asimddp" not in cpuinfo
+
+
+def test_pushed_aarch64_code_runs_on_each_phones_own_core(
+        arm_phones: tuple[AdbServer, dict[str, StandinPhone]], arm_tools: BuiltTools,
+        tmp_path: Path) -> None:
+    server, phones = arm_phones
+    runner = arm_tools.program(RUNNER)
+    assert elf_architecture(runner) == "aarch64"
+    seen = {}
+    for cpu, phone in phones.items():
+        target = AdbTarget(phone.serial, server_port=server.port)
+        workdir = target.make_workdir("cpu")
+        pushed = target.push(runner, workdir)
+        result = target.run(RunRequest(argv=f"chmod +x {pushed} && {pushed} --cpu",
+                                       cwd=workdir, timeout=120))
+        target.remove_workdir(workdir)
+        assert result.returncode == 0, result.stderr
+        line = next(x for x in result.stdout.splitlines() if x.startswith("BENCHLAB_DEVICE "))
+        seen[cpu] = arm_cpu(json.loads(line.removeprefix("BENCHLAB_DEVICE "))["cpu"])
+    assert seen["cortex-a53"]["core"] == "Cortex-A53"
+    assert "asimddp" not in seen["cortex-a53"]["features"]
+    assert seen["cortex-a53"]["int8_instructions"] == "NEON without dot product"
+    assert seen["cortex-a76"]["core"] == "Cortex-A76"
+    assert "asimddp" in seen["cortex-a76"]["features"]
+    assert seen["cortex-a76"]["int8_instructions"] == "dot product (SDOT)"
+    # Under Debian's QEMU, the emulator's own /proc/cpuinfo is the host's: the reason the
+    # runner reads hwcaps and MIDR instead.
+    host = subprocess.run(["qemu-aarch64-static", "-cpu", "cortex-a53", str(runner), "--cpu"],
+                          capture_output=True, text=True, timeout=60, check=True)
+    assert '"midr":1091555380' in host.stdout  # 0x410fd034: ARM, part 0xd03, the A53
+
+
+def test_llama_15m_runs_on_the_arm_phone_as_benchlab_built_it(
+        arm_phones: tuple[AdbServer, dict[str, StandinPhone]], arm_tools: BuiltTools,
+        zoo_cache_dir: Path, tmp_path: Path) -> None:
+    server, phones = arm_phones
+    phone = phones["cortex-a53"]
+    results = benchlab.run(
+        models=["llama_15m"], frameworks=["llamacpp:precision=fp32", "llamacpp:precision=q8_0"],
+        target=_target(server, phone), generations=GENERATION,
+        overrides=benchlab.TestOverrides(repeat=1, iter=2, warmup=0, min_time=0.0,
+                                         threads=2, profile_ops=True),
+        cache_dir=zoo_cache_dir, db=tmp_path / "arm.db")
+    by_precision = {r.identity.framework_config.get("precision", "fp32"): r for r in results}
+    assert set(by_precision) == {"fp32", "q8_0"}
+    for result in by_precision.values():
+        assert result.status is Status.OK, result.error
+        summaries = result.summaries
+        assert summaries[metric_key("NET", Metric.TTFT)].p50 > 0
+        assert summaries[metric_key("NET", Metric.TPOT)].p50 > 0
+        # Per-operator rows from the device, in the same table as a host run's.
+        assert summaries[metric_key("MUL_MAT", Metric.LATENCY)].p50 > 0
+        details, env = result.details, result.environment
+        assert details["tool"] == RUNNER
+        assert details["device_cpu"]["core"] == "Cortex-A53"
+        assert "NEON = 1" in details["kernels"]
+        assert details["device_build"]["architecture"] == "aarch64"
+        assert details["device_build"]["key"] == arm_tools.key  # built once, reused
+        assert env[EnvKey.ABI] == "arm64-v8a" and env[EnvKey.EMULATED]
+        assert result.identity.device_label.endswith("(emulated)")
+    fp32 = by_precision["fp32"].summaries
+    # The device's fp32 answer against the host's transformers reference: its greedy tokens
+    # (teacher-forced) and its prefill logits.
+    assert fp32[metric_key("NET", Metric.TOKEN_AGREEMENT)].p50 == 1.0
+    assert fp32[metric_key("NET", Metric.SQNR)].p50 > 60
+    q8 = by_precision["q8_0"].summaries
+    assert 20 < q8[metric_key("NET", Metric.SQNR)].p50 < fp32[metric_key("NET", Metric.SQNR)].p50
+    # Nothing is left on the phone: every job's workdir was removed.
+    leftovers = list((phone.root / "data/local/tmp/benchlab").glob("benchlab-*"))
+    assert leftovers == []
+
+
+def test_a_users_gguf_file_and_a_broken_one_on_the_arm_phone(
+        arm_phones: tuple[AdbServer, dict[str, StandinPhone]], arm_tools: BuiltTools,
+        llama_15m_export: object, zoo_cache_dir: Path, tmp_path: Path) -> None:
+    server, phones = arm_phones
+    files = llama_15m_export.files  # type: ignore[attr-defined]
+    mine = Path(shutil.copy(files["gguf_q4_k_m"], tmp_path / "my-model.gguf"))
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(mine.read_bytes()[: mine.stat().st_size // 3])
+    common = dict(target=_target(server, phones["cortex-a76"]), generations=GENERATION,
+                  overrides=QUICK, cache_dir=zoo_cache_dir)
+    ok = benchlab.run(model=str(mine), db=tmp_path / "mine.db", **common)
+    (result,) = ok
+    assert result.status is Status.OK, result.error
+    assert result.identity.model_name == "my-model"
+    assert result.summaries[metric_key("NET", Metric.TPOT)].p50 > 0
+    assert result.details["device_cpu"]["core"] == "Cortex-A76"
+    # A file llama.cpp cannot load fails its job with the runner's reason.
+    (failed,) = benchlab.run(model=str(broken), db=tmp_path / "broken.db", **common)
+    assert failed.status is Status.FAILED
+    assert "cannot load" in (failed.stderr_tail or "") + (failed.error or "")
+
+
+def test_a_binary_for_another_cpu_is_refused_before_anything_is_pushed(
+        arm_phones: tuple[AdbServer, dict[str, StandinPhone]], onnx_file: Path,
+        tmp_path: Path) -> None:
+    server, phones = arm_phones
+    phone = phones["cortex-a53"]
+    x86 = Path(shutil.copy("/bin/true", tmp_path / "onnxruntime_perf_test"))
+    assert elf_architecture(x86) == "x86_64"
+    (result,) = benchlab.run(model=str(onnx_file), inputs=["1x8"],
+                             frameworks=[f"onnxruntime:binary={x86}"],
+                             target=_target(server, phone), overrides=QUICK,
+                             cache_dir=tmp_path / "cache", db=tmp_path / "r.db")
+    assert result.status is Status.USER_ERROR
+    assert "built for x86_64" in result.error and "arm64-v8a (aarch64)" in result.error
+    pushed = [p.name for p in (phone.root / "data").rglob("*") if p.is_file()]
+    assert "onnxruntime_perf_test" not in pushed and onnx_file.name not in pushed
