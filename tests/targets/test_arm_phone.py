@@ -13,6 +13,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from benchlab_standin import StandinPhone, arm_profile
 from benchlab_standin.adbserver import AdbServer, isolated_adb_server
@@ -193,3 +194,18 @@ def test_a_binary_for_another_cpu_is_refused_before_anything_is_pushed(
     assert "built for x86_64" in result.error and "arm64-v8a (aarch64)" in result.error
     pushed = [p.name for p in (phone.root / "data").rglob("*") if p.is_file()]
     assert "onnxruntime_perf_test" not in pushed and onnx_file.name not in pushed
+
+
+def test_outputs_come_back_from_the_phone_as_arrays_and_tensors(
+        arm_phones: tuple[AdbServer, dict[str, StandinPhone]], arm_tools: BuiltTools,
+        llama_15m_export: object, zoo_cache_dir: Path) -> None:
+    server, phones = arm_phones
+    got = benchlab.outputs("llama_15m", "llamacpp", target=_target(server, phones["cortex-a76"]),
+                           cache_dir=zoo_cache_dir)
+    (logits,) = got.outputs
+    (reference,) = got.reference or []
+    assert logits.shape == reference.shape == (len(got.inputs["tokens"]), 8192)
+    assert logits.dtype == np.float32
+    assert got.errors["sqnr"] > 60 and got.errors["token_agreement"] == 1.0
+    (tensor,) = got.as_torch()
+    assert tuple(tensor.shape) == logits.shape

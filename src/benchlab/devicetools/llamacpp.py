@@ -172,7 +172,9 @@ def _build(cache: BuildCache, key: str, identity: dict[str, object], toolchain: 
         "-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF", "-DGGML_NATIVE=OFF",
         "-DGGML_OPENMP=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF",
         "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF",
+        # llama-bench needs llama.cpp's common library, which a subproject leaves out.
         f"-DLLAMA_BUILD_TOOLS={'ON' if BENCH in wanted else 'OFF'}",
+        f"-DLLAMA_BUILD_COMMON={'ON' if BENCH in wanted else 'OFF'}",
         "-DCMAKE_EXE_LINKER_FLAGS=-static",
         *([f"-DGGML_CPU_ARM_ARCH={flags}"] if flags and toolchain.architecture == "aarch64"
           else []),

@@ -20,13 +20,16 @@ import numpy as np
 from benchlab.spec.artifacts import ArtifactCache, default_cache_dir
 from benchlab.schema.diagnosis import LayerTable
 from benchlab.errors import InfrastructureError, UsageError
-from benchlab.frameworks.base import Framework, JobContext, Unsupported
+from benchlab.frameworks.base import Framework, JobContext, Staging, Unsupported
 from benchlab.frameworks.common import REFERENCE_KEY
 from benchlab.harness.jobrun import fetch_files
 from benchlab.plugins import load_framework, open_target
 from benchlab.protocol.lines import parse_output
+from benchlab.protocol.tensorfiles import read_tensors
 from benchlab.runner.accuracy import error_stats, load_reference, save_reference
-from benchlab.schema.result import DetailKey
+from benchlab.runner.generate import ReferenceAnswers, load_generative_reference, score_answers
+from benchlab.schema.generation import Generation
+from benchlab.schema.result import DetailKey, EnvKey
 from benchlab.schema.settings import setting_info
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
 from benchlab.targets.base import RunRequest, Target
@@ -90,6 +93,9 @@ def outputs(
     reference was made from the same inputs. ``target`` (``"ssh:host=pi,python=..."``,
     ``"adb:serial=X,python=..."`` or a target object) runs it on that device: the model and
     inputs are pushed, the outputs pulled back, and the errors computed here, as on the host.
+    On a device without Python (a phone), a text generator on ``llamacpp`` answers through
+    the runner benchlab builds for the device's CPU: the outputs are the prefill logits of the
+    model's reference prompt, and ``errors`` its scores (SQNR, KL, token agreement...).
     ``layer_errors`` also compares every layer's output with the reference model's, in the
     runner as ``--layer-errors`` does (:attr:`ModelOutputs.layers`). ``timeout`` (s) kills the
     runner; by default the ``timeout`` test setting's default.
@@ -105,11 +111,11 @@ def outputs(
         raise UsageError(f"{spec.model.name} cannot run on {config.name}: {configs.reason}")
     chosen = configs[0]
     device = open_target(target)
-    if not device.python_executable():
-        raise UsageError(f"outputs() runs benchlab's runner on the device, and target "
-                         f"{device.name!r} has no Python; give it one (python=...)")
     test = replace(spec.tests[0], warmup=0, iter=1, min_time=0.0, repeat=1, profile_ops=False,
                    target_ci=None, max_time=None, layer_errors=layer_errors)
+    if not device.python_executable():
+        # A phone: only a framework that builds its own runner for it can hand outputs back.
+        return _answers_without_python(device, adapter, spec, test, chosen, cache, timeout)
     with tempfile.TemporaryDirectory(prefix="benchlab-outputs-") as tmp:
         local = fetch_files(spec, test, cache)
         reference = None
@@ -140,6 +146,65 @@ def outputs(
     return ModelOutputs(model=spec.model.name, framework=chosen, inputs=used, outputs=got,
                         reference=expected, errors=errors,
                         layers=LayerTable.from_detail(details.get(DetailKey.LAYER_ERRORS)))
+
+
+def _answers_without_python(device: Target, adapter: Framework, spec: BenchmarkSpec,
+                            test: TestCase, config: FrameworkConfig, cache: ArtifactCache,
+                            timeout: float | None) -> ModelOutputs:
+    """A text generator's answers to its reference from a device without Python, through
+    the native runner its framework builds (llama.cpp's): the prefill logits of the reference
+    prompt as the output, the reference's as the reference, the scores as ``errors``."""
+    stage = getattr(adapter, "device_files", None)
+    if REFERENCE_KEY not in spec.model.files or stage is None:
+        raise UsageError(f"outputs() on target {device.name!r}, which has no Python, needs a "
+                         f"framework that builds its own runner for it and a model with a "
+                         f"reference (llamacpp and the zoo's text generators); {config.name} "
+                         f"and {spec.model.name} are not; or give the device a Python "
+                         "(python=...)")
+    if test.generate is None:
+        test = replace(test, generate=Generation(prompt_tokens=1, new_tokens=2))
+    described = device.describe()
+    abi = described.get(EnvKey.ABI) or described.get(EnvKey.MACHINE)
+    with tempfile.TemporaryDirectory(prefix="benchlab-outputs-") as tmp:
+        local = fetch_files(spec, test, cache)
+        scratch, pulled = Path(tmp) / "stage", Path(tmp) / "pulled"
+        scratch.mkdir()
+        pulled.mkdir()
+        made = stage(Staging(spec=spec, test=test, config=config, python="", abi=abi,
+                             local_files=local, scratch=scratch, cache_root=cache.root,
+                             progress=lambda text: None))
+        workdir = device.make_workdir(f"outputs-{spec.model.name}")
+        try:
+            files = {key: device.push(path, workdir, None) for key, path in
+                     {**local, **made}.items()}
+            ctx = JobContext(spec=spec, test=test, config=config, workdir=workdir, python="",
+                             files=files, placeholders={})
+            invocation = adapter.invocations(ctx)[-1]
+            done = device.run(RunRequest(
+                argv=invocation.argv, env=invocation.env, cwd=workdir,
+                timeout=timeout if timeout is not None else setting_info("timeout").default))
+            if not done.ok:
+                tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-8:])
+                raise InfrastructureError(f"{config.name} on {device.name} failed running "
+                                          f"{spec.model.name}:\n{tail}")
+            got = {name: device.pull(posixpath.join(workdir, name), pulled / name)
+                   for name in invocation.pull}
+        finally:
+            device.remove_workdir(workdir)
+        reference = load_generative_reference(str(local[f"files.{REFERENCE_KEY}"]))
+        try:
+            arrays = read_tensors(got["outputs.json"], got)
+        except (KeyError, ValueError) as exc:
+            raise InfrastructureError(f"{config.name} on {device.name}: the outputs do not "
+                                      f"read ({exc})") from None
+    answers = ReferenceAnswers(arrays["forced_logits"], arrays["free_tokens"],
+                               arrays["text_logprobs"])
+    scores = score_answers(reference, answers, test.generate.compare_tokens)
+    prompt = len(reference.prompt)
+    return ModelOutputs(model=spec.model.name, framework=config,
+                        inputs={"tokens": reference.prompt}, outputs=[answers.forced_logits[:prompt]],
+                        reference=[reference.logits],
+                        errors={str(metric): float(value) for metric, value in scores.items()})
 
 
 def _run_on(device: Target, adapter: Framework, spec: BenchmarkSpec, test: TestCase,
