@@ -8,6 +8,9 @@ expected value below is worked out by hand from the numbers in those files:
   ``llama_bench_depth.jsonl`` (``-o jsonl --progress -d 0,512`` with stderr mixed in): ggml-org/
   llama.cpp ``tools/llama-bench/llama-bench.cpp`` (``json_printer``, ``jsonl_printer``,
   ``test::get_fields``);
+* ``llama_bench_a53.json``: captured, not reconstructed: ``llama-bench -o json -p 16 -n 8 -r 3
+  -t 2`` on llama_15m's Q4_0 file, as benchlab builds it for aarch64 (llama-cpp-python
+  0.3.36's llama.cpp, commit 0c1e570), run under ``qemu-aarch64-static -cpu cortex-a53``;
 * ``executorch_llm_runner.txt`` (main, 2026) and ``executorch_llm_runner_v03.txt`` (v0.3.0):
   pytorch/executorch ``extension/llm/runner/stats.h`` and ``text_llm_runner.cpp``, and
   ``examples/models/llama2/runner/runner.cpp`` at v0.3.0;
@@ -45,6 +48,19 @@ def units(parsed: ParsedOutput) -> dict[str, str]:
 
 GARBAGE = ["", "   \n", "Segmentation fault (core dumped)\n", "[1, 2, 3]", "null", "{\"a\": 1}",
            "PyTorchObserver {\"prompt_tokens\": 3}", "{not json at all", "\x00\xff binary"]
+
+
+def test_a_captured_llama_bench_run_on_the_emulated_a53_reads() -> None:
+    parsed = parse_llama_bench(read("llama_bench_a53.json"))
+    pp_ns = [321856769, 302096226, 304423510]
+    assert values(parsed, "prefill_rate") == pytest.approx([16e9 / ns for ns in pp_ns])
+    tg_ns = [223561076, 225741742, 225323842]
+    assert values(parsed, "decode_rate") == pytest.approx([8e9 / ns for ns in tg_ns])
+    assert values(parsed, "tpot") == pytest.approx([ns / 8e6 for ns in tg_ns])
+    assert parsed.details["model_type"] == "llama ?B Q4_0"
+    # llama-bench reads /proc/cpuinfo, which under QEMU's user mode is the host's: the reason
+    # benchlab's own runner reads the hwcaps and MIDR_EL1 instead.
+    assert parsed.details["cpu_info"] == "AMD EPYC"
 
 
 @pytest.mark.parametrize("parse", [parse_llama_bench, parse_llm_runner, parse_llm_bench])
