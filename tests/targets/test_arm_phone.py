@@ -209,3 +209,20 @@ def test_outputs_come_back_from_the_phone_as_arrays_and_tensors(
     assert got.errors["sqnr"] > 60 and got.errors["token_agreement"] == 1.0
     (tensor,) = got.as_torch()
     assert tuple(tensor.shape) == logits.shape
+
+
+def test_a_runner_that_outruns_its_timeout_is_killed_on_the_phone(
+        arm_phones: tuple[AdbServer, dict[str, StandinPhone]], arm_tools: BuiltTools,
+        llama_15m_export: object, zoo_cache_dir: Path, tmp_path: Path) -> None:
+    server, phones = arm_phones
+    mine = Path(shutil.copy(llama_15m_export.files["gguf"],  # type: ignore[attr-defined]
+                            tmp_path / "slow.gguf"))
+    # 1500 new tokens under emulation take over a minute; the timeout is 5 s.
+    (result,) = benchlab.run(model=str(mine), target=_target(server, phones["cortex-a53"]),
+                             generations=[Generation(prompt_tokens=16, new_tokens=1500)],
+                             overrides=benchlab.TestOverrides(repeat=1, iter=1, warmup=0,
+                                                              min_time=0.0, timeout=5.0),
+                             cache_dir=zoo_cache_dir, db=tmp_path / "r.db")
+    assert result.status is Status.TIMEOUT, (result.status, result.error)
+    left = subprocess.run(["pgrep", "-f", "slow.gguf"], capture_output=True, text=True)
+    assert left.stdout.strip() == "", "the runner outlived its job on the phone"
