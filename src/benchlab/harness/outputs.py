@@ -155,12 +155,13 @@ def _answers_without_python(device: Target, adapter: Framework, spec: BenchmarkS
     the native runner its framework builds (llama.cpp's): the prefill logits of the reference
     prompt as the output, the reference's as the reference, the scores as ``errors``."""
     stage = getattr(adapter, "device_files", None)
+    refusal = UsageError(f"outputs() on target {device.name!r}, which has no Python, needs a "
+                         f"framework that builds its own runner for it and a text generator "
+                         f"with a reference (llamacpp and the zoo's decoders); "
+                         f"{config.name} on {spec.model.name} is not that; or give the device "
+                         "a Python (python=...)")
     if REFERENCE_KEY not in spec.model.files or stage is None:
-        raise UsageError(f"outputs() on target {device.name!r}, which has no Python, needs a "
-                         f"framework that builds its own runner for it and a model with a "
-                         f"reference (llamacpp and the zoo's text generators); {config.name} "
-                         f"and {spec.model.name} are not; or give the device a Python "
-                         "(python=...)")
+        raise refusal
     if test.generate is None:
         test = replace(test, generate=Generation(prompt_tokens=1, new_tokens=2))
     described = device.describe()
@@ -173,6 +174,8 @@ def _answers_without_python(device: Target, adapter: Framework, spec: BenchmarkS
         made = stage(Staging(spec=spec, test=test, config=config, python="", abi=abi,
                              local_files=local, scratch=scratch, cache_root=cache.root,
                              progress=lambda text: None))
+        if not made:
+            raise refusal
         workdir = device.make_workdir(f"outputs-{spec.model.name}")
         try:
             files = {key: device.push(path, workdir, None) for key, path in
