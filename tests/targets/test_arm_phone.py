@@ -123,13 +123,13 @@ def test_llama_15m_runs_on_the_arm_phone_as_benchlab_built_it(
     server, phones = arm_phones
     phone = phones["cortex-a53"]
     results = benchlab.run(
-        models=["llama_15m"], frameworks=["llamacpp:precision=fp32", "llamacpp:precision=q8_0"],
+        models=["llama_15m"], frameworks=["llamacpp:precision=fp32"],
         target=_target(server, phone), generations=GENERATION,
         overrides=benchlab.TestOverrides(repeat=1, iter=2, warmup=0, min_time=0.0,
                                          threads=2, profile_ops=True),
         cache_dir=zoo_cache_dir, db=tmp_path / "arm.db")
     by_precision = {r.identity.framework_config.get("precision", "fp32"): r for r in results}
-    assert set(by_precision) == {"fp32", "q8_0"}
+    assert set(by_precision) == {"fp32"}
     for result in by_precision.values():
         assert result.status is Status.OK, result.error
         summaries = result.summaries
@@ -150,8 +150,6 @@ def test_llama_15m_runs_on_the_arm_phone_as_benchlab_built_it(
     # (teacher-forced) and its prefill logits.
     assert fp32[metric_key("NET", Metric.TOKEN_AGREEMENT)].p50 == 1.0
     assert fp32[metric_key("NET", Metric.SQNR)].p50 > 60
-    q8 = by_precision["q8_0"].summaries
-    assert 20 < q8[metric_key("NET", Metric.SQNR)].p50 < fp32[metric_key("NET", Metric.SQNR)].p50
     # Nothing is left on the phone: every job's workdir was removed.
     leftovers = list((phone.root / "data/local/tmp/benchlab").glob("benchlab-*"))
     assert leftovers == []
@@ -200,13 +198,15 @@ def test_outputs_come_back_from_the_phone_as_arrays_and_tensors(
         arm_phones: tuple[AdbServer, dict[str, StandinPhone]], arm_tools: BuiltTools,
         llama_15m_export: object, zoo_cache_dir: Path) -> None:
     server, phones = arm_phones
-    got = benchlab.outputs("llama_15m", "llamacpp", target=_target(server, phones["cortex-a76"]),
-                           cache_dir=zoo_cache_dir)
+    # q8_0: llama.cpp's int8 arithmetic on ARM, against the fp32 reference (x86-64's AVX2
+    # kernels give 33.7 dB here, docs/performance.md §17).
+    got = benchlab.outputs("llama_15m", "llamacpp:precision=q8_0",
+                           target=_target(server, phones["cortex-a76"]), cache_dir=zoo_cache_dir)
     (logits,) = got.outputs
     (reference,) = got.reference or []
     assert logits.shape == reference.shape == (len(got.inputs["tokens"]), 8192)
     assert logits.dtype == np.float32
-    assert got.errors["sqnr"] > 60 and got.errors["token_agreement"] == 1.0
+    assert 25 < got.errors["sqnr"] < 45 and got.errors["token_agreement"] > 0.9
     (tensor,) = got.as_torch()
     assert tuple(tensor.shape) == logits.shape
 
