@@ -15,7 +15,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.devicetools.elf import elf_architecture
@@ -96,9 +96,3 @@ class BuildCache:
         tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
         tmp.replace(folder / "entry.json")
         return BuiltTools(key, folder, architecture, programs, record, built_now=True)
-
-    @staticmethod
-    def describe(tools: BuiltTools) -> dict[str, object]:
-        """What a result records about the tools it ran."""
-        return {k: v for k, v in asdict(tools).items() if k not in ("folder",)} | {
-            "folder": str(tools.folder)}

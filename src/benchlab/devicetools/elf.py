@@ -9,11 +9,15 @@ executable" (or, under some shells, nothing useful) after the push.
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from benchlab.errors import UsageError
+from benchlab.schema.result import EnvKey
 
-__all__ = ["ABI_ARCHITECTURES", "architecture_of_abi", "elf_architecture", "refuse_wrong_architecture"]
+__all__ = ["ABI_ARCHITECTURES", "abi_of", "architecture_of_abi", "elf_architecture",
+           "refuse_wrong_architecture"]
 
 #: ELF ``e_machine`` → benchlab's architecture name.
 _MACHINES = {3: "x86", 40: "arm", 62: "x86_64", 183: "aarch64", 243: "riscv64"}
@@ -25,6 +29,12 @@ ABI_ARCHITECTURES = {
     "x86_64": "x86_64", "amd64": "x86_64", "x86": "x86", "i686": "x86", "i386": "x86",
     "riscv64": "riscv64",
 }
+
+
+def abi_of(description: Mapping[str, Any]) -> str | None:
+    """A described device's instruction set as it names it: a phone's ABI, else a machine's
+    ``uname -m`` (a target's :meth:`describe` or a result's environment)."""
+    return description.get(EnvKey.ABI) or description.get(EnvKey.MACHINE)
 
 
 def architecture_of_abi(abi: str | None) -> str | None:

@@ -85,6 +85,7 @@ def llama_cpp_sources(root: Path, *, given: Path | None = None, version: str | N
     sdist = downloads / f"{name}.tar.gz"
     if not sdist.is_file():
         progress(f"downloading llama-cpp-python {version}'s sources from PyPI")
+        (downloads / f"{name}.tar.gz.sha256").unlink(missing_ok=True)
         proc = subprocess.run(
             [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary",
              ":all:", "--dest", str(downloads), f"llama-cpp-python=={version}"],
@@ -99,7 +100,11 @@ def llama_cpp_sources(root: Path, *, given: Path | None = None, version: str | N
         shutil.rmtree(folder, ignore_errors=True)
         with tarfile.open(sdist) as archive:
             archive.extractall(downloads, filter="data")
-    return source, "sdist:" + _sha256(sdist)
+    # The sdist's hash, taken once: hashing 77 MB again on every job would be repeated I/O.
+    digest_file = downloads / f"{name}.tar.gz.sha256"
+    if not digest_file.is_file():
+        digest_file.write_text(_sha256(sdist) + "\n")
+    return source, "sdist:" + digest_file.read_text().strip()
 
 
 def _runner_source() -> Path:

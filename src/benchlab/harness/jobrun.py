@@ -23,7 +23,7 @@ from benchlab.spec.artifacts import ArtifactCache
 from benchlab.energy.session import EnergySession, EnergySettings
 from benchlab.harness.devicestate import GateOutcome, capture_state, state_flags, wait_until_cool
 from benchlab.errors import DownloadError, InfrastructureError, UserError
-from benchlab.devicetools.elf import refuse_wrong_architecture
+from benchlab.devicetools.elf import abi_of, refuse_wrong_architecture
 from benchlab.frameworks.base import NATIVE_BINARY, Framework, Invocation, JobContext, Staging
 from benchlab.harness.hoststeps import HostSteps, StepFailure, merge_parsed, renumbered
 from benchlab.stats.race import Standing
@@ -248,7 +248,7 @@ class JobMeasurement:
                 # A native runner (benchmark_model, executor_runner...) given as a host path:
                 # one built for another CPU is refused before anything travels.
                 local = Path(binary).expanduser()
-                refuse_wrong_architecture(local, self._device_abi(), device=self._device_name())
+                refuse_wrong_architecture(local, abi_of(self._environment), device=self._device_name())
             files = {
                 key: target.push(path, workdir,
                                  path.name if key.startswith("input_files.") else None)
@@ -268,11 +268,6 @@ class JobMeasurement:
             self._meter.start()
         return None
 
-    def _device_abi(self) -> str | None:
-        """The device's instruction set as it names it (a phone's ABI, a board's machine)."""
-        env = self._environment
-        return env.get(EnvKey.ABI) or env.get(EnvKey.MACHINE)
-
     def _device_name(self) -> str:
         env = self._environment
         return f"{env.get(EnvKey.TARGET) or self._target.name} device {env.get(EnvKey.HOSTNAME) or ''}".strip()
@@ -287,7 +282,7 @@ class JobMeasurement:
         try:
             made = stage(Staging(
                 spec=self.job.spec, test=self.test, config=self.job.config,
-                python=self._target.python_executable(), abi=self._device_abi(),
+                python=self._target.python_executable(), abi=abi_of(self._environment),
                 local_files=local_files, scratch=scratch, cache_root=self._cache.root,
                 progress=_show_progress))
             return {key: self._target.push(path, workdir, path.name) for key, path in made.items()}

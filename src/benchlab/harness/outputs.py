@@ -29,7 +29,8 @@ from benchlab.protocol.tensorfiles import read_tensors
 from benchlab.runner.accuracy import error_stats, load_reference, save_reference
 from benchlab.runner.generate import ReferenceAnswers, load_generative_reference, score_answers
 from benchlab.schema.generation import Generation
-from benchlab.schema.result import DetailKey, EnvKey
+from benchlab.devicetools.elf import abi_of
+from benchlab.schema.result import DetailKey
 from benchlab.schema.settings import setting_info
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
 from benchlab.targets.base import RunRequest, Target
@@ -164,8 +165,7 @@ def _answers_without_python(device: Target, adapter: Framework, spec: BenchmarkS
         raise refusal
     if test.generate is None:
         test = replace(test, generate=Generation(prompt_tokens=1, new_tokens=2))
-    described = device.describe()
-    abi = described.get(EnvKey.ABI) or described.get(EnvKey.MACHINE)
+    abi = abi_of(device.describe())
     with tempfile.TemporaryDirectory(prefix="benchlab-outputs-") as tmp:
         local = fetch_files(spec, test, cache)
         scratch, pulled = Path(tmp) / "stage", Path(tmp) / "pulled"
