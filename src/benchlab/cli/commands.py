@@ -259,6 +259,7 @@ def _write_reports(results: Any, json_dir: Path | None, html: Path | None, *, ti
 
 def _print_results(results: list[Any], title: str, *, warnings: bool = True,
                    wide: bool = False) -> None:
+    from benchlab.report.answers import answer_spread_table
     from benchlab.report.generation import generation_table
     from benchlab.report.matrix import device_spread_table
     from benchlab.report.scenario import scenario_table
@@ -278,6 +279,10 @@ def _print_results(results: list[Any], title: str, *, warnings: bool = True,
     spread = device_spread_table(results)
     if spread is not None:
         console.print(spread)
+    # The same rows' accuracy: whether the devices' instruction sets changed the answer.
+    answers = answer_spread_table(results)
+    if answers is not None:
+        console.print(answers)
     for note in result_notes(results, warnings=warnings):
         console.print(f"[dim]· {escape(note)}[/]", highlight=False)
     emulated = emulation_line(results)

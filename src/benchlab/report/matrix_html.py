@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchlab.report.answers import answer_spread_html, device_instructions
 from benchlab.report.matrix import (
     Cell,
     Spread,
@@ -44,6 +45,7 @@ td.failed{color:#c62828}.wide{overflow-x:auto}
 td.changed,.changed-note{color:#b26a00;font-weight:600}td.changed{white-space:nowrap}
 .why .warn{color:#b26a00;font-weight:600}.why .muted{color:#777}
 table.layers tr.diverging td{background:#ffe0b2;font-weight:600}
+td.differs{color:#b26a00;font-weight:600}
 """
 
 
@@ -365,6 +367,7 @@ def matrix_html(
     changes: Mapping[tuple[str, str], str] | None = None,
     sections: Sequence[str] = (),
     skipped_summary: Sequence[str] = (),
+    instructions: Mapping[str, str | None] | None = None,
 ) -> str:
     """The whole report as one HTML string (inline CSS and SVG, no scripts, no network).
 
@@ -378,9 +381,13 @@ def matrix_html(
 
     ``changes`` maps ``(model, backend label)`` to a note on a cell whose runtime version
     changed since that job's previous run (see :func:`runtime_change_notes`).
+
+    ``instructions`` maps a device label to its int8 instructions
+    (:func:`benchlab.report.answers.device_instructions`), named in the answers section.
     """
     changes = changes or {}
     spread = device_spread(cells)
+    answers = answer_spread_html(cells, instructions)
     devices = devices_of(cells)
     cells = per_device(cells)
     parts = [
@@ -414,6 +421,8 @@ def matrix_html(
                       f'<p class="sub">{len(devices)} devices; p50 per device, shaded by how '
                       "far it is from the fastest device of its row; ×: the slowest device's "
                       "p50 ÷ the fastest's.</p>"]
+        if answers:  # the same rows' accuracy: do the devices give the same answer?
+            parts.append(answers)
         parts += ["<h2>All cells</h2>",
                   '<p class="sub">±95%: where the median of the next identical run is '
                   "expected, 19 times in 20 (from how the cell's processes spread; "
@@ -535,6 +544,7 @@ def write_matrix_html(
     changes = runtime_change_notes(results, previous) if previous else {}
     page = matrix_html(matrix_cells(results), title=title, skipped=skipped, facts=facts,
                        changes=changes, skipped_summary=skipped_summary,
+                       instructions=device_instructions(results),
                        sections=(generation_html(generation_rows(results)),
                                  scenario_html(scenario_rows(results))))
     return write_page(path, page)

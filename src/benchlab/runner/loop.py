@@ -38,6 +38,7 @@ __all__ = [
     "ProfilingUnavailable",
     "NS_PER_MS",
     "RuntimeBackend",
+    "RuntimeMissing",
     "load_backend",
     "main",
     "make_inputs",
@@ -175,8 +176,34 @@ def load_backend(path: str, config: RunnerConfig) -> RuntimeBackend:
     """The backend class ``module:Class`` at ``path``, made with ``config`` (the runtime is
     imported here, which is what the runner's ``import_time`` measures)."""
     module_name, _, class_name = path.partition(":")
-    cls = getattr(importlib.import_module(module_name), class_name)
-    return cls(config)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as missing:
+        if not missing.name or missing.name.split(".")[0] == "benchlab":
+            raise
+        raise RuntimeMissing(module_name, missing.name) from None
+    return getattr(module, class_name)(config)
+
+
+class RuntimeMissing(Exception):
+    """The runtime a backend needs is not installed for this Python (a new board, a phone's
+    Termux, a fresh venv): says which runtime, which module, and what to install."""
+
+    def __init__(self, backend_module: str, module: str) -> None:
+        # benchlab.frameworks.<framework>.backend: the framework the user asked for.
+        parts = backend_module.split(".")
+        framework = parts[2] if len(parts) > 2 and parts[1] == "frameworks" else backend_module
+        top = module.split(".")[0]
+        distribution = _DISTRIBUTIONS.get(top, top.replace("_", "-"))
+        super().__init__(
+            f"{framework} needs {top!r}, not installed here: {sys.executable} -m pip install "
+            f"{distribution} (Python {sys.version.split()[0]} on {os.uname().machine})")
+
+
+#: Import names whose distribution is named otherwise.
+_DISTRIBUTIONS = {"ai_edge_litert": "ai-edge-litert", "tflite_runtime": "tflite-runtime",
+                  "onnxruntime_genai": "onnxruntime-genai", "openvino_genai": "openvino-genai",
+                  "llama_cpp": "llama-cpp-python"}
 
 
 def _attribution_lines(path: str, got: list[list[np.ndarray]],
@@ -439,5 +466,10 @@ def main(argv: Sequence[str]) -> int:
         print("usage: python -m benchlab.runner '<json config>'", file=sys.stderr)
         return 2
     config = RunnerConfig.model_validate_json(argv[0])
-    measure(config, sys.stdout)
+    try:
+        measure(config, sys.stdout)
+    except RuntimeMissing as missing:
+        # The last line of stderr is what the job's failure says.
+        print(f"benchlab runner: {missing}", file=sys.stderr)
+        return 3
     return 0

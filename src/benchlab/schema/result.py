@@ -295,6 +295,12 @@ class EnvKey(StrEnum):
     #: str, how the device's CPU is emulated (QEMU), where it says so: its latencies say
     #: nothing about any hardware, and no trend or flag mixes them with a real device's
     EMULATED = "emulated"
+    #: list of str, the CPU features that decide which kernels a runtime picks (as
+    #: /proc/cpuinfo spells them; on ARM read from the hwcaps): environment.INFERENCE_CPU_FEATURES
+    CPU_FEATURES = "cpu_features"
+    #: str, the instructions an int8 kernel can use on this CPU, strongest first (VNNI, SDOT,
+    #: SMMLA...): what decides whether two devices' int8 answers can differ
+    INT8_INSTRUCTIONS = "int8_instructions"
     ANDROID = "android"  #: str, the Android release
     SDK = "sdk"  #: str, the Android SDK level
     # Device state (targets/probe.py): what changes while benchmarks run.

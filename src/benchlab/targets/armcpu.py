@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchlab.targets.environment import int8_instructions
+
 __all__ = ["arm_cpu", "hwcap_features"]
 
 _HWCAP = ("fp", "asimd", "evtstrm", "aes", "pmull", "sha1", "sha2", "crc32", "atomics", "fphp",
@@ -28,9 +30,6 @@ _ARM_PARTS = {0xD03: "Cortex-A53", 0xD04: "Cortex-A35", 0xD05: "Cortex-A55",
               0xD0D: "Cortex-A77", 0xD40: "Neoverse-V1", 0xD41: "Cortex-A78",
               0xD44: "Cortex-X1", 0xD46: "Cortex-A510", 0xD47: "Cortex-A710",
               0xD48: "Cortex-X2", 0xD49: "Neoverse-N2", 0xD4F: "Neoverse-V2"}
-#: The instructions int8 kernels choose between, strongest first.
-_INT8_LEVELS = (("i8mm", "i8mm (SMMLA)"), ("asimddp", "dot product (SDOT)"),
-                ("asimd", "NEON without dot product"))
 
 
 def hwcap_features(hwcap: int, hwcap2: int = 0) -> list[str]:
@@ -47,8 +46,7 @@ def arm_cpu(reading: dict[str, Any]) -> dict[str, Any]:
         return facts
     features = hwcap_features(int(reading.get("hwcap", 0)), int(reading.get("hwcap2", 0)))
     facts["features"] = features
-    facts["int8_instructions"] = next(
-        (label for feature, label in _INT8_LEVELS if feature in features), "none")
+    facts["int8_instructions"] = int8_instructions(features)
     midr = reading.get("midr")
     if midr is None:
         facts["core"] = None
@@ -57,6 +55,10 @@ def arm_cpu(reading: dict[str, Any]) -> dict[str, Any]:
     midr = int(midr)
     implementer, part = midr >> 24 & 0xFF, midr >> 4 & 0xFFF
     facts["midr"] = f"0x{midr:08x}"
-    facts["core"] = (_ARM_PARTS.get(part, f"ARM part 0x{part:03x}") if implementer == 0x41
-                     else f"implementer 0x{implementer:02x} part 0x{part:03x}")
+    if implementer == 0x41:
+        facts["core"] = _ARM_PARTS.get(part, f"ARM part 0x{part:03x}")
+    elif implementer == 0:  # "reserved for software use": an emulator's own model
+        facts["core"] = f"a software-defined core (implementer 0x00, part 0x{part:03x})"
+    else:
+        facts["core"] = f"implementer 0x{implementer:02x} part 0x{part:03x}"
     return facts

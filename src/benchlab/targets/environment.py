@@ -22,6 +22,7 @@ __all__ = [
     "RUNTIME_PACKAGES",
     "capture_host_environment",
     "cpu_features",
+    "int8_instructions",
     "memory_layout",
     "package_versions",
     "parse_cpu_list",
@@ -43,6 +44,16 @@ INFERENCE_CPU_FEATURES = frozenset({
     # aarch64
     "asimd", "asimddp", "asimdhp", "i8mm", "bf16", "sve", "sve2", "sme",
 })
+
+#: The int8 instructions a kernel library can choose between, strongest first. Which one a
+#: runtime's int8 kernels use decides how they accumulate and round, and so whether two
+#: devices' int8 answers to the same model can differ.
+_INT8_LEVELS = (
+    ("amx_int8", "AMX (x86 tile int8)"), ("avx512_vnni", "AVX-512 VNNI (VPDPBUSD)"),
+    ("avx_vnni", "AVX-VNNI (VPDPBUSD)"), ("avx2", "AVX2 without VNNI"),
+    ("i8mm", "i8mm (SMMLA)"), ("asimddp", "dot product (SDOT)"),
+    ("asimd", "NEON without dot product"),
+)
 
 
 
@@ -103,6 +114,14 @@ def cpu_features(cpuinfo: str | None = None) -> list[str]:
     return []
 
 
+def int8_instructions(features: list[str] | set[str]) -> str | None:
+    """The strongest int8 instructions among a CPU's ``features`` (``/proc/cpuinfo``'s names),
+    ``None`` when the features were not read."""
+    if not features:
+        return None
+    return next((label for feature, label in _INT8_LEVELS if feature in features), "none")
+
+
 def _cpu_model() -> str | None:
     text = _read(Path("/proc/cpuinfo")) or ""
     for line in text.splitlines():
@@ -117,6 +136,7 @@ def capture_host_environment() -> dict[str, Any]:
     What changes while benchmarks run (frequencies, governors, temperatures, load, battery)
     is device state, read on every target alike by :mod:`benchlab.targets.probe`.
     """
+    features = cpu_features()
     return {
         EnvKey.HOSTNAME: socket.gethostname(),
         EnvKey.OS: platform.platform(),
@@ -125,7 +145,8 @@ def capture_host_environment() -> dict[str, Any]:
         "python": platform.python_version(),
         EnvKey.CPU_MODEL: _cpu_model(),
         EnvKey.CPU_COUNT: os.cpu_count(),
-        "cpu_features": cpu_features(),
+        EnvKey.CPU_FEATURES: features,
+        EnvKey.INT8_INSTRUCTIONS: int8_instructions(features),
         EnvKey.CPUS_ALLOWED: sorted(os.sched_getaffinity(0)),
         EnvKey.PACKAGES: package_versions(),
         EnvKey.MEMORY_LAYOUT: memory_layout(),

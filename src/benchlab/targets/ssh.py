@@ -28,6 +28,7 @@ from typing import Any
 from benchlab.errors import InfrastructureError, UsageError
 from benchlab.schema.result import EnvKey
 from benchlab.targets.base import Availability
+from benchlab.targets.boardcpu import CPU_SCRIPT, board_cpu
 from benchlab.targets.probe import state_facts
 from benchlab.targets.remote import ShellTarget
 
@@ -48,7 +49,7 @@ while IFS=: read -r k v; do
 done < /proc/cpuinfo
 echo "cpu_count $n"
 echo "cpu_model $model"
-"""
+""" + CPU_SCRIPT
 
 
 class SshTarget(ShellTarget):
@@ -168,6 +169,13 @@ class SshTarget(ShellTarget):
         if EnvKey.CPU_COUNT in info:
             count = info[EnvKey.CPU_COUNT]
             info[EnvKey.CPU_COUNT] = int(count) if count.isdigit() else None
+        cpu = board_cpu({k: str(v) for k, v in info.items()})
+        for raw in ("shell_exe", "cpu_flags", "cpuinfo_x86", "auxv", "midr"):
+            info.pop(raw, None)
+        info.update(cpu)
+        if cpu.get(EnvKey.EMULATED):
+            # In the device's name, so that every table, page and trend keeps it apart.
+            info[EnvKey.HOSTNAME] = f"{info.get(EnvKey.HOSTNAME) or self.host} (emulated)"
         info.update(state_facts(self.device_state()))
         return info
 

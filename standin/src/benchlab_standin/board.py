@@ -8,16 +8,22 @@ board's CPU, kernel and Python are this host's.
 The server runs unprivileged-style (its own host key, ``AuthorizedKeysFile`` in its directory,
 ``StrictModes no``) so it needs no change to the machine's ``/etc/ssh``. A client config with
 a ``Host`` alias is written next to it, exactly like a user's ``~/.ssh/config`` entry.
+
+With ``system=`` (a root file system, :mod:`benchlab_standin.armboard`), sessions run inside
+that root (sshd's own ``ChrootDirectory``) in a mount and host-name namespace of the daemon's
+own, where ``/proc`` and ``/dev`` are mounted, and ``binds`` over them and the board has its own host name;
+``session_env`` (``SetEnv``) reaches every session, which is how an emulated core is chosen.
 """
 
 from __future__ import annotations
 
 import getpass
+import shlex
 import shutil
 import socket
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["LoopbackBoard", "find_sshd"]
@@ -50,6 +56,15 @@ class LoopbackBoard:
     root: Path
     alias: str = "loopback-board"
     port: int = 0
+    #: A root file system the sessions run inside (sshd's ``ChrootDirectory``; needs root).
+    system: Path | None = None
+    #: Variables every session starts with (sshd's ``SetEnv``).
+    session_env: dict[str, str] = field(default_factory=dict)
+    #: The board's own host name (in its own UTS namespace; with ``system`` only).
+    hostname: str | None = None
+    #: Files and folders mounted over paths inside ``system`` (inside path → host path), after
+    #: ``/proc``: a board's own ``/sys`` and ``/proc/cpuinfo``. Without one, no ``/sys``.
+    binds: dict[str, Path] = field(default_factory=dict)
     _proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -84,7 +99,7 @@ class LoopbackBoard:
             "StrictModes no\nUsePAM no\nPasswordAuthentication no\n"
             "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n"
             f"AllowUsers {user}\nMaxSessions 50\nMaxStartups 50\nLogLevel ERROR\n"
-            "Subsystem sftp internal-sftp\n"
+            "Subsystem sftp internal-sftp\n" + self._system_config()
         )
         self.client_config.write_text(
             f"Host {self.alias}\n  HostName 127.0.0.1\n  Port {self.port}\n  User {user}\n"
@@ -94,7 +109,7 @@ class LoopbackBoard:
         # sshd refuses to start without its privilege-separation directory.
         Path("/run/sshd").mkdir(exist_ok=True) if Path("/run").is_dir() else None
         self._proc = subprocess.Popen(
-            [sshd, "-D", "-e", "-f", str(self.root / "sshd_config")],
+            self._daemon_argv([sshd, "-D", "-e", "-f", str(self.root / "sshd_config")]),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=open(self.root / "sshd.log", "wb"),  # noqa: SIM115 - lives with the daemon
         )
@@ -110,6 +125,29 @@ class LoopbackBoard:
                 time.sleep(0.1)
         self.stop()
         raise TimeoutError(f"sshd did not accept connections on port {self.port}")
+
+    def _system_config(self) -> str:
+        lines = [f"SetEnv {k}={v}" for k, v in sorted(self.session_env.items())]
+        if self.system is not None:
+            lines.append(f"ChrootDirectory {self.system}")
+        return "".join(f"{line}\n" for line in lines)
+
+    def _daemon_argv(self, sshd: list[str]) -> list[str]:
+        """``sshd`` as is, or inside the namespace its chroot sessions need: the kernel's
+        views mounted into the root (they leave with the daemon's namespace) and its name."""
+        if self.system is None:
+            return sshd
+        root = shlex.quote(str(self.system))
+        # Not the host's /sys: it describes an x86-64 CPU, and pytorch's cpuinfo (in ONNX
+        # Runtime and XNNPACK) crashes reading it beside an emulated aarch64 CPU.
+        steps = [f"mount -t proc proc {root}/proc", f"mount --rbind /dev {root}/dev"]
+        for inside, host in sorted(self.binds.items()):
+            steps.append(f"mount --bind {shlex.quote(str(host))} "
+                         f"{shlex.quote(str(self.system) + inside)}")
+        if self.hostname:
+            steps.append(f"hostname {shlex.quote(self.hostname)}")
+        return ["unshare", "--mount", "--uts", "--propagation", "private", "--", "sh", "-c",
+                " && ".join([*steps, f"exec {shlex.join(sshd)}"])]
 
     def stop(self) -> None:
         """Stop the daemon (the sessions it started end with it)."""
