@@ -262,3 +262,21 @@ def test_make_inputs_honours_dtype_and_shape(dtype: str) -> None:
 def test_make_inputs_rejects_unknown_dtypes() -> None:
     with pytest.raises(ValueError, match="complex64"):
         make_inputs([InputConfig(name="t", shape=[2], dtype="complex64")], 0)
+
+
+def test_a_runtime_missing_on_the_device_says_what_to_install(tmp_path: Path) -> None:
+    """A backend whose runtime is not installed for the runner's Python (a new board) fails
+    with exit status 3 and a last stderr line naming the framework, module and pip command."""
+    package = tmp_path / "acme" / "frameworks" / "widget"
+    package.mkdir(parents=True)
+    for folder in (tmp_path / "acme", tmp_path / "acme" / "frameworks", package):
+        (folder / "__init__.py").write_text("")
+    (package / "backend.py").write_text("import widget_runtime_xyz.core\n")
+    config = json.dumps({"backend": "acme.frameworks.widget.backend:WidgetBackend"})
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "benchlab.runner", config], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 3
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("benchlab runner: widget needs 'widget_runtime_xyz', not installed")
+    assert f"{sys.executable} -m pip install widget-runtime-xyz" in last

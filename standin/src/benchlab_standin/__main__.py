@@ -1,4 +1,5 @@
-"""``python -m benchlab_standin --port 5555 --root DIR``: run a stand-in phone until Ctrl-C."""
+"""``python -m benchlab_standin --port 5555 --root DIR``: run a stand-in phone until Ctrl-C;
+``python -m benchlab_standin --board cortex-a76``: an emulated ARM Linux board over ssh."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from benchlab_standin import StandinPhone, arm_profile, default_profile
+from benchlab_standin.armboard import BOARD_CORES, ArmBoard
 from benchlab_standin.profile import ARM_CORES
 
 
@@ -28,19 +30,25 @@ def main(argv: list[str] | None = None) -> int:
                         help="an ARM phone: pushed aarch64 programs run on this emulated core "
                              "(QEMU user mode; needs qemu-user-static, and root once to "
                              "register it with binfmt_misc)")
+    parser.add_argument("--board", choices=sorted(BOARD_CORES), default=None,
+                        help="instead of a phone, an ARM Linux board with Python on this "
+                             "emulated core, reached over ssh (needs root and mmdebstrap; the "
+                             "first start builds its root, about 100 s)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log every service opened")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(name)s: %(message)s")
     root = args.root or Path(tempfile.mkdtemp(prefix="benchlab-standin-"))
-    base = arm_profile(args.arm) if args.arm else default_profile()
-    profile = replace(base, rooted=not args.unrooted,
-                      charging=not args.discharging)
-    # Ctrl-C (or SIGTERM) only sets a flag: an interrupt landing mid-start or mid-stop must
-    # not leave the sandbox half-written or the port open.
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
+    if args.board:
+        return _serve_board(args.board, root, stop)
+    base = arm_profile(args.arm) if args.arm else default_profile()
+    profile = replace(base, rooted=not args.unrooted,
+                      charging=not args.discharging)
+    # Ctrl-C (or SIGTERM) only sets a flag (above): an interrupt landing mid-start or mid-stop
+    # must not leave the sandbox half-written or the port open.
     with StandinPhone(root, port=args.port, profile=profile) as phone:
         print(f"stand-in phone {phone.serial} (sandbox {root})")
         print(f"connect with: adb connect {phone.serial}", flush=True)
@@ -50,6 +58,23 @@ def main(argv: list[str] | None = None) -> int:
         while not stop.wait(0.5):
             pass
         print("stopping", flush=True)
+    return 0
+
+
+def _serve_board(cpu: str, state: Path, stop: threading.Event) -> int:
+    try:
+        board = ArmBoard(state, cpu=cpu, progress=print).start()
+    except RuntimeError as exc:
+        print(f"error: {exc}")
+        return 1
+    try:
+        print(f"ARM board {board.alias} on an emulated {cpu} (state {state})")
+        print(f"benchlab run --target '{board.target_text}'", flush=True)
+        while not stop.wait(0.5):
+            pass
+        print("stopping", flush=True)
+    finally:
+        board.stop()
     return 0
 
 

@@ -167,6 +167,7 @@ def build_root(cache: Path | None = None, *, progress: Callable[[str], None] | N
         why = _cannot_build()
         if why:
             raise RuntimeError(f"cannot build an ARM board root here: {why}")
+        _refuse_mounted(folder)
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         log = folder / "build.log"
@@ -193,6 +194,20 @@ def build_root(cache: Path | None = None, *, progress: Callable[[str], None] | N
         tmp.replace(folder / "entry.json")  # last: a cut build leaves no entry
         say(f"built in {facts['build_seconds']} s ({int(facts['bytes']) / 2**20:.0f} MiB)")
         return BoardRoot(folder, facts, built_now=True)
+
+
+def _refuse_mounted(folder: Path) -> None:
+    """A cut build may leave the host's /dev or /proc mounted in it: removing the folder then
+    would remove through them. Refuse, naming the mount."""
+    try:
+        lines = Path("/proc/mounts").read_text().splitlines()
+    except OSError:
+        return
+    inside = [line.split()[1] for line in lines
+              if len(line.split()) > 1 and line.split()[1].startswith(f"{folder}/")]
+    if inside:
+        raise RuntimeError(f"{inside[0]} is still mounted (a cut build?): unmount it "
+                           f"(umount -R {inside[0]}) before the root is built again")
 
 
 def _size(folder: Path) -> int:
