@@ -46,7 +46,7 @@ def test_capture_host_environment_describes_this_machine() -> None:
     env = capture_host_environment()
     assert set(env) == {
         "hostname", "os", "kernel", "machine", "python", "cpu_model", "cpu_count",
-        "cpu_features", "cpus_allowed", "packages", "memory_layout",
+        "cpu_features", "int8_instructions", "cpus_allowed", "packages", "memory_layout",
     }
     assert env["cpu_features"] == cpu_features(Path("/proc/cpuinfo").read_text())
     assert isinstance(env["cpu_count"], int) and env["cpu_count"] >= 1
