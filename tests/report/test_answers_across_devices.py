@@ -253,7 +253,10 @@ def test_results_show_prints_the_answers_after_the_latency_spread(
     # The CLI's console, as a 60-column dumb terminal makes it (a pipe gets 180 columns).
     monkeypatch.setenv("COLUMNS", "60")
     monkeypatch.setenv("TERM", "dumb")
-    console = Console(record=True, force_terminal=True, file=io.StringIO())
+    # Rich sizes a dumb terminal at 80 columns whatever COLUMNS says (only under xdist did it
+    # read 60 here), so the size is given as the 60-column terminal has it.
+    console = Console(record=True, force_terminal=True, file=io.StringIO(), width=60,
+                      height=25)
     assert console.width == 60
     monkeypatch.setattr(commands, "console", console)
     outcome = CliRunner().invoke(commands.app, ["results", "show", "--db", str(db)])

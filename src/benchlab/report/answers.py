@@ -143,8 +143,7 @@ def check_pair(first: str, a: DeviceAnswer, second: str, b: DeviceAnswer) -> Pai
     # Top-1 agreement is a count over the same inputs divided by their number: equal counts
     # give equal floats, so any difference beyond float noise is at least one input.
     top1 = None
-    if a.top1 is not None and b.top1 is not None and not math.isclose(
-            a.top1, b.top1, rel_tol=0.0, abs_tol=1e-9):
+    if both_top1 and not math.isclose(a.top1, b.top1, rel_tol=0.0, abs_tol=1e-9):
         top1 = (a.top1, b.top1)
     return PairCheck(first, second, gap, max([*floors, TOLERANCE]), bool(floors), top1)
 
@@ -224,9 +223,9 @@ def answer_spread(cells: Sequence[Cell],
         answers[cell.device] = _answer(cell, known)
     out = []
     for (model, test, label), (framework, answers) in rows.items():
-        if not any(a is not None and a.measured for a in answers.values()):
-            continue
         scored = [(d, a) for d, a in answers.items() if a is not None and a.measured]
+        if not scored:
+            continue
         checks = tuple(check for (x, a), (y, b) in combinations(scored, 2)
                        if (check := check_pair(x, a, y, b)) is not None)
         out.append(AnswerSpread(model, test, framework, label, answers, checks))

@@ -194,16 +194,24 @@ class RuntimeMissing(Exception):
         parts = backend_module.split(".")
         framework = parts[2] if len(parts) > 2 and parts[1] == "frameworks" else backend_module
         top = module.split(".")[0]
-        distribution = _DISTRIBUTIONS.get(top, top.replace("_", "-"))
+        distribution = _distribution(framework, top)
         super().__init__(
             f"{framework} needs {top!r}, not installed here: {sys.executable} -m pip install "
             f"{distribution} (Python {sys.version.split()[0]} on {os.uname().machine})")
 
 
-#: Import names whose distribution is named otherwise.
-_DISTRIBUTIONS = {"ai_edge_litert": "ai-edge-litert", "tflite_runtime": "tflite-runtime",
-                  "onnxruntime_genai": "onnxruntime-genai", "openvino_genai": "openvino-genai",
-                  "llama_cpp": "llama-cpp-python"}
+def _distribution(framework: str, module: str) -> str:
+    """The pip name of ``module``: the framework's own ``requires`` names its runtime's
+    distribution (``ai_edge_litert`` → ``ai-edge-litert``); any other module (a runtime's own
+    dependency, a backend outside the registry) goes by its import name."""
+    from benchlab.errors import BenchlabError
+    from benchlab.plugins import load_framework
+
+    try:
+        runtime, distribution, _extra = load_framework(framework).requires
+    except (BenchlabError, AttributeError, TypeError, ValueError):
+        return module.replace("_", "-")
+    return distribution if runtime == module else module.replace("_", "-")
 
 
 def _attribution_lines(path: str, got: list[list[np.ndarray]],
