@@ -28,6 +28,8 @@ REQUIRED = {
     "arm": "the ARM stand-in: QEMU's aarch64 emulator registered with binfmt_misc (root once) "
            "and a cross compiler (Debian: apt-get install qemu-user-static "
            "g++-aarch64-linux-gnu cmake)",
+    "valgrind": "valgrind, whose callgrind counts instructions in counting mode (Debian: "
+                "apt-get install valgrind)",
 }
 """Each dependency a test may not skip for: marker name → what to install."""
 

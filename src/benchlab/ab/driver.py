@@ -17,8 +17,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
+from benchlab.ab.counted import COUNT_KEY, CountEvidence
 from benchlab.ab.interleave import SessionEvidence, choose_mode, parse_mode
-from benchlab.schema.comparison import Comparison, MetricComparison, Outcome, PairedEstimate
+from benchlab.schema.comparison import (Comparison, MetricComparison, Mode, Outcome,
+                                        PairedEstimate)
 from benchlab.ab.pairs import PairEvidence
 from benchlab.ab.sides import CompareSettings, Side, side_job, side_targets
 from benchlab.ab.stats import apply_bh, through_looks
@@ -80,26 +82,25 @@ def compare_jobs(
         except UsageError as exc:
             not_measured.append(f"{base.identity.label}: not compared: {exc}")
             continue
-        mode, why = choose_mode(*pair, (control.python, treatment.python), target, wanted)
-        evidence: Evidence = (
-            SessionEvidence(mode, pair, sides, targets[0], cache, settings, progress)
-            if mode.interleaved else PairEvidence(pair, sides, targets, cache, settings,
-                                                  progress))
-        try:
-            try:
-                estimates = _through_looks(evidence, settings)
-            except ModeUnavailable as exc:
-                why = f"{mode.value} not used: {exc}"
-                evidence = PairEvidence(pair, sides, targets, cache, settings, progress)
-                estimates = _through_looks(evidence, settings)
-        except BenchlabError as exc:
-            failed.append(f"{base.identity.label}: not compared, a run failed: {exc}")
-            continue
-        if why and not isinstance(evidence, SessionEvidence):
-            notes.append(f"{base.identity.label}: measured in process pairs ({why})")
-        for result in evidence.results() if on_result else ():
-            on_result(result)
-        measured += [(metric, evidence) for metric in evidence.comparisons(base, estimates)]
+        evidences: list[Evidence] = []
+        if settings.times:
+            timed = _timed(base, pair, sides, targets, cache, settings, wanted, progress,
+                           notes, failed)
+            evidences += [timed] if timed is not None else []
+        if settings.counts:
+            evidences.append(CountEvidence(pair, sides, targets, cache, settings, progress))
+        for evidence in evidences:
+            if isinstance(evidence, CountEvidence):
+                try:
+                    estimates = _through_looks(evidence, settings, COUNT_KEY)
+                except BenchlabError as exc:
+                    failed.append(f"{base.identity.label}: not counted, a run failed: {exc}")
+                    continue
+            else:
+                estimates = evidence.decide()
+            for result in evidence.results() if on_result else ():
+                on_result(result)
+            measured += [(metric, evidence) for metric in evidence.comparisons(base, estimates)]
     adjusted = apply_bh([metric.estimate for metric, _ in measured], alpha=settings.alpha)
     metrics = [replace(metric, estimate=estimate)
                for (metric, _), estimate in zip(measured, adjusted, strict=True)]
@@ -114,10 +115,38 @@ def compare_jobs(
     )
 
 
+def _timed(base: Job, pair: tuple[Job, Job], sides: tuple[Side, Side],
+           targets: tuple[Target, Target], cache: ArtifactCache, settings: CompareSettings,
+           wanted: Mode | None, progress: Callable[[str], None] | None, notes: list[str],
+           failed: list[str]) -> Evidence | None:
+    """The job's wall-time evidence, grown through the looks in the strongest mode that runs
+    (``None`` when a run failed: the reason is added to ``failed``)."""
+    control, treatment = sides
+    mode, why = choose_mode(*pair, (control.python, treatment.python), targets[0], wanted)
+    evidence: Evidence = (
+        SessionEvidence(mode, pair, sides, targets[0], cache, settings, progress)
+        if mode.interleaved else PairEvidence(pair, sides, targets, cache, settings, progress))
+    try:
+        try:
+            _through_looks(evidence, settings)
+        except ModeUnavailable as exc:
+            why = f"{mode.value} not used: {exc}"
+            evidence = PairEvidence(pair, sides, targets, cache, settings, progress)
+            _through_looks(evidence, settings)
+    except BenchlabError as exc:
+        failed.append(f"{base.identity.label}: not compared, a run failed: {exc}")
+        return None
+    if why and not isinstance(evidence, SessionEvidence):
+        notes.append(f"{base.identity.label}: measured in process pairs ({why})")
+    return evidence
+
+
 def _through_looks(evidence: Evidence, settings: CompareSettings,
                    key: str = LATENCY_KEY) -> dict[str, PairedEstimate]:
-    """The evidence grown to each look in turn, until ``key`` is decided."""
-    return through_looks(settings.looks, evidence.grow, evidence.decide, key)
+    """The evidence grown to each look in turn (a counted job's own looks), until ``key``
+    is decided."""
+    looks = evidence.looks if isinstance(evidence, CountEvidence) else settings.looks
+    return through_looks(looks, evidence.grow, evidence.decide, key)
 
 
 def _verified(metric: MetricComparison, evidence: Evidence,

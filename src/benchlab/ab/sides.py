@@ -21,11 +21,14 @@ from benchlab.spec.placeholders import substitute
 from benchlab.spec.types import BenchmarkSpec, FileRef, FrameworkConfig
 from benchlab.targets.base import Target
 
-__all__ = ["AUTO", "CompareSettings", "PythonTarget", "Side", "make_side", "side_job",
+__all__ = ["AUTO", "MEASURES", "CompareSettings", "PythonTarget", "Side", "make_side", "side_job",
            "side_targets"]
 
 #: Let compare choose the strongest mode the sides allow.
 AUTO = "auto"
+
+#: What a comparison can decide on (``CompareSettings.measure``).
+MEASURES = ("time", "instructions", "both")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +88,11 @@ class CompareSettings:
     interleaved sessions. ``fidelity_tolerance``: how far an interleaved mode may move a
     side's latency from its solo latency (0.05: ±5%) before the job is measured in process
     pairs instead; ``None`` measures and reports fidelity but keeps the mode whatever it is.
+
+    ``measure`` is what decides: ``time`` (the modes above), ``instructions`` (each call's
+    executed instructions, counted under valgrind in process pairs: :mod:`benchlab.ab.counted`)
+    or ``both`` (each job twice, one verdict per metric). ``count_looks`` are the process
+    pairs a counted job is decided at, ``count_calls`` the counted calls per process.
     """
 
     min_effect: float = 0.01
@@ -93,6 +101,24 @@ class CompareSettings:
     verify: bool = True
     mode: str = AUTO
     fidelity_tolerance: float | None = 0.05
+    measure: str = "time"
+    count_looks: tuple[int, ...] = (1, 3, 6)
+    count_calls: int = 3
+
+    def __post_init__(self) -> None:
+        if self.measure not in MEASURES:
+            raise UsageError(f"unknown measure {self.measure!r}: choose one of "
+                             f"{', '.join(MEASURES)}")
+
+    @property
+    def times(self) -> bool:
+        """Whether wall time is compared."""
+        return self.measure in ("time", "both")
+
+    @property
+    def counts(self) -> bool:
+        """Whether counted instructions are compared."""
+        return self.measure in ("instructions", "both")
 
 
 class PythonTarget:

@@ -29,6 +29,7 @@ __all__ = [
     "apply_bh",
     "benjamini_hochberg",
     "decide",
+    "decide_counts",
     "decide_log_ratios",
     "hodges_lehmann",
     "log_ratios",
@@ -287,19 +288,8 @@ def decide_log_ratios(
     hl, lo, hi = hodges_lehmann(d, ci_level)
     change, ci_low, ci_high = math.expm1(hl), math.expm1(lo), math.expm1(hi)
 
-    up_threshold = min_effect
-    down_threshold = -(1.0 - 1.0 / (1.0 + min_effect))
-    significant = p < level_alpha
-    if _ci_rank(d.size, ci_level) is None:
-        outcome = Outcome.UNDECIDED  # the interval is just the data's range: proves nothing
-    elif significant and ci_low > up_threshold:
-        outcome = Outcome.REGRESSION if higher_is_worse else Outcome.IMPROVEMENT
-    elif significant and ci_high < down_threshold:
-        outcome = Outcome.IMPROVEMENT if higher_is_worse else Outcome.REGRESSION
-    elif down_threshold < ci_low and ci_high < up_threshold:
-        outcome = Outcome.NO_CHANGE
-    else:
-        outcome = Outcome.UNDECIDED
+    enough = _ci_rank(d.size, ci_level) is not None  # else the interval is the data's range
+    outcome = _outcome(p < level_alpha, ci_low, ci_high, min_effect, higher_is_worse, enough)
     return PairedEstimate(
         n_pairs=int(d.size),
         change=change,
@@ -309,6 +299,100 @@ def decide_log_ratios(
         p_value=p,
         outcome=outcome,
     )
+
+
+def _outcome(significant: bool, ci_low: float, ci_high: float, min_effect: float,
+             higher_is_worse: bool, enough: bool = True) -> Outcome:
+    """The verdict of an interval of the relative change (see :func:`decide`)."""
+    up_threshold = min_effect
+    down_threshold = -(1.0 - 1.0 / (1.0 + min_effect))
+    if not enough:
+        return Outcome.UNDECIDED
+    if significant and ci_low > up_threshold:
+        return Outcome.REGRESSION if higher_is_worse else Outcome.IMPROVEMENT
+    if significant and ci_high < down_threshold:
+        return Outcome.IMPROVEMENT if higher_is_worse else Outcome.REGRESSION
+    if down_threshold < ci_low and ci_high < up_threshold:
+        return Outcome.NO_CHANGE
+    return Outcome.UNDECIDED
+
+
+def decide_counts(
+    control: Sequence[Sequence[float]],
+    treatment: Sequence[Sequence[float]],
+    *,
+    min_effect: float = 0.01,
+    alpha: float = 0.05,
+    n_looks: int = 1,
+    higher_is_worse: bool = True,
+) -> PairedEstimate:
+    """Decide on counted instructions: ``control[k]``/``treatment[k]`` are the per-call counts
+    of the k-th process pair's two processes.
+
+    A count has no timing noise; what varies is the work itself: call to call inside a process
+    (memory pools, caches of the runtime) and, less, process to process. Each pair is
+    reduced to the mean log-ratio of its calls taken in the same position after the warm-up
+    (call i against call i: a runtime's memory pools make a call's work depend on its
+    position, alike on both sides), with the standard error of that mean; where the sides
+    counted different numbers of calls, to the log-ratio of the two processes' mean counts,
+    whose variance is the sum of their squared relative standard errors. The interval is
+    normal at the look's level, as wide as the larger of that within-process error and,
+    from two pairs on, the spread of the pairs' log-ratios
+    (``docs/statistics.md``, "Counted instructions"). So one pair decides when the calls agree
+    with each other, and a process that counts differently from its twin widens the next
+    look's interval instead of passing unseen. The verdicts are :func:`decide`'s.
+    """
+    if len(control) != len(treatment) or not control:
+        raise ValueError("decide_counts needs one or more pairs of processes")
+    ratios, within = [], []
+    for c_calls, t_calls in zip(control, treatment, strict=True):
+        if len(c_calls) == len(t_calls) > 1 and min(*c_calls, *t_calls) > 0:
+            # Call i of one side with call i of the other: a runtime's pools and caches make
+            # a call's work depend on its position after the warm-up, alike in both.
+            mean, se = _mean_and_error([math.log(t / c)
+                                        for c, t in zip(c_calls, t_calls, strict=True)])
+            ratios.append(mean)
+            within.append(se ** 2)
+            continue
+        (c_mean, c_se), (t_mean, t_se) = _mean_se(c_calls), _mean_se(t_calls)
+        ratios.append(math.log(t_mean / c_mean))
+        within.append((c_se / c_mean) ** 2 + (t_se / t_mean) ** 2)
+    n = len(ratios)
+    centre = math.fsum(ratios) / n
+    variance = math.fsum(within) / n / n
+    if n > 1:
+        between = math.fsum((r - centre) ** 2 for r in ratios) / (n - 1) / n
+        variance = max(variance, between)
+    level_alpha = look_level(alpha, n_looks)
+    sd = math.sqrt(variance)
+    half = NormalDist().inv_cdf(1.0 - level_alpha / 2.0) * sd
+    if sd > 0:
+        p = 2.0 * (1.0 - NormalDist().cdf(abs(centre) / sd))
+    else:
+        p = 0.0 if centre != 0 else 1.0
+    ci_low, ci_high = math.expm1(centre - half), math.expm1(centre + half)
+    return PairedEstimate(
+        n_pairs=n, change=math.expm1(centre), ci_low=ci_low, ci_high=ci_high,
+        ci_level=1.0 - level_alpha, p_value=p,
+        outcome=_outcome(p < level_alpha, ci_low, ci_high, min_effect, higher_is_worse),
+    )
+
+
+def _mean_se(values: Sequence[float]) -> tuple[float, float]:
+    """The mean of a process's per-call counts and its standard error (0 with one call)."""
+    if not values or min(values) <= 0:
+        raise ValueError("a counted process needs one or more positive counts")
+    return _mean_and_error(values)
+
+
+def _mean_and_error(values: Sequence[float]) -> tuple[float, float]:
+    """The mean of ``values`` and its standard error (0 with one value)."""
+    n = len(values)
+    mean = math.fsum(values) / n
+    if n == 1:
+        return mean, 0.0
+    var = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+    return mean, math.sqrt(var / n)
 
 
 def apply_bh(estimates: Sequence[PairedEstimate], alpha: float = 0.05) -> list[PairedEstimate]:

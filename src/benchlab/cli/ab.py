@@ -77,6 +77,7 @@ def compare(
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Re-measure regressions before declaring them.")] = True,  # noqa: E501
     mode: Annotated[str, typer.Option(help="How to pair the sides: auto (the strongest they allow), in-process, lockstep or process-pairs.")] = "auto",  # noqa: E501
     fidelity_tolerance: Annotated[str, typer.Option(help="How far an interleaved mode may move a side from its solo latency before the job goes to process pairs, e.g. 5%; 'off' to report only.")] = "5%",  # noqa: E501
+    measure: Annotated[str, typer.Option(help="What decides: time (wall time, the modes above), instructions (each call's instructions, counted under valgrind in process pairs: exact, slow, one thread) or both.")] = "time",  # noqa: E501
     iterations: Annotated[Optional[int], typer.Option("--iter", help=setting_help("iter"))] = None,  # noqa: UP007,E501
     warmup: Annotated[Optional[int], typer.Option(help=setting_help("warmup"))] = None,  # noqa: UP007
     min_time: Annotated[Optional[float], typer.Option(help=setting_help("min_time"))] = None,  # noqa: UP007,E501
@@ -97,7 +98,8 @@ def compare(
     from benchlab.harness.overrides import TestOverrides
     from benchlab.harness.sweep import Sweep
 
-    settings = _compare_settings(min_effect, alpha, pairs, verify, mode, fidelity_tolerance)
+    settings = _compare_settings(min_effect, alpha, pairs, verify, mode, fidelity_tolerance,
+                                 measure)
     sweep = Sweep.of(
         list(specs), models=split_models(models),
         frameworks=split_frameworks(frameworks) or None, target=target,
@@ -135,7 +137,7 @@ def compare(
 
 
 def _compare_settings(min_effect: str, alpha: float, pairs: str, verify: bool, mode: str,
-                      fidelity_tolerance: str) -> Any:
+                      fidelity_tolerance: str, measure: str = "time") -> Any:
     """The compare options as :class:`CompareSettings`, each bad value a usage error."""
     from benchlab.ab.interleave import parse_mode
     from benchlab.ab.sides import CompareSettings
@@ -149,7 +151,7 @@ def _compare_settings(min_effect: str, alpha: float, pairs: str, verify: bool, m
     parse_mode(mode)  # an unknown name is a usage error before anything runs
     return CompareSettings(
         min_effect=percent(min_effect, "--min-effect") or 0.01, alpha=alpha, looks=looks,
-        verify=verify, mode=mode,
+        verify=verify, mode=mode, measure=measure,
         fidelity_tolerance=(None if fidelity_tolerance == "off"
                             else percent(fidelity_tolerance, "--fidelity-tolerance")),
     )
@@ -188,7 +190,8 @@ def track(
     build: Annotated[Optional[str], typer.Option(help="Build command run in each worktree.")] = None,  # noqa: UP007,E501
     reference: Annotated[Optional[str], typer.Option(help="Pinned reference (default: first commit).")] = None,  # noqa: UP007,E501
     step: Annotated[int, typer.Option(help="Measure every N-th commit; bisect the gaps.")] = 1,
-    pairs: Annotated[int, typer.Option(help="A/B pairs per commit.")] = 20,
+    pairs: Annotated[Optional[int], typer.Option(help="A/B pairs per commit (default 20; 1 with --measure instructions).")] = None,  # noqa: UP007,E501
+    measure: Annotated[str, typer.Option(help="What each commit is judged on: time, or instructions (counted under valgrind: exact, slow, one thread).")] = "time",  # noqa: E501
     min_effect: Annotated[str, typer.Option(help="Smallest step that matters.")] = "1%",
     builds_dir: Annotated[Optional[Path], typer.Option(help="Where worktrees and builds live.")] = None,  # noqa: UP007,E501
     status_file: Annotated[Optional[Path], typer.Option(help="Write 'stop' here to stop.")] = None,  # noqa: UP007,E501
@@ -211,8 +214,11 @@ def track(
     from benchlab.harness.sweep import Sweep
     from benchlab.tracking import TrackSettings
 
-    if step < 1 or pairs < 2:
-        raise UsageError("--step must be at least 1 and --pairs at least 2")
+    if measure not in ("time", "instructions"):
+        raise UsageError(f"--measure {measure!r}: a track judges commits on time or instructions")
+    pairs = pairs or (1 if measure == "instructions" else 20)
+    if step < 1 or pairs < (1 if measure == "instructions" else 2):
+        raise UsageError("--step must be at least 1 and --pairs at least 2 (1 when counting)")
     if (remote is None) != (branch is None):
         raise UsageError("give --remote and --branch together")
     if remote is not None and revisions == "HEAD":
@@ -221,7 +227,7 @@ def track(
         repo=repo, revisions=revisions, program=program, build_command=build,
         builds_dir=builds_dir or default_cache_dir().parent / "builds", reference=reference,
         step=step, pairs=pairs, min_effect=percent(min_effect, "--min-effect") or 0.01,
-        status_file=status_file, remote=remote, branch=branch,
+        status_file=status_file, remote=remote, branch=branch, measure=measure,
     )
     sweep = Sweep.of(list(specs), target=target)
     if lab:

@@ -76,6 +76,7 @@ def run(
     cpu_list: Annotated[Optional[str], typer.Option(help=setting_help("cpu_list"))] = None,  # noqa: UP007,E501
     profile_ops: Annotated[bool, typer.Option("--profile-ops", help=setting_help("profile_ops"))] = False,  # noqa: E501
     layer_errors: Annotated[bool, typer.Option("--layer-errors", help=setting_help("layer_errors"))] = False,  # noqa: E501
+    count: Annotated[Optional[str], typer.Option(help=setting_help("count"))] = None,  # noqa: UP007,E501
     timeout: Annotated[Optional[float], typer.Option(help=setting_help("timeout"))] = None,  # noqa: UP007,E501
     cooldown: Annotated[Optional[float], typer.Option(help=setting_help("cooldown"))] = None,  # noqa: UP007,E501
     string_map: Annotated[Optional[str], typer.Option(help="Placeholders: JSON or K=v,K2=v2.")] = None,  # noqa: UP007,E501
@@ -121,7 +122,7 @@ def run(
         warmup=warmup, iter=iterations, repeat=repeat, min_time=min_time,
         target_ci=percent(target_ci), threads=threads, cpu_list=cpu_list,
         profile_ops=True if profile_ops else None, timeout=timeout, cooldown=cooldown,
-        temperature_gate=temperature_gate, layer_errors=True if layer_errors else None,
+        temperature_gate=temperature_gate, layer_errors=True if layer_errors else None, count=count,
     )
     sweep = Sweep.of(
         list(specs), models=split_models(models), frameworks=split_frameworks(frameworks),

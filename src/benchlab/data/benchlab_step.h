@@ -19,6 +19,15 @@
  * benchlab_step_next() flushes stdout before it waits, so the metric line printed by the
  * previous iteration reaches benchlab without an fflush of your own.
  *
+ * Counting mode (the test setting `count`, `benchlab compare --measure instructions`) runs the
+ * program under valgrind's callgrind and counts only what runs inside BENCHLAB_COUNTED:
+ *
+ *     BENCHLAB_COUNTED(run_once());                         // one counted call
+ *
+ * Outside valgrind the macro costs a few instructions and runs the statement as it is.
+ * The markers are valgrind's client requests, written here for x86-64 with GCC or Clang;
+ * elsewhere the statement simply runs (and benchlab says the program counted nothing).
+ *
  * Compile with: cc -O2 -I"$(python -c 'import benchlab.step as s; print(s.include_dir())')" ...
  */
 #ifndef BENCHLAB_STEP_H
@@ -79,5 +88,40 @@ static inline int benchlab_step_next(void)
     line[end] = '\0';
     return strcmp(line + start, BENCHLAB_STEP_STOP) != 0;
 }
+
+/* valgrind's request numbers: callgrind's start at its tool base ('C','T' << 16). */
+#define BENCHLAB_COUNT_DUMP 0x43540000ULL
+#define BENCHLAB_COUNT_TOGGLE 0x43540002ULL
+#define BENCHLAB_COUNT_START 0x43540004ULL
+
+/* Issues one valgrind client request; returns 0 outside valgrind. The four rotations of
+ * rdi add up to 128 bits (rdi is left as it was) and, with xchg rbx,rbx, are the marker
+ * valgrind's translator replaces by the request; on a real CPU they do nothing. */
+static inline unsigned long long benchlab_count_request(unsigned long long request)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    volatile unsigned long long args[6] = {request, 0, 0, 0, 0, 0};
+    unsigned long long answer = 0;
+    __asm__ volatile("rolq $3, %%rdi\n\trolq $13, %%rdi\n\t"
+                     "rolq $61, %%rdi\n\trolq $51, %%rdi\n\txchgq %%rbx, %%rbx"
+                     : "=d"(answer)
+                     : "a"(&args[0]), "0"(answer)
+                     : "cc", "memory");
+    return answer;
+#else
+    (void)request;
+    return 0;
+#endif
+}
+
+/* Runs `statement` as one counted call: collection on around it alone, then one dump. */
+#define BENCHLAB_COUNTED(statement)                     \
+    do {                                                \
+        benchlab_count_request(BENCHLAB_COUNT_START);   \
+        benchlab_count_request(BENCHLAB_COUNT_TOGGLE);  \
+        statement;                                      \
+        benchlab_count_request(BENCHLAB_COUNT_TOGGLE);  \
+        benchlab_count_request(BENCHLAB_COUNT_DUMP);    \
+    } while (0)
 
 #endif /* BENCHLAB_STEP_H */

@@ -173,8 +173,12 @@ def runner_invocation(
     if test.generate is not None and not generative:
         raise UsageError(f"test {test.identifier!r} generates text, and {backend} measures "
                          "forward passes; its framework has no generative backend for this model")
-    # A framework option ("-f pytorch:threads=1") beats the test's thread count.
+    # A framework option ("-f pytorch:threads=1") beats the test's thread count. Counting
+    # runs one thread unless told otherwise: threads that spin or wait for each other execute
+    # a number of instructions that depends on timing (docs/statistics.md).
     threads = options.get("threads", test.threads)
+    if test.count and threads is None:
+        threads = 1
     # The runner's own model is the wire format: a field the runner does not know, or a value
     # it would reject, fails here in the harness, not in every runner process.
     try:
@@ -191,6 +195,7 @@ def runner_invocation(
             target_ci=test.target_ci,
             threads=threads,
             profile_ops=test.profile_ops,
+            count=test.count,
             seed=ctx.repetition,
             options=dict(options),
             extra_files=dict(extra_files or {}),
@@ -208,8 +213,20 @@ def runner_invocation(
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise UsageError(f"the runner cannot take these settings: {problems}") from None
     wire = json.dumps(config.model_dump(exclude_defaults=True), sort_keys=True)
-    argv = [ctx.python, "-m", "benchlab.runner", wire]
+    argv = counted([ctx.python, "-m", "benchlab.runner", wire], ctx)
     return Invocation(argv=argv, env={**thread_env(threads), **test.env})
+
+
+def counted(argv: Sequence[str] | str, ctx: JobContext) -> Sequence[str] | str:
+    """``argv`` as the test runs it: under ``python -m benchlab.runner.count`` when the test
+    counts instructions (the launcher starts valgrind and turns its dumps into metric lines).
+    A command line given as one string stays a shell's to read: ``sh -c`` runs it counted."""
+    if not ctx.test.count:
+        return argv
+    launcher = [ctx.python, "-m", "benchlab.runner.count", ctx.test.count, "--"]
+    if isinstance(argv, str):
+        return shlex.join([*launcher, "sh", "-c", argv])
+    return [*launcher, *argv]
 
 
 def _simulated_reference(ctx: JobContext, model_path: str | None) -> str | None:
@@ -234,8 +251,9 @@ def spec_command_invocations(ctx: JobContext) -> list[Invocation]:
     from benchlab.spec.placeholders import substitute
 
     _no_scenario(ctx, "the test's own commands")
-    env = {**thread_env(ctx.test.threads), **ctx.test.env}
-    return [Invocation(argv=substitute(command, ctx.placeholders), env=env)
+    threads = 1 if ctx.test.count and ctx.test.threads is None else ctx.test.threads
+    env = {**thread_env(threads), **ctx.test.env}
+    return [Invocation(argv=counted(substitute(command, ctx.placeholders), ctx), env=env)
             for command in ctx.test.commands]
 
 

@@ -139,6 +139,12 @@ def _metric_text(metric: MetricComparison) -> str:
     return f"{metric.metric.removeprefix('NET ')} {metric.unit}".strip()
 
 
+def _value(metric: MetricComparison, value: float) -> str:
+    """A side's median: four digits, or every digit of a count up to seven (a counted
+    change of 0.01% shows)."""
+    return f"{value:.7g}" if metric.unit == "count" else f"{value:.4g}"
+
+
 def _comparison_columns(comparison: Comparison) -> list[Column[_Line]]:
     level = comparison.metrics[0].estimate.ci_level if comparison.metrics else 0.95
     return [
@@ -150,9 +156,9 @@ def _comparison_columns(comparison: Comparison) -> list[Column[_Line]]:
         Column.words("fidelity", lambda r: fidelity_cell(r.metric), wide=True,
                      legend="fidelity: each side's A/B latency over its solo latency "
                             "(control / treatment)"),
-        Column("control", lambda r: f"{median(r.metric.control):.4g}",
+        Column("control", lambda r: _value(r.metric, median(r.metric.control)),
                legend="control, treatment: medians, in the metric's unit"),
-        Column("treatment", lambda r: f"{median(r.metric.treatment):.4g}",
+        Column("treatment", lambda r: _value(r.metric, median(r.metric.treatment)),
                legend="control, treatment: medians, in the metric's unit"),
         Column("change", lambda r: _pct(r.metric.estimate.change),
                legend="change: Hodges-Lehmann over the paired log-ratios; minimum effect "

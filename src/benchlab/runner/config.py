@@ -60,6 +60,7 @@ class RunnerConfig(BaseModel):
     target_ci: float | None = _setting("target_ci")
     threads: int | None = _setting("threads")
     profile_ops: bool = _setting("profile_ops")
+    count: str | None = _setting("count")
     layer_errors: bool = _setting("layer_errors")
     delegation: bool = Field(
         True, description="report what the delegate or execution provider took (a job asks "

@@ -20,11 +20,15 @@ class Mode(StrEnum):
     step protocol). ``PROCESS_PAIRS``: fresh processes in counterbalanced ABBA pairs, one
     observation (the median) per process (anything else). In the first two, each fresh
     process or process pair gives one paired estimate, the median of its blocks' log-ratios.
+    ``COUNTED``: fresh processes in ABBA pairs under valgrind, each call's executed
+    instructions counted (``compare --measure instructions``); decided on each pair's
+    log-ratio of mean counts.
     """
 
     IN_PROCESS = "in-process"
     LOCKSTEP = "lockstep"
     PROCESS_PAIRS = "process-pairs"
+    COUNTED = "counted"
 
     @property
     def description(self) -> str:
@@ -38,12 +42,15 @@ class Mode(StrEnum):
                            "log-ratio",
             Mode.PROCESS_PAIRS: "counterbalanced ABBA pairs of fresh processes; verdict on "
                                 "each pair's log-ratio of process medians",
+            Mode.COUNTED: "counterbalanced ABBA pairs of fresh processes under valgrind, "
+                          "each measured call's instructions counted; verdict on each "
+                          "pair's log-ratio of mean counts",
         }[self]
 
     @property
     def interleaved(self) -> bool:
         """Whether the sides alternate call by call (paired estimates per session)."""
-        return self is not Mode.PROCESS_PAIRS
+        return self not in (Mode.PROCESS_PAIRS, Mode.COUNTED)
 
 
 class Outcome(StrEnum):

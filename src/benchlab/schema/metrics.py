@@ -35,6 +35,7 @@ class Family(StrEnum):
     ACCURACY = "accuracy"  #: against the reference outputs
     GENERATIVE = "generative"  #: text generation: speed and agreement with the reference
     SCENARIO = "scenario"  #: MLPerf LoadGen's figures of a load scenario
+    COUNTED = "counted"  #: executed instructions and simulated cache misses (counting mode)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +109,10 @@ METRICS: Mapping[Metric, MetricInfo] = _entries(
     # The rounding floor is a reference level to read the lowering error against, not a goal.
     MetricInfo(_M.LOWERING_FLOOR_SQNR, "dB", _F.ACCURACY, None, "floor SQNR dB", ".1f"),
     MetricInfo(_M.LOWERING_FLOOR_L2_REL, "rel", _F.ACCURACY, None, "floor L2 rel", ".2e"),
+    MetricInfo(_M.INSTRUCTIONS, "count", _F.COUNTED, LOWER, "instructions", ".5g",
+               decided=True),
+    MetricInfo(_M.L1D_MISSES, "count", _F.COUNTED, LOWER, "L1d misses", ".4g"),
+    MetricInfo(_M.LL_MISSES, "count", _F.COUNTED, LOWER, "LL misses", ".4g"),
     MetricInfo(_M.TTFT, "ms", _F.GENERATIVE, LOWER, "TTFT ms", ".2f", decided=True),
     MetricInfo(_M.TPOT, "ms", _F.GENERATIVE, LOWER, "TPOT ms", ".3f", decided=True),
     MetricInfo(_M.INTER_TOKEN_LATENCY, "ms", _F.GENERATIVE, LOWER, "ITL ms", ".3f"),

@@ -154,6 +154,11 @@ class Metric(StrEnum):
     # Generation (docs/generative.md has each definition; load time is never inside any of them)
     #: ms from the prompt handed to the model to its first new token: the prefill of the prompt
     #: (at the test's context depth) and the choice of that token
+    #: instructions the process executed inside one measured call (counting mode: valgrind
+    #: counts them, docs/statistics.md "Counted instructions")
+    INSTRUCTIONS = "instructions"
+    L1D_MISSES = "l1d_misses"  #: simulated first-level data cache misses in one counted call
+    LL_MISSES = "ll_misses"  #: simulated last-level cache misses in one counted call
     TTFT = "ttft"
     #: ms per output token after the first: (generation latency − TTFT) / (new tokens − 1),
     #: one sample per generation
@@ -262,6 +267,9 @@ class DetailKey(StrEnum):
     AB_MODE = "ab_mode"  #: str, the ab.Mode of an interleaved side's stored result
     AB_SESSIONS = "ab_sessions"  #: int, the interleaved sessions that result pools
     AB_PAIRS = "ab_pairs"  #: True on a side's result pooled over process pairs
+    #: mapping, how counting mode counted (runner/count.py): tool, version, what, calls,
+    #: hardware counters, threads
+    COUNTING = "counting"
 
 
 class EnvKey(StrEnum):

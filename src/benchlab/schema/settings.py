@@ -47,7 +47,7 @@ class SettingInfo:
 
     ``kind`` is the value's type (``int``, ``float``, ``str``, ``bool``; ``None`` is always
     allowed where the default is ``None``). ``ge``/``gt`` are inclusive/exclusive lower bounds,
-    ``lt`` an exclusive upper bound.
+    ``lt`` an exclusive upper bound; ``choices`` the values a text setting may take.
     """
 
     name: str
@@ -58,6 +58,7 @@ class SettingInfo:
     ge: float | None = None
     gt: float | None = None
     lt: float | None = None
+    choices: tuple[str, ...] = ()
 
     @property
     def bounds(self) -> dict[str, float]:
@@ -79,6 +80,8 @@ class SettingInfo:
 
     def problem(self, value: Any) -> str | None:
         """Why ``value`` is not a valid value of this setting, or ``None`` when it is."""
+        if isinstance(value, str) and self.choices and value not in self.choices:
+            return f"{self.name} must be one of {', '.join(self.choices)} (got {value!r})"
         if value is None or isinstance(value, (bool, str)):
             return None
         if self.ge is not None and value < self.ge:
@@ -91,8 +94,9 @@ class SettingInfo:
 
 
 def _setting(default: Any, doc: str, *, unit: str = "", ge: float | None = None,
-             gt: float | None = None, lt: float | None = None) -> Any:
-    meta = {_KEY: {"doc": doc, "unit": unit, "ge": ge, "gt": gt, "lt": lt}}
+             gt: float | None = None, lt: float | None = None,
+             choices: tuple[str, ...] = ()) -> Any:
+    meta = {_KEY: {"doc": doc, "unit": unit, "ge": ge, "gt": gt, "lt": lt, "choices": choices}}
     return field(default=default, metadata=meta)
 
 
@@ -122,6 +126,10 @@ class TestSettings:
     cpu_list: str | None = _setting(None, "CPUs to pin every process to, e.g. '0-3,6'.")
     threads: int | None = _setting(None, "Intra-op threads of the runtime.", ge=1)
     profile_ops: bool = _setting(False, "Also measure per-operator times.")
+    count: str | None = _setting(
+        None, "Count the instructions each measured call executes instead of timing it: "
+        "'instructions' or 'cache' (also simulated cache misses); under valgrind, one "
+        "intra-op thread unless threads is set.", choices=("instructions", "cache"))
     layer_errors: bool = _setting(
         False, "Also compare every layer's output with the reference model's (ONNX Runtime, "
         "PyTorch) and mark the first that diverges.")

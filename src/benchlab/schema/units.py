@@ -26,6 +26,7 @@ class Dimension(StrEnum):
     ENERGY = "energy"
     POWER = "power"
     RATE = "rate"  # events per second: tokens/s, queries/s, samples/s
+    COUNT = "count"  # events counted: instructions, cache misses
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,7 @@ def _units() -> dict[str, Unit]:
         "kW": (Dimension.POWER, 1e3),
         "tokens/s": (Dimension.RATE, 1.0), "tok/s": (Dimension.RATE, 1.0),
         "1/s": (Dimension.RATE, 1.0), "Hz": (Dimension.RATE, 1.0),
+        "count": (Dimension.COUNT, 1.0),
     }
     return {name: Unit(name, dim, factor) for name, (dim, factor) in table.items()}
 

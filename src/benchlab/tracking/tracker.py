@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from benchlab.ab.sides import CompareSettings, Side
+from benchlab.ab.counted import COUNT_KEY
 from benchlab.ab.driver import compare_jobs
 from benchlab.spec.artifacts import ArtifactCache
 from benchlab.errors import CommitFailedError
@@ -41,7 +42,9 @@ class TrackSettings:
     ``{WORKTREE}`` replaced by the commit's worktree (``python {WORKTREE}/prog.py``).
 
     With ``remote`` and ``branch``, every pass first fetches the branch, and ``revisions``
-    (``<remote>/<branch>`` unless given) names the fetched commits.
+    (``<remote>/<branch>`` unless given) names the fetched commits. ``measure`` is ``time``
+    or ``instructions`` (each commit's calls counted under valgrind; ``pairs`` then counts
+    counted pairs, and one is usually enough: docs/statistics.md).
     """
 
     repo: Path
@@ -57,6 +60,12 @@ class TrackSettings:
     status_file: Path | None = None
     remote: str | None = None
     branch: str | None = None
+    measure: str = "time"
+
+    @property
+    def key(self) -> str:
+        """The summary key a commit is judged on: latency, or counted instructions."""
+        return COUNT_KEY if self.measure == "instructions" else LATENCY_KEY
 
     @property
     def fetches(self) -> bool:
@@ -130,15 +139,16 @@ def fingerprint(settings: TrackSettings, reference: str, jobs: Sequence[Job]) ->
     return "track:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
-def _per_process(result: Result) -> dict[int, float]:
+def _per_process(result: Result, key: str) -> dict[int, float]:
     groups: dict[int, list[float]] = {}
     for sample in result.samples:
-        if sample.key == LATENCY_KEY:
+        if sample.key == key:
             groups.setdefault(sample.repetition, []).append(sample.value)
     return {rep: statistics.median(values) for rep, values in groups.items()}
 
 
-def stored_points(store: ResultStore, run_id: int, order: Sequence[str]) -> dict[str, CommitPoint]:
+def stored_points(store: ResultStore, run_id: int, order: Sequence[str],
+                  key: str = LATENCY_KEY) -> dict[str, CommitPoint]:
     """Commits already measured in this track run, rebuilt from their stored samples."""
     by_variant = {r.identity.variant: r for r in store.results(run_id)}
     points = {}
@@ -147,7 +157,7 @@ def stored_points(store: ResultStore, run_id: int, order: Sequence[str]) -> dict
         control = by_variant.get(f"reference@{commit}")
         if treatment is None or control is None:
             continue
-        t, c = _per_process(treatment), _per_process(control)
+        t, c = _per_process(treatment, key), _per_process(control, key)
         ratios = tuple(math.log(t[k] / c[k]) for k in sorted(t) if k in c)
         if not ratios:
             continue
@@ -176,9 +186,10 @@ def track_commits(
     reference = git(settings.repo, "rev-parse",
                     f"{settings.reference or commits[0]}^{{commit}}").strip()
     ref_program = settings.program.replace("{WORKTREE}", str(builds.build(reference).path))
-    points = stored_points(store, run_id, commits)
+    points = stored_points(store, run_id, commits, settings.key)
     compare = CompareSettings(min_effect=settings.min_effect, alpha=settings.alpha,
-                              looks=(settings.pairs,), verify=False)
+                              looks=(settings.pairs,), verify=False, measure=settings.measure,
+                              count_looks=(settings.pairs,))
 
     def measure(commit: str) -> CommitPoint:
         if commit in points:
@@ -193,9 +204,9 @@ def track_commits(
             Side(commit[:12], string_map={"program": program}, variant=f"commit:{commit}"),
             target, cache, compare, on_result=pending.append, progress=progress,
         )
-        latency = next((m for m in comparison.metrics if m.metric == LATENCY_KEY), None)
+        latency = next((m for m in comparison.metrics if m.metric == settings.key), None)
         if latency is None:
-            why = "; ".join(comparison.failed) or "no latency was measured"
+            why = "; ".join(comparison.failed) or f"no {settings.key} was measured"
             raise CommitFailedError(f"commit {commit[:12]}: its benchmark failed: {why}")
         e = latency.estimate
         facts = {"change": e.change, "ci_low": e.ci_low, "ci_high": e.ci_high}
