@@ -116,3 +116,42 @@ def test_the_runner_counts_onnx_runtime_calls_one_thread(dot: Path, zoo_cache_di
     assert "counting mode" in result.details["accuracy_skipped"]
     stored = json.loads(next((tmp_path / "json").rglob("*.json")).read_text())
     assert stored["details"]["counting"]["tool"] == "callgrind"
+
+
+@pytest.fixture(scope="module")
+def dot_arm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    compiler = shutil.which("aarch64-linux-gnu-gcc")
+    if compiler is None or shutil.which("qemu-aarch64") is None:
+        pytest.skip("needs aarch64-linux-gnu-gcc and Debian's qemu-user (qemu-aarch64)")
+    out = tmp_path_factory.mktemp("dot-arm") / "dot"
+    subprocess.run([compiler, "-O2", "-std=c99", "-static", f"-I{include_dir()}", str(DOT_C),
+                    "-o", str(out)], check=True, timeout=120)
+    return out
+
+
+@pytest.mark.arm
+def test_an_aarch64_program_is_counted_on_the_emulated_core_it_names(dot_arm: Path,
+                                                                     tmp_path: Path) -> None:
+    counts: dict[tuple[str, int], list[float]] = {}
+    for core in ("cortex-a53", "cortex-a76"):
+        for n in (100_000, 101_000):
+            run = count(str(dot_arm), "--n", str(n), "--iter", "2",
+                        env={**os.environ, "QEMU_CPU": core,
+                             "XDG_CACHE_HOME": str(tmp_path / "cache")})
+            assert run.returncode == 0, run.stderr
+            parsed = parse_output(run.stdout)
+            counts[core, n] = [s.value for s in parsed.samples]
+            facts = parsed.details[DetailKey.COUNTING]
+            assert facts["tool"] == "qemu-plugin" and facts["cpu"] == core
+            assert "emulated by QEMU" in facts["emulated"]  # labelled where it appears
+    # Eight aarch64 instructions per element, on either core: the same program, the same
+    # instruction set; 1% more elements, 1% more instructions, to the instruction.
+    for core in ("cortex-a53", "cortex-a76"):
+        assert len(set(counts[core, 100_000])) == 1
+        assert counts[core, 101_000][0] - counts[core, 100_000][0] == 8 * 1_000
+    assert counts["cortex-a53", 100_000] == counts["cortex-a76", 100_000]
+    # The plugin was built once into the cache and found again.
+    assert len(list((tmp_path / "cache").rglob("libqemu_count.so"))) == 1
+    # An emulated core simulates no cache: said, not faked.
+    cache = count(str(dot_arm), what="cache")
+    assert cache.returncode == 3 and "QEMU simulates no cache" in cache.stderr

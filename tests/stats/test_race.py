@@ -12,7 +12,7 @@ import pytest
 
 from benchlab.harness.overrides import TestOverrides
 from benchlab.harness.sweep import Sweep
-from benchlab.stats.race import RacePolicy, Standing, decide_round
+from benchlab.stats.race import RacePolicy, Standing, decide_round, reachable_half_width
 from benchlab.harness.rounds import Pace, measure_in_rounds
 from benchlab.schema.result import JobIdentity, Result, Status, StopReason
 
@@ -25,7 +25,7 @@ def _steady(level: float, k: int, wobble: float = 0.001) -> list[float]:
 
 
 def test_a_clear_loser_stops_at_the_minimum_and_nothing_else_does() -> None:
-    contest = {"fast": [1.0, 1.1, 0.9], "slow": _steady(3.0, 3)}
+    contest = {"fast": [1.0, 1.03, 0.97], "slow": _steady(3.0, 3)}
     out = decide_round(contest, ["fast", "slow"], POLICY, spent=6)
     assert set(out) == {"slow"}
     assert out["slow"].reason is StopReason.CLEARLY_SLOWER
@@ -58,10 +58,27 @@ def test_a_tie_inside_the_band_is_an_answer() -> None:
 
 
 def test_a_wide_cell_stops_when_the_contest_has_spent_its_allowance() -> None:
-    wide = [1.0, 1.3, 0.8]
+    wide = [1.0, 1.05, 0.96]  # wider than the goal now, within reach of more processes
     assert decide_round({"only": wide}, ["only"], POLICY, spent=3) == {}
     out = decide_round({"only": wide}, ["only"], POLICY, spent=POLICY.allowance(1))
     assert out["only"].reason is StopReason.RACE_BUDGET
+
+
+def test_a_cell_the_machine_keeps_from_the_goal_stops_saying_its_floor() -> None:
+    # Processes 10% apart: ±5% is out of reach even at the cap; the cell stops at the
+    # minimum and says the narrowest interval the cap could buy.
+    noisy = [1.0, 1.12, 0.9, 1.08, 0.93]
+    floor = reachable_half_width(noisy, POLICY.max_processes)
+    assert floor > POLICY.goal
+    (stood,) = decide_round({"only": noisy}, ["only"], POLICY, spent=5).values()
+    assert stood.reason is StopReason.MACHINE_FLOOR
+    assert f"would give ±{floor:.1%}, not the goal ±5%" in stood.why
+    # The same spread on a goal the cap can buy keeps the cell running.
+    loose = RacePolicy(min_processes=3, elimination_after=3, goal=0.3)
+    assert decide_round({"only": noisy}, ["only"], loose, spent=5)["only"].reason is (
+        StopReason.DECIDED)
+    # A quiet machine: more processes would reach the goal, so the floor is not said.
+    assert reachable_half_width([1.0, 1.02, 0.99, 1.01, 0.98], 12) < POLICY.goal
 
 
 def test_the_policy_refuses_nonsense() -> None:

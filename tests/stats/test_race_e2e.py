@@ -16,7 +16,7 @@ from benchlab.schema.result import Result, Status, StopReason
 pytestmark = pytest.mark.slow
 
 RACED = {StopReason.DECIDED, StopReason.CLEARLY_SLOWER, StopReason.PROCESS_CAP,
-         StopReason.RACE_BUDGET}
+         StopReason.RACE_BUDGET, StopReason.MACHINE_FLOOR}
 
 
 def _starts(result: Result) -> list[float]:

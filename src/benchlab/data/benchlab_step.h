@@ -25,8 +25,9 @@
  *     BENCHLAB_COUNTED(run_once());                         // one counted call
  *
  * Outside valgrind the macro costs a few instructions and runs the statement as it is.
- * The markers are valgrind's client requests, written here for x86-64 with GCC or Clang;
- * elsewhere the statement simply runs (and benchlab says the program counted nothing).
+ * The markers are valgrind's client requests, written here for x86-64 with GCC or Clang,
+ * and on aarch64 a system call that benchlab's QEMU plugin counts between (an emulated ARM
+ * core); elsewhere the statement simply runs (and benchlab says the program counted nothing).
  *
  * Compile with: cc -O2 -I"$(python -c 'import benchlab.step as s; print(s.include_dir())')" ...
  */
@@ -114,12 +115,29 @@ static inline unsigned long long benchlab_count_request(unsigned long long reque
 #endif
 }
 
-/* Runs `statement` as one counted call: collection on around it alone, then one dump. */
+/* The mark an emulated ARM core's counter sees (benchlab's QEMU plugin, qemu_count.c): a
+ * system call no kernel has (ENOSYS everywhere), 1 to begin a counted call, 2 to end it. */
+#define BENCHLAB_COUNT_SYSCALL 48716L
+static inline void benchlab_count_mark(long what)
+{
+#if defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
+    register long x8 __asm__("x8") = BENCHLAB_COUNT_SYSCALL;
+    register long x0 __asm__("x0") = what;
+    __asm__ volatile("svc #0" : "+r"(x0) : "r"(x8) : "memory");
+#else
+    (void)what;
+#endif
+}
+
+/* Runs `statement` as one counted call: under valgrind, collection on around it alone, then
+ * one dump; on an emulated ARM core, between a begin and an end mark. */
 #define BENCHLAB_COUNTED(statement)                     \
     do {                                                \
         benchlab_count_request(BENCHLAB_COUNT_START);   \
         benchlab_count_request(BENCHLAB_COUNT_TOGGLE);  \
+        benchlab_count_mark(1);                         \
         statement;                                      \
+        benchlab_count_mark(2);                         \
         benchlab_count_request(BENCHLAB_COUNT_TOGGLE);  \
         benchlab_count_request(BENCHLAB_COUNT_DUMP);    \
     } while (0)

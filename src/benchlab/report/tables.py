@@ -144,6 +144,8 @@ def _procs(result: Result) -> str:
     stop = result.stop_reason
     if stop in (StopReason.PROCESS_CAP, StopReason.RACE_BUDGET):
         return f"{count} open"
+    if stop is StopReason.MACHINE_FLOOR:
+        return f"{count} floor"
     return count
 
 
@@ -242,7 +244,7 @@ _COLUMNS: dict[str, Column[_Row]] = {c.label: c for c in (
                         "with its 95% interval (≈: a tie within ±3%; ?: not decided)"),
     Column("procs", lambda r: _procs(r.result),
            legend="procs: fresh processes, and why a raced cell stopped when its answer is "
-                  "still open"),
+                  "still open (floor: its interval cannot reach the goal on this machine)"),
     Column("n", _samples),
     Column("load", _measured(Metric.LOAD_TIME, lambda c: c.load), legend=_TIMES),
     Column("first", _measured(Metric.FIRST_INFERENCE, lambda c: c.first), legend=_TIMES),

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
-__all__ = ["COUNTS", "Callgrind", "client_request", "parse_dump", "running_on_valgrind"]
+__all__ = ["COUNTS", "Callgrind", "CountingUnavailable", "client_request", "parse_dump", "running_on_valgrind"]
 
 #: What counting mode can count → the callgrind events that give it.
 COUNTS = {
@@ -59,7 +59,8 @@ _REQUEST_CODE = bytes.fromhex(
     "c3"          # ret
 )
 
-_Request = Callable[[int, int, int], int]
+class CountingUnavailable(Exception):
+    """What this machine lacks to count, said as what to install."""
 
 
 @cache

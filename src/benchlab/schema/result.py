@@ -71,6 +71,10 @@ class StopReason(StrEnum):
     PROCESS_CAP = "process_cap"
     #: Raced: the contest spent the processes it may, the answer still open.
     RACE_BUDGET = "race_budget"
+    #: Raced: the "× fastest" ratio is settled, and the spread between this machine's
+    #: processes keeps the interval wider than the goal even at the most processes a cell
+    #: gets: the narrowest interval the budget can buy is said instead of chased.
+    MACHINE_FLOOR = "machine_floor"
 
 
 @dataclass(frozen=True, slots=True)

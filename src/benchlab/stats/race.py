@@ -3,7 +3,10 @@
 Every cell of a contest (one model and test on one device, measured by several backends) gets
 a few processes in rounds; then more rounds go only to the cells whose answer is open: their
 own interval still wider than the goal, or their "× fastest" ratio neither decided (its
-interval excludes 1) nor a tie (its interval inside ±``tie``). A cell that loses clearly, its
+interval excludes 1) nor a tie (its interval inside ±``tie``). A settled cell whose
+processes are so spread that even the most processes a cell gets could not bring its
+interval to the goal stops too, saying the narrowest interval the budget could buy (the
+machine's floor: on a noisy 2-vCPU VM ±5% is out of reach, docs/statistics.md). A cell that loses clearly, its
 paired ratio to the fastest above ``clear_loss`` even at the low end of its interval, stops
 at the minimum. The contest stops spending when its processes reach ``1 + extra`` times
 those of its minimum, and no cell gets more than ``max_processes``. This is racing as in
@@ -21,10 +24,10 @@ import statistics
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
-from benchlab.stats.runstats import TIE, next_run_interval, paired_ratio
+from benchlab.stats.runstats import TIE, next_run_interval, paired_ratio, t_quantile
 from benchlab.schema.result import StopReason
 
-__all__ = ["RacePolicy", "Standing", "decide_round"]
+__all__ = ["RacePolicy", "Standing", "decide_round", "reachable_half_width"]
 
 #: The verdicts of a "× fastest" ratio that answer the contest (runstats.PairedRatio.verdict).
 _SETTLED = frozenset({"decided", "tie"})
@@ -90,6 +93,27 @@ def _half_width(medians: Sequence[float]) -> float:
     return (interval.high - interval.low) / 2 / centre
 
 
+def reachable_half_width(medians: Sequence[float], processes: int) -> float:
+    """The relative half-width the next-run interval would have with ``processes`` processes
+    as spread as these at least are (the spread's 80% lower bound): the narrowest a cell can
+    buy on this machine (inf with fewer than two)."""
+    logs = [math.log(m) for m in medians if m > 0]
+    if len(logs) < 2 or processes < 2:
+        return math.inf
+    spread = statistics.stdev(logs) * _spread_lower_bound(len(logs) - 1)
+    return math.expm1(t_quantile(0.975, processes - 1) * spread * math.sqrt(2.0 / processes))
+
+
+def _spread_lower_bound(df: int) -> float:
+    """The factor that turns a sample standard deviation with ``df`` degrees of freedom into
+    its one-sided 80% lower confidence bound, sqrt(df / chi2_0.8(df)) (Wilson-Hilferty's
+    approximation of the quantile): a cell stops at the floor only when even a spread that
+    small would keep it from the goal."""
+    z = 0.8416  # the standard normal's 80% quantile
+    chi2 = df * (1.0 - 2.0 / (9.0 * df) + z * math.sqrt(2.0 / (9.0 * df))) ** 3
+    return math.sqrt(df / chi2)
+
+
 def decide_round(
     contest: Mapping[Hashable, Sequence[float]],
     running: Sequence[Hashable],
@@ -129,8 +153,16 @@ def decide_round(
                           for c, r in ratios.items() if c in running)
         else:
             settled = ratio is not None and ratio.verdict(policy.tie) in _SETTLED
+        reachable = reachable_half_width(medians, policy.max_processes)
         if width <= policy.goal and settled:
             out[cell] = Standing(StopReason.DECIDED, "decided")
+        elif settled and reachable > policy.goal:
+            out[cell] = Standing(
+                StopReason.MACHINE_FLOOR,
+                f"at this machine's floor: its processes differ by "
+                f"{statistics.stdev(math.log(m) for m in medians):.1%}, so even "
+                f"{policy.max_processes} processes would give ±{reachable:.1%}, not the "
+                f"goal ±{policy.goal:.0%}; ±{width:.1%} with {k}")
         elif k >= policy.max_processes:
             out[cell] = Standing(StopReason.PROCESS_CAP,
                                  f"still open at the most processes a cell gets ({k})")
