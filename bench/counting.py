@@ -161,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             more = write_chain(where / "more.onnx", 21, width=64)
             figures["smoke"] = compare_files(where, twenty, more, measure="instructions",
                                              calls=2)
-            write_result("counting", figures, smoke=True, out=args.out)
+            write_result("counting", args, figures)
             return 0
         files = slowed_copies(where, {})
         original = files["0%"]
@@ -198,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                               "instructions": process["mean"]}
             figures["cost"] = cost
             print("cost", json.dumps(cost), flush=True)
-    write_result("counting", figures, out=args.out)
+    write_result("counting", args, figures)
     return 0
 
 

@@ -77,11 +77,16 @@ def test_counted_compare_decides_in_one_pair_and_shows_time_beside_it(tmp_path: 
 
     same = benchlab.compare([spec], control=Side("a", model=twenty),
                             treatment=Side("b", model=twenty),
-                            settings=CompareSettings(measure="instructions", count_calls=2), **common)
+                            settings=CompareSettings(measure="instructions", count_calls=3),
+                            **common)
     (aa,) = same.metrics
     assert aa.mode is Mode.COUNTED and aa.metric == COUNT_KEY and aa.unit == "count"
     assert aa.estimate.outcome is Outcome.NO_CHANGE and aa.estimate.n_pairs == 1
-    assert aa.estimate.ci_high - aa.estimate.ci_low < 0.001  # the A/A interval: under 0.1%
+    # This chain executes 1.4 million instructions a call, and now and then a call counts
+    # some 7,000 more (0.5%) at a position that varies with the machine's load: the interval
+    # must hold that, and stay inside the minimum effect (MobileNetV2's A/A, where such an
+    # event is 0.008% of a call, is [0%, 0%]: docs/performance.md §19).
+    assert aa.estimate.ci_high - aa.estimate.ci_low < 0.02
     assert aa.regime["control"]["threads"] == 1
 
     step = benchlab.compare(

@@ -216,6 +216,11 @@ def _samples(row: _Row) -> str:
     return "-" if latency is None else str(latency.count)
 
 
+def _instructions(row: _Row) -> str:
+    counted = _summary(row.result, Metric.INSTRUCTIONS.key)
+    return "-" if counted is None else f"{counted.p50:,.0f}"
+
+
 def _q_l(cell: Cell) -> str:
     if cell.quant_sqnr is None or cell.lowering_sqnr is None:
         return "-"
@@ -252,6 +257,9 @@ _COLUMNS: dict[str, Column[_Row]] = {c.label: c for c in (
            legend="peak memory in MiB"),
     Column("size", _measured(Metric.MODEL_SIZE, lambda c: c.size, ".2f"),
            legend="size in MiB"),
+    Column("instr", _instructions,
+           legend="instr: instructions per counted call (median; under valgrind, or on an "
+                  "emulated core where the result says so)"),
     Column("mJ", _measured(Metric.ENERGY_PER_INFERENCE, lambda c: c.energy, ".4g"),
            legend="energy per inference in mJ"),
     Column("W", _measured(Metric.POWER, lambda c: c.power, ".3g"), legend="power in W"),
@@ -274,7 +282,7 @@ _COLUMNS: dict[str, Column[_Row]] = {c.label: c for c in (
 
 #: The latency and cost parts' columns (the rest of the extra columns are the accuracy part's).
 _LATENCY_COLUMNS = ("p50", "±95%", "× fastest", "procs", "notes")
-_COST_COLUMNS = ("status", "p90", "n", "load", "first", "MiB", "size", "mJ", "W")
+_COST_COLUMNS = ("status", "p90", "n", "load", "first", "MiB", "size", "instr", "mJ", "W")
 
 
 def _caption(columns: Sequence[Column[_Row]]) -> str:
@@ -309,6 +317,7 @@ def results_table(results: Sequence[Result], title: str = "benchlab results",
     extra = [
         ("prec", any(c.precision != "fp32" or c.size is not None for c in cells)),
         ("size", any(c.size is not None for c in cells)),
+        ("instr", any(Metric.INSTRUCTIONS.key in r.summaries for r in results)),
         ("mJ", any(c.energy is not None for c in cells)),
         ("W", any(c.power is not None for c in cells)),
         ("err", any(c.error_max_abs is not None for c in cells)),

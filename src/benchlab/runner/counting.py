@@ -25,7 +25,8 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
-__all__ = ["COUNTS", "Callgrind", "CountingUnavailable", "client_request", "parse_dump", "running_on_valgrind"]
+__all__ = ["COUNTS", "Callgrind", "CountingUnavailable", "client_request", "count_calls",
+           "parse_dump", "running_on_valgrind"]
 
 #: What counting mode can count → the callgrind events that give it.
 COUNTS = {
@@ -123,6 +124,21 @@ class Callgrind:
                 client_request(_TOGGLE_COLLECT)
                 client_request(_DUMP_STATS)
         return counted_call
+
+
+def count_calls(call: Callable[[], object], warmup: int, calls: int) -> None:
+    """The runner's counted loop under valgrind: the first call and ``warmup`` more,
+    uncounted and uninstrumented (so the counted calls find their memory pools grown), then
+    ``calls`` calls counted one by one."""
+    counter = Callgrind()
+    call()
+    for _ in range(warmup):
+        call()
+    counter.start()
+    counted = counter.counted(call)
+    for _ in range(calls):
+        counted()
+    counter.stop()
 
 
 def parse_dump(path: Path) -> dict[str, int]:

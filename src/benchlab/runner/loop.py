@@ -31,7 +31,7 @@ from benchlab.runner.accuracy import (
 )
 from benchlab.runner.layers import compare_layers
 from benchlab.runner.config import InputConfig, RunnerConfig
-from benchlab.runner.counting import Callgrind
+from benchlab.runner.counting import count_calls
 from benchlab.stats.summary import AdaptiveStop
 
 __all__ = [
@@ -375,36 +375,20 @@ def _measure_generative(backend: Any, config: RunnerConfig, out: TextIO,
 
 def _measure_counted(backend: Any, config: RunnerConfig, out: TextIO, call: Callable[[], Any],
                      reference: Any, specs: Any) -> None:
-    """Counting mode: the runner runs under valgrind (``benchlab.runner.count`` started it)
-    and each of ``iterations`` calls is counted alone; the launcher prints the counts. The
-    first call and the warm-up run uncounted, so the counted calls find their memory pools
-    grown. No time is printed: a call's time under valgrind says nothing about the
-    runtime's."""
-    counter = Callgrind()
-    call()
-    for _ in range(config.warmup):
-        call()
-    # Instrumentation from here: the first call and the warm-up ran at valgrind's
-    # uninstrumented speed (what they execute is the same; only counted calls need it).
-    counter.start()
-    counted = counter.counted(call)
-    for _ in range(config.iterations):
-        counted()
-    counter.stop()
+    """Counting mode (:func:`benchlab.runner.counting.count_calls`): the launcher prints
+    the counts; no time is printed, nor the accuracy check (a timed run's: every call under
+    valgrind costs seconds)."""
+    count_calls(call, config.warmup, config.iterations)
     lines = backend_facts(backend)
     size = _files_mib([config.model_path, *config.extra_files.values()])
     if size is not None:
         lines.append(format_metric("NET", Metric.MODEL_SIZE, size, "MiB"))
-    details: dict[str, Any] = {}
+    details: dict[str, Any] = {**backend.info(),
+                               DetailKey.INPUTS: {s.name: [s.shape, s.dtype] for s in specs}}
     if reference is not None and reference.outputs:
-        # Every call under valgrind costs seconds, counted or not: the answer is a timed
-        # run's to check, and it is the same one.
         details["accuracy_skipped"] = ("counting mode: the outputs are checked by a run "
                                        "without count")
-    details.update(backend.info())
-    details[DetailKey.INPUTS] = {s.name: [s.shape, s.dtype] for s in specs}
-    lines.append(format_detail(**details))
-    out.write("\n".join(lines) + "\n")
+    out.write("\n".join([*lines, format_detail(**details)]) + "\n")
     out.flush()
 
 
