@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -40,8 +40,9 @@ for _ in range(10):
 '''
 
 
-def make_repo(path: Path, commits: int, slow_from: int) -> list[str]:
-    """A repository of ``commits`` commits; from index ``slow_from`` on, the program is slower."""
+def commit_files(path: Path, versions: Sequence[Mapping[str, str]]) -> list[str]:
+    """A new repository at ``path`` with one commit per entry of ``versions`` (file name →
+    text, plus ``version.txt``), on branch main; the commits' hashes."""
     path.mkdir()
 
     def git(*args: str) -> str:
@@ -52,13 +53,20 @@ def make_repo(path: Path, commits: int, slow_from: int) -> list[str]:
     git("config", "user.email", "t@example.com")
     git("config", "user.name", "t")
     shas = []
-    for i in range(commits):
-        (path / "prog.py").write_text(PROGRAM.format(slowdown=0.10 if i >= slow_from else 0.0))
-        (path / "version.txt").write_text(f"{i}\n")
+    for i, files in enumerate(versions):
+        for name, text in {**files, "version.txt": f"{i}\n"}.items():
+            (path / name).write_text(text)
         git("add", ".")
         git("commit", "-q", "-m", f"commit {i}")
         shas.append(git("rev-parse", "HEAD"))
     return shas
+
+
+def make_repo(path: Path, commits: int, slow_from: int) -> list[str]:
+    """A repository of ``commits`` commits; from index ``slow_from`` on, the program is slower."""
+    return commit_files(path, [
+        {"prog.py": PROGRAM.format(slowdown=0.10 if i >= slow_from else 0.0)}
+        for i in range(commits)])
 
 
 def spec(tmp_path: Path) -> Path:

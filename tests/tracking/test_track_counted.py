@@ -4,7 +4,6 @@ commit 4 does 1% more work: counted under the real valgrind, one pair per commit
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,8 @@ import yaml
 import benchlab
 from benchlab.protocol.step import include_dir
 from benchlab.tracking import TrackSettings
+
+from tests.tracking.test_track import commit_files
 
 pytestmark = [pytest.mark.valgrind, pytest.mark.slow]
 
@@ -23,24 +24,10 @@ DOT_C = (ROOT / "examples" / "count" / "dot.c").read_text()
 def make_repo(path: Path, commits: int, step_at: int) -> list[str]:
     """Commit i builds examples/count/dot.c with 100,000 elements by default, or 101,000
     from ``step_at`` on."""
-    path.mkdir()
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True,
-                              text=True).stdout.strip()
-
-    git("init", "-q", "-b", "main")
-    git("config", "user.email", "t@example.com")
-    git("config", "user.name", "t")
-    shas = []
-    for i in range(commits):
-        n = 101_000 if i >= step_at else 100_000
-        (path / "dot.c").write_text(DOT_C.replace("long n = 100000;", f"long n = {n};"))
-        (path / "version.txt").write_text(f"{i}\n")
-        git("add", ".")
-        git("commit", "-q", "-m", f"commit {i}")
-        shas.append(git("rev-parse", "HEAD"))
-    return shas
+    return commit_files(path, [
+        {"dot.c": DOT_C.replace("long n = 100000;",
+                                f"long n = {101_000 if i >= step_at else 100_000};")}
+        for i in range(commits)])
 
 
 def test_a_one_percent_step_is_found_at_its_commit_by_counts(tmp_path: Path) -> None:

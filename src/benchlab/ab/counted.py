@@ -19,7 +19,7 @@ from benchlab.ab.stats import decide_counts
 from benchlab.harness.jobrun import Job
 from benchlab.schema.comparison import MetricComparison, Mode, PairedEstimate
 from benchlab.schema.metrics import METRICS
-from benchlab.schema.result import Metric
+from benchlab.schema.result import DetailKey, Metric
 
 __all__ = ["COUNT_KEY", "CountEvidence", "counted_job"]
 
@@ -81,17 +81,16 @@ class CountEvidence(PairEvidence):
             result = self.data.last.get(tag)
             if result is None:
                 continue
-            facts = result.details.get("counting", {})
-            threads = result.details.get("intra_op_threads", result.details.get("threads"))
+            facts = result.details.get(DetailKey.COUNTING, {})
+            threads = result.details.get(DetailKey.INTRA_OP_THREADS,
+                                         result.details.get(DetailKey.THREADS))
             regime[side] = {"tool": facts.get("tool"), "calls": facts.get("counted_calls"),
                             "threads": threads,
                             "seconds_under_valgrind": facts.get("seconds_under_valgrind")}
         return regime
 
     def fresh(self) -> CountEvidence:
-        """Independent counted pairs of the same job, for verifying a regression."""
-        fresh = CountEvidence.__new__(CountEvidence)
-        PairEvidence.__init__(fresh, self.pair, self.sides, self.targets, self.cache,
-                              self.settings, self.progress)
-        fresh.looks = self.looks
-        return fresh
+        """Independent counted pairs of the same job, for verifying a regression (its jobs
+        are counted already; counting them again changes nothing)."""
+        return CountEvidence(self.pair, self.sides, self.targets, self.cache, self.settings,
+                             self.progress)

@@ -41,6 +41,7 @@ from benchlab.runner.counting import COUNTS, CountingUnavailable, parse_dump
 from benchlab.runner.qemucount import plugin_library, qemu_argv, qemu_version
 from benchlab.schema.result import DetailKey, Metric
 from benchlab.schema.units import Dimension, dimension_of
+from benchlab.targets.environment import cpu_features
 
 __all__ = ["counted_lines", "hardware_counters", "main", "valgrind_argv"]
 
@@ -116,12 +117,7 @@ def _isa_under_valgrind() -> str | None:
     """What valgrind hides of this CPU, where it matters: valgrind emulates x86-64 up to
     AVX2, so on a CPU with AVX-512 a runtime that picks its kernels by CPUID runs (and is
     counted in) its AVX2 kernels."""
-    try:
-        flags = next((line for line in Path("/proc/cpuinfo").read_text().splitlines()
-                      if line.startswith("flags")), "").split()
-    except OSError:
-        return None
-    if "avx512f" not in flags:
+    if "avx512f" not in cpu_features():
         return None
     return ("this CPU has AVX-512, which valgrind does not emulate: the program saw AVX2 at "
             "most, and a runtime that picks its kernels by CPUID was counted in its AVX2 "
