@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 import benchlab
 from benchlab.cli.commands import app
 from benchlab.report.matrix import matrix_cells
-from benchlab.schema.result import Status
+from benchlab.schema.result import Metric, Status
 
 RUNTIMES = {"pytorch", "onnxruntime", "tflite", "executorch", "openvino"}
 
@@ -38,6 +38,15 @@ def test_one_model_on_every_backend_with_real_accuracy(
     for label in ("onnxruntime", "tflite", "executorch[xnnpack]", "openvino[f32]"):
         assert cells[label].error_max_abs < 1e-5, label
         assert cells[label].top1 == 1.0 and cells[label].size > 0 and cells[label].p50 > 0
+    # Every runtime says how much of its own code the process loaded (README command 1's
+    # "code" column): its distribution's libraries, the same for every cell of one runtime.
+    for result in results:
+        assert result.summaries[Metric.CODE_SIZE.key].p50 > 0, result.identity.label
+    codes = {r.identity.framework: r.details["code_size"]["distribution"].split()[0]
+             for r in results}
+    assert codes == {"pytorch": "torch", "onnxruntime": "onnxruntime",
+                     "tflite": "ai-edge-litert", "executorch": "executorch",
+                     "openvino": "openvino"}
     # Lower precision shows as larger error, from the same reference.
     assert cells["onnxruntime[int8]"].precision == "int8"
     assert cells["onnxruntime[int8]"].error_max_abs > 10 * cells["onnxruntime"].error_max_abs
@@ -71,3 +80,5 @@ def test_cli_matrix_one_backend_on_the_small_zoo_writes_the_report(tmp_path: Pat
     page = report.read_text()
     assert page.count('class="plot dist"') == 3 and page.count('class="plot pareto"') == 3
     assert "onnxruntime[int8]" in page
+    # The runtime's code size beside the model's, in the terminal's cost table and the report.
+    assert "code" in outcome.output and "code MiB" in page

@@ -118,6 +118,28 @@ def test_details_carry_runtime_and_stop_reason(any_run: Run) -> None:
     assert not any_run.parsed.malformed
 
 
+def test_the_runtime_code_the_process_loaded_is_counted_from_its_own_distribution(
+        any_run: Run) -> None:
+    """Code size: the libraries of the runtime's own wheel that the runner mapped, each by
+    its size on disk, and nothing of another distribution (numpy's, the C++ runtime)."""
+    distribution = "onnxruntime" if any_run.config["backend"] == ORT else "torch"
+    dist = importlib.metadata.distribution(distribution)
+    (mib,) = any_run.values("NET", "code_size")
+    code = any_run.parsed.details["code_size"]
+    assert code["distribution"] == f"{dist.metadata['Name']} {dist.version}"
+    root = Path(str(dist.locate_file("")))
+    assert code["files"], code
+    for relative, size in code["files"].items():
+        assert ".so" in relative, relative
+        assert (root / relative).stat().st_size == size
+    assert code["bytes"] == sum(code["files"].values())
+    assert mib == pytest.approx(code["bytes"] / 2**20)
+    # The runtime's main library is always among them.
+    main = "onnxruntime_pybind11_state" if distribution == "onnxruntime" else "libtorch_cpu.so"
+    assert any(main in name for name in code["files"]), code["files"]
+    assert not any("numpy" in name for name in code["files"])
+
+
 def test_inputs_come_from_the_model_when_the_config_has_none(
     eager_run: Run, ort_run: Run
 ) -> None:

@@ -44,8 +44,8 @@ __all__ = [
 #: The unit each of a cell's measured columns is shown in (every reporter states these).
 COLUMN_UNITS: dict[Metric, str] = {metric: METRICS[metric].unit for metric in (
     Metric.LATENCY, Metric.FIRST_INFERENCE, Metric.LOAD_TIME, Metric.COMPILE_TIME,
-    Metric.MEMORY_PEAK, Metric.MEMORY_LOAD, Metric.MODEL_SIZE, Metric.ENERGY_PER_INFERENCE,
-    Metric.POWER)}
+    Metric.MEMORY_PEAK, Metric.MEMORY_LOAD, Metric.MODEL_SIZE, Metric.CODE_SIZE,
+    Metric.ENERGY_PER_INFERENCE, Metric.POWER)}
 
 
 def config_label(framework: str, config: Mapping[str, Any]) -> str:
@@ -88,6 +88,7 @@ class Cell:
     memory_peak: float | None = None
     memory_load: float | None = None
     size: float | None = None
+    code_size: float | None = None
     energy: float | None = None
     power: float | None = None
     params: int | None = None
@@ -246,7 +247,7 @@ def cell_of(result: Result) -> Cell:
         compile=columns.get(Metric.COMPILE_TIME),
         memory_peak=columns.get(Metric.MEMORY_PEAK, "max"),
         memory_load=columns.get(Metric.MEMORY_LOAD), size=columns.get(Metric.MODEL_SIZE),
-        energy=columns.get(Metric.ENERGY_PER_INFERENCE), power=columns.get(Metric.POWER),
+        code_size=columns.get(Metric.CODE_SIZE), energy=columns.get(Metric.ENERGY_PER_INFERENCE), power=columns.get(Metric.POWER),
         params=info.get("params"), flops=info.get("flops"), batch=batch, throughput=throughput,
         error_max_abs=_value(s.get(Metric.ERROR_MAX_ABS.key)),
         error_mean_abs=_value(s.get(Metric.ERROR_MEAN_ABS.key)),

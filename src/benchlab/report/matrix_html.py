@@ -266,6 +266,7 @@ def _columns(changes: Mapping[tuple[str, str], str]) -> tuple[Column[Cell], ...]
         metric(Metric.MEMORY_PEAK, lambda c: c.memory_peak),
         metric(Metric.MEMORY_LOAD, lambda c: c.memory_load),
         metric(Metric.MODEL_SIZE, lambda c: c.size),
+        metric(Metric.CODE_SIZE, lambda c: c.code_size),
         metric(Metric.ENERGY_PER_INFERENCE, lambda c: c.energy),
         metric(Metric.POWER, lambda c: c.power),
         metric(Metric.ERROR_MAX_ABS, lambda c: c.error_max_abs),

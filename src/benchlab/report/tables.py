@@ -257,6 +257,9 @@ _COLUMNS: dict[str, Column[_Row]] = {c.label: c for c in (
            legend="peak memory in MiB"),
     Column("size", _measured(Metric.MODEL_SIZE, lambda c: c.size, ".2f"),
            legend="size in MiB"),
+    Column("code", _measured(Metric.CODE_SIZE, lambda c: c.code_size, ".1f"),
+           legend="code: MiB of the runtime's libraries the process loaded (or a native "
+                  "tool's binary and libraries)"),
     Column("instr", _instructions,
            legend="instr: instructions per counted call (median; under valgrind, or on an "
                   "emulated core where the result says so)"),
@@ -282,7 +285,8 @@ _COLUMNS: dict[str, Column[_Row]] = {c.label: c for c in (
 
 #: The latency and cost parts' columns (the rest of the extra columns are the accuracy part's).
 _LATENCY_COLUMNS = ("p50", "±95%", "× fastest", "procs", "notes")
-_COST_COLUMNS = ("status", "p90", "n", "load", "first", "MiB", "size", "instr", "mJ", "W")
+_COST_COLUMNS = ("status", "p90", "n", "load", "first", "MiB", "size", "code", "instr", "mJ",
+                 "W")
 
 
 def _caption(columns: Sequence[Column[_Row]]) -> str:
@@ -299,7 +303,8 @@ def _caption(columns: Sequence[Column[_Row]]) -> str:
 def results_table(results: Sequence[Result], title: str = "benchlab results",
                   part: str = "all") -> Table | None:
     """One row per job, the columns of ``part``: ``latency`` (p50, ±95%, × fastest, processes,
-    notes), ``cost`` (status, p90, n, load, first inference, memory, size, energy, and metrics
+    notes), ``cost`` (status, p90, n, load, first inference, memory, model size, the runtime's
+    code size, energy, and metrics
     with no column of their own), ``accuracy`` (precision and the error columns, when any job
     reports them; ``None`` when none does) or ``all`` of them in one wide table.
 
@@ -317,6 +322,7 @@ def results_table(results: Sequence[Result], title: str = "benchlab results",
     extra = [
         ("prec", any(c.precision != "fp32" or c.size is not None for c in cells)),
         ("size", any(c.size is not None for c in cells)),
+        ("code", any(c.code_size is not None for c in cells)),
         ("instr", any(Metric.INSTRUCTIONS.key in r.summaries for r in results)),
         ("mJ", any(c.energy is not None for c in cells)),
         ("W", any(c.power is not None for c in cells)),

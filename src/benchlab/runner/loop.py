@@ -31,6 +31,7 @@ from benchlab.runner.accuracy import (
 )
 from benchlab.runner.layers import compare_layers
 from benchlab.runner.config import InputConfig, RunnerConfig
+from benchlab.runner.codesize import runtime_code
 from benchlab.runner.counting import count_calls
 from benchlab.stats.summary import AdaptiveStop
 
@@ -191,14 +192,31 @@ class RuntimeMissing(Exception):
     Termux, a fresh venv): says which runtime, which module, and what to install."""
 
     def __init__(self, backend_module: str, module: str) -> None:
-        # benchlab.frameworks.<framework>.backend: the framework the user asked for.
-        parts = backend_module.split(".")
-        framework = parts[2] if len(parts) > 2 and parts[1] == "frameworks" else backend_module
+        framework = framework_of(backend_module)
         top = module.split(".")[0]
         distribution = _distribution(framework, top)
         super().__init__(
             f"{framework} needs {top!r}, not installed here: {sys.executable} -m pip install "
             f"{distribution} (Python {sys.version.split()[0]} on {os.uname().machine})")
+
+
+def framework_of(backend_module: str) -> str:
+    """The framework a backend module belongs to: ``benchlab.frameworks.<framework>.backend``
+    names the one the user asked for; any other module names itself."""
+    parts = backend_module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "frameworks" else backend_module
+
+
+def runtime_distribution(backend_module: str) -> str | None:
+    """The pip name of the runtime a backend drives (its framework's ``requires``), or
+    ``None`` for a backend outside the registry."""
+    from benchlab.errors import BenchlabError
+    from benchlab.plugins import load_framework
+
+    try:
+        return load_framework(framework_of(backend_module)).requires[1] or None
+    except (BenchlabError, AttributeError, TypeError, ValueError, IndexError):
+        return None
 
 
 def _distribution(framework: str, module: str) -> str:
@@ -275,6 +293,23 @@ def _diagnosis(backend: RuntimeBackend, config: RunnerConfig,
     return found
 
 
+def _size_lines(config: RunnerConfig, details: dict[str, Any] | None = None) -> list[str]:
+    """The model's size and the runtime's code size (the libraries of the runtime's
+    distribution this process mapped: :mod:`benchlab.runner.codesize`), each when known; the
+    code's files go into ``details`` when given."""
+    lines = []
+    size = _files_mib([config.model_path, *config.extra_files.values()])
+    if size is not None:
+        lines.append(format_metric("NET", Metric.MODEL_SIZE, size, "MiB"))
+    distribution = runtime_distribution(config.backend.partition(":")[0])
+    code = runtime_code(distribution) if distribution else None
+    if code is not None:
+        lines.append(format_metric("NET", Metric.CODE_SIZE, code.bytes / 2**20, "MiB"))
+        if details is not None:
+            details[DetailKey.CODE_SIZE] = code.to_detail()
+    return lines
+
+
 def _head(backend: Any, config: RunnerConfig, import_ms: float, load_ms: float,
           rss_before: float | None, rss_loaded: float | None) -> list[str]:
     """The lines a generative or scenario test prints before its own: import and load time,
@@ -283,9 +318,7 @@ def _head(backend: Any, config: RunnerConfig, import_ms: float, load_ms: float,
             format_metric("NET", Metric.LOAD_TIME, load_ms, "ms")]
     if rss_before is not None and rss_loaded is not None:
         head.append(format_metric("NET", Metric.MEMORY_LOAD, rss_loaded - rss_before, "MiB"))
-    size = _files_mib([config.model_path, *config.extra_files.values()])
-    if size is not None:
-        head.append(format_metric("NET", Metric.MODEL_SIZE, size, "MiB"))
+    head += _size_lines(config)
     head += backend_facts(backend)
     return head
 
@@ -379,12 +412,9 @@ def _measure_counted(backend: Any, config: RunnerConfig, out: TextIO, call: Call
     the counts; no time is printed, nor the accuracy check (a timed run's: every call under
     valgrind costs seconds)."""
     count_calls(call, config.warmup, config.iterations)
-    lines = backend_facts(backend)
-    size = _files_mib([config.model_path, *config.extra_files.values()])
-    if size is not None:
-        lines.append(format_metric("NET", Metric.MODEL_SIZE, size, "MiB"))
     details: dict[str, Any] = {**backend.info(),
                                DetailKey.INPUTS: {s.name: [s.shape, s.dtype] for s in specs}}
+    lines = [*backend_facts(backend), *_size_lines(config, details)]
     if reference is not None and reference.outputs:
         details["accuracy_skipped"] = ("counting mode: the outputs are checked by a run "
                                        "without count")
@@ -466,11 +496,9 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
         lines.append(format_metric("NET", Metric.MEMORY_LOAD, rss_loaded - rss_before, "MiB"))
     if peak is not None:
         lines.append(format_metric("NET", Metric.MEMORY_PEAK, peak, "MiB"))
-    size = _files_mib([config.model_path, *config.extra_files.values()])
-    if size is not None:
-        lines.append(format_metric("NET", Metric.MODEL_SIZE, size, "MiB"))
-    lines += backend_facts(backend)
     details: dict[str, Any] = {}
+    lines += _size_lines(config, details)
+    lines += backend_facts(backend)
     if skipped_reference:
         details["accuracy_skipped"] = skipped_reference
     if reference is not None and reference.outputs:

@@ -89,6 +89,7 @@ METRICS: Mapping[Metric, MetricInfo] = _entries(
     MetricInfo(_M.MEMORY_LOAD, "MiB", _F.MEMORY, LOWER, "load MiB", ".1f"),
     MetricInfo(_M.MEMORY_PEAK, "MiB", _F.MEMORY, LOWER, "peak MiB", ".0f", decided=True),
     MetricInfo(_M.MODEL_SIZE, "MiB", _F.SIZE, LOWER, "size MiB", ".2f"),
+    MetricInfo(_M.CODE_SIZE, "MiB", _F.SIZE, LOWER, "code MiB", ".1f"),
     MetricInfo(_M.ENERGY_PER_INFERENCE, "mJ", _F.ENERGY, LOWER, "mJ/inf", ".3g"),
     MetricInfo(_M.POWER, "W", _F.ENERGY, LOWER, "power W", ".3g"),
     MetricInfo(_M.ERROR_MAX_ABS, "abs", _F.ACCURACY, LOWER, "max abs err", ".2e"),

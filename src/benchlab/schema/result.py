@@ -124,6 +124,9 @@ class Metric(StrEnum):
     MEMORY_LOAD = "memory_load"  #: MiB the process grew by loading the model
     MEMORY_PEAK = "memory_peak"  #: MiB, the process's peak resident memory
     MODEL_SIZE = "model_size"  #: MiB, the model file(s)
+    #: MiB, the runtime's code the process loaded (runner/codesize.py), or a native tool's
+    #: binary and the libraries pushed with it
+    CODE_SIZE = "code_size"
     ENERGY_PER_INFERENCE = "energy_per_inference"  #: mJ per inference, from a power meter
     POWER = "power"  #: W, average power while the model ran (a tool's, or a power meter's)
     ERROR_MAX_ABS = "error_max_abs"  #: largest absolute error against the reference outputs
@@ -274,6 +277,8 @@ class DetailKey(StrEnum):
     #: mapping, how counting mode counted (runner/count.py): tool, version, what, calls,
     #: hardware counters, threads
     COUNTING = "counting"
+    #: mapping, the runtime's code behind Metric.CODE_SIZE: distribution, bytes, files
+    CODE_SIZE = "code_size"
 
 
 class EnvKey(StrEnum):
