@@ -55,6 +55,10 @@ RUN = {
     "cpu_list": (SAME, ["--cpu-list", "0"]), "profile_ops": (SAME, ["--profile-ops"]),
     "layer_errors": (SAME, ["--layer-errors"]), "timeout": (SAME, ["--timeout", "60"]),
     "count": (SAME, ["--count", "instructions"]),
+    "wipe_cache": (SAME, ["--wipe-cache"]),
+    # FAI-PEP's spelling, which takes a value: the same setting as --wipe-cache.
+    "faipep_wipe_cache": (MEANS, []),
+    "shared_libs": (REFUSED, ["--shared-libs", "/opt/lib/libx.so"]),
     "cooldown": (SAME, ["--cooldown", "1"]), "string_map": (SAME, ["--string-map", "K=v"]),
     "prompt_tokens": (SAME, ["--prompt-tokens", "64"]),
     "new_tokens": (SAME, ["--new-tokens", "16"]), "depth": (SAME, ["--depth", "32"]),

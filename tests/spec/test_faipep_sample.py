@@ -117,8 +117,10 @@ def test_the_older_forms_load() -> None:
     # The model's command_args reach every command that runs {program}.
     assert all(t.commands[0].endswith("--caffe2_log_level=0") for t in spec.tests)
     assert {field for field, _ in spec.ignored} == {
-        "model.libraries", "model.converter", "model.platform_args", "model.app",
+        "model.converter", "model.platform_args", "model.app",
         "tests[0].profiler", "tests[0].degrade", "tests[1].files"}
+    # Its libraries are pushed beside the program, under the name the loader looks for.
+    assert spec.model.libraries["libextra_ops.so"].md5 == "6f708192a3b4c5d6e7f8091021324354"
 
 
 def test_tflite_specs_become_tflite_jobs_and_a_doubled_key_is_listed(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from benchlab.cli.options import (
     DbOption,
     DetachOption,
     LabDeviceOption,
+    flag_value,
     percent,
     refuse_with_lab,
     refuse_without_lab,
@@ -79,6 +80,9 @@ def run(
     count: Annotated[Optional[str], typer.Option(help=setting_help("count"))] = None,  # noqa: UP007,E501
     timeout: Annotated[Optional[float], typer.Option(help=setting_help("timeout"))] = None,  # noqa: UP007,E501
     cooldown: Annotated[Optional[float], typer.Option(help=setting_help("cooldown"))] = None,  # noqa: UP007,E501
+    wipe_cache: Annotated[bool, typer.Option("--wipe-cache", help=setting_help("wipe_cache"))] = False,  # noqa: E501
+    faipep_wipe_cache: Annotated[Optional[str], typer.Option("--wipe_cache", metavar="BOOL", help="FAI-PEP's spelling of --wipe-cache, with a value: true or false.")] = None,  # noqa: UP007,E501
+    shared_libs: Annotated[Optional[str], typer.Option("--shared-libs", "--shared_libs", metavar="PATHS", help=setting_help("shared_libs"))] = None,  # noqa: UP007,E501
     string_map: Annotated[Optional[str], typer.Option(help="Placeholders: JSON or K=v,K2=v2.")] = None,  # noqa: UP007,E501
     json_dir: Annotated[Optional[Path], typer.Option(help="Also write one JSON file per result here.")] = None,  # noqa: UP007,E501
     html: Annotated[Optional[Path], typer.Option(help="Also write the matrix report (HTML, offline plots) here.")] = None,  # noqa: UP007,E501
@@ -119,31 +123,28 @@ def run(
     from benchlab.harness.sweep import Sweep
 
     overrides = TestOverrides(
-        warmup=warmup, iter=iterations, repeat=repeat, min_time=min_time,
-        target_ci=percent(target_ci), threads=threads, cpu_list=cpu_list,
-        profile_ops=True if profile_ops else None, timeout=timeout, cooldown=cooldown,
-        temperature_gate=temperature_gate, layer_errors=True if layer_errors else None, count=count,
-    )
+        warmup=warmup, iter=iterations, repeat=repeat, min_time=min_time, threads=threads,
+        target_ci=percent(target_ci), cpu_list=cpu_list, timeout=timeout, cooldown=cooldown,
+        profile_ops=True if profile_ops else None, temperature_gate=temperature_gate,
+        layer_errors=True if layer_errors else None, count=count, shared_libs=shared_libs,
+        wipe_cache=True if wipe_cache or flag_value(faipep_wipe_cache, "--wipe_cache") else None)
     sweep = Sweep.of(
         list(specs), models=split_models(models), frameworks=split_frameworks(frameworks),
-        target=target,
-        exclude_targets=exclude_target, overrides=overrides,
+        target=target, exclude_targets=exclude_target, overrides=overrides,
         string_map=parse_string_map(string_map) if string_map else None,
         time_budget=time_budget, root_model_dir=root_model_dir, cache_dir=cache_dir,
         generations=generations_from_options(prompt_tokens, new_tokens, depth),
         scenario=scenario_from_options(scenario, latency_bound, target_qps, duration, query_count,
-                           samples_per_query, mlperf_durations, scenario_accuracy,
-                           ttft_bound, tpot_bound),
-        model=list(model), inputs=list(model_input), data=data, energy=energy,
+                                       samples_per_query, mlperf_durations, scenario_accuracy,
+                                       ttft_bound, tpot_bound),
+        model=list(model), inputs=list(model_input), data=data, energy=energy, order=order,
         reboot=_reboot_policy(reboot, reboot_after_failures, reboot_after_uptime),
-        order=order, race=_race(goal, repeat),
-    )
+        race=_race(goal, repeat))
     shown = {"json_dir": json_dir, "html": html, "warnings": warnings, "wide": wide}
     if lab:
         # What only this machine's store would hold: the lab keeps the run in its own.
         refuse_with_lab({"--db": db, "--resume": resume, "--resume-run": resume_run,
-                         "--report-to": report_to},
-                         "the lab stores the run in its own database")
+                         "--report-to": report_to}, "the lab stores the run in its own database")
         _run_on_lab(lab, sweep, lab_device, lab_pool, dry_run=dry_run, detach=detach, **shown)
     refuse_without_lab(detach=detach)
     if dry_run:

@@ -17,6 +17,7 @@ __all__ = [
     "LabDryRunOption",
     "OneTargetOption",
     "QuietOption",
+    "flag_value",
     "percent",
     "refuse_with_lab",
     "refuse_without_lab",
@@ -67,6 +68,19 @@ def percent(text: str | None, option: str = "--target-ci") -> float | None:
     if value <= 0:
         raise UsageError(f"{option} must be positive")
     return value
+
+
+def flag_value(text: str | None, option: str) -> bool:
+    """A FAI-PEP option that takes its switch as a value (``--wipe_cache true``): ``None`` and
+    the false words are off, the true words on; any other word is a usage error."""
+    if text is None:
+        return False
+    word = text.strip().lower()
+    if word in ("1", "true", "yes", "on"):
+        return True
+    if word in ("0", "false", "no", "off", ""):
+        return False
+    raise UsageError(f"{option} takes true or false, not {text!r}")
 
 
 def split_models(text: str | None) -> list[str] | None:

@@ -33,6 +33,8 @@ from benchlab.targets.base import Availability, CommandResult
 
 __all__ = [
     "NATIVE_BINARY",
+    "NATIVE_FLAGS",
+    "NATIVE_LIBS",
     "Framework",
     "Invocation",
     "JobContext",
@@ -48,6 +50,10 @@ __all__ = [
 NATIVE_BINARY = "binary"
 #: The option giving a native tool extra flags of its own (``flags=--use_gpu=true``).
 NATIVE_FLAGS = "flags"
+#: The option naming shared libraries the native tool loads, host paths separated by ``:``
+#: (``binary=./benchmark_model,libs=libfoo.so:libbar.so``): pushed beside it, found through
+#: ``LD_LIBRARY_PATH`` (:mod:`benchlab.harness.nativefiles`).
+NATIVE_LIBS = "libs"
 
 
 @dataclass(frozen=True, slots=True)

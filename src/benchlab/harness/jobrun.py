@@ -23,9 +23,16 @@ from benchlab.spec.artifacts import ArtifactCache
 from benchlab.energy.session import EnergySession, EnergySettings
 from benchlab.harness.devicestate import GateOutcome, capture_state, state_flags, wait_until_cool
 from benchlab.errors import DownloadError, InfrastructureError, UserError
-from benchlab.devicetools.elf import abi_of, refuse_wrong_architecture
+from benchlab.devicetools.elf import abi_of, elf_architecture, refuse_wrong_architecture
 from benchlab.frameworks.base import NATIVE_BINARY, Framework, Invocation, JobContext, Staging
 from benchlab.harness.hoststeps import HostSteps, StepFailure, merge_parsed, renumbered
+from benchlab.harness.cachewipe import wipe_caches
+from benchlab.harness.nativefiles import (
+    NativeFiles,
+    code_size_samples,
+    job_libraries,
+    with_library_path,
+)
 from benchlab.stats.race import Standing
 from benchlab.schema.result import (
     LATENCY_KEY,
@@ -187,6 +194,7 @@ class JobMeasurement:
         self.test = test
         self._steps = HostSteps(job.spec, test, cache, string_map)  # FAI-PEP host commands
         self._workdir: str | None = None
+        self._library_dir: str | None = None  # where the pushed shared libraries lie
         self._local_files: dict[str, Path] = {}
         self._samples: list[Sample] = []
         self._details: dict[str, Any] = {DetailKey.REPETITIONS: 0}
@@ -243,12 +251,15 @@ class JobMeasurement:
             self._details[DetailKey.MODEL_INFO] = dict(self.job.spec.model.metadata)
         try:
             binary = self.job.config.options.get(NATIVE_BINARY)
-            local = None
-            if isinstance(binary, str) and Path(binary).expanduser().is_file():
-                # A native runner (benchmark_model, executor_runner...) given as a host path:
-                # one built for another CPU is refused before anything travels.
-                local = Path(binary).expanduser()
-                refuse_wrong_architecture(local, abi_of(self._environment), device=self._device_name())
+            # A native runner (benchmark_model, executor_runner...) given as a host path, and
+            # the shared libraries it loads: one built for another CPU is refused before
+            # anything travels.
+            local = Path(binary).expanduser() if isinstance(binary, str) else None
+            local = local if local is not None and local.is_file() else None
+            libraries = job_libraries(self.job.config.options, self.test, self.job.spec.model,
+                                      self._cache)
+            for program in [*([local] if local else []), *libraries.values()]:
+                refuse_wrong_architecture(program, abi_of(self._environment), device=self._device_name())
             files = {
                 key: target.push(path, workdir,
                                  path.name if key.startswith("input_files.") else None)
@@ -256,7 +267,13 @@ class JobMeasurement:
             }
             if local is not None:
                 files[f"native.{NATIVE_BINARY}"] = target.push(local, workdir, local.name)
-            files.update(self._push_device_files(workdir, local_files))
+            for name, library in libraries.items():
+                target.push(library, workdir, name)  # beside the binary, under its own name
+            self._library_dir = workdir if libraries else None
+            built: dict[str, Path] = {}
+            files.update(self._push_device_files(workdir, local_files, built))
+            if native := NativeFiles(local, libraries, built):
+                self._details[DetailKey.NATIVE_FILES] = native.detail()
             self._steps.start(target, workdir, files)
         except StepFailure as exc:
             return self._finish(exc.status, exc.reason, exc.tail)
@@ -272,9 +289,11 @@ class JobMeasurement:
         env = self._environment
         return f"{env.get(EnvKey.TARGET) or self._target.name} device {env.get(EnvKey.HOSTNAME) or ''}".strip()
 
-    def _push_device_files(self, workdir: str, local_files: Mapping[str, Path]) -> dict[str, str]:
+    def _push_device_files(self, workdir: str, local_files: Mapping[str, Path],
+                           built: dict[str, Path]) -> dict[str, str]:
         """What the framework makes for this device (a tool built for its CPU, raw inputs),
-        pushed into the workdir; their device paths by key."""
+        pushed into the workdir; their device paths by key. The programs among them are
+        added to ``built`` (the job's code size counts them)."""
         stage = getattr(self.job.framework, "device_files", None)
         if stage is None:
             return {}
@@ -285,6 +304,7 @@ class JobMeasurement:
                 python=self._target.python_executable(), abi=abi_of(self._environment),
                 local_files=local_files, scratch=scratch, cache_root=self._cache.root,
                 progress=_show_progress))
+            built.update({p.name: p for p in made.values() if elf_architecture(p) is not None})
             return {key: self._target.push(path, workdir, path.name) for key, path in made.items()}
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -331,6 +351,11 @@ class JobMeasurement:
             invocations = self.job.framework.invocations(ctx)
         except UserError as exc:
             return self._finish(Status.USER_ERROR, str(exc))
+        if self._library_dir is not None:
+            invocations = [with_library_path(i, self._library_dir) for i in invocations]
+        if test.wipe_cache:
+            details[DetailKey.CACHE_WIPE] = wipe_caches(
+                target, self._workdir, details.get(DetailKey.CACHE_WIPE, {}).get("processes", 0))
         outputs: list[CommandResult] = []
         span_start = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="benchlab-pulled-") as pulled:
@@ -363,6 +388,8 @@ class JobMeasurement:
             )
         self._samples += [Sample(s.metric, s.value, s.unit, s.type, repetition, s.index)
                           for s in parsed.samples]
+        self._samples += code_size_samples(details.get(DetailKey.NATIVE_FILES), parsed.samples,
+                                           repetition)
         _merge_details(details, parsed, repetition)
         self._repetition = repetition = repetition + 1
         details[DetailKey.REPETITIONS] = repetition

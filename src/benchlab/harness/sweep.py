@@ -143,6 +143,8 @@ PLACE_FIELDS: Mapping[str, tuple[str, str]] = MappingProxyType({
                     "can reach"),
     "inputs": ("--input", "goes with --model"),
     "data": ("--inputs", "a file on this machine"),
+    "shared_libs": ("--shared-libs", "files on this machine; give the lab a spec whose "
+                    "model.libraries it can fetch"),
 })
 
 
@@ -250,8 +252,11 @@ class Sweep:
         """The :data:`PLACE_FIELDS` this sweep sets (a request sent elsewhere cannot carry
         them)."""
         default = Sweep()
+        # shared_libs is a setting (it rides in the overrides), but names files here too.
         return [name for name in PLACE_FIELDS
-                if getattr(self, name) != getattr(default, name)]
+                if (self.overrides is not None and self.overrides.values.get(name)
+                    if name == "shared_libs"
+                    else getattr(self, name) != getattr(default, name))]
 
     def to_wire(self) -> dict[str, Any]:
         """The request as JSON-ready data, spec files carried as their text: what a lab job

@@ -279,6 +279,12 @@ class DetailKey(StrEnum):
     COUNTING = "counting"
     #: mapping, the runtime's code behind Metric.CODE_SIZE: distribution, bytes, files
     CODE_SIZE = "code_size"
+    #: mapping, a native program's own files pushed for the job: binary (bytes, None when it
+    #: was a path on the target) and libs (name -> bytes) (harness/nativefiles.py)
+    NATIVE_FILES = "native_files"
+    #: mapping, what wipe_cache did before the processes: cpu_bytes written, cpu_source,
+    #: llc_bytes, file_cache ("dropped" or "not dropped: why"), processes (harness/cachewipe.py)
+    CACHE_WIPE = "cache_wipe"
 
 
 class EnvKey(StrEnum):

@@ -138,6 +138,14 @@ class TestSettings:
         None, "Before each process, wait until the device is below this.", unit="°C")
     gate_timeout: float = _setting(300.0, "Longest wait for the temperature gate.",
                                    unit="s", ge=0)
+    wipe_cache: bool = _setting(
+        False, "Before each process, evict the CPU caches (write a buffer twice the "
+        "last-level cache) and drop the file cache where the target lets root (FAI-PEP's "
+        "--wipe_cache); details.cache_wipe says what was done.")
+    shared_libs: str | None = _setting(
+        None, "Shared libraries the measured program loads: host paths, comma-separated, "
+        "pushed into the job's folder on the target and found there through LD_LIBRARY_PATH "
+        "(FAI-PEP's --shared_libs).")
 
 
 def settings_info() -> Iterator[SettingInfo]:

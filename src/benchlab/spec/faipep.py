@@ -79,7 +79,6 @@ UNHONOURED_TEST_KEYS: dict[str, str] = {
 }
 #: FAI-PEP model keys that load but that benchlab does not act on, and why.
 UNHONOURED_MODEL_KEYS: dict[str, str] = {
-    "libraries": "libraries are not pushed to the device; give them as model files",
     "converter": "models are not converted on the fly; the zoo exports its own formats",
     "command_args": "appended to the commands that run {program}, and this spec's tests "
                     "have none",

@@ -268,7 +268,17 @@ def _model_def(model: m.ModelModel, base_dir: Path) -> ModelDef:
         placeholders=placeholders,
         preprocess=model.preprocess.command_list() if model.preprocess else (),
         postprocess=model.postprocess.command_list() if model.postprocess else (),
+        libraries=_libraries(model, base_dir),
     )
+
+
+def _libraries(model: m.ModelModel, base_dir: Path) -> dict[str, FileRef]:
+    """FAI-PEP's ``libraries`` (a list of files, or files by name) by the name each gets on the
+    target: its ``filename``, else its location's last part, the name the loader looks for."""
+    given = model.libraries or []
+    entries = list(given.values()) if isinstance(given, dict) else list(given)
+    named = {(e.filename or e.location.rstrip("/").rsplit("/", 1)[-1]): e for e in entries}
+    return {name: _ref(f"libraries.{name}", entry, base_dir) for name, entry in named.items()}
 
 
 def _accuracy_flow(settings: dict[str, Any], index: int, issues: list[Issue]) -> None:

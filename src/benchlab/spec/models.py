@@ -456,7 +456,9 @@ class ModelModel(BaseModel):
     cooldown: float | None = _layer_default("cooldown", "Default cooldown of the tests.")
     timeout: float | None = _layer_default("timeout", "Default timeout of the tests.")
     repeat: int | None = _layer_default("repeat", "Default repeat of the tests.")
-    libraries: Any = Field(None, description=_IGNORED)
+    libraries: list[FileEntry] | dict[str, FileEntry] | None = Field(
+        None, description="Shared libraries the program loads (FAI-PEP): pushed beside it, "
+        "found through LD_LIBRARY_PATH.")
     converter: Any = Field(None, description=_IGNORED)
     preprocess: HostStepsModel | None = Field(
         None, description=_STEPS_HELP.format(when="once before a job's first repetition"))

@@ -97,6 +97,9 @@ class ModelDef:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     preprocess: tuple[str, ...] = ()
     postprocess: tuple[str, ...] = ()
+    #: Shared libraries the measured program loads (FAI-PEP's ``libraries``), by the file name
+    #: they get in the job's folder on the target, where the dynamic loader finds them.
+    libraries: Mapping[str, FileRef] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

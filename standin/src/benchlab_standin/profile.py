@@ -26,6 +26,10 @@ from benchlab_standin.toolbox import install as install_shims
 __all__ = ["ARM_CORES", "CpuCluster", "DeviceProfile", "ThermalZone", "arm_profile",
            "default_profile"]
 
+#: Each CPU's caches as sysfs lists them (cpuN/cache/indexK/size): L1 data, L1 instruction,
+#: L2, and the shared L3, the last level (a Snapdragon 888's sizes).
+CACHE_SIZES = ("64K", "64K", "512K", "4096K")
+
 # Files an unrooted phone's shell user cannot write (mode 0444 when ``rooted`` is False).
 WRITABLE_CPUFREQ = ("scaling_governor", "scaling_min_freq", "scaling_max_freq",
                     "scaling_setspeed")
@@ -242,6 +246,8 @@ class DeviceProfile:
                 (cpu_dir / "cpufreq").symlink_to(f"../cpufreq/{cluster.policy}")
                 _write(cpu_dir / "cpu_capacity", f"{cluster.capacity}\n")
                 _write(cpu_dir / "online", "1\n")
+                for index, size in enumerate(CACHE_SIZES):
+                    _write(cpu_dir / f"cache/index{index}/size", f"{size}\n")
 
     def _write_thermal(self, base: Path) -> None:
         for index, zone in enumerate(self.thermal_zones):
@@ -287,6 +293,9 @@ class DeviceProfile:
         _write(base / "cpuinfo", text)
         _write(base / "loadavg", "0.00 0.00 0.00 1/900 1000\n")
         _write(base / "uptime", "0.00 0.00\n")
+        # The page cache's switch, in the sandbox: what root writes there stays readable for
+        # the tests (a real one reads back nothing), and the host's own cache is left alone.
+        _write(base / "sys/vm/drop_caches", "", mode=0o600 if self.rooted else 0o400)
         total = self.mem_total_kb
         _write(base / "meminfo", (
             f"MemTotal:       {total:8d} kB\nMemFree:        {total // 4:8d} kB\n"

@@ -48,7 +48,7 @@ MAPPED_FILES = ("/proc/cpuinfo", "/proc/loadavg", "/proc/meminfo", "/proc/uptime
 # A mapped prefix where a path starts: not after a path or name character (so /foo/data and
 # $VAR/data stay as they are), and ending where the path component ends.
 _DEVICE_PATH = re.compile(
-    r"(?<![\w./~}\)-])(?:/(?:data|sdcard|system|sys)(?![\w.-])|/proc/(?:cpuinfo|loadavg|meminfo|uptime)"
+    r"(?<![\w./~}\)-])(?:/(?:data|sdcard|system|sys)(?![\w.-])|/proc/(?:cpuinfo|loadavg|meminfo|uptime|sys/vm/drop_caches)"
     r"(?![\w.-]))")
 # The sandbox path is pasted unquoted into commands, so it must not need quoting.
 _SAFE_ROOT = re.compile(r"^/[\w./+@%,:-]*$")
