@@ -143,6 +143,10 @@ def test_llama_15m_runs_on_the_arm_phone_as_benchlab_built_it(
         assert "NEON = 1" in details["kernels"]
         assert details["device_build"]["architecture"] == "aarch64"
         assert details["device_build"]["key"] == arm_tools.key  # built once, reused
+        # The code it brought onto the phone: the runner benchlab built, statically linked.
+        built = details["native_files"]["built"]
+        assert list(built) == [RUNNER] and built[RUNNER] > 0
+        assert summaries[metric_key("NET", Metric.CODE_SIZE)].p50 == built[RUNNER] / 2**20
         assert env[EnvKey.ABI] == "arm64-v8a" and env[EnvKey.EMULATED]
         assert result.identity.device_label.endswith("(emulated)")
     fp32 = by_precision["fp32"].summaries
