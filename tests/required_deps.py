@@ -30,6 +30,7 @@ REQUIRED = {
            "g++-aarch64-linux-gnu cmake)",
     "valgrind": "valgrind, whose callgrind counts instructions in counting mode (Debian: "
                 "apt-get install valgrind)",
+    "hg": "Mercurial, whose repositories track walks (Debian: apt-get install mercurial)",
 }
 """Each dependency a test may not skip for: marker name → what to install."""
 

@@ -279,7 +279,7 @@ def _fetch_for_pass(settings: TrackSettings, follow: bool,
     assert settings.remote is not None and settings.branch is not None
     where = f"{settings.remote}/{settings.branch}"
     try:
-        head = fetch(settings.repo, settings.remote, settings.branch)
+        head = fetch(settings.repo, settings.remote, settings.branch, settings.vcs)
     except InfrastructureError as exc:
         if not follow:
             raise

@@ -124,6 +124,8 @@ TRACK = {
     "reference": (SAME, ["--reference", "v1"]), "step": (SAME, ["--step", "2"]),
     "pairs": (SAME, ["--pairs", "30"]), "min_effect": (SAME, ["--min-effect", "3%"]),
     "measure": (SAME, ["--measure", "instructions"]),
+    "vcs": (SAME, ["--vcs", "hg"]), "weekly_reference": (SAME, ["--weekly-reference"]),
+    "base_commit": (SAME, ["--base-commit", "v0"]), "same_host": (SAME, ["--other-host"]),
     "follow": (REFUSED, ["--follow"]), "builds_dir": (REFUSED, ["--builds-dir", "b"]),
     "status_file": (REFUSED, ["--status-file", "stop"]),
     "remote": (REFUSED, ["--remote", "origin", "--branch", "main"]),

@@ -184,11 +184,15 @@ def _print_comparison(comparison: Any, *, markdown: Path | None, json_out: Path 
 
 def track(
     specs: Annotated[list[Path], typer.Argument(help="Spec files whose commands run {program}.")],
-    repo: Annotated[Path, typer.Option(help="The git repository to walk.")],
+    repo: Annotated[Path, typer.Option(help="The git or Mercurial repository to walk.")],
     program: Annotated[str, typer.Option(help="The build's command, e.g. '{WORKTREE}/bin/bench'.")],  # noqa: E501
     revisions: Annotated[str, typer.Option(help="Commits: 'A..B' or a branch.")] = "HEAD",
     build: Annotated[Optional[str], typer.Option(help="Build command run in each worktree.")] = None,  # noqa: UP007,E501
     reference: Annotated[Optional[str], typer.Option(help="Pinned reference (default: first commit).")] = None,  # noqa: UP007,E501
+    weekly_reference: Annotated[bool, typer.Option("--weekly-reference", help="FAI-PEP's control: the reference is the first commit of the newest commit's week (Monday 00:00 UTC).")] = False,  # noqa: E501
+    base_commit: Annotated[Optional[str], typer.Option("--base-commit", "--base_commit", help="FAI-PEP's --base_commit: the reference is the later of this commit and the week's first (implies --weekly-reference).")] = None,  # noqa: UP007,E501
+    vcs: Annotated[Optional[str], typer.Option("--vcs", help="git or hg (FAI-PEP's --repo git|hg); default: detected from the repository's .git or .hg.")] = None,  # noqa: UP007,E501
+    same_host: Annotated[Optional[bool], typer.Option("--same-host/--other-host", "--same_host", help="Whether the device is the build host: then builds never overlap measurements (FAI-PEP's --same_host). Default: same host when --target is host; else the next commit is built while the current one is measured.")] = None,  # noqa: UP007,E501
     step: Annotated[int, typer.Option(help="Measure every N-th commit; bisect the gaps.")] = 1,
     pairs: Annotated[Optional[int], typer.Option(help="A/B pairs per commit (default 20; 1 with --measure instructions).")] = None,  # noqa: UP007,E501
     measure: Annotated[str, typer.Option(help="What each commit is judged on: time, or instructions (counted under valgrind: exact, slow, one thread).")] = "time",  # noqa: E501
@@ -221,13 +225,22 @@ def track(
         raise UsageError("--step must be at least 1 and --pairs at least 2 (1 when counting)")
     if (remote is None) != (branch is None):
         raise UsageError("give --remote and --branch together")
-    if remote is not None and revisions == "HEAD":
-        revisions = f"{remote}/{branch}"
+    if base_commit is not None and reference is not None:
+        raise UsageError("give --reference (pinned) or --base-commit (FAI-PEP's weekly rule), "
+                         "not both")
+    if remote is not None and branch is not None and revisions == "HEAD" and not lab:
+        # (A lab's repository is on its device: the lab refuses --remote there.)
+        from benchlab.tracking.vcs import open_repository
+
+        revisions = open_repository(repo, vcs).followed_revisions(remote, branch)
     settings = TrackSettings(
         repo=repo, revisions=revisions, program=program, build_command=build,
-        builds_dir=builds_dir or default_cache_dir().parent / "builds", reference=reference,
+        builds_dir=builds_dir or default_cache_dir().parent / "builds",
+        reference=reference or base_commit,
         step=step, pairs=pairs, min_effect=percent(min_effect, "--min-effect") or 0.01,
-        status_file=status_file, remote=remote, branch=branch, measure=measure,
+        status_file=status_file, remote=remote, branch=branch, measure=measure, vcs=vcs,
+        reference_rule="week" if weekly_reference or base_commit else "first",
+        same_host=same_host,
     )
     sweep = Sweep.of(list(specs), target=target)
     if lab:

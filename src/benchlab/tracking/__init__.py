@@ -1,4 +1,5 @@
-"""Continuous benchmarking of a git history: builds per commit, change points, bisection."""
+"""Continuous benchmarking of a git or Mercurial history: builds per commit (built ahead of the
+walk off-host), change points, bisection, FAI-PEP's weekly reference."""
 
 from __future__ import annotations
 

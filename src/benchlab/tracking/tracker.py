@@ -1,6 +1,9 @@
 """``benchlab track``: measure a commit history against a pinned reference, find and bisect steps.
 
-Every measured commit is built once in its own worktree (:mod:`benchlab.tracking.gitrepo`) and
+Every measured commit is built once in its own tree (:mod:`benchlab.tracking.gitrepo`; git or
+Mercurial, :mod:`benchlab.tracking.vcs`), by one builder thread that builds the walk's next
+commit while the current one is measured when the device is not this host
+(:mod:`benchlab.tracking.builder`), and
 compared with the reference build by the A/B protocol (ABBA pairs of fresh processes), so
 each commit gets a change with an interval and the per-pair log-ratios behind it. Change points
 in that series (:mod:`benchlab.tracking.changepoint`) between commits that were not adjacent
@@ -24,17 +27,23 @@ from benchlab.ab.sides import CompareSettings, Side
 from benchlab.ab.counted import COUNT_KEY
 from benchlab.ab.driver import compare_jobs
 from benchlab.spec.artifacts import ArtifactCache
-from benchlab.errors import CommitFailedError
+from benchlab.errors import CommitFailedError, UsageError
 from benchlab.harness.jobrun import Job
 from benchlab.schema.result import LATENCY_KEY, DetailKey, Result
 from benchlab.store import ResultStore
 from benchlab.targets.base import Target
+from benchlab.tracking.builder import Builder, BuildTiming
 from benchlab.tracking.changepoint import find_change_points
-from benchlab.tracking.gitrepo import BuildCache, every_nth, git, list_commits
+from benchlab.tracking.gitrepo import BuildCache, every_nth, list_commits
+from benchlab.tracking.vcs import KINDS
+from benchlab.tracking.week import weekly_reference_in
 
-__all__ = ["CommitPoint", "TrackReport", "TrackSettings", "set_fetch_status", "track_commits"]
+__all__ = ["REFERENCE_RULES", "CommitPoint", "TrackReport", "TrackSettings", "builds_in_parallel",
+           "set_fetch_status", "track_commits"]
 
-
+REFERENCE_RULES = ("first", "week")
+"""How ``track`` picks its reference when none is pinned: the range's first commit, or
+FAI-PEP's weekly control (:mod:`benchlab.tracking.week`)."""
 
 @dataclass(frozen=True, slots=True)
 class TrackSettings:
@@ -45,6 +54,12 @@ class TrackSettings:
     (``<remote>/<branch>`` unless given) names the fetched commits. ``measure`` is ``time``
     or ``instructions`` (each commit's calls counted under valgrind; ``pairs`` then counts
     counted pairs, and one is usually enough: docs/statistics.md).
+
+    ``vcs`` is ``git`` or ``hg`` (``None``: detected from the repository). ``reference_rule``
+    ``week`` makes the reference FAI-PEP's weekly control: the first commit of the newest
+    commit's week (Monday 00:00 UTC), or ``reference`` when that is later.
+    ``same_host``: whether the device is this host, so builds never overlap measurements
+    (``None``: it is when the target is ``host``; see :func:`builds_in_parallel`).
     """
 
     repo: Path
@@ -61,6 +76,17 @@ class TrackSettings:
     remote: str | None = None
     branch: str | None = None
     measure: str = "time"
+    vcs: str | None = None
+    reference_rule: str = "first"
+    same_host: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.vcs is not None and self.vcs not in KINDS:
+            raise UsageError(f"unknown version-control system {self.vcs!r}: choose one of "
+                             f"{', '.join(KINDS)}")
+        if self.reference_rule not in REFERENCE_RULES:
+            raise UsageError(f"unknown reference rule {self.reference_rule!r}: choose one of "
+                             f"{', '.join(REFERENCE_RULES)}")
 
     @property
     def key(self) -> str:
@@ -75,7 +101,12 @@ class TrackSettings:
 
 @dataclass(frozen=True, slots=True)
 class CommitPoint:
-    """One commit measured against the reference."""
+    """One commit measured against the reference.
+
+    ``build`` says when its build ran and ``measured`` when its measurement did (seconds since
+    the track began; ``None`` for a commit measured by an earlier track); ``build_overlapped``
+    whether its build ran while another commit was being measured.
+    """
 
     commit: str
     index: int
@@ -83,6 +114,9 @@ class CommitPoint:
     ci_low: float
     ci_high: float
     log_ratios: tuple[float, ...]
+    build: BuildTiming | None = None
+    measured: tuple[float, float] | None = None
+    build_overlapped: bool = False
 
     @property
     def level(self) -> float:
@@ -99,6 +133,19 @@ class TrackReport:
     culprits: tuple[tuple[str, float], ...]
     stopped: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
+    parallel_build: bool = False
+    seconds: float = 0.0
+
+    @property
+    def build_seconds(self) -> float:
+        """Seconds spent building the measured commits in this pass."""
+        return sum(p.build.seconds for p in self.points if p.build is not None)
+
+    @property
+    def overlapped_build_seconds(self) -> float:
+        """Of those, the seconds of builds that ran while another commit was measured."""
+        return sum(p.build.seconds for p in self.points
+                   if p.build is not None and p.build_overlapped)
 
 
 def _stop_requested(status: Path | None) -> bool:
@@ -136,6 +183,8 @@ def fingerprint(settings: TrackSettings, reference: str, jobs: Sequence[Job]) ->
     """Identifies one track (repository, range, reference, jobs) for resuming it."""
     parts = [str(settings.repo.resolve()), settings.revisions, reference, settings.program,
              *sorted(j.identity.key for j in jobs)]
+    if settings.reference_rule != "first":  # the default's fingerprints stay as they were
+        parts.append(f"reference_rule:{settings.reference_rule}")
     return "track:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
@@ -148,8 +197,10 @@ def _per_process(result: Result, key: str) -> dict[int, float]:
 
 
 def stored_points(store: ResultStore, run_id: int, order: Sequence[str],
-                  key: str = LATENCY_KEY) -> dict[str, CommitPoint]:
-    """Commits already measured in this track run, rebuilt from their stored samples."""
+                  key: str = LATENCY_KEY, reference: str | None = None
+                  ) -> dict[str, CommitPoint]:
+    """Commits already measured in this track run, rebuilt from their stored samples; with
+    ``reference``, only those measured against it (a weekly reference moves each week)."""
     by_variant = {r.identity.variant: r for r in store.results(run_id)}
     points = {}
     for index, commit in enumerate(order):
@@ -162,11 +213,29 @@ def stored_points(store: ResultStore, run_id: int, order: Sequence[str],
         if not ratios:
             continue
         estimate = treatment.details.get(DetailKey.TRACK_ESTIMATE, {})
+        if reference is not None and estimate.get("reference", reference) != reference:
+            continue
         points[commit] = CommitPoint(
             commit, index, estimate.get("change", math.exp(statistics.fmean(ratios)) - 1),
             estimate.get("ci_low", math.nan), estimate.get("ci_high", math.nan), ratios,
         )
     return points
+
+
+def builds_in_parallel(settings: TrackSettings, target: Target) -> bool:
+    """Whether the next commit may be built while the current one is measured: never when
+    the device is this host (``same_host``, by default when the target is ``host``), where a
+    build would slow the measurement down; always on a phone or a board."""
+    same_host = settings.same_host if settings.same_host is not None else target.name == "host"
+    return not same_host
+
+
+def pick_reference(settings: TrackSettings, builds: BuildCache, commits: Sequence[str]) -> str:
+    """The reference's full hash: the pinned one, the range's first commit, or FAI-PEP's
+    weekly control of the range's newest commit."""
+    if settings.reference_rule == "week":
+        return weekly_reference_in(builds.repository, commits[-1], settings.reference)
+    return builds.repository.resolve(settings.reference or commits[0])
 
 
 def track_commits(
@@ -180,72 +249,107 @@ def track_commits(
     progress: Callable[[str], None] | None = None,
 ) -> TrackReport:
     """Walk, measure, detect and bisect; see the module docstring."""
-    commits = list_commits(settings.repo, settings.revisions, 1)
+    origin = time.monotonic()
+    commits = list_commits(settings.repo, settings.revisions, 1, settings.vcs)
     walk = every_nth(commits, settings.step)
-    builds = BuildCache(settings.repo, settings.builds_dir, settings.build_command)
-    reference = git(settings.repo, "rev-parse",
-                    f"{settings.reference or commits[0]}^{{commit}}").strip()
-    ref_program = settings.program.replace("{WORKTREE}", str(builds.build(reference).path))
-    points = stored_points(store, run_id, commits, settings.key)
-    compare = CompareSettings(min_effect=settings.min_effect, alpha=settings.alpha,
-                              looks=(settings.pairs,), verify=False, measure=settings.measure,
-                              count_looks=(settings.pairs,))
+    builds = BuildCache(settings.repo, settings.builds_dir, settings.build_command,
+                        vcs=settings.vcs)
+    reference = pick_reference(settings, builds, commits)
+    parallel = builds_in_parallel(settings, target)
+    with Builder(builds, parallel=parallel, origin=origin) as builder:
+        ref_program = settings.program.replace("{WORKTREE}",
+                                               str(builder.build(reference)[0].path))
+        points = stored_points(store, run_id, commits, settings.key, reference)
+        walk_ahead = {commit: [c for c in walk[i + 1:] if c not in points][:1]
+                      for i, commit in enumerate(walk)}
+        measure = _Measurer(jobs, settings, target, cache, store, run_id, commits, points,
+                            builder, reference, ref_program, origin, progress)
+        series: list[CommitPoint] = []
+        stopped = False
+        for commit in walk:
+            if _stop_requested(settings.status_file):
+                stopped = True
+                break
+            series.append(measure(commit, ahead=walk_ahead[commit]))
+        culprits: list[tuple[str, float]] = []
+        notes: list[str] = []
+        if not stopped:
+            steps = find_change_points([p.log_ratios for p in series], settings.min_effect)
+            for step in steps:
+                lo, hi = series[step.index - 1].index, series[step.index].index
+                while hi - lo > 1:  # bisection between the last old-level and first new-level
+                    mid = measure(commits[(lo + hi) // 2])
+                    closer_to_new = abs(mid.level - step.after) < abs(mid.level - step.before)
+                    lo, hi = (lo, mid.index) if closer_to_new else (mid.index, hi)
+                culprits.append((commits[hi], step.change))
+                notes.append(f"step of {step.change:+.2%} first seen at {commits[hi][:12]} "
+                             f"(t = {step.t:.1f})")
+    _set_status(settings.status_file, "stopped" if stopped else "done")
+    ordered = tuple(sorted(points.values(), key=lambda p: p.index))
+    return TrackReport(reference, ordered, tuple(culprits), stopped, tuple(notes),
+                       parallel_build=parallel, seconds=time.monotonic() - origin)
 
-    def measure(commit: str) -> CommitPoint:
-        if commit in points:
-            return points[commit]
+
+class _Measurer:
+    """Measures one commit against the reference (once: a measured commit is remembered)."""
+
+    def __init__(self, jobs: Sequence[Job], settings: TrackSettings, target: Target,
+                 cache: ArtifactCache, store: ResultStore, run_id: int,
+                 commits: Sequence[str], points: dict[str, CommitPoint], builder: Builder,
+                 reference: str, ref_program: str, origin: float,
+                 progress: Callable[[str], None] | None) -> None:
+        self.jobs, self.settings, self.target, self.cache = jobs, settings, target, cache
+        self.store, self.run_id, self.commits, self.points = store, run_id, commits, points
+        self.builder, self.reference, self.ref_program = builder, reference, ref_program
+        self.origin, self.progress = origin, progress
+        self.compare = CompareSettings(
+            min_effect=settings.min_effect, alpha=settings.alpha, looks=(settings.pairs,),
+            verify=False, measure=settings.measure, count_looks=(settings.pairs,))
+
+    def __call__(self, commit: str, ahead: Sequence[str] = ()) -> CommitPoint:
+        if commit in self.points:
+            return self.points[commit]
+        settings, reference = self.settings, self.reference
         _set_status(settings.status_file, f"running {commit}")
-        program = settings.program.replace("{WORKTREE}", str(builds.build(commit).path))
+        built, timing = self.builder.build(commit)
+        for later in ahead:  # built here while this commit is measured on the device
+            self.builder.build_ahead(later)
+        program = settings.program.replace("{WORKTREE}", str(built.path))
         pending: list[Result] = []
+        began = time.monotonic() - self.origin
         comparison = compare_jobs(
-            jobs,
-            Side(f"reference {reference[:12]}", string_map={"program": ref_program},
+            self.jobs,
+            Side(f"reference {reference[:12]}", string_map={"program": self.ref_program},
                  variant=f"reference@{commit}"),
             Side(commit[:12], string_map={"program": program}, variant=f"commit:{commit}"),
-            target, cache, compare, on_result=pending.append, progress=progress,
+            self.target, self.cache, self.compare, on_result=pending.append,
+            progress=self.progress,
         )
+        measured = (began, time.monotonic() - self.origin)
         latency = next((m for m in comparison.metrics if m.metric == settings.key), None)
         if latency is None:
             why = "; ".join(comparison.failed) or f"no {settings.key} was measured"
             raise CommitFailedError(f"commit {commit[:12]}: its benchmark failed: {why}")
+        overlapped = timing.fresh and any(
+            p.measured is not None and p.measured[0] < timing.ended
+            and timing.started < p.measured[1] for p in self.points.values())
         e = latency.estimate
-        facts = {"change": e.change, "ci_low": e.ci_low, "ci_high": e.ci_high}
+        facts = {"change": e.change, "ci_low": e.ci_low, "ci_high": e.ci_high,
+                 "reference": reference, "build_seconds": timing.seconds,
+                 "build_overlapped": overlapped}
         for result in pending:
-            store.add_result(run_id, _with_detail(result, commit, facts))
+            self.store.add_result(self.run_id, _with_detail(result, commit, facts))
         point = CommitPoint(
-            commit, commits.index(commit), e.change, e.ci_low, e.ci_high,
+            commit, self.commits.index(commit), e.change, e.ci_low, e.ci_high,
             tuple(math.log(t / c) for c, t in zip(latency.control, latency.treatment,
                                                    strict=True)),
+            build=timing, measured=measured, build_overlapped=overlapped,
         )
-        points[commit] = point
+        self.points[commit] = point
         return point
 
-    series: list[CommitPoint] = []
-    stopped = False
-    for commit in walk:
-        if _stop_requested(settings.status_file):
-            stopped = True
-            break
-        series.append(measure(commit))
-    culprits: list[tuple[str, float]] = []
-    notes: list[str] = []
-    if not stopped:
-        steps = find_change_points([p.log_ratios for p in series], settings.min_effect)
-        for step in steps:
-            lo, hi = series[step.index - 1].index, series[step.index].index
-            while hi - lo > 1:  # bisection between the last old-level and first new-level commit
-                mid = measure(commits[(lo + hi) // 2])
-                closer_to_new = abs(mid.level - step.after) < abs(mid.level - step.before)
-                lo, hi = (lo, mid.index) if closer_to_new else (mid.index, hi)
-            culprits.append((commits[hi], step.change))
-            notes.append(f"step of {step.change:+.2%} first seen at {commits[hi][:12]} "
-                         f"(t = {step.t:.1f})")
-    _set_status(settings.status_file, "stopped" if stopped else "done")
-    ordered = tuple(sorted(points.values(), key=lambda p: p.index))
-    return TrackReport(reference, ordered, tuple(culprits), stopped, tuple(notes))
 
-
-def _with_detail(result: Result, commit: str, facts: dict[str, float]) -> Result:
+def _with_detail(result: Result, commit: str, facts: dict[str, object]) -> Result:
     return replace(result, details={**result.details, DetailKey.COMMIT: commit,
                                     DetailKey.TRACK_ESTIMATE: facts})
 
