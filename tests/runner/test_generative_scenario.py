@@ -230,38 +230,65 @@ def test_a_depth_or_a_prompt_the_batch_cannot_hold_is_refused() -> None:
 
 # --- a real decoder through benchlab's whole path -------------------------------------------
 
+class _Served:
+    """llama_15m's scenario results, each run the first time a test asks for it: every test's
+    own ten minutes then cover only its own run, not the whole module's (under load, the
+    four together once went past one test's limit)."""
+
+    def __init__(self, root: Path, cache_dir: Path) -> None:
+        import benchlab
+
+        self.root, self.cache_dir = root, cache_dir
+        # One thread: llama.cpp's worker threads spin while they wait, and beside another
+        # test worker on two cores a search step ran some 8x slower (measured: 602 s against
+        # 73 s with one thread, for the whole llama.cpp search under two busy processes).
+        self.overrides = benchlab.TestOverrides(repeat=1, warmup=1, threads=1)
+        # Bounds a busy neighbour cannot break (the test is of the search ending valid, not
+        # of this machine's tail): a search whose every rate fails descends to 1/64 of its
+        # starting rate, and each of those runs lasts longer (seven runs took 580 s).
+        # 700 queries: with 100 or 300, LoadGen's early stopping cannot state a p99 at any
+        # rate, and the search descends just so.
+        generous = Scenario("server", duration_s=0.5, query_count=700, ttft_bound_ms=1000,
+                            tpot_bound_ms=100)
+        impossible = Scenario("server", duration_s=0.5, query_count=100, ttft_bound_ms=0.01,
+                              tpot_bound_ms=0.001)
+        self.cells = {
+            "llamacpp": ("llamacpp:precision=q8_0", generous),
+            "onnxruntime": ("onnxruntime:precision=int8", generous),
+            "impossible": ("llamacpp:precision=q8_0", impossible),
+            "batched": ("llamacpp:precision=q8_0,parallel=4",
+                        Scenario("offline", duration_s=0.5, query_count=64)),
+        }
+        self.found: dict[str, Any] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        import benchlab
+        from benchlab.schema.generation import Generation
+
+        if key not in self.found:
+            framework, scenario = self.cells[key]
+            (self.found[key],) = benchlab.run(
+                models=["llama_15m"], frameworks=[framework], db=self.root / "results.db",
+                cache_dir=self.cache_dir, overrides=self.overrides, scenario=scenario,
+                generations=[Generation(prompt_tokens=16, new_tokens=4)])
+        return self.found[key]
+
+    def values(self) -> list[Any]:
+        return [self[key] for key in self.cells]
+
+
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory, llama_15m_export: Any) -> dict[str, Any]:
+def served(tmp_path_factory: pytest.TempPathFactory, llama_15m_export: Any) -> _Served:
     """llama_15m under a token-bounded server search on llama.cpp (Q8_0) and ONNX Runtime
     (int8), under bounds no rate meets (llama.cpp), and offline on llama.cpp's parallel
     sequences."""
-    import benchlab
-    from benchlab.schema.generation import Generation
-
-    root = tmp_path_factory.mktemp("llm-server")
-    overrides = benchlab.TestOverrides(repeat=1, warmup=1)
-    generous = Scenario("server", duration_s=0.5, query_count=700, ttft_bound_ms=250,
-                        tpot_bound_ms=25)
-    impossible = Scenario("server", duration_s=0.5, query_count=100, ttft_bound_ms=0.01,
-                          tpot_bound_ms=0.001)
-    found = {}
-    for key, framework, scenario in (
-            ("llamacpp", "llamacpp:precision=q8_0", generous),
-            ("onnxruntime", "onnxruntime:precision=int8", generous),
-            ("impossible", "llamacpp:precision=q8_0", impossible),
-            ("batched", "llamacpp:precision=q8_0,parallel=4",
-             Scenario("offline", duration_s=0.5, query_count=64))):
-        (found[key],) = benchlab.run(
-            models=["llama_15m"], frameworks=[framework], db=root / "results.db",
-            cache_dir=llama_15m_export.cache_dir, overrides=overrides, scenario=scenario,
-            generations=[Generation(prompt_tokens=16, new_tokens=4)])
-    return found
+    return _Served(tmp_path_factory.mktemp("llm-server"), llama_15m_export.cache_dir)
 
 
 @pytest.mark.slow
 @pytest.mark.llamacpp
 @pytest.mark.parametrize("runtime", ["llamacpp", "onnxruntime"])
-def test_the_qps_search_against_both_bounds_ends_valid(served: dict[str, Any],
+def test_the_qps_search_against_both_bounds_ends_valid(served: _Served,
                                                        runtime: str) -> None:
     from benchlab.report.scenario import scenario_rows, scenario_table
 
@@ -270,19 +297,19 @@ def test_the_qps_search_against_both_bounds_ends_valid(served: dict[str, Any],
     facts = result.details[DetailKey.SCENARIO]
     assert result.summaries[Metric.SCENARIO_VALID.key].mean == 1.0, facts["why_invalid"]
     assert result.summaries[Metric.SERVER_QPS.key].p50 > 0
-    assert result.summaries[Metric.SCENARIO_TTFT.key].p50 <= 250
-    assert result.summaries[Metric.SCENARIO_TPOT.key].p50 <= 25
+    assert result.summaries[Metric.SCENARIO_TTFT.key].p50 <= 1000
+    assert result.summaries[Metric.SCENARIO_TPOT.key].p50 <= 100
     assert result.summaries[Metric.GOODPUT.key].p50 > 0
     # Every query's own times are samples of the generation metrics.
     assert result.summaries[Metric.TTFT.key].count == facts["queries_run"] >= 700
     (row,) = scenario_rows([result])
-    assert row.generative and row.scenario == "server@ttft250ms/tpot25ms"
+    assert row.generative and row.scenario == "server@ttft1000ms/tpot100ms"
     assert scenario_table([result]) is not None
 
 
 @pytest.mark.slow
 @pytest.mark.llamacpp
-def test_bounds_no_rate_meets_end_invalid_saying_which(served: dict[str, Any]) -> None:
+def test_bounds_no_rate_meets_end_invalid_saying_which(served: _Served) -> None:
     result = served["impossible"]
     assert result.status == "ok", (result.error, result.stderr_tail)
     facts = result.details[DetailKey.SCENARIO]
@@ -296,7 +323,7 @@ def test_bounds_no_rate_meets_end_invalid_saying_which(served: dict[str, Any]) -
 @pytest.mark.slow
 @pytest.mark.llamacpp
 def test_llama_cpp_serves_offline_queries_on_parallel_sequences(
-        served: dict[str, Any]) -> None:
+        served: _Served) -> None:
     result = served["batched"]
     assert result.status == "ok", (result.error, result.stderr_tail)
     facts = result.details[DetailKey.SCENARIO]
@@ -310,11 +337,11 @@ def test_llama_cpp_serves_offline_queries_on_parallel_sequences(
 
 @pytest.mark.slow
 @pytest.mark.llamacpp
-def test_the_report_plots_token_latencies_against_offered_load(served: dict[str, Any]) -> None:
+def test_the_report_plots_token_latencies_against_offered_load(served: _Served) -> None:
     from benchlab.report.scenario import scenario_rows
     from benchlab.report.scenario_html import scenario_html
 
-    page = scenario_html(scenario_rows(list(served.values())))
+    page = scenario_html(scenario_rows(served.values()))
     assert "time to first token against offered load" in page
     assert "time per output token against offered load" in page
     assert "goodput against offered load" in page
