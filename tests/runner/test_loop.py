@@ -56,7 +56,8 @@ def _ok(run: Run) -> Run:
 @pytest.fixture(scope="module")
 def eager_run() -> Run:
     return _ok(run_runner({
-        "backend": TORCH, "entry": "benchlab.zoo.models:mlp", "options": {"mode": "eager"},
+        "backend": TORCH, "runtime": "torch", "entry": "benchlab.zoo.models:mlp",
+        "options": {"mode": "eager"},
         "iterations": 7, "warmup": 2, "min_time": 0, "profile_ops": True,
         "profile_iterations": 3,
     }))
@@ -65,7 +66,8 @@ def eager_run() -> Run:
 @pytest.fixture(scope="module")
 def torchscript_run(torchscript_file: Path) -> Run:
     return _ok(run_runner({
-        "backend": TORCH, "model_path": str(torchscript_file), "options": {"mode": "torchscript"},
+        "backend": TORCH, "runtime": "torch", "model_path": str(torchscript_file),
+        "options": {"mode": "torchscript"},
         "inputs": [{"name": "x", "shape": [3, 8]}], "iterations": 6, "threads": 1,
         "profile_ops": True, "profile_iterations": 2,
     }))
@@ -75,7 +77,8 @@ def torchscript_run(torchscript_file: Path) -> Run:
 def ort_run(onnx_file: Path) -> Run:
     # Without optimisation the graph's own nodes (Gemm, Relu, MatMul) are what gets profiled.
     return _ok(run_runner({
-        "backend": ORT, "model_path": str(onnx_file), "iterations": 8, "threads": 1,
+        "backend": ORT, "runtime": "onnxruntime", "model_path": str(onnx_file),
+        "iterations": 8, "threads": 1,
         "options": {"graph_optimization_level": "disable"},
         "profile_ops": True, "profile_iterations": 4,
     }))

@@ -190,6 +190,7 @@ def runner_invocation(
     try:
         config = RunnerConfig(
             backend=backend,
+            runtime=runtime_distribution(ctx.config.name),
             model_path=model_path,
             entry=ctx.spec.model.entry,
             inputs=[InputConfig(name=i.name, shape=list(i.shape), dtype=i.dtype)
@@ -221,6 +222,19 @@ def runner_invocation(
     wire = json.dumps(config.model_dump(exclude_defaults=True), sort_keys=True)
     argv = counted([ctx.python, "-m", "benchlab.runner", wire], ctx)
     return Invocation(argv=argv, env={**thread_env(threads), **test.env})
+
+
+def runtime_distribution(framework: str) -> str | None:
+    """The pip name of the runtime ``framework`` drives (its ``requires``), or ``None`` for
+    a framework outside the registry. The runner counts that distribution's libraries as
+    the runtime's code size; it is told the name, as it never loads an adapter."""
+    from benchlab.errors import BenchlabError
+    from benchlab.plugins import load_framework
+
+    try:
+        return load_framework(framework).requires[1] or None
+    except (BenchlabError, AttributeError, TypeError, ValueError, IndexError):
+        return None
 
 
 def counted(argv: Sequence[str] | str, ctx: JobContext) -> Sequence[str] | str:

@@ -50,6 +50,8 @@ class RunnerConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     backend: str = Field(description="module:Class of the runtime backend to load")
+    runtime: str | None = Field(None, description="the pip distribution of the runtime the "
+                                "backend drives, whose loaded libraries are its code size")
     model_path: str | None = None
     entry: str | None = None
     inputs: list[InputConfig] = Field(default_factory=list)

@@ -207,18 +207,6 @@ def framework_of(backend_module: str) -> str:
     return parts[2] if len(parts) > 2 and parts[1] == "frameworks" else backend_module
 
 
-def runtime_distribution(backend_module: str) -> str | None:
-    """The pip name of the runtime a backend drives (its framework's ``requires``), or
-    ``None`` for a backend outside the registry."""
-    from benchlab.errors import BenchlabError
-    from benchlab.plugins import load_framework
-
-    try:
-        return load_framework(framework_of(backend_module)).requires[1] or None
-    except (BenchlabError, AttributeError, TypeError, ValueError, IndexError):
-        return None
-
-
 def _distribution(framework: str, module: str) -> str:
     """The pip name of ``module``: the framework's own ``requires`` names its runtime's
     distribution (``ai_edge_litert`` → ``ai-edge-litert``); any other module (a runtime's own
@@ -301,8 +289,7 @@ def _size_lines(config: RunnerConfig, details: dict[str, Any] | None = None) -> 
     size = _files_mib([config.model_path, *config.extra_files.values()])
     if size is not None:
         lines.append(format_metric("NET", Metric.MODEL_SIZE, size, "MiB"))
-    distribution = runtime_distribution(config.backend.partition(":")[0])
-    code = runtime_code(distribution) if distribution else None
+    code = runtime_code(config.runtime) if config.runtime else None
     if code is not None:
         lines.append(format_metric("NET", Metric.CODE_SIZE, code.bytes / 2**20, "MiB"))
         if details is not None:
