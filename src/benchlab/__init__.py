@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from benchlab.harness.outputs import ModelOutputs, outputs
     from benchlab.zoo import export_models
     from benchlab.harness.results import Results
+    from benchlab.schema.labels import RunLabels
     from benchlab.schema.scenario import Scenario
     from benchlab.schema.result import SCHEMA_VERSION, JobIdentity, Result, Sample, Status, Summary
     from benchlab.spec import load_spec, load_suite
@@ -58,6 +59,7 @@ __all__ = [
     "RebootPolicy",
     "Result",
     "Results",
+    "RunLabels",
     "SCHEMA_VERSION",
     "Sample",
     "Scenario",
@@ -93,6 +95,7 @@ _HOMES = {
     "JobIdentity": "benchlab.schema.result",
     "Result": "benchlab.schema.result",
     "Results": "benchlab.harness.results",
+    "RunLabels": "benchlab.schema.labels",
     "Sample": "benchlab.schema.result",
     "Scenario": "benchlab.schema.scenario",
     "SpecError": "benchlab.errors",

@@ -16,7 +16,7 @@ from benchlab.ab.driver import compare_jobs
 from benchlab.schema.comparison import Comparison
 from benchlab.errors import InfrastructureError, UsageError
 from benchlab.harness.planner import Plan, StagedPlan, across_devices, execute, plan
-from benchlab.report.jsondir import write_result_json
+from benchlab.report.jsondir import write_result_json, write_simple_result_json
 from benchlab.harness.results import Results
 from benchlab.schema.result import EnvKey, Result
 from benchlab.spec import load
@@ -185,6 +185,7 @@ def run(
     db: str | Path | ResultStore | None = None,
     resume: bool | int | str = False,
     json_dir: Path | None = None,
+    simple_json_dir: Path | None = None,
     progress: bool = False,
     console: Console | None = None,
     on_run: Callable[[str], None] | None = None,
@@ -209,6 +210,9 @@ def run(
     :class:`~benchlab.store.ResultStore`, which is used as it is and left open.
     ``on_run`` is called with the run's UUID once it is in the store (a new or resumed run);
     ``on_result`` with each result once it is stored (the lab's remote reporter uses it).
+    ``json_dir`` also writes each result as a JSON file under the run's folder there,
+    ``simple_json_dir`` into one flat folder, the latest run's file of a job replacing the last
+    (:mod:`benchlab.report.jsondir`).
     """
     sweep = _as_sweep(specs, fields)
     announce, bar, downloads = None, None, None
@@ -226,6 +230,8 @@ def run(
         def stored(result: Result) -> None:
             if json_dir is not None:
                 write_result_json(json_dir, run_label[0], result)
+            if simple_json_dir is not None:
+                write_simple_result_json(simple_json_dir, result)
             if on_result is not None:
                 on_result(result)
 
@@ -335,8 +341,9 @@ def compare(
         )
         comparison = compare_jobs(
             planned.jobs, control, treatment, the_target, cache, settings or CompareSettings(),
-            on_result=lambda result: store.add_result(record.id, result), progress=progress,
-            skipped=[f"{skip.label}: skipped: {skip.reason}" for skip in planned.skipped],
+            on_result=lambda result: store.add_result(
+                record.id, sweep.labels.stamp(result) if sweep.labels else result),
+            progress=progress, skipped=[f"{skip.label}: skipped: {skip.reason}" for skip in planned.skipped],
         )
         store.finish_run(record.id)
     return comparison

@@ -26,11 +26,12 @@ class FakeMonsoon:
     """The fake monitor's state, shared by every module object it installs."""
 
     def __init__(self, *, idle_ma: float = 100.0, busy_ma: float = 500.0, step_s: float = 1.5,
-                 serial: int = 20001) -> None:
+                 serial: int = 20001, more_serials: tuple[int, ...] = ()) -> None:
         self.idle_ma = idle_ma
         self.busy_ma = busy_ma
         self.step_s = step_s
         self.serial = serial
+        self.serials = (serial, *more_serials)  # the monitors on "USB" (a rig of several)
         self.vouts: list[float] = []  # every setVout call, in order
         self.connections: list[Any] = []  # the serial given to each setup_usb call
 
@@ -44,7 +45,7 @@ class FakeMonsoon:
 
         class USBProtocol:
             def enumerateDevices(self) -> list[int]:  # noqa: N802 - vendor API
-                return [fake.serial]
+                return list(fake.serials)
 
         class Monitor:
             def __init__(self) -> None:

@@ -25,6 +25,7 @@ from benchlab.lab.devices import register_device
 from benchlab.lab.queue import store_url
 from benchlab.lab.reporter import Reporter, ReportedRun, resolve_token
 from benchlab.lab.tokens import create_token
+from benchlab.schema.labels import RunLabels, labels_line
 from benchlab.schema.result import JobIdentity, Result, Sample, Status, Summary
 from benchlab.store import ResultStore, RunStatus, open_store
 
@@ -101,6 +102,26 @@ def test_results_arrive_under_the_runs_uuid_once(lab_store: ResultStore, lab_url
     assert run.finished_at is not None
     assert summary.lines() == [f"reported 3 results to {url}",
                                f"the lab records run {RUN.uuid} as finished"]
+
+
+def test_the_run_labels_reach_the_lab_with_each_result(lab_store: ResultStore, lab_url: str,
+                                                        tmp_path: Path) -> None:
+    """run --user-identifier/--user-string/--platform-sig: the lab gets them in each result
+    (FAI-PEP's remote reporter carries the user string and the user identifier)."""
+    token, _ = create_token(lab_store, "ci", "report")
+    labels = RunLabels(user_identifier="nightly-42", user_string="ana", platform="lab-x86-01")
+    sent = labels.stamp(make_result("cpu"))
+    with serve(lab_url, free_port()) as url:
+        reporter = Reporter(url, token=token, spool_dir=tmp_path / "spool",
+                            run_info=lambda uuid: RUN, **FAST)
+        reporter.on_run(RUN.uuid)
+        reporter.on_result(sent)
+        assert reporter.close().delivered == 1
+    [stored] = lab_store.results(RUN.uuid)
+    assert stored.details["user_identifier"] == "nightly-42"
+    assert stored.details["user_string"] == "ana"
+    assert stored.environment["platform"] == "lab-x86-01"
+    assert labels_line([stored]) == "user: nightly-42 · user string: ana · platform: lab-x86-01"
 
 
 def test_the_endpoint_says_duplicate_and_refuses_malformed_results(

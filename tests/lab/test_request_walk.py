@@ -33,6 +33,7 @@ from .agents import nap_spec
 pytestmark = pytest.mark.postgres
 
 DEVICE = "host:walk"
+DATA = Path(__file__).resolve().parents[1] / "data"
 SAME = "sweep"  # travels in the job
 REFUSED = "refused"  # exit 2, naming the option
 HERE = "here"  # acts on this machine (display, files written from the results)
@@ -59,6 +60,15 @@ RUN = {
     # FAI-PEP's spelling, which takes a value: the same setting as --wipe-cache.
     "faipep_wipe_cache": (MEANS, []),
     "shared_libs": (REFUSED, ["--shared-libs", "/opt/lib/libx.so"]),
+    # FAI-PEP's run labels and maps travel with the request (the files are read here).
+    "user_identifier": (SAME, ["--user-identifier", "nightly"]),
+    "user_string": (SAME, ["--user-string", "walk"]),
+    "platform_sig": (SAME, ["--platform-sig", "pixel"]),
+    "hash_platform_mapping": (SAME, ["--hash-platform-mapping",
+                                     str(DATA / "faipep_platform_mapping.json")]),
+    "regressed_types": (SAME, ["--regressed-types", "latency"]),
+    "monsoon_map": (SAME, ["--monsoon-map", '{"5a1b2c3d": "12345"}']),
+    "reset_options": (HERE, []), "simple_json_dir": (HERE, []),
     "cooldown": (SAME, ["--cooldown", "1"]), "string_map": (SAME, ["--string-map", "K=v"]),
     "prompt_tokens": (SAME, ["--prompt-tokens", "64"]),
     "new_tokens": (SAME, ["--new-tokens", "16"]), "depth": (SAME, ["--depth", "32"]),
@@ -106,6 +116,9 @@ COMPARE = {
     "mode": (SAME, ["--mode", "process-pairs"]),
     "fidelity_tolerance": (SAME, ["--fidelity-tolerance", "off"]),
     "measure": (SAME, ["--measure", "both"]),
+    "user_identifier": (SAME, ["--user-identifier", "nightly"]),
+    "user_string": (SAME, ["--user-string", "walk"]),
+    "regressed_types": (SAME, ["--regressed-types", "latency"]),
     "control_model": (REFUSED, ["--control-model", "a.onnx"]),
     "treatment_model": (REFUSED, ["--treatment-model", "b.onnx"]),
     "control_commit": (REFUSED, ["--control-commit", "HEAD~1"]),

@@ -23,6 +23,8 @@ from benchlab.cli.options import (
     split_frameworks,
     split_models,
 )
+from benchlab.cli.labels import (RegressedTypesOption, UserIdentifierOption, UserStringOption,
+                                 labels_from_options)
 from benchlab.cli.output import console, err_console
 from benchlab.errors import UsageError
 
@@ -92,6 +94,9 @@ def compare(
     detach: DetachOption = False,
     dry_run: LabDryRunOption = False,
     wide: Annotated[bool, typer.Option("--wide", help="Every column of the verdict table: also each job's mode, pairs or sessions, fidelity and q.")] = False,  # noqa: E501
+    user_identifier: UserIdentifierOption = None,
+    user_string: UserStringOption = None,
+    regressed_types: RegressedTypesOption = None,
 ) -> None:
     """A/B: is the treatment slower or faster than the control? Exit code 1 on a regression."""
     from benchlab.api import compare as run_compare
@@ -104,6 +109,8 @@ def compare(
         list(specs), models=split_models(models),
         frameworks=split_frameworks(frameworks) or None, target=target,
         overrides=TestOverrides(iter=iterations, warmup=warmup, min_time=min_time),
+        labels=labels_from_options(user_identifier, user_string,
+                                   regressed_types=regressed_types),
     )
     if lab:
         from benchlab.cli.lab import ab_on_lab

@@ -15,6 +15,7 @@ import typer
 from rich.markup import escape
 
 from benchlab.cli.ab import compare, track
+from benchlab.cli.config import config_app, with_saved_defaults
 from benchlab.cli.lab import lab_app
 from benchlab.cli.options import (
     DbOption,
@@ -28,10 +29,14 @@ from benchlab.cli.options import (
     split_frameworks,
     split_models,
 )
+from benchlab.cli.labels import (HashPlatformMappingOption, MonsoonMapOption, PlatformSigOption,
+                                 RegressedTypesOption, UserIdentifierOption, UserStringOption,
+                                 energy_from_options, labels_of_run)
 from benchlab.cli.workloads import generations_from_options, scenario_from_options
 from benchlab.cli.zoo import zoo_app
 from benchlab.errors import BenchlabError, UsageError
 from benchlab.cli.output import console, err_console
+from benchlab.schema.labels import labels_line, with_labels
 from benchlab.schema.result import LATENCY_KEY
 from benchlab.schema.settings import DEFAULT_TIME_BUDGET_S
 
@@ -48,11 +53,13 @@ results_app = typer.Typer(help="List, show and export past runs.", no_args_is_he
 app.add_typer(results_app, name="results")
 app.add_typer(zoo_app, name="zoo")
 app.add_typer(lab_app, name="lab")
+app.add_typer(config_app, name="config")
 
 
 
 @app.command()
 def run(
+    ctx: typer.Context,
     specs: Annotated[list[Path], typer.Argument(help="Spec or suite files (JSON/YAML).")] = [],  # noqa: B006
     models: Annotated[Optional[str], typer.Option(help="Zoo models, comma-separated, or 'all'.")] = None,  # noqa: UP007,E501
     model: Annotated[list[str], typer.Option("--model", "-m", help="Your own model, exported to every runtime: mynet.py:build, pkg.module:factory, model.onnx, or a .tflite/.pte/.xml/.pt/.pt2/.gguf file (repeatable).")] = [],  # noqa: B006,E501
@@ -62,6 +69,7 @@ def run(
     target: Annotated[list[str], typer.Option("--target", help="Where to run: host, ssh:host=NAME, adb[:serial=X]. Repeat it to run on several devices; 'adb' alone is every attached phone.")] = ["host"],  # noqa: B006,E501
     exclude_target: Annotated[list[str], typer.Option("--exclude-target", help="Leave out the devices this names, e.g. 'adb:serial=X' (repeatable).")] = [],  # noqa: B006,E501
     energy: Annotated[Optional[str], typer.Option(help="Measure energy per inference: auto, rapl, nvml, battery, monsoon.")] = None,  # noqa: UP007,E501
+    monsoon_map: MonsoonMapOption = None,
     temperature_gate: Annotated[Optional[float], typer.Option(help=setting_help("temperature_gate"))] = None,  # noqa: UP007,E501
     db: DbOption = None,
     resume: Annotated[bool, typer.Option("--resume", help="Finish the latest interrupted run of this sweep.")] = False,  # noqa: E501
@@ -85,6 +93,7 @@ def run(
     shared_libs: Annotated[Optional[str], typer.Option("--shared-libs", "--shared_libs", metavar="PATHS", help=setting_help("shared_libs"))] = None,  # noqa: UP007,E501
     string_map: Annotated[Optional[str], typer.Option(help="Placeholders: JSON or K=v,K2=v2.")] = None,  # noqa: UP007,E501
     json_dir: Annotated[Optional[Path], typer.Option(help="Also write one JSON file per result here.")] = None,  # noqa: UP007,E501
+    simple_json_dir: Annotated[Optional[Path], typer.Option("--simple-json-dir", "--simple_local_reporter", help="Also write each result here, flat: <model>.<test>.<framework>.<job key>.json, the latest run's replacing the last.")] = None,  # noqa: UP007,E501
     html: Annotated[Optional[Path], typer.Option(help="Also write the matrix report (HTML, offline plots) here.")] = None,  # noqa: UP007,E501
     root_model_dir: Annotated[Optional[Path], typer.Option(help="Root for '//' file locations.")] = None,  # noqa: UP007,E501
     cache_dir: Annotated[Optional[Path], typer.Option(help="Artifact cache directory.")] = None,  # noqa: UP007,E501
@@ -114,14 +123,19 @@ def run(
     lab_device: LabDeviceOption = None,
     lab_pool: Annotated[Optional[str], typer.Option(help="With --lab: every device matching this rule, e.g. 'abi=arm64-v8a'.")] = None,  # noqa: UP007,E501
     detach: DetachOption = False,
+    user_identifier: UserIdentifierOption = None,
+    user_string: UserStringOption = None,
+    platform_sig: PlatformSigOption = None,
+    hash_platform_mapping: HashPlatformMappingOption = None,
+    regressed_types: RegressedTypesOption = None,
+    reset_options: Annotated[bool, typer.Option("--reset-options", "--reset_options", help="Forget the saved defaults ('benchlab config') before running.")] = False,  # noqa: E501
 ) -> None:
     """Run benchmarks: the zoo's default models on every installed framework, or the specs given."""
-    from benchlab.api import plan_sweep
-    from benchlab.harness.planner import describe_plan
     from benchlab.harness.overrides import TestOverrides
     from benchlab.spec import parse_string_map
     from benchlab.harness.sweep import Sweep
 
+    given = with_saved_defaults(ctx, reset=reset_options)  # the command line over saved defaults
     overrides = TestOverrides(
         warmup=warmup, iter=iterations, repeat=repeat, min_time=min_time, threads=threads,
         target_ci=percent(target_ci), cpu_list=cpu_list, timeout=timeout, cooldown=cooldown,
@@ -130,28 +144,42 @@ def run(
         wipe_cache=True if wipe_cache or flag_value(faipep_wipe_cache, "--wipe_cache") else None)
     sweep = Sweep.of(
         list(specs), models=split_models(models), frameworks=split_frameworks(frameworks),
-        target=target, exclude_targets=exclude_target, overrides=overrides,
+        target=given["target"], exclude_targets=exclude_target, overrides=overrides,
         string_map=parse_string_map(string_map) if string_map else None,
         time_budget=time_budget, root_model_dir=root_model_dir, cache_dir=cache_dir,
         generations=generations_from_options(prompt_tokens, new_tokens, depth),
         scenario=scenario_from_options(scenario, latency_bound, target_qps, duration, query_count,
                                        samples_per_query, mlperf_durations, scenario_accuracy,
                                        ttft_bound, tpot_bound),
-        model=list(model), inputs=list(model_input), data=data, energy=energy, order=order,
+        model=list(model), inputs=list(model_input), data=data, order=order,
+        labels=labels_of_run(given),
+        energy=energy_from_options(given["energy"], given["monsoon_map"]),
         reboot=_reboot_policy(reboot, reboot_after_failures, reboot_after_uptime),
         race=_race(goal, repeat))
-    shown = {"json_dir": json_dir, "html": html, "warnings": warnings, "wide": wide}
-    if lab:
+    _run_or_send(sweep, given)
+
+
+def _run_or_send(sweep: Any, given: dict[str, Any]) -> None:
+    """``run``'s sweep sent to the lab (``--lab``), planned (``--dry-run``) or measured here,
+    as its options (``given``, saved defaults included) ask."""
+    shown = {key: given[key] for key in ("json_dir", "simple_json_dir", "html", "warnings",
+                                         "wide")}
+    db, report_to, resume = given["db"], given["report_to"], given["resume"]
+    if given["lab"]:
         # What only this machine's store would hold: the lab keeps the run in its own.
-        refuse_with_lab({"--db": db, "--resume": resume, "--resume-run": resume_run,
+        refuse_with_lab({"--db": db, "--resume": resume, "--resume-run": given["resume_run"],
                          "--report-to": report_to}, "the lab stores the run in its own database")
-        _run_on_lab(lab, sweep, lab_device, lab_pool, dry_run=dry_run, detach=detach, **shown)
-    refuse_without_lab(detach=detach)
-    if dry_run:
+        _run_on_lab(given["lab"], sweep, given["lab_device"], given["lab_pool"],
+                    dry_run=given["dry_run"], detach=given["detach"], **shown)
+    refuse_without_lab(detach=given["detach"])
+    if given["dry_run"]:
+        from benchlab.api import plan_sweep
+        from benchlab.harness.planner import describe_plan
+
         console.print_json(describe_plan(plan_sweep(sweep)))
         return
-    _run_here(sweep, db=db, resume=resume_run or resume, quiet=quiet, report_to=report_to,
-              **shown)
+    _run_here(sweep, db=db, resume=given["resume_run"] or resume, quiet=given["quiet"],
+              report_to=report_to, **shown)
 
 
 def _reboot_policy(before_run: bool, after_failures: int | None,
@@ -180,7 +208,7 @@ def _race(goal: str | None, repeat: int | None) -> Any:
 
 def _run_on_lab(lab: str, sweep: Any, device: str | None, pool: str | None, *,
                 dry_run: bool, detach: bool, json_dir: Path | None, html: Path | None,
-                warnings: bool, wide: bool) -> None:
+                warnings: bool, wide: bool, simple_json_dir: Path | None = None) -> None:
     """``run --lab``: the sweep as lab jobs; their results shown and written here."""
     from benchlab.cli.lab import run_on_lab
     from benchlab.lab.queue import store_url
@@ -189,13 +217,13 @@ def _run_on_lab(lab: str, sweep: Any, device: str | None, pool: str | None, *,
     if found:
         _print_results(found, "benchlab run on the lab", warnings=warnings, wide=wide)
         _write_reports(found, json_dir, html, title="benchlab run on the lab", label="lab",
-                       db=store_url(lab))
+                       db=store_url(lab), simple_json_dir=simple_json_dir)
     raise typer.Exit(0 if ok else 1)
 
 
 def _run_here(sweep: Any, *, db: str | None, resume: bool | str, quiet: bool,
               report_to: str | None, json_dir: Path | None, html: Path | None,
-              warnings: bool, wide: bool) -> None:
+              warnings: bool, wide: bool, simple_json_dir: Path | None = None) -> None:
     """``run`` on this machine: measure, print, write the reports, exit with the verdict."""
     from benchlab.api import run as run_sweep
 
@@ -209,7 +237,7 @@ def _run_here(sweep: Any, *, db: str | None, resume: bool | str, quiet: bool,
     ended = "interrupted"
     try:
         results = run_sweep(
-            sweep, db=db, resume=resume, json_dir=json_dir,
+            sweep, db=db, resume=resume, json_dir=json_dir, simple_json_dir=simple_json_dir,
             progress=not quiet, console=err_console,
             on_run=reporter.on_run if reporter else None,
             on_result=reporter.on_result if reporter else None,
@@ -235,7 +263,7 @@ def _run_here(sweep: Any, *, db: str | None, resume: bool | str, quiet: bool,
 
 
 def _write_reports(results: Any, json_dir: Path | None, html: Path | None, *, title: str,
-                   label: str, db: str | None) -> None:
+                   label: str, db: str | None, simple_json_dir: Path | None = None) -> None:
     """The files a run writes beside its tables: one JSON per result under ``label``
     (``--json-dir``, for results that came from a lab; a run here writes them as they are
     stored) and the matrix report (``--html``), with the earlier points of the same cells in
@@ -245,6 +273,11 @@ def _write_reports(results: Any, json_dir: Path | None, html: Path | None, *, ti
 
         for result in results:
             write_result_json(json_dir, label, result)
+    if simple_json_dir is not None:
+        from benchlab.report.jsondir import write_simple_result_json
+
+        for result in results:
+            write_simple_result_json(simple_json_dir, result)
     if html is not None:
         from benchlab.report.matrix_html import write_matrix_html
         from benchlab.store import open_store
@@ -252,7 +285,7 @@ def _write_reports(results: Any, json_dir: Path | None, html: Path | None, *, ti
         with open_store(db) as store:
             previous = store.previous_points(results)
         # A lab run's results are a plain list, without the planner's skips.
-        path = write_matrix_html(list(results), html, title=title,
+        path = write_matrix_html(list(results), html, title=with_labels(title, results),
                                  skipped=getattr(results, "skipped_shown", ()),
                                  skipped_summary=getattr(results, "skipped_summary", ()),
                                  previous=previous)
@@ -268,6 +301,9 @@ def _print_results(results: list[Any], title: str, *, warnings: bool = True,
     from benchlab.report.tables import TABLE_PARTS
     from benchlab.report.terminal import emulation_line, noise_line, result_notes, results_table
 
+    labels = labels_line(results)
+    if labels:  # a line of its own: in the tables' title it would wrap in a narrow terminal
+        console.print(escape(labels), highlight=False, soft_wrap=True)
     # Latency first and never cut; the rest in tables of their own (all at once with --wide).
     # Every table fits the terminal: too narrow for one, it is drawn in parts.
     for part in ("all",) if wide else TABLE_PARTS:
@@ -366,7 +402,8 @@ def results_html(
         record = store.get_run(run_ref)
         results = store.results(record.id, with_samples=True)
         previous = store.previous_points(results)
-    path = write_matrix_html(results, output, title=f"benchlab run {record.id}",
+    path = write_matrix_html(results, output, title=with_labels(f"benchlab run {record.id}",
+                                                                 results),
                              previous=previous)
     console.print(f"wrote {path}")
 

@@ -1,16 +1,27 @@
-"""A Monsoon HVPM power monitor read through Monsoon's Python API (imported only when used)."""
+"""A Monsoon HVPM power monitor read through Monsoon's Python API (imported only when used).
+
+With several phones, each on its own monitor, a *monsoon map* says which monitor each device
+is wired to (FAI-PEP's ``--monsoon_map``, "Map the phone hash to the monsoon serial number";
+its ``utils/monsoon_power.py`` looks the device hash up in it): :func:`read_monsoon_map` reads
+one, :func:`monitor_for` finds a device's monitor in it.
+"""
 
 from __future__ import annotations
 
+import json
+import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 from benchlab.energy.meters import MeterError, MeterKind, PowerReading
+from benchlab.errors import UsageError
+from benchlab.schema.settings import EnergySettings
 from benchlab.targets.base import Availability
 
-__all__ = ["MonsoonEngine", "MonsoonMeter"]
+__all__ = ["MonsoonEngine", "MonsoonMeter", "device_keys", "monitor_for", "read_monsoon_map"]
 
 
 class MonsoonEngine(Protocol):
@@ -167,3 +178,79 @@ def _monsoon_readings(
         PowerReading(t=t0 + float(t), power_w=float(i) * 1e-3 * float(v), voltage_v=float(v))
         for t, i, v in zip(times, current_ma, volts, strict=True)
     ]
+
+
+def read_monsoon_map(given: str | Path) -> tuple[tuple[tuple[str, str], ...], str]:
+    """The (device, monitor serial) pairs of a monsoon map and where they came from.
+
+    ``given`` is a JSON or YAML file mapping a device's serial (an adb serial, an ssh host,
+    this host's hostname) to its Monsoon's serial number, or, as FAI-PEP's ``--monsoon_map``
+    takes it, that JSON object itself. A bad map is a :class:`UsageError` naming the file and
+    the entry."""
+    text = str(given)
+    inline = text.lstrip().startswith("{")
+    source = "--monsoon-map" if inline else text
+    try:
+        raw = text if inline else Path(text).read_text()
+    except OSError as exc:
+        raise UsageError(f"{source}: cannot read the monsoon map: {exc.strerror or exc}") from None
+    if inline or Path(text).suffix.lower() == ".json":
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise UsageError(f"{source}: the monsoon map is not JSON: {exc}") from None
+    else:
+        import yaml
+
+        try:
+            data = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise UsageError(f"{source}: the monsoon map is not YAML: {exc}") from None
+    if not isinstance(data, dict) or not data:
+        raise UsageError(f"{source}: the monsoon map must map each device's serial to its "
+                         f"Monsoon's serial number, e.g. {{\"R58M123\": 20001}}")
+    pairs = []
+    for device, monitor in data.items():
+        if isinstance(monitor, bool) or not isinstance(monitor, (str, int)) or monitor == "":
+            raise UsageError(f"{source}: device {device!r}: the Monsoon serial number must be "
+                             f"a number or a string, not {monitor!r}")
+        pairs.append((str(device), str(monitor)))
+    return tuple(pairs), source
+
+
+def device_keys(target: Any) -> list[str]:
+    """The names a monsoon map may know ``target``'s device by, the most specific first: its
+    adb serial, its ssh host, this host's hostname (FAI-PEP's device hash)."""
+    keys: list[str] = []
+    chosen = getattr(target, "chosen_serial", None)
+    for key in (chosen() if callable(chosen) else None, getattr(target, "serial", None),
+                getattr(target, "host", None),
+                socket.gethostname() if getattr(target, "name", "") == "host" else None):
+        if key and str(key) not in keys:
+            keys.append(str(key))
+    return keys
+
+
+def monitor_for(target: Any, settings: EnergySettings) -> MonsoonMeter | None:
+    """The Monsoon ``target``'s device is wired to by ``settings.monsoon_map`` (``None``
+    without a map), set to the settings' voltage; a device the map has no entry for, or whose
+    monitor is not on USB, is a :class:`UsageError` naming the map, the device and the
+    monitor."""
+    if not settings.monsoon_map:
+        return None
+    monitors = dict(settings.monsoon_map)
+    keys = device_keys(target)
+    found = next((key for key in keys if key in monitors), None)
+    source = settings.monsoon_map_source or "--monsoon-map"
+    if found is None:
+        raise UsageError(f"{source}: no Monsoon for device {' / '.join(keys) or '?'} (the map "
+                         f"names {', '.join(sorted(monitors))})")
+    voltage = {} if settings.voltage is None else {"voltage": settings.voltage}
+    monitor = monitors[found]
+    # Monsoon's USB protocol compares the serial number it is given with the device's (an int).
+    meter = MonsoonMeter(int(monitor) if monitor.isdigit() else monitor, **voltage)
+    available = meter.availability()
+    if not available.ok:
+        raise UsageError(f"{source}: device {found} is wired to Monsoon {monitor}, "
+                         f"which cannot be used: {available.reason}")
+    return meter

@@ -38,6 +38,7 @@ from benchlab.energy.accounting import (
     unavailable,
 )
 from benchlab.energy.meters import MeterError, PowerMeter, PowerReading
+from benchlab.energy.monsoon import monitor_for
 from benchlab.errors import BenchlabError
 from benchlab.schema.settings import EnergySettings, TestSettings
 from benchlab.targets.base import RunRequest
@@ -145,11 +146,15 @@ class EnergySession:
 
     @classmethod
     def open(cls, target: Any, settings: EnergySettings) -> EnergySession:
-        """Choose the meter for ``target``; an unusable one makes an ``unavailable`` session.
+        """Choose the meter for ``target``; an unusable one makes an ``unavailable`` session
+        (but a monsoon map's monitor that cannot be used is a :class:`UsageError`).
 
         Off this host, with a usable meter, the device's clock offset is estimated here.
         """
-        meter, reason = choose_meter(target, settings.meter, voltage=settings.voltage)
+        # A monsoon map picks the device's own monitor (FAI-PEP's --monsoon_map).
+        mapped = monitor_for(target, settings) if settings.meter == "monsoon" else None
+        meter, reason = (mapped, "") if mapped is not None else choose_meter(
+            target, settings.meter, voltage=settings.voltage)
         same_clock = getattr(target, "name", "") == "host"
         offset = None if same_clock or meter is None else device_clock_offset(target)
         return cls(meter, reason, settings.idle_s, same_clock, offset,

@@ -387,6 +387,8 @@ def execute(
     pace = Pace()
 
     def record(job: Job, result: Result) -> None:
+        if sweep.labels is not None:  # the user's labels of the run, in every result it stores
+            result = sweep.labels.stamp(result)
         store.add_result(run.id, result)
         if on_result:
             on_result(result)

@@ -22,6 +22,7 @@ from typing_extensions import Unpack
 
 from benchlab.errors import SpecError, UsageError
 from benchlab.schema.generation import Generation
+from benchlab.schema.labels import RunLabels
 from benchlab.harness.overrides import TestOverrides
 from benchlab.stats.race import RacePolicy
 from benchlab.schema.scenario import Scenario
@@ -110,6 +111,8 @@ class SweepFields(TypedDict, total=False):
     ``race``: spends processes where the answer is open (a :class:`~benchlab.stats.race.RacePolicy`,
     docs/statistics.md); ``None``, the default, races a run in rounds unless ``overrides``
     fix ``repeat``; ``False`` never races (:meth:`Sweep.race_policy`).
+    ``labels``: what the user says about the run (:class:`~benchlab.schema.labels.RunLabels`:
+    user identifier, user string, platform name, regressed types), stamped into every result.
     """
 
     models: Sequence[str] | None
@@ -130,6 +133,7 @@ class SweepFields(TypedDict, total=False):
     reboot: RebootPolicy | None
     order: str
     race: RacePolicy | bool | None
+    labels: RunLabels | None
 
 
 #: The sweep fields that name this machine (its devices, paths, objects in memory), with the
@@ -152,7 +156,7 @@ PLACE_FIELDS: Mapping[str, tuple[str, str]] = MappingProxyType({
 _WIRE_DEFAULTS: Mapping[str, Any] = MappingProxyType({
     "models": [], "frameworks": [], "overrides": {}, "string_map": {}, "time_budget": None,
     "generations": [], "scenario": None, "energy": None, "reboot": None, "order": "rounds",
-    "race": None,
+    "race": None, "labels": None,
 })
 
 
@@ -196,6 +200,8 @@ class Sweep:
     order: str = "rounds"
     #: The race as asked for: a policy, ``False`` (fixed design) or ``None`` (the default).
     race: RacePolicy | bool | None = None
+    #: What the user says about the run, stamped into every result (not part of its name).
+    labels: RunLabels | None = None
 
     def __post_init__(self) -> None:
         if self.order not in ORDERS:
@@ -229,7 +235,7 @@ class Sweep:
             data=Path(data) if data is not None else None,
             energy=EnergySettings(meter=energy) if isinstance(energy, str) else energy,
             reboot=fields.get("reboot"), order=fields.get("order", "rounds"),
-            race=fields.get("race"),
+            race=fields.get("race"), labels=fields.get("labels"),
         )
 
     @property
@@ -288,6 +294,7 @@ class Sweep:
             "reboot": None if self.reboot is None else asdict(self.reboot),
             "order": self.order,
             "race": asdict(self.race) if isinstance(self.race, RacePolicy) else self.race,
+            "labels": None if self.labels is None else self.labels.to_wire(),
         }
         return {k: v for k, v in wire.items() if k in ("v", "specs") or v != _WIRE_DEFAULTS[k]}
 
@@ -342,11 +349,14 @@ class Sweep:
             budget = None if values["time_budget"] is None else float(values["time_budget"])
             current = "string_map"
             string_map = {str(k): str(v) for k, v in dict(values["string_map"]).items()}
+            current = "labels"
+            labels = RunLabels.from_wire(values["labels"]) if values["labels"] else None
             current = "order"
             return cls.of(specs, models=list(values["models"]), frameworks=frameworks,
                           target=target, overrides=overrides, string_map=string_map,
                           time_budget=budget, generations=generations, scenario=scenario,
-                          energy=energy, reboot=reboot, order=str(values["order"]), race=race)
+                          energy=energy, reboot=reboot, order=str(values["order"]), race=race,
+                          labels=labels)
         except (TypeError, ValueError, AttributeError, UsageError) as exc:
             raise UsageError(f"sweep wire form, field {current}: {exc}") from None
 

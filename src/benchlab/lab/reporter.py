@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from benchlab.errors import UsageError
+from benchlab.lab.userconfig import config_path
 from benchlab.schema.result import Result
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is imported only where a run is read
@@ -152,17 +153,6 @@ class _Outcome:
 
     kind: str
     message: str = ""
-
-
-def _config_home(environ: Mapping[str, str]) -> Path:
-    xdg = environ.get("XDG_CONFIG_HOME", "")
-    # A relative XDG value is invalid per the spec and must be ignored.
-    return Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".config"
-
-
-def config_path(environ: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_CONFIG_HOME/benchlab/lab.toml``, or ``~/.config/benchlab/lab.toml``."""
-    return _config_home(os.environ if environ is None else environ) / "benchlab" / "lab.toml"
 
 
 def _same_server(a: str, b: str) -> bool:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.errors import UsageError
-from benchlab.schema.result import Result
+from benchlab.schema.result import DetailKey, EnvKey, Result
 
 __all__ = ["export_results", "samples_rows", "summary_rows"]
 
@@ -29,6 +29,9 @@ def summary_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
             "status": result.status.value,
             "error": result.error,
             "started_at": result.started_at,
+            # The user's labels of the run (schema/labels.py), to find its rows by.
+            "user_identifier": result.details.get(DetailKey.USER_IDENTIFIER),
+            "platform": result.environment.get(EnvKey.PLATFORM),
         }
         if not result.summaries:
             rows.append({**base, "metric_key": None})

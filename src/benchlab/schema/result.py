@@ -285,6 +285,10 @@ class DetailKey(StrEnum):
     #: mapping, what wipe_cache did before the processes: cpu_bytes written, cpu_source,
     #: llc_bytes, file_cache ("dropped" or "not dropped: why"), processes (harness/cachewipe.py)
     CACHE_WIPE = "cache_wipe"
+    # What the user said about the run (schema/labels.py, RunLabels).
+    USER_IDENTIFIER = "user_identifier"  #: str, the name the user finds the run's results by
+    USER_STRING = "user_string"  #: str, who ran it (FAI-PEP's remote reporter's user)
+    REGRESSED_TYPES = "regressed_types"  #: list of metric keys a verify run re-measured
 
 
 class EnvKey(StrEnum):
@@ -333,6 +337,8 @@ class EnvKey(StrEnum):
     BATTERY = "battery"  #: mapping, level and status, where the device has one
     STATE_BEFORE = "state_before"  #: device state read before the job
     STATE_AFTER = "state_after"  #: device state read after the job
+    #: str, the device's platform name the user gave (--platform-sig, a hash → name mapping)
+    PLATFORM = "platform"
 
 
 @dataclass(frozen=True, slots=True)

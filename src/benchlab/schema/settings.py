@@ -191,12 +191,24 @@ class EnergySettings:
 
     A test of ``metric: power`` carries its own (``TestCase.energy``, from the spec); settings
     the user gives (``--energy``, ``run(energy=...)``) are laid over it with :meth:`over`.
+
+    ``monsoon_map`` (FAI-PEP's ``--monsoon_map``): which Monsoon each device is wired to, as
+    (device serial or hostname, monitor serial) pairs; ``monsoon_map_source`` names the file it
+    came from in errors (:func:`benchlab.energy.monsoon.monitor_for`).
     """
 
     meter: str = "auto"
     idle_s: float = 2.0
     voltage: float | None = None
     collection_time: float = 0.0
+    monsoon_map: tuple[tuple[str, str], ...] = ()
+    monsoon_map_source: str = ""
+
+    def __post_init__(self) -> None:
+        # The wire form (JSON) gives the pairs back as lists; kept as tuples, the settings hash.
+        object.__setattr__(self, "monsoon_map",
+                           tuple((str(device), str(monitor)) for device, monitor in
+                                 self.monsoon_map))
 
     def over(self, test: EnergySettings | None) -> EnergySettings:
         """These settings (the user's) over a test's own: the meter and the idle time are these;
