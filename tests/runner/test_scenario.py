@@ -205,27 +205,6 @@ def test_the_search_stops_when_the_model_alone_is_over_the_bound() -> None:
     assert min(_search(lambda rate: [2.0] * 100, lambda rate: False)) == 500 / 64
 
 
-def test_too_few_queries_for_early_stopping_ends_the_search_and_says_to_raise_them() -> None:
-    # Every bound held (p99 3 ms under 10 ms) but early stopping could not state the p99 from
-    # so few queries: a lower rate issues no more of them, so the first run decides.
-    scenario = Scenario("server", latency_bound_ms=10, query_count=100)
-    held = {"result_validity": "INVALID", "early_stopping_met": False,
-            "result_min_duration_met": True, "result_min_queries_met": True,
-            "result_99.00_percentile_latency_ns": 3_000_000}
-
-    def run_at(rate: float) -> LoadGenRun:
-        return LoadGenRun(scenario, rate, dict(held), [], "", "",
-                          own_times={"latency": [2.0] * 100})
-
-    runs = search_peak(run_at, scenario, expected_ms=1.0)
-    assert [r.target_qps for r in runs] == [500]
-    assert "raise query_count" in runs[0].why_invalid
-    # Over the bound, the same flag is the tail's, and a lower rate may bring it under.
-    over = LoadGenRun(scenario, 500, {**held, "result_99.00_percentile_latency_ns": 30_000_000},
-                      [], "", "", own_times={"latency": [2.0] * 100})
-    assert not over.too_few_queries and "raise query_count" not in over.why_invalid
-
-
 # --- a real runtime through benchlab's whole path ------------------------------------------
 
 #: The real-runtime runs: every scenario, an accuracy-mode run, a bound no rate can meet and

@@ -124,23 +124,6 @@ class LoadGenRun:
                    for kind, times in self.own_times.items())
 
     @property
-    def too_few_queries(self) -> bool:
-        """Invalid only because early stopping could not state the percentile, while every
-        bound held at it: the run issued too few queries, and as their number is fixed, no
-        other rate gives early stopping more to go on."""
-        log, scenario = self.log, self.scenario
-        if self.valid or log.get("early_stopping_met") is not False:
-            return False
-        if any(log.get(key) is False for key in ("result_min_duration_met",
-                                                  "result_min_queries_met")):
-            return False
-        measured = ((scenario.ttft_bound_ms, self.ttft_p99_ms),
-                    (scenario.tpot_bound_ms, self.tpot_p99_ms)) if scenario.token_bounds \
-            else ((scenario.latency_bound_ms, self.percentile_ms),)
-        bounded = [(bound, p99) for bound, p99 in measured if bound is not None]
-        return bool(bounded) and all(p99 is not None and p99 <= bound for bound, p99 in bounded)
-
-    @property
     def why_invalid(self) -> str:
         """LoadGen's reasons, in words (empty for a valid run)."""
         if self.valid:
@@ -153,10 +136,6 @@ class LoadGenRun:
                                         "(too few queries, or too many over the bound)"}
         if not tokens:
             checks["result_perf_constraints_met"] = "the latency bound was not met"
-        if self.too_few_queries:
-            checks["early_stopping_met"] = ("too few queries for early stopping to state the "
-                                            "percentile, though every bound held: raise "
-                                            "query_count")
         for key, why in checks.items():
             if self.log.get(key) is False:
                 reasons.append(why)
@@ -299,11 +278,9 @@ def search_peak(run_at: Callable[[float], LoadGenRun], scenario: Scenario, expec
 
     It starts at half the rate one query at a time could sustain (1000 / ``expected_ms``),
     doubles while runs pass and halves while they fail, then bisects the bracket until it
-    is 5% wide. While no rate has passed it stops early when lowering the rate cannot help:
-    the run had too few queries for early stopping though its bounds held (the count is
-    fixed), or, judged by the model's own times with queueing left out, their median is
-    over a bound, or their p99 is over a bound in this run and the previous (higher)
-    rate's. It also
+    is 5% wide. While no rate has passed it stops early when lowering the rate cannot help,
+    judged by the model's own times with queueing left out: their median is over a bound,
+    or their p99 is over a bound in this run and the previous (higher) rate's. It also
     stops under 1/64 of the starting rate (each run issues a fixed number of queries, so a
     low rate is a long run).
     """
@@ -337,7 +314,7 @@ def _hopeless(run: LoadGenRun, before: Sequence[LoadGenRun], fraction_of_start: 
     # queueing a lower rate removes, and on a shared machine a neighbour's burst can leave
     # a queue behind at any rate, so "halving did not bring the tail down" misfires. The
     # p99 must be over in two runs in a row for the same reason; the median is firm at once.
-    if run.own_over_bound(50) or run.too_few_queries:
+    if run.own_over_bound(50):
         return True
     if run.own_over_bound(99) and before and before[-1].own_over_bound(99):
         return True
