@@ -52,8 +52,9 @@ HashPlatformMappingOption = Annotated[
 RegressedTypesOption = Annotated[
     Optional[str],  # noqa: UP007
     typer.Option("--regressed-types", "--regressed_types", metavar="TYPES",
-                 help="The metric types a verify run re-measures as regressed: a JSON list "
-                      "('[\"latency\"]') or names comma-separated, in details.regressed_types."),
+                 help="The metric types a verify run checks as regressed (FAI-PEP's): a JSON "
+                      "list ('[\"latency\"]') or names comma-separated, recorded in "
+                      "details.regressed_types; every metric is still measured."),
 ]
 MonsoonMapOption = Annotated[
     Optional[str],  # noqa: UP007
