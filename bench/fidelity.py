@@ -488,8 +488,10 @@ NATIVE = {"openvino": ({"precision": "f32"}, "openvino", "benchmark_app", _openv
 
 
 def native_figures(models: Sequence[str], thread_counts: Sequence[int], frameworks: Sequence[str],
-                   rounds: int, run_time: float, level: float) -> tuple[dict[str, Any], float]:
-    """benchlab vs OpenVINO's benchmark_app and LiteRT's litert-benchmark, same files.
+                   rounds: int, run_time: float, level: float, cache_dir: Path | None = None,
+                   ) -> tuple[dict[str, Any], float]:
+    """benchlab vs OpenVINO's benchmark_app and LiteRT's litert-benchmark, same files
+    (exported into ``cache_dir``, or a fresh cache when None).
 
     Returns the cells and the seconds spent exporting the zoo files they need.
     """
@@ -505,7 +507,7 @@ def native_figures(models: Sequence[str], thread_counts: Sequence[int], framewor
     formats = ["onnx", *(NATIVE[f][1] for f in frameworks)]
     figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="benchlab-fidelity-") as tmp:
-        cache = ArtifactCache(Path(tmp))
+        cache = ArtifactCache(cache_dir or Path(tmp))
         started = time.perf_counter()
         specs = {e.model.name: spec_of(e, cache)
                  for e in export_models(list(models), cache, formats=formats)}
@@ -562,6 +564,9 @@ def _options(parser: argparse.ArgumentParser) -> None:
                         help=f"comma-separated, among {', '.join(TOOLS)} (default: all)")
     parser.add_argument("--level", type=float, default=LEVEL,
                         help="confidence level of each cell's interval (default 0.95)")
+    parser.add_argument("--cache-dir", type=Path, default=None,
+                        help="artifact cache the native tools' files are exported into "
+                             "(default: an empty one; the smoke test passes its session's)")
 
 
 def main() -> int:
@@ -598,7 +603,8 @@ def main() -> int:
     native_tools = [t for t in TOOLS if t in tools and t in NATIVE]
     if native_tools:
         figures["native"], figures["export_s"] = native_figures(
-            models, thread_counts, native_tools, args.repeats, run_time, args.level)
+            models, thread_counts, native_tools, args.repeats, run_time, args.level,
+            args.cache_dir)
     measured = {**{f"pytorch:{k}": v for k, v in figures.get("pytorch", {}).items()},
                 **{k: v for k, v in figures.get("native", {}).items() if "skipped" not in v}}
     verdicts = [v["ratio_ci"]["verdict"] for v in measured.values()]

@@ -55,6 +55,9 @@ def cell(framework: str, scenario: Any, prompt: int, new: int,
             "tpot_p99_ms": p50(Metric.SCENARIO_TPOT), "goodput": p50(Metric.GOODPUT),
             "tokens_per_s": p50(Metric.TOKEN_THROUGHPUT),
             "ttft_p50_ms": p50(Metric.TTFT), "tpot_p50_ms": p50(Metric.TPOT),
+            "queries_run": facts.get("queries_run"),
+            "ttft_count": (result.summaries[Metric.TTFT.key].count
+                           if Metric.TTFT.key in result.summaries else None),
             "runs": facts.get("runs", [])}
 
 

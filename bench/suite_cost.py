@@ -33,6 +33,9 @@ from _common import QUICK_TESTS, parse_args, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = Path(__file__).resolve().parent
+#: What the suite's own budget plugin measured (tests/suite_budget.py: CPU time, the builds
+#: before the tests, the cost in reference CPU minutes), beside the per-worker files.
+BUDGET_FILE = "suite_budget.json"
 
 
 def _options(parser) -> None:  # noqa: ANN001 - argparse's parser
@@ -46,7 +49,8 @@ def run_suite(pytest_args: list[str], out_dir: Path) -> tuple[int, float, str]:
     paths = [str(BENCH), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     command = [sys.executable, "-m", "pytest", "-p", "suite_cost_plugin",
-               f"--suite-cost-dir={out_dir}", *pytest_args]
+               f"--suite-cost-dir={out_dir}", f"--suite-budget-out={out_dir / BUDGET_FILE}",
+               *pytest_args]
     started = time.monotonic()
     proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.monotonic() - started
@@ -59,7 +63,8 @@ def _total(row: dict[str, Any], key: str) -> float:
 
 
 def summarise(out_dir: Path, wall_s: float, top: int) -> dict[str, Any]:
-    workers = [json.loads(path.read_text()) for path in sorted(out_dir.glob("*.json"))]
+    workers = [json.loads(path.read_text()) for path in sorted(out_dir.glob("*.json"))
+               if path.name != BUDGET_FILE]
     tests: dict[str, dict[str, Any]] = {}
     fixtures: list[dict[str, Any]] = []
     for worker in workers:
@@ -80,8 +85,10 @@ def summarise(out_dir: Path, wall_s: float, top: int) -> dict[str, Any]:
             "processes": dict(processes), "imported": row["imported"]})
     rows.sort(key=lambda r: -r["wall_s"])
     modules: dict[str, float] = defaultdict(float)
+    module_cpu: dict[str, float] = defaultdict(float)
     for row in rows:
         modules[row["test"].split("::")[0]] += row["wall_s"]
+        module_cpu[row["test"].split("::")[0]] += row["cpu_s"] + row["children_cpu_s"]
     kinds: dict[str, int] = defaultdict(int)
     for row in rows:
         for kind, n in row["processes"].items():
@@ -110,14 +117,16 @@ def summarise(out_dir: Path, wall_s: float, top: int) -> dict[str, Any]:
         "children_cpu_s": round(sum(r["children_cpu_s"] for r in rows), 1),
         "main_thread_sleep_s": round(sum(r["sleep_s"] for r in rows), 1),
         "processes_by_kind": dict(sorted(kinds.items(), key=lambda kv: -kv[1])),
-        "modules": [{"module": m, "wall_s": round(s, 1)}
-                    for m, s in sorted(modules.items(), key=lambda kv: -kv[1])],
+        # A module's CPU: its tests' own and their reaped children's, module fixtures included
+        # (they are set up in the module's first test).
+        "modules": [{"module": m, "wall_s": round(s, 1), "cpu_s": round(module_cpu[m], 1)}
+                    for m, s in sorted(modules.items(), key=lambda kv: -module_cpu[kv[0]])],
         "slowest": rows[:top],
         "fixtures": fixture_rows[:top],
         "first_imports": {name: r["test"] for r in rows for name in r["imported"]},
         "all_tests": [{k: r[k] for k in ("test", "worker", "outcome", "wall_s", "setup_s",
-                                         "call_s", "teardown_s", "children_cpu_s", "sleep_s",
-                                         "processes")} for r in rows],
+                                         "call_s", "teardown_s", "cpu_s", "children_cpu_s",
+                                         "sleep_s", "processes")} for r in rows],
     }
 
 
@@ -139,10 +148,16 @@ def print_summary(figures: dict[str, Any], top: int) -> None:
     for f in figures["fixtures"][:top]:
         print(f"| {f['fixture']} ({f['defined_in']}) | {f['scope']} | {f['setups']} | "
               f"{f['total_s']} | {f['max_s']} |")
-    print("\n| module | wall s |\n|---|---|")
+    print("\n| module | wall s | CPU s |\n|---|---|---|")
     for m in figures["modules"][:top]:
-        print(f"| {m['module']} | {m['wall_s']} |")
+        print(f"| {m['module']} | {m['wall_s']} | {m['cpu_s']} |")
     print(f"\nfirst imports: {figures['first_imports']}")
+    budget = figures.get("suite_budget")
+    if budget:
+        cost = budget["cost"] or {}
+        print(f"suite budget: CPU {(budget['pytest_cpu_s'] + budget['children_cpu_s']) / 60:.1f} "
+              f"min, builds {budget['builds']}, cost {cost.get('minutes')} reference CPU "
+              f"minutes (budget {cost.get('budget_minutes')})")
 
 
 def main() -> int:
@@ -154,6 +169,8 @@ def main() -> int:
         status, wall, tail = run_suite(pytest_args, Path(tmp))
         print(tail)
         figures = summarise(Path(tmp), wall, args.top)
+        budget = Path(tmp) / BUDGET_FILE
+        figures["suite_budget"] = json.loads(budget.read_text()) if budget.exists() else None
     figures["pytest_args"] = pytest_args
     figures["exit_status"] = status
     print_summary(figures, args.top)

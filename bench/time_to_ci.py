@@ -53,13 +53,17 @@ BUDGET_S = 60.0
 
 def main() -> None:
     """Measure every policy on every model, interleaved, and write the figures."""
-    args = parse_args(__doc__.splitlines()[0])
+    args = parse_args(__doc__.splitlines()[0], extra=lambda parser: parser.add_argument(
+        "--cache-dir", type=Path, default=None,
+        help="artifact cache the models are exported into (default: an empty one; the smoke "
+             "test passes its session's cache)"))
     policies = SMOKE_POLICIES if args.smoke else POLICIES
     models = ("mlp",) if args.smoke else SMALL_MODELS
-    framework = FrameworkConfig("onnxruntime", {})
+    # One job per model and policy: fp32 (without a precision ONNX Runtime also plans int8).
+    framework = FrameworkConfig("onnxruntime", {"precision": "fp32"})
     target = HostTarget()
     with tempfile.TemporaryDirectory(prefix="bench-ttci-") as tmp:
-        cache = ArtifactCache(Path(tmp) / "cache")
+        cache = ArtifactCache(args.cache_dir or Path(tmp) / "cache")
         specs = zoo_specs(models, cache)
         jobs = {
             name: plan(specs, target, frameworks=[framework], overrides=overrides).jobs

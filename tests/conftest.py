@@ -16,11 +16,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import machine_facts
-from exclusive import file_lock, workers_folder
+from exclusive import file_lock, one_heavy_setup, workers_folder
 from process_state import TorchSettings
 import pytest
 import tiny_models
+from benchlab.devicetools.prepare import device_tools_dir
 from benchlab.lab.localpg import PostgresServer, PostgresUnavailable, find_pg_bin
+from benchlab.spec.artifacts import default_cache_dir
 from benchlab_standin import StandinPhone
 from benchlab_standin.adbserver import AdbServer, isolated_adb_server
 from benchlab_standin.board import LoopbackBoard, find_sshd
@@ -28,8 +30,9 @@ from benchlab_standin.board import LoopbackBoard, find_sshd
 # A test that needs PostgreSQL or the browser fails the run when it skips, unless
 # --allow-skip names the dependency (required_deps.py); tests marked exclusive run with no
 # other test beside them (exclusive.py); the run is held to a budget of costly processes
-# (suite_budget.py).
-pytest_plugins = ["required_deps", "exclusive", "suite_budget"]
+# (suite_budget.py); what the tests must build once per machine is built before they start
+# (prebuild.py).
+pytest_plugins = ["required_deps", "exclusive", "suite_budget", "prebuild"]
 
 # Workers for ``-n auto``: one more than the cores, at most this many. A quarter of the suite's
 # time is spent waiting (on sleeps, servers, other processes' locks) with the CPU idle: on 2
@@ -226,8 +229,17 @@ def _zoo_cache_in(shared: Path) -> Path:
 @pytest.fixture(scope="session")
 def zoo_cache_dir(run_shared_dir: Path) -> Path:
     """The artifact cache the zoo's models are exported into once per test run, for the tests
-    that measure exported models rather than test the export itself."""
-    return _zoo_cache_in(run_shared_dir)
+    that measure exported models rather than test the export itself. Its programs built for
+    devices are benchlab's own cache's, where prebuild.py built them before the tests."""
+    cache = _zoo_cache_in(run_shared_dir)
+    cache.mkdir(exist_ok=True)
+    machine_tools = device_tools_dir(default_cache_dir())
+    machine_tools.mkdir(parents=True, exist_ok=True)
+    try:
+        device_tools_dir(cache).symlink_to(machine_tools, target_is_directory=True)
+    except FileExistsError:
+        pass  # another worker linked it
+    return cache
 
 
 #: Fixture → the zoo models its tests take from the shared cache, exported in the background
@@ -267,7 +279,11 @@ def _shared_exports_begun(request: pytest.FixtureRequest, pytestconfig: pytest.C
     def export_each() -> None:
         for name in order:
             try:
-                export_models([name], ArtifactCache(_zoo_cache_in(run_shared_dir)), workers=1)
+                # One background export at a time across the workers: three at once beside
+                # three workers' tests overloaded two cores as the run began.
+                with one_heavy_setup(pytestconfig):
+                    export_models([name], ArtifactCache(_zoo_cache_in(run_shared_dir)),
+                                  workers=1)
             except Exception:  # noqa: BLE001 - the test that needs it reports it
                 pass
 

@@ -73,6 +73,19 @@ def held(folder: Path, exclusive: bool) -> Iterator[None]:
         yield
 
 
+@contextmanager
+def one_heavy_setup(config: pytest.Config) -> Iterator[None]:
+    """Hold the run's lock for heavy background work (a zoo export begun as the run starts):
+    one such piece at a time across the workers, so two never start side by side beside the
+    workers' own tests. Without xdist it is free."""
+    folder = _lock_dir(config)
+    if folder is None:
+        yield
+        return
+    with file_lock(folder / "heavy-setup", fcntl.LOCK_EX):
+        yield
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Modules with slow tests first, exclusive tests last.

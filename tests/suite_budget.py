@@ -10,11 +10,18 @@ small one shows the same, shows here first: every process a test starts is count
 of a shared machine, so the budget can be strict: a run over it names the kind, the tests that
 started most of them and what to do.
 
-The wall time of the run is printed beside ``time_budget_minutes`` (never asserted: these
-machines are shared and noisy); ``bench/suite_cost.py`` measures where it goes. Beside it, the
-run's CPU time (:func:`cpu_seconds`): the pytest process's own and that of every process below
-it that ended and was waited for, so that a slower or busier machine (same CPU time, longer
-wall time) is told from a heavier suite (more CPU time).
+The run's CPU time (:func:`cpu_seconds`) is printed beside its wall time: the pytest process's
+own and that of every process below it that ended and was waited for, so that a slower or
+busier machine (same CPU time, longer wall time) is told from a heavier suite (more CPU time).
+
+**The cost budget** holds that CPU time, and travels between machines: a machine 1.5 times
+slower spends 1.5 times the CPU seconds on the same suite, so seconds alone cannot be budgeted.
+At the start of the run a short fixed workload (:func:`calibration_workload`: Python code and
+compiled C, as the suite's processes run) is timed in CPU seconds; the run's cost is its tests'
+CPU time scaled by ``calibration_reference_s / calibration``, i.e. expressed in CPU minutes of
+the reference machine on which ``calibration_reference_s`` was measured (pyproject.toml). The
+run fails when the cost passes ``cost_budget_minutes``. The builds run before the tests
+(tests/prebuild.py, :func:`record_build`) are shown apart and are not in the cost.
 
 Only processes started by the test processes themselves are seen, not their children's. Under
 pytest-xdist each worker counts its own tests and the reports carry the counts to the
@@ -23,15 +30,19 @@ controller, which adds them up.
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import subprocess
 import time
 from collections import Counter, defaultdict
 from collections.abc import Generator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
+from calibration import calibration_seconds
 
 # Kinds of child process, judged from the argument list (first match wins).
 KINDS = (
@@ -49,6 +60,9 @@ _TOTALS = pytest.StashKey[Counter[str]]()
 _BY_TEST = pytest.StashKey[dict[str, Counter[str]]]()
 _STARTED = pytest.StashKey[float]()
 _CPU = pytest.StashKey[tuple[float, float]]()
+_BUILDS = pytest.StashKey[tuple[float, float]]()
+_CALIBRATION = pytest.StashKey[float]()
+_COST = pytest.StashKey["Cost | None"]()
 
 
 def kind_of(args: Any) -> str:
@@ -148,22 +162,49 @@ def cpu_seconds() -> tuple[float, float]:
     return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
 
 
-def time_lines(wall_s: float, cpu: tuple[float, float], planned_minutes: float,
-               cores: int) -> list[str]:
-    """The summary's lines on time: the wall time beside the budget, then the CPU time of
-    ``cpu`` (pytest's own seconds, its child processes' seconds) and the cores it kept busy
-    on average."""
-    minutes = wall_s / 60
-    wall = f"wall time {minutes:.1f} min"
-    if planned_minutes:
-        verdict = ("within" if minutes <= planned_minutes
-                   else "OVER (bench/suite_cost.py shows where)")
-        wall += f", {verdict} the {planned_minutes:g}-minute budget"
+def time_lines(wall_s: float, cpu: tuple[float, float], cores: int) -> list[str]:
+    """The summary's lines on time: the wall time, then the CPU time of ``cpu`` (pytest's own
+    seconds, its child processes' seconds) and the cores it kept busy on average."""
     own, children = cpu
     total = own + children
     busy = f"{total / wall_s:.1f}" if wall_s > 0 else "?"
-    return [wall, f"CPU time {total / 60:.1f} min ({total:.0f} s: pytest {own:.0f} s, its child "
-                  f"processes {children:.0f} s), {busy} of {cores} cores busy on average"]
+    return [f"wall time {wall_s / 60:.1f} min",
+            f"CPU time {total / 60:.1f} min ({total:.0f} s: pytest {own:.0f} s, its child "
+            f"processes {children:.0f} s), {busy} of {cores} cores busy on average"]
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What the run's tests cost, in CPU minutes of the reference machine."""
+
+    #: The tests' CPU seconds here: the run's, less the builds run before the tests.
+    tests_cpu_s: float
+    #: This machine's calibration, and the reference machine's, in CPU seconds.
+    calibration_s: float
+    reference_s: float
+    #: The budget in reference CPU minutes (0: none).
+    budget_minutes: float
+
+    @property
+    def minutes(self) -> float:
+        return self.tests_cpu_s / 60 * self.reference_s / self.calibration_s
+
+    @property
+    def over(self) -> bool:
+        return bool(self.budget_minutes) and self.minutes > self.budget_minutes
+
+    def line(self) -> str:
+        speed = self.calibration_s / self.reference_s
+        text = (f"cost {self.minutes:.2f} reference CPU minutes: the tests' "
+                f"{self.tests_cpu_s:.1f} CPU seconds here, where the calibration took "
+                f"{self.calibration_s * 1000:.0f} ms ({speed:.2f} times the reference "
+                f"machine's {self.reference_s * 1000:.0f} ms)")
+        if not self.budget_minutes:
+            return text
+        if self.over:
+            return (f"{text}: OVER the budget of {self.budget_minutes:g}, the run fails "
+                    "(bench/suite_cost.py shows where the CPU goes)")
+        return f"{text}: within the budget of {self.budget_minutes:g}"
 
 
 def run_cpu_seconds(config: pytest.Config) -> tuple[float, float] | None:
@@ -171,12 +212,31 @@ def run_cpu_seconds(config: pytest.Config) -> tuple[float, float] | None:
     return config.stash.get(_CPU, None)
 
 
+def record_build(config: pytest.Config, *, wall_s: float, cpu_s: float) -> None:
+    """Say that builds run before the tests (tests/prebuild.py) took ``wall_s`` seconds and
+    ``cpu_s`` CPU seconds of the run's processes: shown apart, left out of the cost."""
+    wall, cpu = config.stash.get(_BUILDS, (0.0, 0.0))
+    config.stash[_BUILDS] = (wall + wall_s, cpu + cpu_s)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("process_budget", type="linelist", default=[],
                   help="'<kind> <count>' per line: the most processes of each kind the run may "
                        "start (tests/suite_budget.py)")
-    parser.addini("time_budget_minutes", default="0",
-                  help="the run's intended wall time, printed beside the measured one")
+    parser.addini("cost_budget_minutes", default="0",
+                  help="the most the tests may cost, in CPU minutes of the reference machine "
+                       "(tests/suite_budget.py); 0: no budget")
+    parser.addini("calibration_reference_s", default="0",
+                  help="the calibration's CPU seconds on the reference machine "
+                       "(tests/calibration.py)")
+    parser.addoption("--suite-budget-out", type=Path, default=None,
+                     help="write the suite budget's figures to this JSON file "
+                          "(bench/suite_cost.py reads them)")
+
+
+def _reporting(config: pytest.Config) -> bool:
+    """Whether this process adds up the run (the xdist controller, or a run in one process)."""
+    return not hasattr(config, "workerinput")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -187,6 +247,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
         config.pluginmanager.register(_Recorder(), "suite_budget_recorder")
     config.pluginmanager.register(_Totals(config), "suite_budget_totals")
+    if _reporting(config):
+        # Before any worker starts: the machine is as quiet as the run will find it.
+        config.stash[_CALIBRATION] = calibration_seconds()
 
 
 def _over(config: pytest.Config) -> dict[str, tuple[int, int]]:
@@ -196,10 +259,27 @@ def _over(config: pytest.Config) -> dict[str, tuple[int, int]]:
             if totals[kind] > limit}
 
 
+def _cost(config: pytest.Config, cpu: tuple[float, float]) -> Cost | None:
+    reference = float(config.getini("calibration_reference_s") or 0)
+    if not reference:
+        return None
+    _, builds_cpu = config.stash.get(_BUILDS, (0.0, 0.0))
+    return Cost(tests_cpu_s=max(0.0, sum(cpu) - builds_cpu),
+                calibration_s=config.stash[_CALIBRATION], reference_s=reference,
+                budget_minutes=float(config.getini("cost_budget_minutes") or 0))
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    if hasattr(session.config, "workerinput"):
+    config = session.config
+    if not _reporting(config):
         return  # the controller decides on the sums
-    if _over(session.config) and session.exitstatus == pytest.ExitCode.OK:
+    # Last: xdist's own pytest_sessionfinish has ended and waited for its workers, and the
+    # session fixtures of a run in one process are torn down, so every process is counted.
+    config.stash[_CPU] = cpu = cpu_seconds()
+    cost = config.stash[_COST] = _cost(config, cpu)
+    over = bool(_over(config)) or (cost is not None and cost.over)
+    if over and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -208,13 +288,31 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     totals = config.stash.get(_TOTALS, Counter())
     budget = parse_budget(config.getini("process_budget"))
     wall_s = time.monotonic() - config.stash[_STARTED]
-    planned = float(config.getini("time_budget_minutes") or 0)
-    # Here the xdist workers have ended and been waited for (xdist's pytest_sessionfinish,
-    # before the terminal reporter's summary), and the session fixtures torn down.
-    config.stash[_CPU] = cpu = cpu_seconds()
+    cpu = config.stash.get(_CPU, None) or cpu_seconds()
     terminalreporter.section("suite budget")
-    for line in time_lines(wall_s, cpu, planned, len(os.sched_getaffinity(0))):
+    for line in time_lines(wall_s, cpu, len(os.sched_getaffinity(0))):
         terminalreporter.write_line(line)
+    builds = config.stash.get(_BUILDS, None)
+    if builds is not None:
+        terminalreporter.write_line(f"builds before the tests (tests/prebuild.py): "
+                                    f"{builds[0]:.0f} s, {builds[1]:.0f} s of CPU, in the "
+                                    "times above, not in the cost")
+    cost = config.stash.get(_COST, None)
+    if cost is not None:
+        terminalreporter.write_line(cost.line(), red=cost.over)
+    out = config.getoption("suite_budget_out", None)
+    if out is not None:
+        out.write_text(json.dumps({
+            "wall_s": round(wall_s, 1), "pytest_cpu_s": round(cpu[0], 1),
+            "children_cpu_s": round(cpu[1], 1),
+            "builds": None if builds is None else {"wall_s": round(builds[0], 1),
+                                                   "cpu_s": round(builds[1], 1)},
+            "cost": None if cost is None else {
+                "tests_cpu_s": round(cost.tests_cpu_s, 1),
+                "calibration_s": round(cost.calibration_s, 4),
+                "reference_s": cost.reference_s, "minutes": round(cost.minutes, 2),
+                "budget_minutes": cost.budget_minutes, "over": cost.over},
+            "processes": dict(totals)}, indent=1) + "\n")
     terminalreporter.write_line("processes started: " + ", ".join(
         f"{kind} {n}" + (f"/{budget[kind]}" if kind in budget else "")
         for kind, n in totals.most_common()))
@@ -227,5 +325,5 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
                         if counts[kind]), red=True)
         terminalreporter.write_line(
             "Share the expensive work (the session's zoo_cache_dir, llama_15m_export), run a "
-            "smaller workload, or raise process_budget in pyproject.toml and say why in the "
-            "commit.", red=True)
+            "smaller workload, or pay for the new tests by making others cheaper: the budget "
+            "is not raised to let a change pass.", red=True)

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from benchlab.targets.reboot import RebootPolicy
     from benchlab.harness.outputs import ModelOutputs, outputs
     from benchlab.zoo import export_models
+    from benchlab.devicetools.prepare import PreparedTool, prepare_device_tools
     from benchlab.harness.results import Results
     from benchlab.schema.labels import RunLabels
     from benchlab.schema.scenario import Scenario
@@ -55,6 +56,7 @@ __all__ = [
     "InfrastructureError",
     "JobIdentity",
     "ModelOutputs",
+    "PreparedTool",
     "RacePolicy",
     "RebootPolicy",
     "Result",
@@ -81,6 +83,7 @@ __all__ = [
     "outputs",
     "parse_framework",
     "plan_sweep",
+    "prepare_device_tools",
     "run",
     "submit_to_lab",
     "summarize",
@@ -108,6 +111,8 @@ _HOMES = {
     "ModelOutputs": "benchlab.harness.outputs",
     "outputs": "benchlab.harness.outputs",
     "export_models": "benchlab.zoo",
+    "PreparedTool": "benchlab.devicetools.prepare",
+    "prepare_device_tools": "benchlab.devicetools.prepare",
     "UserError": "benchlab.errors",
     "load_spec": "benchlab.spec",
     "load_suite": "benchlab.spec",

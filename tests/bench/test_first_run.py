@@ -27,7 +27,7 @@ def test_first_run_bench_smoke(tmp_path: Path) -> None:
     assert fresh["exports_end_s"] <= fresh["first_cell_s"] <= fresh["total_s"]
     assert 0 < fresh["exporting_s"] <= fresh["total_s"] and warm["exporting_s"] is None
     assert warm["exports_end_s"] is None and warm["cells"] == fresh["cells"]
-    assert figures["exports_1_worker_s"] > 0 and figures["exports_2_workers_s"] > 0
+    assert figures["exports_1_worker_s"] is None and figures["exports_2_workers_s"] > 0
     # A user's model from a file beside the zoo's convnet: both ran and measured.
     mine = figures["your_model"]
     assert mine["model"]["rc"] == 0 and mine["convnet"]["rc"] == 0

@@ -53,7 +53,9 @@ def test_an_order_dependent_test_fails_the_hunt_and_is_named(tmp_path: Path) -> 
 
 @pytest.mark.slow
 def test_smoke_run_passes_and_records_its_runs(tmp_path: Path) -> None:
-    proc, record = _hunt(tmp_path, "--smoke")
+    # One process: three workers would each import the suite's conftest for two small files
+    # (the summary lines it reads are the same; bench/suite_cost.py's smoke runs workers).
+    proc, record = _hunt(tmp_path, "--smoke", "--workers", "0")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert record["smoke"] is True and record["figures"]["all_ok"] is True
     (run,) = record["figures"]["runs"]

@@ -22,9 +22,10 @@ CI_KEYS = {"ratio", "low", "high", "level", "coverage", "rounds", "verdict"}
 VERDICTS = {"met", "undecided", "missed"}
 
 
-def _run_smoke(script: str, out: Path) -> dict[str, Any]:
+def _run_smoke(script: str, out: Path, *more: str) -> dict[str, Any]:
     proc = subprocess.run(
-        [sys.executable, str(BENCH / script), "--smoke", "--repeats", "1", "--out", str(out)],
+        [sys.executable, str(BENCH / script), "--smoke", "--repeats", "1", "--out", str(out),
+         *more],
         capture_output=True,
         text=True,
         timeout=180,
@@ -61,9 +62,10 @@ def test_overhead_smoke_writes_its_figures(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_fidelity_smoke_writes_its_figures(tmp_path: Path) -> None:
+def test_fidelity_smoke_writes_its_figures(tmp_path: Path, zoo_cache_dir: Path) -> None:
     pytest.importorskip("torch")
-    figures = _run_smoke("fidelity.py", tmp_path / "x.json")
+    # The session's cache holds mlp's ONNX, OpenVINO and TFLite files already.
+    figures = _run_smoke("fidelity.py", tmp_path / "x.json", "--cache-dir", str(zoo_cache_dir))
     assert figures["rounds"] == 1
     assert figures["run_time_s"] > 0 and figures["diag_time_s"] > 0
     entry = figures["pytorch"]["mlp/t1"]

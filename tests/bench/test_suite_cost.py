@@ -35,3 +35,11 @@ def test_the_smoke_run_records_every_test_fixture_and_worker(tmp_path: Path) -> 
     scopes = {f["fixture"]: f["scope"] for f in figures["fixtures"]}
     assert scopes.get("_torch_settings_restored") == "function"
     assert "| test | wall s | setup | call | teardown |" in proc.stdout
+    # The suite's own budget figures ride along, and a module's CPU is its tests' sum.
+    budget = figures["suite_budget"]
+    assert budget["cost"]["minutes"] > 0 and budget["cost"]["calibration_s"] > 0
+    assert budget["pytest_cpu_s"] + budget["children_cpu_s"] >= budget["cost"]["tests_cpu_s"]
+    for module in figures["modules"]:
+        mine = [t for t in tests if t["test"].startswith(module["module"] + "::")]
+        assert module["cpu_s"] == pytest.approx(
+            sum(t["cpu_s"] + t["children_cpu_s"] for t in mine), abs=0.1 * len(mine) + 0.1)

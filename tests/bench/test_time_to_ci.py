@@ -14,11 +14,11 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 @pytest.mark.slow
-def test_time_to_ci_smoke_writes_every_policy(tmp_path: Path) -> None:
+def test_time_to_ci_smoke_writes_every_policy(tmp_path: Path, zoo_cache_dir: Path) -> None:
     out = tmp_path / "ttci.json"
     proc = subprocess.run(
         [sys.executable, str(BENCH / "time_to_ci.py"), "--smoke", "--repeats", "1",
-         "--out", str(out)],
+         "--out", str(out), "--cache-dir", str(zoo_cache_dir)],
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr

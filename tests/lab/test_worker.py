@@ -341,14 +341,18 @@ def test_run_lab_measures_the_scenario_and_the_workload_it_was_given(
     (xdg / "benchlab").mkdir(parents=True)
     (xdg / "benchlab" / "artifacts").symlink_to(llama_15m_export.cache_dir)
     env = {**os.environ, "XDG_CACHE_HOME": str(xdg)}
-    lab = ["--lab", lab_url, "--lab-device", "host:hostL", "-f", "onnxruntime", "-q"]
+    lab = ["--lab", lab_url, "--lab-device", "host:hostL", "-f", "onnxruntime:precision=fp32",
+           "-q"]
     with agents(lab_url, tmp_path) as lab_agents, serve(lab_url, free_port()) as server_url:
         lab_agents.start("hostL", env=env)
         lab_agents.wait_registered("host:hostL")
         server = subprocess.run(
             [sys.executable, "-m", "benchlab", "run", "--models", "mlp", *lab,
              "--scenario", "server", "--latency-bound", "15ms", "--duration", "0.5",
-             "--repeat", "1"], capture_output=True, text=True, timeout=600)
+             # One run at a fixed rate: a search (tests/runner/test_scenario.py's subject)
+             # under a busy neighbour fell to 1/64 of its rate, minutes of runs.
+             "--target-qps", "200", "--query-count", "100", "--repeat", "1"],
+            capture_output=True, text=True, timeout=600)
         assert server.returncode == 0, server.stderr + lab_agents.log_text()
         # The request as `run --lab --dry-run` prints it, posted to the server.
         request = subprocess.run(
@@ -368,15 +372,16 @@ def test_run_lab_measures_the_scenario_and_the_workload_it_was_given(
         assert job.request.digest == wire["digest"]
     with open_lab(lab_url) as opened:
         jobs = sorted(list_jobs(opened.store), key=lambda job: job.id)
-    scenario_results = _results_of(lab_url, jobs[0].run_uuid)
-    assert scenario_results and all(r.ok for r in scenario_results)
-    for result in scenario_results:
-        facts = result.details[DetailKey.SCENARIO]
-        assert facts["name"] == "server" and facts["latency_bound_ms"] == 15.0
-        # The server search ran: LoadGen runs at rising rates against the bound. (Whether
-        # one met 15 ms depends on the machine's load; the QPS is there only when one did.)
-        assert facts["runs"] and all(run["target_qps"] > 0 for run in facts["runs"])
-        assert result.summaries[Metric.SCENARIO_LATENCY.key].p50 > 0
+    [result] = _results_of(lab_url, jobs[0].run_uuid)
+    assert result.ok
+    # Every scenario option reached the device. (Whether 15 ms was met depends on the
+    # machine's load; the run is there either way.)
+    facts = result.details[DetailKey.SCENARIO]
+    assert facts["name"] == "server" and facts["latency_bound_ms"] == 15.0
+    assert (facts["target_qps"], facts["query_count"], facts["duration_s"]) == (200, 100, 0.5)
+    [run] = facts["runs"]
+    assert run["target_qps"] == 200
+    assert result.summaries[Metric.SCENARIO_LATENCY.key].p50 > 0
     generated = _results_of(lab_url, jobs[1].run_uuid)
     assert generated and all(r.ok for r in generated)
     for result in generated:

@@ -1,27 +1,31 @@
 """The ARM stand-in phone, through the real adb client: aarch64 code on an emulated core
 (QEMU user mode, a CPU model per phone), no Python, and llama.cpp built by benchlab for it.
 
-The first test to need the runner builds it into the run's shared artifact cache (about two
-minutes on two cores, docs/performance.md); every other test and worker reuses the entry.
+The runner is built before the tests start (tests/prebuild.py: about two minutes on two cores
+the first time on a machine, docs/performance.md), into benchlab's artifact cache, which the
+run's shared cache links to; every test and worker finds it there.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from prebuild import prepared
 from benchlab_standin import StandinPhone, arm_profile
 from benchlab_standin.adbserver import AdbServer, isolated_adb_server
 
 import benchlab
-from benchlab.devicetools import BuiltTools, build_llama_tools, elf_architecture
+from benchlab.devicetools import (BuiltTools, build_llama_tools, device_tools_dir,
+                                  elf_architecture)
 from benchlab.devicetools.llamacpp import RUNNER
-from benchlab.errors import InfrastructureError
 from benchlab.schema.generation import Generation
 from benchlab.schema.result import EnvKey, Metric, Status, metric_key
 from benchlab.targets.adb import AdbTarget
@@ -31,7 +35,9 @@ from benchlab.targets.base import RunRequest
 pytestmark = [pytest.mark.arm, pytest.mark.slow]
 
 GENERATION = [Generation(prompt_tokens=16, new_tokens=8)]
-QUICK = benchlab.TestOverrides(repeat=1, iter=2, warmup=0, min_time=0.0, threads=2)
+# One thread: under emulation a second llama.cpp thread spins while it waits, a host core
+# burnt on emulated polling.
+QUICK = benchlab.TestOverrides(repeat=1, iter=2, warmup=0, min_time=0.0, threads=1)
 
 
 @pytest.fixture(scope="module")
@@ -61,11 +67,10 @@ def arm_phones(tmp_path_factory: pytest.TempPathFactory
 
 @pytest.fixture(scope="module")
 def arm_tools(zoo_cache_dir: Path) -> BuiltTools:
-    """benchlab's llama.cpp runner for aarch64, in the cache the test sweeps use."""
-    try:
-        return build_llama_tools("aarch64", zoo_cache_dir / "devicetools")
-    except InfrastructureError as exc:
-        pytest.skip(f"cannot build for aarch64 here: {exc}")
+    """benchlab's llama.cpp runner for aarch64, built before the tests (tests/prebuild.py),
+    in the cache the test sweeps use."""
+    prepared("phone-tools", zoo_cache_dir)
+    return build_llama_tools("aarch64", device_tools_dir(zoo_cache_dir))
 
 
 def _target(server: AdbServer, phone: StandinPhone) -> str:
@@ -126,7 +131,7 @@ def test_llama_15m_runs_on_the_arm_phone_as_benchlab_built_it(
         models=["llama_15m"], frameworks=["llamacpp:precision=fp32"],
         target=_target(server, phone), generations=GENERATION,
         overrides=benchlab.TestOverrides(repeat=1, iter=2, warmup=0, min_time=0.0,
-                                         threads=2, profile_ops=True),
+                                         threads=1, profile_ops=True),
         cache_dir=zoo_cache_dir, db=tmp_path / "arm.db")
     by_precision = {r.identity.framework_config.get("precision", "fp32"): r for r in results}
     assert set(by_precision) == {"fp32"}
@@ -230,3 +235,25 @@ def test_a_runner_that_outruns_its_timeout_is_killed_on_the_phone(
     assert result.status is Status.TIMEOUT, (result.status, result.error)
     left = subprocess.run(["pgrep", "-f", "slow.gguf"], capture_output=True, text=True)
     assert left.stdout.strip() == "", "the runner outlived its job on the phone"
+
+
+def test_prepare_finds_the_runner_the_run_built_and_names_a_missing_compiler(
+        arm_tools: BuiltTools, zoo_cache_dir: Path) -> None:
+    """`benchlab prepare` and `python -m benchlab_standin --prepare` (which the suite ran
+    before its tests, tests/prebuild.py) find the runner in the cache, saying where."""
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", *argv], capture_output=True, text=True,
+                              timeout=300, check=False, env={**os.environ, "COLUMNS": "60"})
+
+    ready = run("benchlab", "prepare", "--arch", "aarch64", "--cache-dir", str(zoo_cache_dir))
+    assert ready.returncode == 0, ready.stderr
+    assert (f"llama.cpp's runner ({RUNNER}) for aarch64: found in the cache "
+            f"({arm_tools.program(RUNNER)})") in ready.stdout
+    standin = run("benchlab_standin", "--prepare", "--only", "phone-tools", "--cache-dir",
+                  str(zoo_cache_dir))
+    assert standin.returncode == 0, standin.stdout
+    assert "for the ARM phone (aarch64): found in the cache" in standin.stdout
+    assert "prepared 1 of 1 in" in standin.stdout
+    missing = run("benchlab", "prepare", "--arch", "sparc64", "--cache-dir", str(zoo_cache_dir))
+    assert missing.returncode != 0
+    assert "no C++ compiler builds for sparc64 here" in missing.stderr

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 import benchlab
 from benchlab.cli.commands import app
-from benchlab.report.matrix import Cell, matrix_cells
+from benchlab.report.matrix import Cell, config_label, matrix_cells
 from benchlab.schema.result import Status
 from benchlab.store import open_store
 
@@ -50,8 +50,8 @@ def _cells(db: Path) -> dict[str, Cell]:
     return {cell.label: cell for cell in matrix_cells(results)}
 
 
-def _check_every_runtime(cells: dict[str, Cell]) -> None:
-    assert set(cells) == EVERY
+def _check_every_runtime(cells: dict[str, Cell], expected: set[str] = EVERY) -> None:
+    assert set(cells) == expected
     for label, cell in cells.items():
         assert cell.sqnr is not None and cell.p50 is not None and cell.p50 > 0, label
         # fp32 runtimes agree with the eager model to float rounding; int8 is further off.
@@ -77,14 +77,21 @@ def test_a_spec_naming_the_factory_and_no_file_exports_nothing_more(work: Path) 
         "model": {"name": "mynet", "format": "pytorch", "entry": "mynet.py:build"},
         "tests": [{"identifier": "mine", "iter": 3, "warmup": 1, "repeat": 1, "min_time": 0,
                    "inputs": {"x": {"shapes": [[1, 3, 32, 32]]}}}]}))
-    results = benchlab.run(spec, frameworks=["all"], db=work / "spec.db",
-                           cache_dir=work / "cache")
+    # Every runtime planned from the cache (measuring each again would repeat the CLI test's
+    # proof on the same files): nothing is exported, and the spec's own test is what runs.
+    plan = benchlab.plan_sweep(spec, frameworks=["all"], cache_dir=work / "cache")
     assert _index(work) == before  # nothing exported: the second run reuses every file
+    assert {config_label(job.identity.framework, job.identity.framework_config)
+            for job in plan.jobs} == EVERY
+    assert {job.identity.test_identifier for job in plan.jobs} == {"mine"}
+    results = benchlab.run(spec, frameworks=["onnxruntime"], db=work / "spec.db",
+                           cache_dir=work / "cache")
+    assert _index(work) == before
     assert {r.identity.test_identifier for r in results} == {"mine"}  # the spec's own test
-    _check_every_runtime(_cells(work / "spec.db"))
+    assert set(_cells(work / "spec.db")) == {"onnxruntime", "onnxruntime[int8]"}
 
 
-def test_a_module_object_from_python_reaches_every_runtime(work: Path) -> None:
+def test_a_module_object_from_python_reaches_pytorch_and_onnx_runtime(work: Path) -> None:
     # A notebook holds a module, not a file: the class below exists only in this script.
     script = textwrap.dedent(f"""
         import json, torch
@@ -102,7 +109,8 @@ def test_a_module_object_from_python_reaches_every_runtime(work: Path) -> None:
 
         torch.manual_seed(3)
         results = benchlab.run(model=InMemory().eval(), inputs=[torch.zeros(1, 3, 24, 24)],
-                               frameworks=["all"], db={str(work / "api.db")!r},
+                               frameworks=["pytorch", "onnxruntime"],
+                               db={str(work / "api.db")!r},
                                cache_dir={str(work / "cache")!r},
                                overrides=benchlab.TestOverrides(iter=3, warmup=1, repeat=1,
                                                                 min_time=0))
@@ -111,8 +119,11 @@ def test_a_module_object_from_python_reaches_every_runtime(work: Path) -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert set(json.loads(done.stdout.strip().splitlines()[-1])) == EVERY
-    _check_every_runtime(_cells(work / "api.db"))
+    # The module frozen in the script's process reaches PyTorch's three modes and the ONNX
+    # export; the other converters take the same frozen snapshot (the file test above).
+    mine = {label for label in EVERY if label.startswith(("pytorch", "onnxruntime"))}
+    assert set(json.loads(done.stdout.strip().splitlines()[-1])) == mine
+    _check_every_runtime(_cells(work / "api.db"), mine)
 
 
 def test_an_edited_weight_exports_again_and_only_what_the_frameworks_read(work: Path) -> None:

@@ -456,6 +456,22 @@ def doctor(
         console.print(table)
 
 
+@app.command()
+def prepare(
+    arch: Annotated[list[str], typer.Option("--arch", help="A device CPU architecture to build for, e.g. aarch64 (repeatable).")],  # noqa: E501
+    cache_dir: Annotated[Optional[Path], typer.Option("--cache-dir", help="Artifact cache directory (default: benchlab's own).")] = None,  # noqa: E501,UP007
+) -> None:
+    """Build what benchlab pushes to devices without Python (llama.cpp's runner), ahead of a
+    run: each program, built or found in the cache, and how long it took."""
+    from benchlab.devicetools.prepare import prepare_device_tools
+
+    for architecture in arch:
+        for tool in prepare_device_tools(architecture, cache_dir,
+                                         progress=lambda text: err_console.print(
+                                             escape(text), highlight=False)):
+            console.print(escape(tool.describe()), highlight=False, soft_wrap=True)
+
+
 def main() -> None:
     """Console entry point: user and infrastructure errors become one line and an exit code."""
     for stream in (sys.stdout, sys.stderr):

@@ -1,8 +1,9 @@
 """Tools benchlab builds for devices without Python: a device's architecture read from its
 programs (:mod:`~benchlab.devicetools.elf`), the compilers that build for it
 (:mod:`~benchlab.devicetools.toolchain`), the cache of what was built
-(:mod:`~benchlab.devicetools.cache`) and llama.cpp's programs with benchlab's own runner
-(:mod:`~benchlab.devicetools.llamacpp`)."""
+(:mod:`~benchlab.devicetools.cache`), llama.cpp's programs with benchlab's own runner
+(:mod:`~benchlab.devicetools.llamacpp`) and all of them built ahead of a run
+(:mod:`~benchlab.devicetools.prepare`)."""
 
 from __future__ import annotations
 
@@ -13,17 +14,21 @@ from benchlab.devicetools.elf import (
     refuse_wrong_architecture,
 )
 from benchlab.devicetools.llamacpp import RUNNER, build_llama_tools
+from benchlab.devicetools.prepare import PreparedTool, device_tools_dir, prepare_device_tools
 from benchlab.devicetools.toolchain import Toolchain, find_toolchain, host_architecture
 
 __all__ = [
     "RUNNER",
     "BuildCache",
     "BuiltTools",
+    "PreparedTool",
     "Toolchain",
     "architecture_of_abi",
     "build_llama_tools",
+    "device_tools_dir",
     "elf_architecture",
     "find_toolchain",
     "host_architecture",
+    "prepare_device_tools",
     "refuse_wrong_architecture",
 ]

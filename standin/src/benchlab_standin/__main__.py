@@ -1,5 +1,6 @@
 """``python -m benchlab_standin --port 5555 --root DIR``: run a stand-in phone until Ctrl-C;
-``python -m benchlab_standin --board cortex-a76``: an emulated ARM Linux board over ssh."""
+``python -m benchlab_standin --board cortex-a76``: an emulated ARM Linux board over ssh;
+``python -m benchlab_standin --prepare``: build what the ARM stand-ins need, once per machine."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import logging
 import signal
 import tempfile
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
 from benchlab_standin import StandinPhone, arm_profile, default_profile
 from benchlab_standin.armboard import BOARD_CORES, ArmBoard
+from benchlab_standin.prepare import ARM_BUILDS, prepare_arm_standins
 from benchlab_standin.profile import ARM_CORES
 
 
@@ -34,8 +37,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="instead of a phone, an ARM Linux board with Python on this "
                              "emulated core, reached over ssh (needs root and mmdebstrap; the "
                              "first start builds its root, about 100 s)")
+    parser.add_argument("--prepare", action="store_true",
+                        help="build what the ARM stand-ins need (the board's arm64 root, "
+                             "llama.cpp's runner for the ARM phone), say what each built and "
+                             "how long it took, and exit; a second run finds them cached")
+    parser.add_argument("--cache-dir", type=Path, default=None,
+                        help="with --prepare: the artifact cache the phone's programs go to "
+                             "(default: benchlab's own)")
+    parser.add_argument("--only", action="append", choices=sorted(ARM_BUILDS), default=None,
+                        help="with --prepare: this build alone (repeatable)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log every service opened")
     args = parser.parse_args(argv)
+    if args.prepare:
+        return _prepare(args.cache_dir, tuple(args.only) if args.only else None)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(name)s: %(message)s")
     root = args.root or Path(tempfile.mkdtemp(prefix="benchlab-standin-"))
@@ -59,6 +73,31 @@ def main(argv: list[str] | None = None) -> int:
             pass
         print("stopping", flush=True)
     return 0
+
+
+#: ``--prepare``'s exit status when a build cannot run on this machine (it says why).
+CANNOT_BUILD_HERE = 3
+
+
+def _prepare(cache_dir: Path | None, keys: tuple[str, ...] | None) -> int:
+    """Exit 0 when everything is ready, 1 when a build failed (its error printed),
+    :data:`CANNOT_BUILD_HERE` when one cannot run on this machine."""
+    from benchlab.errors import InfrastructureError
+
+    def say(text: str) -> None:
+        print(text, flush=True)
+
+    began = time.monotonic()
+    try:
+        built, skipped = prepare_arm_standins(cache_dir, keys=keys, progress=say)
+    except (RuntimeError, InfrastructureError) as exc:
+        say(f"error: {exc}")
+        return 1
+    for name, why in skipped.items():
+        say(f"{name}: cannot be built here: {why}")
+    say(f"prepared {len(built)} of {len(built) + len(skipped)} in "
+        f"{time.monotonic() - began:.0f} s")
+    return CANNOT_BUILD_HERE if skipped else 0
 
 
 def _serve_board(cpu: str, state: Path, stop: threading.Event) -> int:

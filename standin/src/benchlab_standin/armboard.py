@@ -41,7 +41,7 @@ from benchlab_standin.board import LoopbackBoard
 from benchlab_standin.emulation import BINFMT, enable_aarch64
 
 __all__ = ["BOARD_CORES", "BOARD_RUNTIMES", "LEFT_OFF", "ArmBoard", "BoardRoot",
-           "board_cache_dir", "board_requirements", "build_root"]
+           "board_cache_dir", "board_requirements", "build_root", "cannot_build_root"]
 
 #: QEMU CPU model → what it is: the three int8 paths an ARM kernel library chooses between.
 BOARD_CORES = {
@@ -164,7 +164,7 @@ def build_root(cache: Path | None = None, *, progress: Callable[[str], None] | N
             return BoardRoot(folder, facts)
         except (OSError, ValueError):
             pass
-        why = _cannot_build()
+        why = cannot_build_root()
         if why:
             raise RuntimeError(f"cannot build an ARM board root here: {why}")
         _refuse_mounted(folder)
@@ -214,7 +214,8 @@ def _size(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
 
 
-def _cannot_build() -> str | None:
+def cannot_build_root() -> str | None:
+    """None when a board root can be built on this machine; else why not."""
     if os.geteuid() != 0:
         return "mmdebstrap into a directory, binfmt_misc and sshd's ChrootDirectory need root"
     if shutil.which("mmdebstrap") is None:
@@ -403,7 +404,7 @@ class ArmBoard:
         when this machine cannot (not root, no emulator, a cache path sshd refuses)."""
         if self.cpu not in BOARD_CORES:
             raise ValueError(f"no ARM board for {self.cpu!r}; there are {', '.join(BOARD_CORES)}")
-        why = _cannot_build()
+        why = cannot_build_root()
         if why:
             raise RuntimeError(f"the ARM board cannot start: {why}")
         self.root = self.root or build_root(self.cache, progress=self.progress)

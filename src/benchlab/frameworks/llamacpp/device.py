@@ -24,6 +24,7 @@ import numpy as np
 
 from benchlab.devicetools.elf import architecture_of_abi
 from benchlab.devicetools.llamacpp import RUNNER, build_llama_tools
+from benchlab.devicetools.prepare import device_tools_dir
 from benchlab.errors import TargetError, UsageError
 from benchlab.frameworks.base import Invocation, JobContext, RunnerFramework, Staging
 from benchlab.frameworks.native.common import SampleList
@@ -81,7 +82,7 @@ def stage_device_files(framework: RunnerFramework, staging: Staging) -> dict[str
                          "there is nothing to build its runner for")
     sources = options.get("sources")
     tools = build_llama_tools(
-        architecture, Path(staging.cache_root) / "devicetools",
+        architecture, device_tools_dir(Path(staging.cache_root)),
         arch_flags=str(options["arch"]) if options.get("arch") else None,
         sources=Path(str(sources)) if sources else None, progress=staging.progress)
     scratch = Path(staging.scratch)

@@ -1,0 +1,62 @@
+"""Everything benchlab builds for devices of one architecture, built ahead of a run.
+
+A device without Python runs programs benchlab builds for it (llama.cpp's runner today). The
+first run on such a device would build them inside the run, minutes before its first number;
+:func:`prepare_device_tools` builds them beforehand into the artifact cache, where a run finds
+them by key, and says what it built and how long it took (``benchlab prepare --arch aarch64``).
+The test suite calls the same function before its tests start (tests/prebuild.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchlab.devicetools.llamacpp import RUNNER, build_llama_tools
+from benchlab.devicetools.toolchain import find_toolchain
+from benchlab.spec.artifacts import default_cache_dir
+
+__all__ = ["PreparedTool", "device_tools_dir", "prepare_device_tools"]
+
+
+def device_tools_dir(cache_root: Path) -> Path:
+    """Where an artifact cache keeps the programs built for devices."""
+    return Path(cache_root) / "devicetools"
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedTool:
+    """One program ready in the cache: what it is, where, and what getting it cost."""
+
+    name: str
+    architecture: str
+    path: Path
+    #: True when this call built it, False when the cache had it.
+    built_now: bool
+    #: The seconds this call took for it (a cache hit: the lookup).
+    seconds: float
+
+    def describe(self) -> str:
+        """One line: what, for which CPU, built now in how long or found, and where."""
+        how = f"built in {self.seconds:.0f} s" if self.built_now else "found in the cache"
+        return f"{self.name} for {self.architecture}: {how} ({self.path})"
+
+
+def prepare_device_tools(architecture: str, cache_root: Path | None = None, *,
+                         progress: Callable[[str], None] = lambda text: None,
+                         ) -> list[PreparedTool]:
+    """Build (or find) every program benchlab pushes to a device of ``architecture`` that has
+    no Python, in ``cache_root`` (the default artifact cache when None).
+
+    Raises :class:`~benchlab.errors.InfrastructureError` when no compiler for it is installed
+    (naming the package) or a build fails (with the end of its log).
+    """
+    cache_root = default_cache_dir() if cache_root is None else cache_root
+    find_toolchain(architecture)  # a missing compiler is said before anything is fetched
+    began = time.monotonic()
+    tools = build_llama_tools(architecture, device_tools_dir(cache_root), progress=progress)
+    return [PreparedTool(name=f"llama.cpp's runner ({RUNNER})", architecture=architecture,
+                         path=tools.program(RUNNER), built_now=tools.built_now,
+                         seconds=round(time.monotonic() - began, 1))]

@@ -1,0 +1,106 @@
+"""What the ARM stand-ins need built once per machine, built before they are used.
+
+Two builds, both cached by key so a second run finds them: the ARM board's arm64 Debian root
+(:func:`~benchlab_standin.armboard.build_root`, under ``/var/cache/benchlab/boards``) and the
+programs benchlab pushes to the ARM phone, which has no Python (llama.cpp's runner for
+aarch64: :func:`benchlab.devicetools.prepare_device_tools`, in an artifact cache).
+
+``python -m benchlab_standin --prepare`` runs them and says what each built and how long it
+took; the test suite runs the same :data:`ARM_BUILDS` before the tests that need them start
+(tests/prebuild.py), so no build runs inside a test's time limit or beside the other tests.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchlab.devicetools import find_toolchain, prepare_device_tools
+from benchlab.errors import InfrastructureError
+
+from benchlab_standin.armboard import build_root, cannot_build_root
+
+__all__ = ["ARM_BUILDS", "Built", "StandinBuild", "prepare_arm_standins"]
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Built:
+    """One build's outcome: where it lies, whether this call built it, and in how long."""
+
+    name: str
+    path: Path
+    built_now: bool
+    seconds: float
+
+    def describe(self) -> str:
+        how = f"built in {self.seconds:.0f} s" if self.built_now else "found in the cache"
+        return f"{self.name}: {how} ({self.path})"
+
+
+@dataclass(frozen=True, slots=True)
+class StandinBuild:
+    """A build the stand-ins need: its name, why it cannot run here (None: it can), and the
+    build itself (into ``cache_root``, an artifact cache; None: benchlab's default one)."""
+
+    key: str
+    name: str
+    unavailable: Callable[[], str | None]
+    make: Callable[[Path | None, Progress], Built]
+
+
+def _board_root(cache_root: Path | None, progress: Progress) -> Built:
+    began = time.monotonic()
+    root = build_root(progress=progress)  # a machine-wide cache: sshd's chroot needs its owner
+    return Built("the ARM board's arm64 root", root.folder, root.built_now,
+                 round(time.monotonic() - began, 1))
+
+
+def _no_cross_compiler() -> str | None:
+    try:
+        find_toolchain("aarch64")
+    except InfrastructureError as exc:
+        return str(exc)
+    if shutil.which("cmake") is None:
+        return "building llama.cpp needs CMake: apt-get install cmake"
+    return None
+
+
+def _phone_tools(cache_root: Path | None, progress: Progress) -> Built:
+    (tool,) = prepare_device_tools("aarch64", cache_root, progress=progress)
+    return Built(f"{tool.name} for the ARM phone (aarch64)", tool.path, tool.built_now,
+                 tool.seconds)
+
+
+#: Every build the ARM stand-ins need, by key.
+ARM_BUILDS = {build.key: build for build in (
+    StandinBuild("board-root", "the ARM board's arm64 root", cannot_build_root, _board_root),
+    StandinBuild("phone-tools", "llama.cpp's runner for the ARM phone (aarch64)",
+                 _no_cross_compiler, _phone_tools),
+)}
+
+
+def prepare_arm_standins(cache_root: Path | None = None, *, keys: tuple[str, ...] | None = None,
+                         progress: Progress = lambda text: None,
+                         builds: Mapping[str, StandinBuild] = ARM_BUILDS,
+                         ) -> tuple[list[Built], dict[str, str]]:
+    """Run the ``builds`` named by ``keys`` (every one when None), one after another: what
+    each built, and the builds that cannot run here with why. A build that fails raises its
+    own error (``RuntimeError`` or :class:`~benchlab.errors.InfrastructureError`, with the
+    end of its log)."""
+    done: list[Built] = []
+    skipped: dict[str, str] = {}
+    for key in keys if keys is not None else tuple(builds):
+        build = builds[key]
+        why = build.unavailable()
+        if why:
+            skipped[build.name] = why
+            continue
+        progress(f"{build.name}: preparing")
+        done.append(build.make(cache_root, progress))
+        progress(done[-1].describe())
+    return done, skipped
