@@ -7,6 +7,7 @@
 * docs/your-model.md lists exactly the formats of ``DECODER_FORMATS``.
 * docs/generative.md names every generative framework pyproject.toml registers.
 * README.md and docs/specs.md count the FAI-PEP sample files that tests/spec/faipep_sample holds.
+* README.md and docs/performance.md quote the suite's cost from bench/results/suite_cost.json.
 
 Files, the CLI's click tree and the registered framework classes only: nothing is run.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import json
 import re
 import shlex
 import tomllib
@@ -218,3 +220,22 @@ def test_readme_and_specs_doc_count_the_faipep_sample():
         stated = re.findall(r"\b(\d+) sample files\b", text)
         assert stated, f"{doc} no longer says how many FAI-PEP sample files the tests plan"
         assert {int(n) for n in stated} == {count}, f"update the sample count in {doc}"
+
+
+def test_readme_and_performance_doc_quote_the_suites_measured_cost():
+    """The test command's figures in README.md and docs/performance.md are the ones
+    bench/suite_cost.py wrote, and the budget they name is pyproject.toml's."""
+    figures = json.loads((ROOT / "bench" / "results" / "suite_cost.json").read_text())["figures"]
+    budget = figures["suite_budget"]
+    ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    stated = {
+        "pytest wall": f"{figures['wall_s'] / 60:.1f} min of wall time",
+        "CPU": f"{(budget['pytest_cpu_s'] + budget['children_cpu_s']) / 60:.1f} CPU minutes",
+        "builds": f"builds before the tests {budget['builds']['wall_s'] / 60:.1f} min",
+        "cost": f"{budget['cost']['minutes']:.1f} reference CPU minutes",
+        "budget": f"cost budget {float(ini['cost_budget_minutes']):g}",
+    }
+    for doc in ("README.md", "docs/performance.md"):
+        text = " ".join((ROOT / doc).read_text().split())
+        missing = [name for name, words in stated.items() if words not in text]
+        assert not missing, f"{doc} no longer quotes bench/results/suite_cost.json: {missing}"

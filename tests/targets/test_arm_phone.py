@@ -9,7 +9,6 @@ run's shared cache links to; every test and worker finds it there.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -24,7 +23,8 @@ from benchlab_standin.adbserver import AdbServer, isolated_adb_server
 
 import benchlab
 from benchlab.devicetools import (BuiltTools, build_llama_tools, device_tools_dir,
-                                  elf_architecture)
+                                  elf_architecture, prepare_device_tools)
+from benchlab.errors import InfrastructureError
 from benchlab.devicetools.llamacpp import RUNNER
 from benchlab.schema.generation import Generation
 from benchlab.schema.result import EnvKey, Metric, Status, metric_key
@@ -241,19 +241,21 @@ def test_prepare_finds_the_runner_the_run_built_and_names_a_missing_compiler(
         arm_tools: BuiltTools, zoo_cache_dir: Path) -> None:
     """`benchlab prepare` and `python -m benchlab_standin --prepare` (which the suite ran
     before its tests, tests/prebuild.py) find the runner in the cache, saying where."""
-    def run(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", *argv], capture_output=True, text=True,
-                              timeout=300, check=False, env={**os.environ, "COLUMNS": "60"})
+    from typer.testing import CliRunner
 
-    ready = run("benchlab", "prepare", "--arch", "aarch64", "--cache-dir", str(zoo_cache_dir))
-    assert ready.returncode == 0, ready.stderr
+    from benchlab.cli.commands import app
+
+    ready = CliRunner().invoke(app, ["prepare", "--arch", "aarch64", "--cache-dir",
+                                     str(zoo_cache_dir)], env={"COLUMNS": "60"})
+    assert ready.exit_code == 0, ready.output
     assert (f"llama.cpp's runner ({RUNNER}) for aarch64: found in the cache "
-            f"({arm_tools.program(RUNNER)})") in ready.stdout
-    standin = run("benchlab_standin", "--prepare", "--only", "phone-tools", "--cache-dir",
-                  str(zoo_cache_dir))
+            f"({arm_tools.program(RUNNER)})") in ready.output
+    standin = subprocess.run(
+        [sys.executable, "-m", "benchlab_standin", "--prepare", "--only", "phone-tools",
+         "--cache-dir", str(zoo_cache_dir)], capture_output=True, text=True, timeout=300,
+        check=False)
     assert standin.returncode == 0, standin.stdout
     assert "for the ARM phone (aarch64): found in the cache" in standin.stdout
     assert "prepared 1 of 1 in" in standin.stdout
-    missing = run("benchlab", "prepare", "--arch", "sparc64", "--cache-dir", str(zoo_cache_dir))
-    assert missing.returncode != 0
-    assert "no C++ compiler builds for sparc64 here" in missing.stderr
+    with pytest.raises(InfrastructureError, match="no C\\+\\+ compiler builds for sparc64"):
+        prepare_device_tools("sparc64", zoo_cache_dir)

@@ -34,7 +34,7 @@ def test_a_one_percent_step_is_found_at_its_commit_by_counts(tmp_path: Path) -> 
     compiler = shutil.which("cc") or shutil.which("gcc")
     if shutil.which("valgrind") is None or compiler is None:
         pytest.skip("valgrind or a C compiler is missing")
-    shas = make_repo(tmp_path / "repo", commits=5, step_at=4)
+    shas = make_repo(tmp_path / "repo", commits=7, step_at=4)
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump({
         "model": {"name": "dot", "format": "program"},
@@ -46,7 +46,7 @@ def test_a_one_percent_step_is_found_at_its_commit_by_counts(tmp_path: Path) -> 
         program="{WORKTREE}/dot --iter 2",
         step=2, pairs=1, min_effect=0.005, measure="instructions")
     report = benchlab.track([spec], settings=settings, db=tmp_path / "t.db")
-    # Measured every second commit (0, 2, 4), then bisected: the step is at commit 4,
+    # Measured every second commit (0, 2, 4, 6), then bisected: the step is at commit 4,
     # found there and nowhere else, its size the program's own 1%.
     assert [sha for sha, _ in report.culprits] == [shas[4]]
     ((_, change),) = report.culprits
