@@ -22,7 +22,6 @@ module is missing from :data:`NEEDS`).
 from __future__ import annotations
 
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -33,9 +32,9 @@ from pathlib import Path
 
 import pytest
 import suite_budget
-from benchlab_standin.__main__ import CANNOT_BUILD_HERE
-from benchlab_standin.prepare import ARM_BUILDS, Built, StandinBuild
+from benchlab_standin.prepare import ARM_BUILDS, CANNOT_BUILD_HERE, StandinBuild
 
+from benchlab.devicetools import PreparedTool
 from benchlab.errors import InfrastructureError
 
 #: The builds tests may need, by key.
@@ -66,11 +65,6 @@ def needed_builds(nodeids: list[str]) -> tuple[str, ...]:
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("build_limit_minutes", default="30",
                   help="the longest one build before the tests may take (tests/prebuild.py)")
-
-
-def _children_cpu() -> float:
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
 
 
 def _build(key: str, limit_s: float, say: Callable[[str], None],
@@ -119,7 +113,7 @@ def run_builds(config: pytest.Config, nodeids: list[str]) -> None:
     limit_s = float(config.getini("build_limit_minutes")) * 60
     if terminal is not None:
         terminal.section("builds before the tests", sep="-")
-    began, cpu_before = time.monotonic(), _children_cpu()
+    began, cpu_before = time.monotonic(), suite_budget.cpu_seconds()[1]
     for key in keys:
         status, tail, killed = _build(key, limit_s, say)
         if killed:
@@ -131,7 +125,7 @@ def run_builds(config: pytest.Config, nodeids: list[str]) -> None:
                         f"(exit {status}):\n" + "\n".join(tail),
                         returncode=pytest.ExitCode.TESTS_FAILED)
     wall = time.monotonic() - began
-    cpu = _children_cpu() - cpu_before
+    cpu = suite_budget.cpu_seconds()[1] - cpu_before
     say(f"done in {wall:.0f} s ({cpu:.0f} s of CPU, apart from the tests' cost)")
     suite_budget.record_build(config, wall_s=wall, cpu_s=cpu)
 
@@ -153,7 +147,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     run_builds(session.config, [item.nodeid for item in session.items])
 
 
-def prepared(key: str, cache_root: Path | None = None) -> Built:
+def prepared(key: str, cache_root: Path | None = None) -> PreparedTool:
     """In a fixture: build ``key``, which the run prepared before its tests (so: found in
     its cache). Skips saying why where it cannot be built here; fails when it had to be built
     now, inside a test."""

@@ -300,14 +300,15 @@ import os, sys
 from pathlib import Path
 
 import prebuild
-from benchlab_standin.prepare import Built, StandinBuild
+from benchlab.devicetools import PreparedTool
+from benchlab_standin.prepare import StandinBuild
 
 ROOM = Path(os.environ["ROOM"])
 
 def make(cache_root, progress):
     built_now = not (ROOM / "built").exists()
     (ROOM / "built").write_text("")
-    return Built("the fake tool", ROOM / "built", built_now, 0.0)
+    return PreparedTool("the fake tool", ROOM / "built", built_now, 0.0)
 
 prebuild.BUILDS = {"fake": StandinBuild("fake", "the fake tool", lambda: None, make)}
 prebuild.NEEDS = {"test_needs.py": ("fake",)}

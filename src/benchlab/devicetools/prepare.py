@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.devicetools.llamacpp import RUNNER, build_llama_tools
-from benchlab.devicetools.toolchain import find_toolchain
 from benchlab.spec.artifacts import default_cache_dir
 
 __all__ = ["PreparedTool", "device_tools_dir", "prepare_device_tools"]
@@ -28,10 +27,11 @@ def device_tools_dir(cache_root: Path) -> Path:
 
 @dataclass(frozen=True, slots=True)
 class PreparedTool:
-    """One program ready in the cache: what it is, where, and what getting it cost."""
+    """One thing built ahead and ready in its cache (a program, an emulated device's root):
+    what it is and for which CPU, where, and what getting it cost."""
 
+    #: What it is, for which CPU (``llama.cpp's runner (benchlab-llama-runner) for aarch64``).
     name: str
-    architecture: str
     path: Path
     #: True when this call built it, False when the cache had it.
     built_now: bool
@@ -39,9 +39,9 @@ class PreparedTool:
     seconds: float
 
     def describe(self) -> str:
-        """One line: what, for which CPU, built now in how long or found, and where."""
+        """One line: what, built now in how long or found, and where."""
         how = f"built in {self.seconds:.0f} s" if self.built_now else "found in the cache"
-        return f"{self.name} for {self.architecture}: {how} ({self.path})"
+        return f"{self.name}: {how} ({self.path})"
 
 
 def prepare_device_tools(architecture: str, cache_root: Path | None = None, *,
@@ -54,9 +54,9 @@ def prepare_device_tools(architecture: str, cache_root: Path | None = None, *,
     (naming the package) or a build fails (with the end of its log).
     """
     cache_root = default_cache_dir() if cache_root is None else cache_root
-    find_toolchain(architecture)  # a missing compiler is said before anything is fetched
     began = time.monotonic()
+    # build_llama_tools looks for the compiler before it fetches anything.
     tools = build_llama_tools(architecture, device_tools_dir(cache_root), progress=progress)
-    return [PreparedTool(name=f"llama.cpp's runner ({RUNNER})", architecture=architecture,
+    return [PreparedTool(name=f"llama.cpp's runner ({RUNNER}) for {architecture}",
                          path=tools.program(RUNNER), built_now=tools.built_now,
                          seconds=round(time.monotonic() - began, 1))]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from benchlab_standin import StandinPhone, arm_profile, default_profile
 from benchlab_standin.armboard import BOARD_CORES, ArmBoard
-from benchlab_standin.prepare import ARM_BUILDS, prepare_arm_standins
+from benchlab_standin.prepare import ARM_BUILDS, CANNOT_BUILD_HERE, prepare_arm_standins
 from benchlab_standin.profile import ARM_CORES
 
 
@@ -73,10 +73,6 @@ def main(argv: list[str] | None = None) -> int:
             pass
         print("stopping", flush=True)
     return 0
-
-
-#: ``--prepare``'s exit status when a build cannot run on this machine (it says why).
-CANNOT_BUILD_HERE = 3
 
 
 def _prepare(cache_dir: Path | None, keys: tuple[str, ...] | None) -> int:

@@ -15,31 +15,22 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from benchlab.devicetools import find_toolchain, prepare_device_tools
+from benchlab.devicetools import RUNNER, PreparedTool, find_toolchain, prepare_device_tools
 from benchlab.errors import InfrastructureError
 
 from benchlab_standin.armboard import build_root, cannot_build_root
 
-__all__ = ["ARM_BUILDS", "Built", "StandinBuild", "prepare_arm_standins"]
+__all__ = ["ARM_BUILDS", "CANNOT_BUILD_HERE", "StandinBuild", "prepare_arm_standins"]
 
 Progress = Callable[[str], None]
 
 
-@dataclass(frozen=True, slots=True)
-class Built:
-    """One build's outcome: where it lies, whether this call built it, and in how long."""
-
-    name: str
-    path: Path
-    built_now: bool
-    seconds: float
-
-    def describe(self) -> str:
-        how = f"built in {self.seconds:.0f} s" if self.built_now else "found in the cache"
-        return f"{self.name}: {how} ({self.path})"
+#: ``python -m benchlab_standin --prepare``'s exit status when a build cannot run on this
+#: machine (it says why); 1 is a build that failed.
+CANNOT_BUILD_HERE = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,14 +41,14 @@ class StandinBuild:
     key: str
     name: str
     unavailable: Callable[[], str | None]
-    make: Callable[[Path | None, Progress], Built]
+    make: Callable[[Path | None, Progress], PreparedTool]
 
 
-def _board_root(cache_root: Path | None, progress: Progress) -> Built:
+def _board_root(cache_root: Path | None, progress: Progress) -> PreparedTool:
     began = time.monotonic()
     root = build_root(progress=progress)  # a machine-wide cache: sshd's chroot needs its owner
-    return Built("the ARM board's arm64 root", root.folder, root.built_now,
-                 round(time.monotonic() - began, 1))
+    return PreparedTool("the ARM board's arm64 root", root.folder, root.built_now,
+                        round(time.monotonic() - began, 1))
 
 
 def _no_cross_compiler() -> str | None:
@@ -70,10 +61,9 @@ def _no_cross_compiler() -> str | None:
     return None
 
 
-def _phone_tools(cache_root: Path | None, progress: Progress) -> Built:
+def _phone_tools(cache_root: Path | None, progress: Progress) -> PreparedTool:
     (tool,) = prepare_device_tools("aarch64", cache_root, progress=progress)
-    return Built(f"{tool.name} for the ARM phone (aarch64)", tool.path, tool.built_now,
-                 tool.seconds)
+    return replace(tool, name=f"llama.cpp's runner ({RUNNER}) for the ARM phone (aarch64)")
 
 
 #: Every build the ARM stand-ins need, by key.
@@ -87,12 +77,12 @@ ARM_BUILDS = {build.key: build for build in (
 def prepare_arm_standins(cache_root: Path | None = None, *, keys: tuple[str, ...] | None = None,
                          progress: Progress = lambda text: None,
                          builds: Mapping[str, StandinBuild] = ARM_BUILDS,
-                         ) -> tuple[list[Built], dict[str, str]]:
+                         ) -> tuple[list[PreparedTool], dict[str, str]]:
     """Run the ``builds`` named by ``keys`` (every one when None), one after another: what
     each built, and the builds that cannot run here with why. A build that fails raises its
     own error (``RuntimeError`` or :class:`~benchlab.errors.InfrastructureError`, with the
     end of its log)."""
-    done: list[Built] = []
+    done: list[PreparedTool] = []
     skipped: dict[str, str] = {}
     for key in keys if keys is not None else tuple(builds):
         build = builds[key]
