@@ -105,3 +105,13 @@ class SleepyBatchingDecoder(SleepyDecoder):
 
     def info(self) -> dict[str, Any]:
         return {"widest_step": self.widest}
+
+
+class HangingTeardownBackend(SleepyBackend):
+    """:class:`SleepyBackend` whose process hangs on its way out, after the runner printed its
+    results, as a runtime whose thread pool never joins would: an exit handler waits an hour."""
+
+    def load(self) -> None:
+        import atexit
+
+        atexit.register(time.sleep, 3600)

@@ -27,7 +27,11 @@ from benchlab.targets.ssh import SshTarget
 
 pytestmark = [pytest.mark.arm, pytest.mark.slow]
 
-QUICK = benchlab.TestOverrides(repeat=1, iter=2, warmup=0, min_time=0.0, threads=2)
+# A job's own timeout well inside the test's (600 s): an emulated process that never ends
+# fails its job, named, and the test reports which one instead of pytest-timeout's stack.
+JOB_TIMEOUT_S = 240
+QUICK = benchlab.TestOverrides(repeat=1, iter=2, warmup=0, min_time=0.0, threads=2,
+                               timeout=JOB_TIMEOUT_S)
 CORES = ("cortex-a53", "cortex-a76", "max,sme=off", "max")
 
 
@@ -93,7 +97,8 @@ def test_mlp_and_a_users_model_on_every_runtime_the_board_has(
                   "executorch:delegate=portable"]
     common = dict(frameworks=frameworks, target=board.target_text, cache_dir=zoo_cache_dir,
                   overrides=benchlab.TestOverrides(repeat=1, iter=2, warmup=0, min_time=0.0,
-                                                   threads=2, profile_ops=True))
+                                                   threads=2, profile_ops=True,
+                                                   timeout=JOB_TIMEOUT_S))
     # The user's model on the two runtimes that give it a forward pass and a delegate here;
     # OpenVINO's ARM plugin is shown on mlp (each emulated job costs about 10 s of CPU).
     mine = {**common, "frameworks": ["onnxruntime:precision=fp32", "tflite"]}

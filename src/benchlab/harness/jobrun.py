@@ -8,7 +8,6 @@ out of :func:`run_job` except a bug in benchlab itself or a ``KeyboardInterrupt`
 from __future__ import annotations
 
 import shutil
-import signal
 import statistics
 import sys
 import tempfile
@@ -25,6 +24,7 @@ from benchlab.harness.devicestate import GateOutcome, capture_state, state_flags
 from benchlab.errors import DownloadError, InfrastructureError, UserError
 from benchlab.devicetools.elf import abi_of, elf_architecture, refuse_wrong_architecture
 from benchlab.frameworks.base import NATIVE_BINARY, Framework, Invocation, JobContext, Staging
+from benchlab.harness.exitstatus import ended_after_its_results, failure_of
 from benchlab.harness.hoststeps import HostSteps, StepFailure, merge_parsed, renumbered
 from benchlab.harness.cachewipe import wipe_caches
 from benchlab.harness.nativefiles import (
@@ -90,33 +90,6 @@ def _now() -> str:
 def _tail(text: str) -> str:
     lines = text.rstrip().splitlines()[-_TAIL_LINES:]
     return "\n".join(lines)[-_TAIL_CHARS:]
-
-
-def _failure(result: CommandResult, timeout: float) -> tuple[Status, str] | None:
-    """The status and reason for a command that did not finish cleanly."""
-    if result.timed_out:
-        return Status.TIMEOUT, f"timed out after {timeout:g} s; its process group was killed"
-    code = result.returncode
-    if code == 0:
-        return None
-    if code is None:
-        return Status.FAILED, "the command ended without an exit status"
-    # A shell reports a child killed by signal N as status 128+N.
-    signum = -code if code < 0 else code - 128 if 128 < code < 160 else None
-    if signum is not None:
-        try:
-            name = signal.Signals(signum).name
-        except ValueError:
-            name = f"signal {signum}"
-        hint = {
-            "SIGKILL": " (killed from outside: out of memory?)",
-            "SIGSEGV": " (crashed: segmentation fault)",
-            "SIGABRT": " (aborted)",
-        }.get(name, "")
-        return Status.FAILED, f"killed by {name}{hint} (exit status {code})"
-    last = next((ln for ln in reversed(result.stderr.splitlines()) if ln.strip()), "")
-    reason = f"exited with status {code}"
-    return Status.FAILED, f"{reason}: {last.strip()[:300]}" if last else reason
 
 
 def summarize_samples(
@@ -364,8 +337,11 @@ class JobMeasurement:
                     argv=invocation.argv, env=invocation.env, cwd=self._workdir,
                     timeout=test.timeout, cpu_list=test.cpu_list, memory_limit=test.memory_limit,
                 ))
-                failure = _failure(outcome, test.timeout)
-                if failure is not None:
+                failure = failure_of(outcome, test.timeout)
+                hung = ended_after_its_results(outcome) if failure is not None else None
+                if hung is not None:
+                    details[DetailKey.SHUTDOWN_HUNG] = hung
+                elif failure is not None:
                     return self._finish(failure[0], failure[1],
                                         _tail(outcome.stderr) or _tail(outcome.stdout))
                 outputs.append(self._pull(invocation, outcome, Path(pulled)))

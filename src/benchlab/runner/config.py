@@ -96,6 +96,11 @@ class RunnerConfig(BaseModel):
     dump_outputs: str | None = Field(
         None, description="write the last call's outputs to this .npz (the outputs API)"
     )
+    shutdown_limit: float | None = Field(
+        60.0, gt=0, description="seconds the runtime's teardown may take once the results are "
+        "printed; then SIGALRM ends the process and the harness keeps the results "
+        "(benchlab.runner.shutdown); None: no bound"
+    )
 
     def model_file(self, needed: str) -> str:
         """The path of the model file; ``ValueError(needed)`` when the job gave none (a

@@ -33,6 +33,7 @@ from benchlab.runner.layers import compare_layers
 from benchlab.runner.config import InputConfig, RunnerConfig
 from benchlab.runner.codesize import runtime_code
 from benchlab.runner.counting import count_calls
+from benchlab.runner.shutdown import bound_shutdown
 from benchlab.stats.summary import AdaptiveStop
 
 __all__ = [
@@ -518,4 +519,5 @@ def main(argv: Sequence[str]) -> int:
         # The last line of stderr is what the job's failure says.
         print(f"benchlab runner: {missing}", file=sys.stderr)
         return 3
+    bound_shutdown(config.shutdown_limit)
     return 0

@@ -246,6 +246,10 @@ class DetailKey(StrEnum):
     LOADGEN_SUMMARY = "loadgen_summary"  #: str, LoadGen's mlperf_log_summary.txt of the run
     LOADGEN_DETAIL = "loadgen_detail"  #: str, LoadGen's mlperf_log_detail.txt of the run
     REQUESTS_PER_CALL = "requests_per_call"  #: int, inferences per timed call (batching runtimes)
+    #: int, seconds the runner allowed its teardown after printing (benchlab.runner.shutdown)
+    SHUTDOWN_LIMIT = "shutdown_limit"
+    #: str, set when a process hung in its teardown after printing its results, kept
+    SHUTDOWN_HUNG = "shutdown_hung"
     OP_PROFILE_UNAVAILABLE = "op_profile_unavailable"  #: str, why no per-operator times
     MEASURE_WINDOW = "measure_window"  #: [start, end] of the timed loop, on the runner's clock
     ENERGY = "energy"  #: mapping, the power meter's account of the job
