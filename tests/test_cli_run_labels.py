@@ -64,7 +64,7 @@ def test_run_labels_reach_every_result_the_store_the_files_and_the_reports(
     shown = _invoke("run", str(spec), "--db", str(db), "-q", "--user_identifier", "nightly-42",
                     "--user-string", "ana", "--platform_sig", "my-box",
                     "--hash_platform_mapping", str(mapping), "--json-dir", str(nested),
-                    "--simple_local_reporter", str(flat))
+                    "--simple_local_reporter", str(flat), "--regressed_types", '["latency"]')
     assert "user: nightly-42 · user string: ana · platform: lab-x86-01" in shown
     with open_store(db) as store:
         results = store.results(store.get_run("latest").id, with_samples=True)
@@ -72,6 +72,7 @@ def test_run_labels_reach_every_result_the_store_the_files_and_the_reports(
     for result in results:  # the store round-trips them
         assert result.details[DetailKey.USER_IDENTIFIER] == "nightly-42"
         assert result.details[DetailKey.USER_STRING] == "ana"
+        assert result.details[DetailKey.REGRESSED_TYPES] == ["NET latency"]
         # The mapping names this host: its name wins over the signature (FAI-PEP's order).
         assert result.environment[EnvKey.PLATFORM] == "lab-x86-01"
     # The flat folder: one file per job, no run level; the nested one keeps the run's folder.

@@ -9,7 +9,7 @@
  * BENCHLAB_STEP=1 it warms up, prints "BENCHLAB_STEP ready" and runs one timed iteration per
  * line on stdin. Build (see examples/ab/README.md):
  *
- *     cc -O2 -std=c99 -I"$(python -c 'import benchlab.step as s; print(s.include_dir())')" \
+ *     cc -O2 -std=c99 -I"$(python -c 'import benchlab.protocol.step as s; print(s.include_dir())')" \
  *         examples/ab/spin.c -o spin
  *
  * Usage: spin [--warmup N] [--iter N] [--slowdown X] [--work N]   (X = 0.05: 5% more work)

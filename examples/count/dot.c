@@ -1,7 +1,7 @@
 /*
  * A measured C program that counting mode can count: each timed call is also a counted call.
  *
- *     cc -O2 -std=c99 -I"$(python -c 'import benchlab.step as s; print(s.include_dir())')" \
+ *     cc -O2 -std=c99 -I"$(python -c 'import benchlab.protocol.step as s; print(s.include_dir())')" \
  *        examples/count/dot.c -o dot
  *     python -m benchlab.runner.count instructions -- ./dot --n 100000 --iter 3
  *

@@ -3,7 +3,8 @@
 The Python API mirrors the CLI: :func:`run` is ``benchlab run`` and returns :class:`Results`;
 :func:`load_spec` / :func:`load_suite` read spec files; :func:`open_store` opens the results
 store that ``benchlab results`` reads; :func:`init_lab` and :func:`submit_to_lab` are
-``benchlab lab init`` and ``benchlab lab submit`` (the lab: :mod:`benchlab.lab`).
+``benchlab lab init`` and ``benchlab lab submit`` (the lab: :mod:`benchlab.lab`);
+:func:`framework_options` is ``benchlab frameworks``, each framework's declared options.
 
 The public names are imported on first use (PEP 562 module ``__getattr__``). Every runner
 process starts with ``python -m benchlab.runner``, which imports this package first; importing
@@ -17,18 +18,21 @@ from typing import TYPE_CHECKING
 
 from benchlab.lazy import MovedModules, names_at_homes
 
-# Old module paths (benchlab.sweep, benchlab.step...) still import: benchlab.lazy.MOVED_MODULES.
+# Old module paths (benchlab.sweep, benchlab.step...) still import until 0.2.0, with a
+# DeprecationWarning naming the new one: benchlab.lazy.MOVED_MODULES, CHANGELOG.md.
 MovedModules.install()
 
 if TYPE_CHECKING:
     from benchlab.api import compare, plan_sweep, run, track
-    from benchlab.targets.doctor import diagnose
+    from benchlab.harness.doctor import diagnose
     from benchlab.energy.session import EnergySettings
     from benchlab.plugins import open_target
     from benchlab.targets.adb import AdbTarget
     from benchlab.targets.host import HostTarget
     from benchlab.targets.ssh import SshTarget
     from benchlab.errors import BenchlabError, InfrastructureError, SpecError, UserError
+    from benchlab.frameworks.options import FrameworkOption
+    from benchlab.plugins import framework_options
     from benchlab.harness.overrides import TestOverrides
     from benchlab.lab.client import submit_to_lab
     from benchlab.lab.queue import init_lab
@@ -52,6 +56,7 @@ __all__ = [
     "AdbTarget",
     "BenchlabError",
     "EnergySettings",
+    "FrameworkOption",
     "HostTarget",
     "InfrastructureError",
     "JobIdentity",
@@ -75,6 +80,7 @@ __all__ = [
     "compare",
     "diagnose",
     "export_models",
+    "framework_options",
     "init_lab",
     "load_spec",
     "load_suite",
@@ -111,6 +117,8 @@ _HOMES = {
     "ModelOutputs": "benchlab.harness.outputs",
     "outputs": "benchlab.harness.outputs",
     "export_models": "benchlab.zoo",
+    "FrameworkOption": "benchlab.frameworks.options",
+    "framework_options": "benchlab.plugins",
     "PreparedTool": "benchlab.devicetools.prepare",
     "prepare_device_tools": "benchlab.devicetools.prepare",
     "UserError": "benchlab.errors",
@@ -127,7 +135,7 @@ _HOMES = {
     "HostTarget": "benchlab.targets.host",
     "SshTarget": "benchlab.targets.ssh",
     "EnergySettings": "benchlab.energy.session",
-    "diagnose": "benchlab.targets.doctor",
+    "diagnose": "benchlab.harness.doctor",
     "open_target": "benchlab.plugins",
     "init_lab": "benchlab.lab.queue",
     "submit_to_lab": "benchlab.lab.client",

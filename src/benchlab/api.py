@@ -24,7 +24,7 @@ from benchlab.spec.types import BenchmarkSpec
 from benchlab.harness.sweep import SpecsArg, Sweep, SweepFields, framework_configs
 from benchlab.store import ResultStore, using_store
 from benchlab.targets.base import Target
-from benchlab.targets.selection import select_targets, usable_target
+from benchlab.harness.selection import select_targets, usable_target
 from benchlab.tracking.gitrepo import fetch
 from benchlab.tracking.tracker import (
     TrackReport,

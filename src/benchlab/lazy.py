@@ -7,7 +7,9 @@ the API's pydantic models.
 
 :data:`MOVED_MODULES` lists the modules that stood at the top of the package before it was
 arranged into folders; :class:`MovedModules` answers an import of an old path with the module at
-its new one (the same object, so a name patched through either path is patched in both).
+its new one (the same object, so a name patched through either path is patched in both), with a
+``DeprecationWarning`` naming the new path: the old paths go in :data:`OLD_PATHS_REMOVED_IN`
+(CHANGELOG.md).
 """
 
 from __future__ import annotations
@@ -16,11 +18,15 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import sys
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
-__all__ = ["MOVED_MODULES", "MovedModules", "names_at_homes", "names_of"]
+__all__ = ["MOVED_MODULES", "OLD_PATHS_REMOVED_IN", "MovedModules", "names_at_homes", "names_of"]
+
+#: The release without :data:`MOVED_MODULES` (CHANGELOG.md says so too).
+OLD_PATHS_REMOVED_IN = "0.2.0"
 
 #: old module path → where the module lives now (docs/architecture.md, "Layers").
 MOVED_MODULES: Mapping[str, str] = {
@@ -34,7 +40,7 @@ MOVED_MODULES: Mapping[str, str] = {
     "benchlab.cli_zoo": "benchlab.cli.zoo",
     "benchlab.devicestate": "benchlab.harness.devicestate",
     "benchlab.diagnosis": "benchlab.schema.diagnosis",
-    "benchlab.doctor": "benchlab.targets.doctor",
+    "benchlab.doctor": "benchlab.harness.doctor",
     "benchlab.environment": "benchlab.targets.environment",
     "benchlab.generation": "benchlab.schema.generation",
     "benchlab.hoststeps": "benchlab.harness.hoststeps",
@@ -51,6 +57,8 @@ MOVED_MODULES: Mapping[str, str] = {
     "benchlab.settings": "benchlab.schema.settings",
     "benchlab.step": "benchlab.protocol.step",
     "benchlab.sweep": "benchlab.harness.sweep",
+    "benchlab.targets.doctor": "benchlab.harness.doctor",
+    "benchlab.targets.selection": "benchlab.harness.selection",
     "benchlab.units": "benchlab.schema.units",
 }
 
@@ -75,29 +83,49 @@ def names_at_homes(package: str, homes: Mapping[str, str],
     return __getattr__
 
 
-def names_of(package: str, home: str, namespace: dict[str, Any]) -> Callable[[str], Any]:
-    """A ``__getattr__`` for a package that was one module before it was a folder: the public
-    names of ``home`` (its ``__all__``), imported with ``home`` on first use, so that importing
-    one of the package's other modules does not load ``home``."""
+def names_of(package: str, homes: Sequence[str], namespace: dict[str, Any]
+             ) -> Callable[[str], Any]:
+    """A ``__getattr__`` for a package of modules: its public face is every name in the
+    ``__all__`` of each module in ``homes``, imported with its module on first use, so that
+    importing one module of the package loads no other. ``homes`` is in the order they are
+    tried: the light ones first (an unknown name imports them all before it is refused)."""
 
     def __getattr__(name: str) -> Any:
-        module = importlib.import_module(home)
-        if name not in getattr(module, "__all__", ()):
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(module, name)
-        namespace[name] = value
-        return value
+        if not name.startswith("__"):  # dunder probes (copy, pickle, inspect) load nothing
+            for home in homes:
+                module = importlib.import_module(home)
+                if name in getattr(module, "__all__", ()):
+                    value = getattr(module, name)
+                    namespace[name] = value
+                    return value
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
     return __getattr__
 
 
+def _importers_level() -> int:
+    """The ``stacklevel`` of the frame that wrote the import, so Python's default filter shows
+    the warning when ``__main__`` imports: past this module's frames (``warnings.warn`` itself
+    steps over the import machinery's, without counting them)."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and (frame.f_code.co_filename == __file__
+                                 or frame.f_code.co_filename.startswith("<frozen importlib")):
+        if frame.f_code.co_filename == __file__:
+            level += 1
+        frame = frame.f_back
+    return level
+
+
 class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """A finder for the old paths in ``moved``: ``import benchlab.sweep`` gives the module
-    ``benchlab.harness.sweep``, registered under both names.
+    ``benchlab.harness.sweep``, registered under both names, and warns (``DeprecationWarning``)
+    that the old path goes in :data:`OLD_PATHS_REMOVED_IN`.
 
     The ``benchlab`` package installs one (:meth:`install`, once per interpreter): scripts,
-    plugins and notebooks written against the flat layout keep working, while the code of the
-    package itself imports the new paths only (``tests/test_public_api.py`` holds both).
+    plugins and notebooks written against the flat layout keep working for one more release,
+    while the code of the package itself imports the new paths only
+    (``tests/test_public_api.py`` holds both).
     """
 
     def __init__(self, moved: Mapping[str, str]) -> None:
@@ -111,7 +139,11 @@ class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.machinery.ModuleSpec(fullname, self)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
-        module = importlib.import_module(self.moved[spec.name])
+        new = self.moved[spec.name]
+        warnings.warn(
+            f"{spec.name} is now {new}: import it from there (the old path goes in benchlab "
+            f"{OLD_PATHS_REMOVED_IN})", DeprecationWarning, stacklevel=_importers_level())
+        module = importlib.import_module(new)
         self._own_specs[spec.name] = module.__spec__
         return module
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -38,3 +39,17 @@ def test_importing_a_framework_package_loads_no_adapter_until_asked() -> None:
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_an_adapters_own_import_error_is_shown_as_it_is(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # An adapter that breaks while importing: its error, not "no attribute 'XFramework'".
+    (tmp_path / "broken_adapter.py").write_text(
+        "import types\ntypes.NoSuchThing\nclass XFramework: pass\n")
+    (tmp_path / "missing_dep_adapter.py").write_text(
+        "import no_such_runtime_binding\nclass XFramework: pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ImportError, match="broken_adapter failed.*NoSuchThing"):
+        names_from("pkg", "broken_adapter")("XFramework")
+    with pytest.raises(ModuleNotFoundError, match="no_such_runtime_binding"):
+        names_from("pkg", "missing_dep_adapter")("XFramework")

@@ -157,7 +157,7 @@ def test_overview_shows_latest_matrix_and_changes(client: tuple[TestClient, dict
     page = c.get("/")
     assert page.status_code == 200
     html = page.text
-    for name in (*MODELS, *DEVICES, "onnxruntime[4]", "pytorch[4]"):
+    for name in (*MODELS, *DEVICES, "onnxruntime[threads=4]", "pytorch[threads=4]"):
         assert name in html
     assert _rows(html, "matrix") == len(MODELS) * len(FRAMEWORKS)
     assert "runtime crashed" in html  # the failed cell says why
@@ -226,7 +226,8 @@ def test_compare_two_runs(client: tuple[TestClient, dict]) -> None:
     assert data["run_b"]["stored_status"] == "finished" and "record" not in data["run_b"]
     assert len(data["rows"]) == len(MODELS) * len(FRAMEWORKS) * len(DEVICES)
     slower = [r for r in data["rows"] if r["verdict"] == "slower"]
-    assert {(r["model"], r["backend"]) for r in slower} == {("resnet18", "onnxruntime[4]")}
+    assert {(r["model"], r["backend"]) for r in slower} == {
+        ("resnet18", "onnxruntime[threads=4]")}
     assert all(abs(r["ratio"] - 1.2) < 1e-6 for r in slower)
     html = c.get("/compare", params={"a": a, "b": b}).text
     assert "unpaired comparison of two stored runs" in html

@@ -17,7 +17,7 @@ from benchlab.report.terminal import results_table
 from benchlab.schema.metrics import METRICS, milliseconds
 from benchlab.schema.result import JobIdentity, Metric, Result, Sample, Status
 
-from .browser import colour_pixels, screenshot
+from .browser import colour_pixels, measure, screenshot
 
 
 def _result(model: str, framework: str, config: dict, latency: float, sqnr: float | None,
@@ -135,6 +135,32 @@ def test_report_renders_in_headless_chromium_offline(tmp_path: Path) -> None:
     drawn = [c for c in _PALETTE[1:5] if colour_pixels(shot, c) > 100]
     assert len(drawn) >= 3, drawn
     assert math.isfinite(shot.stat().st_size)
+
+
+# Each table's box in the laid-out page (named by the heading above it): its width, and how
+# far its table reaches.
+_BOXES = """{window: innerWidth, page: document.documentElement.scrollWidth,
+  main: document.querySelector('main').clientWidth,
+  boxes: [...document.querySelectorAll('div.wide')].map(box => ({
+    title: [...document.querySelectorAll('h2')].filter(h =>
+      h.compareDocumentPosition(box) & Node.DOCUMENT_POSITION_FOLLOWING).pop().textContent,
+    width: box.clientWidth, reach: box.scrollWidth}))}"""
+
+
+@pytest.mark.slow
+def test_the_tables_use_the_windows_width_before_they_scroll(tmp_path: Path) -> None:
+    page = write_matrix_html(_sweep(), tmp_path / "report.html", title="matrix test")
+    seen = measure(page, _BOXES, (1300, 900))
+    # The page column is the window's (it stopped at 1000 px), and nothing scrolls sideways:
+    # not the page, not the glance table, not the table of every cell.
+    assert seen["main"] == seen["window"] == 1300 and seen["page"] <= 1300, seen
+    boxes = {box["title"]: box for box in seen["boxes"]}
+    assert {"Latency at a glance", "All cells"} <= set(boxes), seen
+    for box in boxes.values():
+        assert 1200 <= box["width"] and box["reach"] <= box["width"], seen
+    # Only the columns the run has numbers in: none of this sweep's cells has a power.
+    head = re.search(r"<table><tr><th>model</th>.*?</tr>", page.read_text()).group(0)
+    assert "<th>p50 ms</th>" in head and "<th>power W</th>" not in head
 
 
 def test_metrics_without_a_column_are_shown_by_name() -> None:

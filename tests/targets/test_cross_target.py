@@ -19,7 +19,8 @@ from typer.testing import CliRunner
 
 import benchlab
 from benchlab.cli.commands import app
-from benchlab.targets.doctor import device_summary, diagnose
+from benchlab.harness.doctor import diagnose
+from benchlab.targets.environment import device_summary
 from benchlab.harness.overrides import TestOverrides as Overrides
 from benchlab.schema.result import Status
 from benchlab_standin import StandinPhone

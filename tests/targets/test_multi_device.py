@@ -16,7 +16,7 @@ import benchlab
 from benchlab.errors import UsageError
 from benchlab.store import open_store
 from benchlab.targets.reboot import RebootPolicy
-from benchlab.targets.selection import select_targets
+from benchlab.harness.selection import select_targets
 from benchlab_standin import StandinPhone
 from benchlab_standin.adbserver import AdbServer
 from benchlab_standin.board import LoopbackBoard

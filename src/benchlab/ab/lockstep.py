@@ -31,7 +31,7 @@ from benchlab.schema.comparison import Mode
 from benchlab.ab.sessions import Session, session_from_blocks
 from benchlab.ab.stepped import StepCommand, SteppedProgram
 from benchlab.errors import ModeUnavailable, TargetError, UsageError
-from benchlab.frameworks.base import JobContext
+from benchlab.frameworks.base import JobContext, runtime_of
 from benchlab.harness.hoststeps import HOSTDIR, HostSteps, StepFailure
 from benchlab.schema.result import Status
 from benchlab.protocol.step import ENV, STOP
@@ -77,7 +77,8 @@ def _prepare(job: Job, label: str, target: Target, index: int, steps: HostSteps,
         raise TargetError(f"{label}: {exc.reason}") from None
     ctx = JobContext(spec=job.spec, test=job.test, config=job.config, workdir=workdir,
                      python=target.python_executable(), files=staged.files,
-                     placeholders=staged.placeholders, repetition=index)
+                     placeholders=staged.placeholders, repetition=index,
+                     runtime=runtime_of(job.framework))
     invocations = job.framework.invocations(ctx)
     if len(invocations) != 1:
         raise ModeUnavailable(f"{label}: lock-step needs exactly one command per test "

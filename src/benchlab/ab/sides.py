@@ -15,6 +15,7 @@ from typing import Any
 
 from benchlab.spec.artifacts import sha256_of
 from benchlab.errors import UsageError
+from benchlab.plugins import check_configurations
 from benchlab.harness.jobrun import Job
 from benchlab.plugins import parse_plugin_text
 from benchlab.spec.placeholders import substitute
@@ -72,7 +73,9 @@ def make_side(label: str, *, program: str | None = None, config: str | None = No
         return Side(f"{label}:{program}", string_map={"program": shlex.join(words)})
     if config:
         name, options = parse_plugin_text(config, "framework")
-        return Side(f"{label}:{config}", framework=FrameworkConfig(name, options))
+        framework = FrameworkConfig(name, options)
+        check_configurations([framework])  # a misspelt option must not become a "variant"
+        return Side(f"{label}:{config}", framework=framework)
     if python:
         return Side(f"{label}:{python}", python=python)
     return Side(label)

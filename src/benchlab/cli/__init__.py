@@ -8,4 +8,18 @@ from benchlab.lazy import names_of
 
 # ``benchlab.cli:app`` and ``benchlab.cli:main`` were the command's entry points before the
 # folder; installs made then still name them.
-__getattr__ = names_of(__name__, "benchlab.cli.commands", globals())
+#: The package's public face: every name in these modules' ``__all__``, in this order.
+PUBLIC_MODULES = (
+    "benchlab.cli.commands",
+    "benchlab.cli.options",
+    "benchlab.cli.output",
+    "benchlab.cli.workloads",
+    "benchlab.cli.labels",
+    "benchlab.cli.config",
+    "benchlab.cli.zoo",
+    "benchlab.cli.ab",
+    "benchlab.cli.lab",
+    "benchlab.cli.frameworks",
+    "benchlab.cli.helptext",
+)
+__getattr__ = names_of(__name__, PUBLIC_MODULES, globals())

@@ -23,12 +23,20 @@ from benchlab.cli.options import (
     split_frameworks,
     split_models,
 )
+from benchlab.cli.helptext import DECIDE, LAB, MEASURE, OUTPUT, WHERE
 from benchlab.cli.labels import (RegressedTypesOption, UserIdentifierOption, UserStringOption,
                                  labels_from_options)
 from benchlab.cli.output import console, err_console
 from benchlab.errors import UsageError
 
 __all__ = ["compare", "track"]
+
+# The panels of compare's and track's own options in their --help (helptext.py: the shared ones).
+WHAT_TO_COMPARE = "What to compare"
+SIDES = "The two sides"
+WHAT_TO_TRACK = "What to track"
+REFERENCE = "The reference"
+FOLLOWING = "Following a branch, stopping"
 
 
 def _side(
@@ -58,45 +66,45 @@ def _side(
 
 def compare(
     specs: Annotated[list[Path], typer.Argument(help="Spec or suite files (JSON/YAML).")] = [],  # noqa: B006
-    models: Annotated[Optional[str], typer.Option(help="Zoo models, comma-separated.")] = None,  # noqa: UP007
-    frameworks: Annotated[list[str], typer.Option("--frameworks", "-f", help="Frameworks of the jobs.")] = [],  # noqa: B006,E501
-    control_program: Annotated[Optional[str], typer.Option(help="Control binary, as {program}.")] = None,  # noqa: UP007,E501
-    treatment_program: Annotated[Optional[str], typer.Option(help="Treatment binary, as {program}.")] = None,  # noqa: UP007,E501
-    control_config: Annotated[Optional[str], typer.Option(help="Control framework variant, e.g. pytorch:mode=eager.")] = None,  # noqa: UP007,E501
-    treatment_config: Annotated[Optional[str], typer.Option(help="Treatment framework variant.")] = None,  # noqa: UP007,E501
-    control_python: Annotated[Optional[str], typer.Option(help="Python of the control environment.")] = None,  # noqa: UP007,E501
-    control_model: Annotated[Optional[Path], typer.Option(help="Control model file: replaces the spec's file of its format.")] = None,  # noqa: UP007,E501
-    treatment_model: Annotated[Optional[Path], typer.Option(help="Treatment model file.")] = None,  # noqa: UP007,E501
-    control_commit: Annotated[Optional[str], typer.Option(help="Control: this commit of --repo, built.")] = None,  # noqa: UP007,E501
-    treatment_commit: Annotated[Optional[str], typer.Option(help="Treatment: this commit of --repo.")] = None,  # noqa: UP007,E501
-    repo: Annotated[Optional[Path], typer.Option(help="Repository of the --*-commit sides.")] = None,  # noqa: UP007,E501
-    build: Annotated[Optional[str], typer.Option(help="Build command run in each commit's worktree.")] = None,  # noqa: UP007,E501
-    commit_program: Annotated[Optional[str], typer.Option(help="The build's command, e.g. '{WORKTREE}/bench'.")] = None,  # noqa: UP007,E501
-    treatment_python: Annotated[Optional[str], typer.Option(help="Python of the treatment environment.")] = None,  # noqa: UP007,E501
-    min_effect: Annotated[str, typer.Option(help="Smallest change that matters, e.g. 1%.")] = "1%",
-    alpha: Annotated[float, typer.Option(help="False-discovery rate across metrics.")] = 0.05,
-    pairs: Annotated[str, typer.Option(help="Looks: pairs after which to decide, e.g. 20,40,80.")] = "20,40,80",  # noqa: E501
-    verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Re-measure regressions before declaring them.")] = True,  # noqa: E501
-    mode: Annotated[str, typer.Option(help="How to pair the sides: auto (the strongest they allow), in-process, lockstep or process-pairs.")] = "auto",  # noqa: E501
-    fidelity_tolerance: Annotated[str, typer.Option(help="How far an interleaved mode may move a side from its solo latency before the job goes to process pairs, e.g. 5%; 'off' to report only.")] = "5%",  # noqa: E501
-    measure: Annotated[str, typer.Option(help="What decides: time (wall time, the modes above), instructions (each call's instructions, counted under valgrind in process pairs: exact, slow, one thread) or both.")] = "time",  # noqa: E501
-    iterations: Annotated[Optional[int], typer.Option("--iter", help=setting_help("iter"))] = None,  # noqa: UP007,E501
-    warmup: Annotated[Optional[int], typer.Option(help=setting_help("warmup"))] = None,  # noqa: UP007
-    min_time: Annotated[Optional[float], typer.Option(help=setting_help("min_time"))] = None,  # noqa: UP007,E501
-    markdown: Annotated[Optional[Path], typer.Option(help="Also write a Markdown report here.")] = None,  # noqa: UP007,E501
-    json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the JSON report here.")] = None,  # noqa: UP007,E501
-    html: Annotated[Optional[Path], typer.Option(help="Also write an HTML report with plots here.")] = None,  # noqa: UP007,E501
-    db: DbOption = None,
-    quiet: QuietOption = False,
-    lab: Annotated[Optional[str], typer.Option("--lab", metavar="DB", help="Compare on a lab device (both sides there): the lab's database URL, with --lab-device.")] = None,  # noqa: UP007,E501
-    lab_device: LabDeviceOption = None,
+    models: Annotated[Optional[str], typer.Option(help="Zoo models, comma-separated.", rich_help_panel=WHAT_TO_COMPARE)] = None,  # noqa: UP007
+    frameworks: Annotated[list[str], typer.Option("--frameworks", "-f", help="Frameworks of the jobs.", rich_help_panel=WHAT_TO_COMPARE)] = [],  # noqa: B006,E501
+    control_program: Annotated[Optional[str], typer.Option(help="Control binary, as {program}.", rich_help_panel=SIDES)] = None,  # noqa: UP007,E501
+    treatment_program: Annotated[Optional[str], typer.Option(help="Treatment binary, as {program}.", rich_help_panel=SIDES)] = None,  # noqa: UP007,E501
+    control_config: Annotated[Optional[str], typer.Option(help="Control framework variant, e.g. pytorch:mode=eager.", rich_help_panel=SIDES)] = None,  # noqa: UP007,E501
+    treatment_config: Annotated[Optional[str], typer.Option(help="Treatment framework variant.", rich_help_panel=SIDES)] = None,  # noqa: UP007,E501
+    control_python: Annotated[Optional[str], typer.Option(help="Python of the control environment.", rich_help_panel=SIDES)] = None,  # noqa: UP007,E501
+    treatment_python: Annotated[Optional[str], typer.Option(help="Python of the treatment environment.", rich_help_panel=SIDES)] = None,  # noqa: UP007,E501
+    control_model: Annotated[Optional[Path], typer.Option(help="Control model file: replaces the spec's file of its format.", rich_help_panel=SIDES)] = None,  # noqa: UP007,E501
+    treatment_model: Annotated[Optional[Path], typer.Option(help="Treatment model file.", rich_help_panel=SIDES)] = None,  # noqa: UP007,E501
+    control_commit: Annotated[Optional[str], typer.Option(help="Control: this commit of --repo, built.", rich_help_panel=SIDES)] = None,  # noqa: UP007,E501
+    treatment_commit: Annotated[Optional[str], typer.Option(help="Treatment: this commit of --repo.", rich_help_panel=SIDES)] = None,  # noqa: UP007,E501
+    repo: Annotated[Optional[Path], typer.Option(help="Repository of the --*-commit sides.", rich_help_panel=SIDES)] = None,  # noqa: UP007,E501
+    build: Annotated[Optional[str], typer.Option(help="Build command run in each commit's worktree.", rich_help_panel=SIDES)] = None,  # noqa: UP007,E501
+    commit_program: Annotated[Optional[str], typer.Option(help="The build's command, e.g. '{WORKTREE}/bench'.", rich_help_panel=SIDES)] = None,  # noqa: UP007,E501
+    min_effect: Annotated[str, typer.Option(help="Smallest change that matters, e.g. 1%.", rich_help_panel=DECIDE)] = "1%",
+    alpha: Annotated[float, typer.Option(help="False-discovery rate across metrics.", rich_help_panel=DECIDE)] = 0.05,
+    pairs: Annotated[str, typer.Option(help="Looks: pairs after which to decide, e.g. 20,40,80.", rich_help_panel=DECIDE)] = "20,40,80",  # noqa: E501
+    verify: Annotated[bool, typer.Option("--verify/--no-verify", help="Re-measure regressions before declaring them.", rich_help_panel=DECIDE)] = True,  # noqa: E501
+    mode: Annotated[str, typer.Option(help="How to pair the sides: auto (the strongest they allow), in-process, lockstep or process-pairs.", rich_help_panel=DECIDE)] = "auto",  # noqa: E501
+    fidelity_tolerance: Annotated[str, typer.Option(help="How far an interleaved mode may move a side from its solo latency before the job goes to process pairs, e.g. 5%; 'off' to report only.", rich_help_panel=DECIDE)] = "5%",  # noqa: E501
+    measure: Annotated[str, typer.Option(help="What decides: time (wall time, the modes above), instructions (each call's instructions, counted under valgrind in process pairs: exact, slow, one thread) or both.", rich_help_panel=DECIDE)] = "time",  # noqa: E501
+    iterations: Annotated[Optional[int], typer.Option("--iter", help=setting_help("iter"), rich_help_panel=MEASURE)] = None,  # noqa: UP007,E501
+    warmup: Annotated[Optional[int], typer.Option(help=setting_help("warmup"), rich_help_panel=MEASURE)] = None,  # noqa: UP007
+    min_time: Annotated[Optional[float], typer.Option(help=setting_help("min_time"), rich_help_panel=MEASURE)] = None,  # noqa: UP007,E501
     target: OneTargetOption = "host",
+    markdown: Annotated[Optional[Path], typer.Option(help="Also write a Markdown report here.", rich_help_panel=OUTPUT)] = None,  # noqa: UP007,E501
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the JSON report here.", rich_help_panel=OUTPUT)] = None,  # noqa: UP007,E501
+    html: Annotated[Optional[Path], typer.Option(help="Also write an HTML report with plots here.", rich_help_panel=OUTPUT)] = None,  # noqa: UP007,E501
+    wide: Annotated[bool, typer.Option("--wide", help="Every column of the verdict table: also each job's mode, pairs or sessions, fidelity and q.", rich_help_panel=OUTPUT)] = False,  # noqa: E501
+    lab: Annotated[Optional[str], typer.Option("--lab", metavar="DB", help="Compare on a lab device (both sides there): the lab's database URL, with --lab-device.", rich_help_panel=LAB)] = None,  # noqa: UP007,E501
+    lab_device: LabDeviceOption = None,
     detach: DetachOption = False,
     dry_run: LabDryRunOption = False,
-    wide: Annotated[bool, typer.Option("--wide", help="Every column of the verdict table: also each job's mode, pairs or sessions, fidelity and q.")] = False,  # noqa: E501
     user_identifier: UserIdentifierOption = None,
     user_string: UserStringOption = None,
     regressed_types: RegressedTypesOption = None,
+    db: DbOption = None,
+    quiet: QuietOption = False,
 ) -> None:
     """A/B: is the treatment slower or faster than the control? Exit code 1 on a regression."""
     from benchlab.api import compare as run_compare
@@ -191,32 +199,32 @@ def _print_comparison(comparison: Any, *, markdown: Path | None, json_out: Path 
 
 def track(
     specs: Annotated[list[Path], typer.Argument(help="Spec files whose commands run {program}.")],
-    repo: Annotated[Path, typer.Option(help="The git or Mercurial repository to walk.")],
-    program: Annotated[str, typer.Option(help="The build's command, e.g. '{WORKTREE}/bin/bench'.")],  # noqa: E501
-    revisions: Annotated[str, typer.Option(help="Commits: 'A..B' or a branch.")] = "HEAD",
-    build: Annotated[Optional[str], typer.Option(help="Build command run in each worktree.")] = None,  # noqa: UP007,E501
-    reference: Annotated[Optional[str], typer.Option(help="Pinned reference (default: first commit).")] = None,  # noqa: UP007,E501
-    weekly_reference: Annotated[bool, typer.Option("--weekly-reference", help="FAI-PEP's control: the reference is the first commit of the newest commit's week (Monday 00:00 UTC).")] = False,  # noqa: E501
-    base_commit: Annotated[Optional[str], typer.Option("--base-commit", "--base_commit", help="FAI-PEP's --base_commit: the reference is the later of this commit and the week's first (implies --weekly-reference).")] = None,  # noqa: UP007,E501
-    vcs: Annotated[Optional[str], typer.Option("--vcs", help="git or hg (FAI-PEP's --repo git|hg); default: detected from the repository's .git or .hg.")] = None,  # noqa: UP007,E501
-    same_host: Annotated[Optional[bool], typer.Option("--same-host/--other-host", "--same_host", help="Whether the device is the build host: then builds never overlap measurements (FAI-PEP's --same_host). Default: same host when --target is host; else the next commit is built while the current one is measured.")] = None,  # noqa: UP007,E501
-    step: Annotated[int, typer.Option(help="Measure every N-th commit; bisect the gaps.")] = 1,
-    pairs: Annotated[Optional[int], typer.Option(help="A/B pairs per commit (default 20; 1 with --measure instructions).")] = None,  # noqa: UP007,E501
-    measure: Annotated[str, typer.Option(help="What each commit is judged on: time, or instructions (counted under valgrind: exact, slow, one thread).")] = "time",  # noqa: E501
-    min_effect: Annotated[str, typer.Option(help="Smallest step that matters.")] = "1%",
-    builds_dir: Annotated[Optional[Path], typer.Option(help="Where worktrees and builds live.")] = None,  # noqa: UP007,E501
-    status_file: Annotated[Optional[Path], typer.Option(help="Write 'stop' here to stop.")] = None,  # noqa: UP007,E501
-    follow: Annotated[bool, typer.Option("--follow", help="Keep following the branch.")] = False,
-    interval: Annotated[float, typer.Option(help="Seconds between passes with --follow.")] = 600.0,  # noqa: E501
-    remote: Annotated[Optional[str], typer.Option(help="Fetch --branch from this remote before each pass.")] = None,  # noqa: UP007,E501
-    branch: Annotated[Optional[str], typer.Option(help="The branch to fetch (with --remote).")] = None,  # noqa: UP007,E501
-    db: DbOption = None,
-    quiet: QuietOption = False,
-    lab: Annotated[Optional[str], typer.Option("--lab", metavar="DB", help="Track on a lab device: the lab's database URL, with --lab-device; --repo is a path on that device's host.")] = None,  # noqa: UP007,E501
-    lab_device: LabDeviceOption = None,
+    repo: Annotated[Path, typer.Option(help="The git or Mercurial repository to walk.", rich_help_panel=WHAT_TO_TRACK)],
+    program: Annotated[str, typer.Option(help="The build's command, e.g. '{WORKTREE}/bin/bench'.", rich_help_panel=WHAT_TO_TRACK)],  # noqa: E501
+    revisions: Annotated[str, typer.Option(help="Commits: 'A..B' or a branch.", rich_help_panel=WHAT_TO_TRACK)] = "HEAD",
+    build: Annotated[Optional[str], typer.Option(help="Build command run in each worktree.", rich_help_panel=WHAT_TO_TRACK)] = None,  # noqa: UP007,E501
+    vcs: Annotated[Optional[str], typer.Option("--vcs", help="git or hg (FAI-PEP's --repo git|hg); default: detected from the repository's .git or .hg.", rich_help_panel=WHAT_TO_TRACK)] = None,  # noqa: UP007,E501
+    builds_dir: Annotated[Optional[Path], typer.Option(help="Where worktrees and builds live.", rich_help_panel=WHAT_TO_TRACK)] = None,  # noqa: UP007,E501
+    reference: Annotated[Optional[str], typer.Option(help="Pinned reference (default: first commit).", rich_help_panel=REFERENCE)] = None,  # noqa: UP007,E501
+    weekly_reference: Annotated[bool, typer.Option("--weekly-reference", help="FAI-PEP's control: the reference is the first commit of the newest commit's week (Monday 00:00 UTC).", rich_help_panel=REFERENCE)] = False,  # noqa: E501
+    base_commit: Annotated[Optional[str], typer.Option("--base-commit", "--base_commit", help="FAI-PEP's --base_commit: the reference is the later of this commit and the week's first (implies --weekly-reference).", rich_help_panel=REFERENCE)] = None,  # noqa: UP007,E501
+    step: Annotated[int, typer.Option(help="Measure every N-th commit; bisect the gaps.", rich_help_panel=DECIDE)] = 1,
+    pairs: Annotated[Optional[int], typer.Option(help="A/B pairs per commit (default 20; 1 with --measure instructions).", rich_help_panel=DECIDE)] = None,  # noqa: UP007,E501
+    measure: Annotated[str, typer.Option(help="What each commit is judged on: time, or instructions (counted under valgrind: exact, slow, one thread).", rich_help_panel=DECIDE)] = "time",  # noqa: E501
+    min_effect: Annotated[str, typer.Option(help="Smallest step that matters.", rich_help_panel=DECIDE)] = "1%",
     target: OneTargetOption = "host",
+    same_host: Annotated[Optional[bool], typer.Option("--same-host/--other-host", "--same_host", help="Whether the device is the build host: then builds never overlap measurements (FAI-PEP's --same_host). Default: same host when --target is host; else the next commit is built while the current one is measured.", rich_help_panel=WHERE)] = None,  # noqa: UP007,E501
+    follow: Annotated[bool, typer.Option("--follow", help="Keep following the branch.", rich_help_panel=FOLLOWING)] = False,
+    interval: Annotated[float, typer.Option(help="Seconds between passes with --follow.", rich_help_panel=FOLLOWING)] = 600.0,  # noqa: E501
+    remote: Annotated[Optional[str], typer.Option(help="Fetch --branch from this remote before each pass.", rich_help_panel=FOLLOWING)] = None,  # noqa: UP007,E501
+    branch: Annotated[Optional[str], typer.Option(help="The branch to fetch (with --remote).", rich_help_panel=FOLLOWING)] = None,  # noqa: UP007,E501
+    status_file: Annotated[Optional[Path], typer.Option(help="Write 'stop' here to stop.", rich_help_panel=FOLLOWING)] = None,  # noqa: UP007,E501
+    lab: Annotated[Optional[str], typer.Option("--lab", metavar="DB", help="Track on a lab device: the lab's database URL, with --lab-device; --repo is a path on that device's host.", rich_help_panel=LAB)] = None,  # noqa: UP007,E501
+    lab_device: LabDeviceOption = None,
     detach: DetachOption = False,
     dry_run: LabDryRunOption = False,
+    db: DbOption = None,
+    quiet: QuietOption = False,
 ) -> None:
     """Benchmark a commit history against a pinned reference; find and bisect steps."""
     from benchlab.api import track as run_track

@@ -16,6 +16,9 @@ from rich.markup import escape
 
 from benchlab.cli.ab import compare, track
 from benchlab.cli.config import config_app, with_saved_defaults
+from benchlab.cli.frameworks import frameworks
+from benchlab.cli.helptext import (FAIPEP, GENERATORS, LAB, MEASURE, MEASURE_MORE, OUTPUT,
+                                   SCENARIOS, WHAT_TO_RUN, WHERE, HelpGroup)
 from benchlab.cli.lab import lab_app
 from benchlab.cli.options import (
     DbOption,
@@ -48,6 +51,7 @@ app = typer.Typer(
     no_args_is_help=False,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=HelpGroup,  # every command's help tidied: escaped, FAI-PEP's spellings hidden
 )
 results_app = typer.Typer(help="List, show and export past runs.", no_args_is_help=True)
 app.add_typer(results_app, name="results")
@@ -61,73 +65,73 @@ app.add_typer(config_app, name="config")
 def run(
     ctx: typer.Context,
     specs: Annotated[list[Path], typer.Argument(help="Spec or suite files (JSON/YAML).")] = [],  # noqa: B006
-    models: Annotated[Optional[str], typer.Option(help="Zoo models, comma-separated, or 'all'.")] = None,  # noqa: UP007,E501
-    model: Annotated[list[str], typer.Option("--model", "-m", help="Your own model, exported to every runtime: mynet.py:build, pkg.module:factory, model.onnx, or a .tflite/.pte/.xml/.pt/.pt2/.gguf file (repeatable).")] = [],  # noqa: B006,E501
-    model_input: Annotated[list[str], typer.Option("--input", help="Your model's input: [name=]1x3x224x224[:dtype], once per input (default: what the model declares).")] = [],  # noqa: B006,E501
-    data: Annotated[Optional[Path], typer.Option("--inputs", help="An .npz of your model's input sets (one array per input, sets along the first axis): int8 calibration and accuracy.")] = None,  # noqa: UP007,E501
-    frameworks: Annotated[list[str], typer.Option("--frameworks", "-f", help="Frameworks, e.g. 'pytorch:mode=eager,onnxruntime' or 'all'.")] = [],  # noqa: B006,E501
-    target: Annotated[list[str], typer.Option("--target", help="Where to run: host, ssh:host=NAME, adb[:serial=X]. Repeat it to run on several devices; 'adb' alone is every attached phone.")] = ["host"],  # noqa: B006,E501
-    exclude_target: Annotated[list[str], typer.Option("--exclude-target", help="Leave out the devices this names, e.g. 'adb:serial=X' (repeatable).")] = [],  # noqa: B006,E501
-    energy: Annotated[Optional[str], typer.Option(help="Measure energy per inference: auto, rapl, nvml, battery, monsoon.")] = None,  # noqa: UP007,E501
+    models: Annotated[Optional[str], typer.Option(help="Zoo models, comma-separated, or 'all'.", rich_help_panel=WHAT_TO_RUN)] = None,  # noqa: UP007,E501
+    model: Annotated[list[str], typer.Option("--model", "-m", help="Your own model, exported to every runtime: mynet.py:build, pkg.module:factory, model.onnx, or a .tflite/.pte/.xml/.pt/.pt2/.gguf file (repeatable).", rich_help_panel=WHAT_TO_RUN)] = [],  # noqa: B006,E501
+    model_input: Annotated[list[str], typer.Option("--input", help="Your model's input: [name=]1x3x224x224[:dtype], once per input (default: what the model declares).", rich_help_panel=WHAT_TO_RUN)] = [],  # noqa: B006,E501
+    data: Annotated[Optional[Path], typer.Option("--inputs", help="An .npz of your model's input sets (one array per input, sets along the first axis): int8 calibration and accuracy.", rich_help_panel=WHAT_TO_RUN)] = None,  # noqa: UP007,E501
+    frameworks: Annotated[list[str], typer.Option("--frameworks", "-f", help="Frameworks, e.g. 'pytorch:mode=eager,onnxruntime' or 'all'.", rich_help_panel=WHAT_TO_RUN)] = [],  # noqa: B006,E501
+    string_map: Annotated[Optional[str], typer.Option(help="Placeholders: JSON or K=v,K2=v2.", rich_help_panel=WHAT_TO_RUN)] = None,  # noqa: UP007,E501
+    root_model_dir: Annotated[Optional[Path], typer.Option(help="Root for '//' file locations.", rich_help_panel=WHAT_TO_RUN)] = None,  # noqa: UP007,E501
+    cache_dir: Annotated[Optional[Path], typer.Option(help="Artifact cache directory.", rich_help_panel=WHAT_TO_RUN)] = None,  # noqa: UP007,E501
+    prompt_tokens: Annotated[Optional[str], typer.Option(help="Text generators: prompt lengths in tokens, comma-separated (one test each; default 128).", rich_help_panel=GENERATORS)] = None,  # noqa: UP007,E501
+    new_tokens: Annotated[Optional[int], typer.Option(help="Text generators: tokens generated per generation (default 64).", rich_help_panel=GENERATORS)] = None,  # noqa: UP007,E501
+    depth: Annotated[Optional[str], typer.Option(help="Text generators: KV cache depths filled before the prompt, comma-separated (default 0).", rich_help_panel=GENERATORS)] = None,  # noqa: UP007,E501
+    scenario: Annotated[Optional[str], typer.Option(help="Run under an MLPerf LoadGen load scenario: single_stream, multi_stream, server, offline (docs/scenarios.md).", rich_help_panel=SCENARIOS)] = None,  # noqa: UP007,E501
+    latency_bound: Annotated[Optional[str], typer.Option(help="Server scenario: the p99 latency bound, e.g. 15ms; without --target-qps the highest QPS meeting it is searched.", rich_help_panel=SCENARIOS)] = None,  # noqa: UP007,E501
+    ttft_bound: Annotated[Optional[str], typer.Option(help="Generative server scenario: the p99 time-to-first-token bound, e.g. 200ms (MLPerf's LLM rule; with or instead of --tpot-bound).", rich_help_panel=SCENARIOS)] = None,  # noqa: UP007,E501
+    tpot_bound: Annotated[Optional[str], typer.Option(help="Generative server scenario: the p99 time-per-output-token bound, e.g. 20ms.", rich_help_panel=SCENARIOS)] = None,  # noqa: UP007,E501
+    target_qps: Annotated[Optional[float], typer.Option(help="Server: the arrival rate to run at; offline: the expected throughput.", rich_help_panel=SCENARIOS)] = None,  # noqa: UP007,E501
+    duration: Annotated[Optional[float], typer.Option(help="Load scenarios: seconds each LoadGen run lasts at least (default 5).", rich_help_panel=SCENARIOS)] = None,  # noqa: UP007,E501
+    query_count: Annotated[Optional[int], typer.Option(help="Load scenarios: queries each run issues at least (default: what early stopping needs).", rich_help_panel=SCENARIOS)] = None,  # noqa: UP007,E501
+    samples_per_query: Annotated[Optional[int], typer.Option(help="Multi-stream: samples per query (default 8).", rich_help_panel=SCENARIOS)] = None,  # noqa: UP007,E501
+    mlperf_durations: Annotated[bool, typer.Option("--mlperf-durations", help="Load scenarios: LoadGen's official minimum duration (600 s) and query counts.", rich_help_panel=SCENARIOS)] = False,  # noqa: E501
+    scenario_accuracy: Annotated[bool, typer.Option("--scenario-accuracy", help="Load scenarios: LoadGen's accuracy mode, every sample once, its logged outputs checked against the reference.", rich_help_panel=SCENARIOS)] = False,  # noqa: E501
+    target: Annotated[list[str], typer.Option("--target", help="Where to run: host, ssh:host=NAME, adb[:serial=X]. Repeat it to run on several devices; 'adb' alone is every attached phone.", rich_help_panel=WHERE)] = ["host"],  # noqa: B006,E501
+    exclude_target: Annotated[list[str], typer.Option("--exclude-target", help="Leave out the devices this names, e.g. 'adb:serial=X' (repeatable).", rich_help_panel=WHERE)] = [],  # noqa: B006,E501
+    reboot: Annotated[bool, typer.Option("--reboot", help="Reboot the device before the run (adb).", rich_help_panel=WHERE)] = False,  # noqa: E501
+    reboot_after_failures: Annotated[Optional[int], typer.Option(help="Reboot the device after this many failed jobs in a row (adb).", rich_help_panel=WHERE)] = None,  # noqa: UP007,E501
+    reboot_after_uptime: Annotated[Optional[float], typer.Option(help="Reboot the device before a job once it has been up this many hours (FAI-PEP: 8) (adb).", rich_help_panel=WHERE)] = None,  # noqa: UP007,E501
+    warmup: Annotated[Optional[int], typer.Option(help=setting_help("warmup"), rich_help_panel=MEASURE)] = None,  # noqa: UP007
+    iterations: Annotated[Optional[int], typer.Option("--iter", help=setting_help("iter"), rich_help_panel=MEASURE)] = None,  # noqa: UP007,E501
+    repeat: Annotated[Optional[int], typer.Option(help=setting_help("repeat") + " Given, every cell gets exactly this many (no race).", rich_help_panel=MEASURE)] = None,  # noqa: UP007,E501
+    goal: Annotated[Optional[str], typer.Option(help="The interval half-width the race aims for in each cell, e.g. 5% (the default); cells get more processes until it, and a decided '× fastest', are reached.", rich_help_panel=MEASURE)] = None,  # noqa: UP007,E501
+    target_ci: Annotated[Optional[str], typer.Option(help=setting_help("target_ci") + " Also written 1%.", rich_help_panel=MEASURE)] = None,  # noqa: UP007,E501
+    time_budget: Annotated[Optional[float], typer.Option(help=f"Seconds per job for --target-ci (default {DEFAULT_TIME_BUDGET_S:g}).", rich_help_panel=MEASURE)] = None,  # noqa: UP007,E501
+    min_time: Annotated[Optional[float], typer.Option(help=setting_help("min_time"), rich_help_panel=MEASURE)] = None,  # noqa: UP007,E501
+    order: Annotated[str, typer.Option("--order", help="'rounds': every job's first process, then every job's second... (drift falls on every cell alike; ratios are paired); 'jobs': each job's processes back to back.", rich_help_panel=MEASURE)] = "rounds",  # noqa: E501
+    threads: Annotated[Optional[int], typer.Option(help=setting_help("threads"), rich_help_panel=MEASURE)] = None,  # noqa: UP007
+    cpu_list: Annotated[Optional[str], typer.Option(help=setting_help("cpu_list"), rich_help_panel=MEASURE)] = None,  # noqa: UP007,E501
+    shared_libs: Annotated[Optional[str], typer.Option("--shared-libs", "--shared_libs", metavar="PATHS", help=setting_help("shared_libs"), rich_help_panel=MEASURE)] = None,  # noqa: UP007,E501
+    timeout: Annotated[Optional[float], typer.Option(help=setting_help("timeout"), rich_help_panel=MEASURE)] = None,  # noqa: UP007,E501
+    cooldown: Annotated[Optional[float], typer.Option(help=setting_help("cooldown"), rich_help_panel=MEASURE)] = None,  # noqa: UP007,E501
+    temperature_gate: Annotated[Optional[float], typer.Option(help=setting_help("temperature_gate"), rich_help_panel=MEASURE)] = None,  # noqa: UP007,E501
+    wipe_cache: Annotated[bool, typer.Option("--wipe-cache", help=setting_help("wipe_cache"), rich_help_panel=MEASURE)] = False,  # noqa: E501
+    energy: Annotated[Optional[str], typer.Option(help="Measure energy per inference: auto, rapl, nvml, battery, monsoon.", rich_help_panel=MEASURE_MORE)] = None,  # noqa: UP007,E501
     monsoon_map: MonsoonMapOption = None,
-    temperature_gate: Annotated[Optional[float], typer.Option(help=setting_help("temperature_gate"))] = None,  # noqa: UP007,E501
-    db: DbOption = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Finish the latest interrupted run of this sweep.")] = False,  # noqa: E501
-    resume_run: Annotated[Optional[str], typer.Option(help="Finish this interrupted run (id or UUID prefix).")] = None,  # noqa: UP007,E501
-    target_ci: Annotated[Optional[str], typer.Option(help=setting_help("target_ci") + " Also written 1%.")] = None,  # noqa: UP007,E501
-    time_budget: Annotated[Optional[float], typer.Option(help=f"Seconds per job for --target-ci (default {DEFAULT_TIME_BUDGET_S:g}).")] = None,  # noqa: UP007,E501
-    warmup: Annotated[Optional[int], typer.Option(help=setting_help("warmup"))] = None,  # noqa: UP007
-    iterations: Annotated[Optional[int], typer.Option("--iter", help=setting_help("iter"))] = None,  # noqa: UP007,E501
-    repeat: Annotated[Optional[int], typer.Option(help=setting_help("repeat") + " Given, every cell gets exactly this many (no race).")] = None,  # noqa: UP007,E501
-    goal: Annotated[Optional[str], typer.Option(help="The interval half-width the race aims for in each cell, e.g. 5% (the default); cells get more processes until it, and a decided '× fastest', are reached.")] = None,  # noqa: UP007,E501
-    min_time: Annotated[Optional[float], typer.Option(help=setting_help("min_time"))] = None,  # noqa: UP007,E501
-    threads: Annotated[Optional[int], typer.Option(help=setting_help("threads"))] = None,  # noqa: UP007
-    cpu_list: Annotated[Optional[str], typer.Option(help=setting_help("cpu_list"))] = None,  # noqa: UP007,E501
-    profile_ops: Annotated[bool, typer.Option("--profile-ops", help=setting_help("profile_ops"))] = False,  # noqa: E501
-    layer_errors: Annotated[bool, typer.Option("--layer-errors", help=setting_help("layer_errors"))] = False,  # noqa: E501
-    count: Annotated[Optional[str], typer.Option(help=setting_help("count"))] = None,  # noqa: UP007,E501
-    timeout: Annotated[Optional[float], typer.Option(help=setting_help("timeout"))] = None,  # noqa: UP007,E501
-    cooldown: Annotated[Optional[float], typer.Option(help=setting_help("cooldown"))] = None,  # noqa: UP007,E501
-    wipe_cache: Annotated[bool, typer.Option("--wipe-cache", help=setting_help("wipe_cache"))] = False,  # noqa: E501
-    faipep_wipe_cache: Annotated[Optional[str], typer.Option("--wipe_cache", metavar="BOOL", help="FAI-PEP's spelling of --wipe-cache, with a value: true or false.")] = None,  # noqa: UP007,E501
-    shared_libs: Annotated[Optional[str], typer.Option("--shared-libs", "--shared_libs", metavar="PATHS", help=setting_help("shared_libs"))] = None,  # noqa: UP007,E501
-    string_map: Annotated[Optional[str], typer.Option(help="Placeholders: JSON or K=v,K2=v2.")] = None,  # noqa: UP007,E501
-    json_dir: Annotated[Optional[Path], typer.Option(help="Also write one JSON file per result here.")] = None,  # noqa: UP007,E501
-    simple_json_dir: Annotated[Optional[Path], typer.Option("--simple-json-dir", "--simple_local_reporter", help="Also write each result here, flat: <model>.<test>.<framework>.<job key>.json, the latest run's replacing the last.")] = None,  # noqa: UP007,E501
-    html: Annotated[Optional[Path], typer.Option(help="Also write the matrix report (HTML, offline plots) here.")] = None,  # noqa: UP007,E501
-    root_model_dir: Annotated[Optional[Path], typer.Option(help="Root for '//' file locations.")] = None,  # noqa: UP007,E501
-    cache_dir: Annotated[Optional[Path], typer.Option(help="Artifact cache directory.")] = None,  # noqa: UP007,E501
-    prompt_tokens: Annotated[Optional[str], typer.Option(help="Text generators: prompt lengths in tokens, comma-separated (one test each; default 128).")] = None,  # noqa: UP007,E501
-    new_tokens: Annotated[Optional[int], typer.Option(help="Text generators: tokens generated per generation (default 64).")] = None,  # noqa: UP007,E501
-    depth: Annotated[Optional[str], typer.Option(help="Text generators: KV cache depths filled before the prompt, comma-separated (default 0).")] = None,  # noqa: UP007,E501
-    scenario: Annotated[Optional[str], typer.Option(help="Run under an MLPerf LoadGen load scenario: single_stream, multi_stream, server, offline (docs/scenarios.md).")] = None,  # noqa: UP007,E501
-    latency_bound: Annotated[Optional[str], typer.Option(help="Server scenario: the p99 latency bound, e.g. 15ms; without --target-qps the highest QPS meeting it is searched.")] = None,  # noqa: UP007,E501
-    ttft_bound: Annotated[Optional[str], typer.Option(help="Generative server scenario: the p99 time-to-first-token bound, e.g. 200ms (MLPerf's LLM rule; with or instead of --tpot-bound).")] = None,  # noqa: UP007,E501
-    tpot_bound: Annotated[Optional[str], typer.Option(help="Generative server scenario: the p99 time-per-output-token bound, e.g. 20ms.")] = None,  # noqa: UP007,E501
-    target_qps: Annotated[Optional[float], typer.Option(help="Server: the arrival rate to run at; offline: the expected throughput.")] = None,  # noqa: UP007,E501
-    duration: Annotated[Optional[float], typer.Option(help="Load scenarios: seconds each LoadGen run lasts at least (default 5).")] = None,  # noqa: UP007,E501
-    query_count: Annotated[Optional[int], typer.Option(help="Load scenarios: queries each run issues at least (default: what early stopping needs).")] = None,  # noqa: UP007,E501
-    samples_per_query: Annotated[Optional[int], typer.Option(help="Multi-stream: samples per query (default 8).")] = None,  # noqa: UP007,E501
-    mlperf_durations: Annotated[bool, typer.Option("--mlperf-durations", help="Load scenarios: LoadGen's official minimum duration (600 s) and query counts.")] = False,  # noqa: E501
-    scenario_accuracy: Annotated[bool, typer.Option("--scenario-accuracy", help="Load scenarios: LoadGen's accuracy mode, every sample once, its logged outputs checked against the reference.")] = False,  # noqa: E501
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the planned jobs and exit; with --lab, the request the lab would be sent.")] = False,  # noqa: E501
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
-    warnings: Annotated[bool, typer.Option("--warnings", help="Print every cell's noise warnings in full (one summary line is always printed).")] = False,  # noqa: E501
-    wide: Annotated[bool, typer.Option("--wide", help="Every column: one results table instead of latency, cost and accuracy tables, and the generation and scenario tables' other columns (in parts where the terminal is narrower).")] = False,  # noqa: E501
-    order: Annotated[str, typer.Option("--order", help="'rounds': every job's first process, then every job's second... (drift falls on every cell alike; ratios are paired); 'jobs': each job's processes back to back.")] = "rounds",  # noqa: E501
-    reboot: Annotated[bool, typer.Option("--reboot", help="Reboot the device before the run (adb).")] = False,  # noqa: E501
-    reboot_after_failures: Annotated[Optional[int], typer.Option(help="Reboot the device after this many failed jobs in a row (adb).")] = None,  # noqa: UP007,E501
-    reboot_after_uptime: Annotated[Optional[float], typer.Option(help="Reboot the device before a job once it has been up this many hours (FAI-PEP: 8) (adb).")] = None,  # noqa: UP007,E501
-    report_to: Annotated[Optional[str], typer.Option("--report-to", metavar="URL", help="Post each finished result to a benchlab lab server; token from BENCHLAB_LAB_TOKEN or the config file.")] = None,  # noqa: UP007,E501
-    lab: Annotated[Optional[str], typer.Option("--lab", metavar="DB", help="Run on a lab device instead of here: the lab's database URL (with --lab-device or --lab-pool).")] = None,  # noqa: UP007,E501
+    profile_ops: Annotated[bool, typer.Option("--profile-ops", help=setting_help("profile_ops"), rich_help_panel=MEASURE_MORE)] = False,  # noqa: E501
+    layer_errors: Annotated[bool, typer.Option("--layer-errors", help=setting_help("layer_errors"), rich_help_panel=MEASURE_MORE)] = False,  # noqa: E501
+    count: Annotated[Optional[str], typer.Option(help=setting_help("count"), rich_help_panel=MEASURE_MORE)] = None,  # noqa: UP007,E501
+    resume: Annotated[bool, typer.Option("--resume", help="Finish the latest interrupted run of this sweep.", rich_help_panel=OUTPUT)] = False,  # noqa: E501
+    resume_run: Annotated[Optional[str], typer.Option(help="Finish this interrupted run (id or UUID prefix).", rich_help_panel=OUTPUT)] = None,  # noqa: UP007,E501
+    json_dir: Annotated[Optional[Path], typer.Option(help="Also write one JSON file per result here.", rich_help_panel=OUTPUT)] = None,  # noqa: UP007,E501
+    simple_json_dir: Annotated[Optional[Path], typer.Option("--simple-json-dir", "--simple_local_reporter", help="Also write each result here, flat: <model>.<test>.<framework>.<job key>.json, the latest run's replacing the last.", rich_help_panel=OUTPUT)] = None,  # noqa: UP007,E501
+    html: Annotated[Optional[Path], typer.Option(help="Also write the matrix report (HTML, offline plots) here.", rich_help_panel=OUTPUT)] = None,  # noqa: UP007,E501
+    report_to: Annotated[Optional[str], typer.Option("--report-to", metavar="URL", help="Post each finished result to a benchlab lab server; token from BENCHLAB_LAB_TOKEN or the config file.", rich_help_panel=OUTPUT)] = None,  # noqa: UP007,E501
+    warnings: Annotated[bool, typer.Option("--warnings", help="Print every cell's noise warnings in full (one summary line is always printed).", rich_help_panel=OUTPUT)] = False,  # noqa: E501
+    wide: Annotated[bool, typer.Option("--wide", help="Every column: one results table instead of latency, cost and accuracy tables, and the generation and scenario tables' other columns (in parts where the terminal is narrower).", rich_help_panel=OUTPUT)] = False,  # noqa: E501
+    lab: Annotated[Optional[str], typer.Option("--lab", metavar="DB", help="Run on a lab device instead of here: the lab's database URL (with --lab-device or --lab-pool).", rich_help_panel=LAB)] = None,  # noqa: UP007,E501
     lab_device: LabDeviceOption = None,
-    lab_pool: Annotated[Optional[str], typer.Option(help="With --lab: every device matching this rule, e.g. 'abi=arm64-v8a'.")] = None,  # noqa: UP007,E501
+    lab_pool: Annotated[Optional[str], typer.Option(help="With --lab: every device matching this rule, e.g. 'abi=arm64-v8a'.", rich_help_panel=LAB)] = None,  # noqa: UP007,E501
     detach: DetachOption = False,
     user_identifier: UserIdentifierOption = None,
     user_string: UserStringOption = None,
     platform_sig: PlatformSigOption = None,
     hash_platform_mapping: HashPlatformMappingOption = None,
     regressed_types: RegressedTypesOption = None,
+    faipep_wipe_cache: Annotated[Optional[str], typer.Option("--wipe_cache", metavar="BOOL", help="FAI-PEP's spelling of --wipe-cache, with a value: true or false.", rich_help_panel=FAIPEP)] = None,  # noqa: UP007,E501
+    db: DbOption = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the planned jobs and exit; with --lab, the request the lab would be sent.")] = False,  # noqa: E501
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     reset_options: Annotated[bool, typer.Option("--reset-options", "--reset_options", help="Forget the saved defaults ('benchlab config') before running.")] = False,  # noqa: E501
 ) -> None:
     """Run benchmarks: the zoo's default models on every installed framework, or the specs given."""
@@ -335,6 +339,7 @@ def _print_results(results: list[Any], title: str, *, warnings: bool = True,
 # The A/B commands live in cli_ab.py; registered here so `benchlab --help` lists them after run.
 app.command()(compare)
 app.command()(track)
+app.command()(frameworks)
 
 
 @results_app.command("list")
@@ -449,7 +454,7 @@ def doctor(
     target: Annotated[list[str], typer.Option("--target", help="Also check this target, e.g. 'ssh:host=pi' or 'adb:serial=X' (repeatable).")] = [],  # noqa: B006,E501
 ) -> None:
     """What frameworks, targets and devices are available here, and why not where not."""
-    from benchlab.targets.doctor import diagnose
+    from benchlab.harness.doctor import diagnose
     from benchlab.report.history import doctor_tables
 
     for table in doctor_tables(diagnose(db, target)):

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from benchlab.cli.helptext import FAIPEP, MEASURE_MORE
 from benchlab.errors import UsageError
 
 __all__ = [
@@ -30,37 +31,43 @@ UserIdentifierOption = Annotated[
     Optional[str],  # noqa: UP007 - typer needs Optional here
     typer.Option("--user-identifier", "--user_identifier", metavar="NAME",
                  help="A name carried into every result (details.user_identifier), the "
-                      "report's header and the lab, to find the results by."),
+                      "report's header and the lab, to find the results by.",
+                 rich_help_panel=FAIPEP),
 ]
 UserStringOption = Annotated[
     Optional[str],  # noqa: UP007
     typer.Option("--user-string", "--user_string", metavar="TEXT",
                  help="Who runs the benchmarks, carried into every result "
-                      "(details.user_string) and to the lab."),
+                      "(details.user_string) and to the lab.",
+                 rich_help_panel=FAIPEP),
 ]
 PlatformSigOption = Annotated[
     Optional[str],  # noqa: UP007
     typer.Option("--platform-sig", "--platform_sig", metavar="NAME",
-                 help="The device's platform name, in every result (environment.platform)."),
+                 help="The device's platform name, in every result (environment.platform).",
+                 rich_help_panel=FAIPEP),
 ]
 HashPlatformMappingOption = Annotated[
     Optional[Path],  # noqa: UP007
     typer.Option("--hash-platform-mapping", "--hash_platform_mapping", metavar="FILE",
                  help="A JSON file of device hash (adb serial, hostname) -> platform name; a "
-                      "device it names gets that name over --platform-sig."),
+                      "device it names gets that name over --platform-sig.",
+                 rich_help_panel=FAIPEP),
 ]
 RegressedTypesOption = Annotated[
     Optional[str],  # noqa: UP007
     typer.Option("--regressed-types", "--regressed_types", metavar="TYPES",
                  help="The metric types a verify run checks as regressed (FAI-PEP's): a JSON "
                       "list ('[\"latency\"]') or names comma-separated, recorded in "
-                      "details.regressed_types; every metric is still measured."),
+                      "details.regressed_types; every metric is still measured.",
+                 rich_help_panel=FAIPEP),
 ]
 MonsoonMapOption = Annotated[
     Optional[str],  # noqa: UP007
     typer.Option("--monsoon-map", "--monsoon_map", metavar="FILE",
                  help="Which Monsoon each device is wired to: a JSON/YAML file (or JSON text) "
-                      "of device serial -> monitor serial; implies --energy monsoon."),
+                      "of device serial -> monitor serial; implies --energy monsoon.",
+                 rich_help_panel=MEASURE_MORE),
 ]
 
 

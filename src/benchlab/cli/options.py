@@ -7,6 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from benchlab.cli.helptext import LAB, WHERE
 from benchlab.errors import UsageError
 from benchlab.schema.settings import setting_info
 
@@ -35,19 +36,21 @@ DbOption = Annotated[
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")]
 LabDeviceOption = Annotated[
     Optional[str],  # noqa: UP007
-    typer.Option(help="With --lab: the device (its lab id)."),
+    typer.Option(help="With --lab: the device (its lab id).", rich_help_panel=LAB),
 ]
 OneTargetOption = Annotated[
     str, typer.Option("--target", help="The one device it runs on: host, ssh:host=NAME, "
-                      "adb:serial=X (as run's --target)."),
+                      "adb:serial=X (as run's --target).", rich_help_panel=WHERE),
 ]
 DetachOption = Annotated[
     bool, typer.Option("--detach", help="With --lab: queue the job(s), print their ids and "
-                       "return without waiting ('benchlab lab status' follows them)."),
+                       "return without waiting ('benchlab lab status' follows them).",
+                       rich_help_panel=LAB),
 ]
 LabDryRunOption = Annotated[
     bool, typer.Option("--dry-run", help="With --lab: print the request the lab would be "
-                       "sent (its sweep, options and digest), and exit."),
+                       "sent (its sweep, options and digest), and exit.",
+                       rich_help_panel=LAB),
 ]
 
 

@@ -29,7 +29,7 @@
  * and on aarch64 a system call that benchlab's QEMU plugin counts between (an emulated ARM
  * core); elsewhere the statement simply runs (and benchlab says the program counted nothing).
  *
- * Compile with: cc -O2 -I"$(python -c 'import benchlab.step as s; print(s.include_dir())')" ...
+ * Compile with: cc -O2 -I"$(python -c 'import benchlab.protocol.step as s; print(s.include_dir())')" ...
  */
 #ifndef BENCHLAB_STEP_H
 #define BENCHLAB_STEP_H

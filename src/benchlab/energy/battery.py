@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 
 from benchlab.energy.meters import MeterError, MeterKind, PolledMeter, PowerReading, midpoint
-from benchlab.targets.base import Availability
+from benchlab.schema.availability import Availability
 
 __all__ = ["BatteryMeter"]
 

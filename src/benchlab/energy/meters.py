@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 from benchlab.errors import InfrastructureError
-from benchlab.targets.base import Availability
+from benchlab.schema.availability import Availability
 
 __all__ = [
     "MeterError",

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from benchlab.energy.meters import MeterError, MeterKind, PowerReading
 from benchlab.errors import UsageError
 from benchlab.schema.settings import EnergySettings
-from benchlab.targets.base import Availability
+from benchlab.schema.availability import Availability
 
 __all__ = ["MonsoonEngine", "MonsoonMeter", "device_keys", "monitor_for", "read_monsoon_map"]
 

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from benchlab.energy.meters import MeterKind, PolledMeter, PowerReading, midpoint
-from benchlab.targets.base import Availability
+from benchlab.schema.availability import Availability
 
 __all__ = ["NvmlMeter"]
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchlab.energy.meters import MeterKind, PolledMeter, PowerReading, midpoint
-from benchlab.targets.base import Availability
+from benchlab.schema.availability import Availability
 
 __all__ = ["RaplMeter"]
 

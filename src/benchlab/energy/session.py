@@ -41,7 +41,7 @@ from benchlab.energy.meters import MeterError, PowerMeter, PowerReading
 from benchlab.energy.monsoon import monitor_for
 from benchlab.errors import BenchlabError
 from benchlab.schema.settings import EnergySettings, TestSettings
-from benchlab.targets.base import RunRequest
+from benchlab.schema.commands import RunRequest
 
 __all__ = ["EnergySession", "EnergySettings", "choose_meter", "device_clock_offset"]
 

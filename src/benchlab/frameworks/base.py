@@ -26,10 +26,13 @@ from benchlab.frameworks.common import (
     file_key_with_suffix,
     is_generative,
 )
+# The native tool's option names are declared with the other options; their old home is here.
+from benchlab.frameworks.options import NATIVE_BINARY, NATIVE_FLAGS, NATIVE_LIBS, FrameworkOption
 from benchlab.protocol.lines import ParsedOutput, parse_output
 from benchlab.runner.config import InputConfig, RunnerConfig
 from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, ModelDef, TestCase
-from benchlab.targets.base import Availability, CommandResult
+from benchlab.schema.availability import Availability
+from benchlab.targets.base import CommandResult
 
 __all__ = [
     "NATIVE_BINARY",
@@ -42,18 +45,8 @@ __all__ = [
     "Staging",
     "Unsupported",
     "runner_invocation",
+    "runtime_of",
 ]
-
-
-#: The framework option naming a native benchmark binary (a host path, pushed, or a path on
-#: the target): ``tflite:binary=./benchmark_model`` runs LiteRT's own tool instead of the runner.
-NATIVE_BINARY = "binary"
-#: The option giving a native tool extra flags of its own (``flags=--use_gpu=true``).
-NATIVE_FLAGS = "flags"
-#: The option naming shared libraries the native tool loads, host paths separated by ``:``
-#: (``binary=./benchmark_model,libs=libfoo.so:libbar.so``): pushed beside it, found through
-#: ``LD_LIBRARY_PATH`` (:mod:`benchlab.harness.nativefiles`).
-NATIVE_LIBS = "libs"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +72,9 @@ class JobContext:
     files: Mapping[str, str]
     placeholders: Mapping[str, str]
     repetition: int = 0
+    #: The framework's ``requires`` (its runtime's import name, pip distribution and extra):
+    #: the runner is told them, as it never asks the registry. Empty outside it.
+    runtime: tuple[str, str, str | None] = ("", "", None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +115,14 @@ class Staging:
 
 @runtime_checkable
 class Framework(Protocol):
-    """An inference runtime adapter, registered under the ``benchlab.frameworks`` entry points."""
+    """An inference runtime adapter, registered under the ``benchlab.frameworks`` entry points.
+
+    It should also declare the options it takes as a ``declared_options`` attribute, a tuple of
+    :class:`~benchlab.frameworks.options.FrameworkOption` (``()``: none at all): the harness
+    refuses any other key, or a value the declaration does not allow, before anything runs,
+    and ``benchlab frameworks`` lists them. It is not a member of this protocol, so that a
+    plug-in written before declarations still loads; its options then pass unchecked.
+    """
 
     name: str
 
@@ -190,7 +193,8 @@ def runner_invocation(
     try:
         config = RunnerConfig(
             backend=backend,
-            runtime=runtime_distribution(ctx.config.name),
+            runtime=ctx.runtime[1] or None,
+            runtime_module=ctx.runtime[0] or None,
             model_path=model_path,
             entry=ctx.spec.model.entry,
             inputs=[InputConfig(name=i.name, shape=list(i.shape), dtype=i.dtype)
@@ -224,17 +228,13 @@ def runner_invocation(
     return Invocation(argv=argv, env={**thread_env(threads), **test.env})
 
 
-def runtime_distribution(framework: str) -> str | None:
-    """The pip name of the runtime ``framework`` drives (its ``requires``), or ``None`` for
-    a framework outside the registry. The runner counts that distribution's libraries as
-    the runtime's code size; it is told the name, as it never loads an adapter."""
-    from benchlab.errors import BenchlabError
-    from benchlab.plugins import load_framework
-
-    try:
-        return load_framework(framework).requires[1] or None
-    except (BenchlabError, AttributeError, TypeError, ValueError, IndexError):
-        return None
+def runtime_of(framework: object) -> tuple[str, str, str | None]:
+    """``framework``'s ``requires`` for :attr:`JobContext.runtime` (a framework that drives no
+    runtime of its own, ``generic`` or a plug-in without it: empty)."""
+    requires = getattr(framework, "requires", None)
+    if isinstance(requires, tuple) and len(requires) == 3:
+        return requires
+    return ("", "", None)
 
 
 def counted(argv: Sequence[str] | str, ctx: JobContext) -> Sequence[str] | str:
@@ -289,6 +289,10 @@ class RunnerFramework:
     #: so that each runs there as it runs alone (ONNX Runtime: one intra-op pool for both,
     #: docs/ab.md). Each runtime's choice is measured: docs/detector.md, "Fidelity".
     shared_process_options: Mapping[str, Any] = {}
+    #: Every option key the framework takes, with its type, default and allowed values
+    #: (:mod:`benchlab.frameworks.options`); any other key is refused before anything runs.
+    #: ``None``: nothing declared, options pass unchecked (a plug-in that predates them).
+    declared_options: tuple[FrameworkOption, ...] | None = None
 
     def availability(self) -> Availability:
         """The runtime's module is importable (found, not imported)."""

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from benchlab.spec.types import ModelDef
-from benchlab.targets.base import Availability
+from benchlab.schema.availability import Availability
 
 __all__ = [
     "DECODER_ONNX_INT8_KEY",

@@ -15,9 +15,11 @@ from benchlab.frameworks.base import (
     Unsupported,
     spec_command_invocations,
 )
+from benchlab.frameworks.options import LIBS, FrameworkOption
 from benchlab.protocol.lines import ParsedOutput, parse_output
 from benchlab.spec.types import FrameworkConfig, ModelDef
-from benchlab.targets.base import Availability, CommandResult
+from benchlab.schema.availability import Availability
+from benchlab.targets.base import CommandResult
 
 __all__ = ["GenericFramework"]
 
@@ -26,6 +28,8 @@ class GenericFramework:
     """Runs ``tests[].commands`` through the target's shell, one after another per repetition."""
 
     name = "generic"
+    #: The test's commands carry everything but the shared libraries they load.
+    declared_options: tuple[FrameworkOption, ...] = (LIBS,)
 
     def availability(self) -> Availability:
         """Always available: it needs nothing but a shell."""

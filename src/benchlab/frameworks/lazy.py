@@ -21,7 +21,13 @@ def names_from(package: str, module: str) -> Callable[[str], Any]:
         if name.startswith("__"):  # dunder probes (copy, pickle, inspect) load nothing
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         try:
-            return getattr(importlib.import_module(module), name)
+            loaded = importlib.import_module(module)
+        except AttributeError as exc:
+            # Raised as it is, ``from package import Name`` would turn an AttributeError inside
+            # the adapter into "cannot import name": say where it happened instead.
+            raise ImportError(f"importing {module} failed: {exc!r}", name=module) from exc
+        try:
+            return getattr(loaded, name)
         except AttributeError:
             raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
 

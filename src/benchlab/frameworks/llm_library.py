@@ -10,9 +10,18 @@ from typing import Any
 from benchlab.errors import UsageError
 from benchlab.frameworks.base import Invocation, JobContext, RunnerFramework
 from benchlab.frameworks.common import why_not_loop_or_threads
+from benchlab.frameworks.options import THREADS, FrameworkOption, precision_option
+from benchlab.runner.config import GENERATION_LOOPS
 from benchlab.spec.types import ModelDef
 
-__all__ = ["LlmLibraryFramework"]
+__all__ = ["LOOP", "LlmLibraryFramework"]
+
+#: Who chooses the tokens (:data:`benchlab.runner.config.GENERATION_LOOPS`), read by the
+#: runner's generation loop (``runner/generate.py``).
+LOOP = FrameworkOption(
+    "loop", str, "library: the library's own generation loop chooses the tokens; benchlab: "
+    "benchlab's loop over the library's logits", default=GENERATION_LOOPS[0],
+    choices=GENERATION_LOOPS)
 
 
 class LlmLibraryFramework(RunnerFramework):
@@ -29,12 +38,14 @@ class LlmLibraryFramework(RunnerFramework):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # The generative planner's file keys follow from ``model_files``: the default
-        # precision's model, and each precision's.
+        # precision's model, and each precision's; so do the declared precisions.
         super().__init_subclass__(**kwargs)
         if cls.model_files:
             cls.generative_file = next(iter(cls.model_files.values()))[0]
             cls.generative_precisions = {precision: model for precision, (model, _)
                                          in cls.model_files.items()}
+            cls.declared_options = (THREADS, precision_option(
+                tuple(cls.model_files), "which model (with its companion file)"), LOOP)
 
     def why_not_generative(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
         """A known precision, the base checks, its companion file present, the loop and the

@@ -23,7 +23,14 @@ from benchlab.energy.session import EnergySession, EnergySettings
 from benchlab.harness.devicestate import GateOutcome, capture_state, state_flags, wait_until_cool
 from benchlab.errors import DownloadError, InfrastructureError, UserError
 from benchlab.devicetools.elf import abi_of, elf_architecture, refuse_wrong_architecture
-from benchlab.frameworks.base import NATIVE_BINARY, Framework, Invocation, JobContext, Staging
+from benchlab.frameworks.base import (
+    NATIVE_BINARY,
+    Framework,
+    Invocation,
+    JobContext,
+    Staging,
+    runtime_of,
+)
 from benchlab.harness.exitstatus import ended_after_its_results, failure_of
 from benchlab.harness.hoststeps import HostSteps, StepFailure, merge_parsed, renumbered
 from benchlab.harness.cachewipe import wipe_caches
@@ -319,6 +326,7 @@ class JobMeasurement:
             spec=self.job.spec, test=test, config=self.job.config, workdir=self._workdir,
             python=target.python_executable(), files=staged.files,
             placeholders=staged.placeholders, repetition=repetition,
+            runtime=runtime_of(self.job.framework),
         )
         try:
             invocations = self.job.framework.invocations(ctx)

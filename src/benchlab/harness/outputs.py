@@ -20,8 +20,9 @@ import numpy as np
 from benchlab.spec.artifacts import ArtifactCache, default_cache_dir
 from benchlab.schema.diagnosis import LayerTable
 from benchlab.errors import InfrastructureError, UsageError
-from benchlab.frameworks.base import Framework, JobContext, Staging, Unsupported
+from benchlab.frameworks.base import Framework, JobContext, Staging, Unsupported, runtime_of
 from benchlab.frameworks.common import REFERENCE_KEY
+from benchlab.plugins import check_configurations
 from benchlab.harness.jobrun import fetch_files
 from benchlab.plugins import load_framework, open_target
 from benchlab.protocol.lines import parse_output
@@ -103,9 +104,10 @@ def outputs(
     """
     from benchlab.harness.sweep import parse_framework
 
+    config = parse_framework(framework) if isinstance(framework, str) else framework
+    check_configurations([config])  # before a zoo model's first export
     cache = ArtifactCache(cache_dir or default_cache_dir())
     spec = _spec(model, cache)
-    config = parse_framework(framework) if isinstance(framework, str) else framework
     adapter = load_framework(config.name)
     configs = adapter.configurations(spec.model, [config] if config.options else [])
     if isinstance(configs, Unsupported):
@@ -181,7 +183,7 @@ def _answers_without_python(device: Target, adapter: Framework, spec: BenchmarkS
             files = {key: device.push(path, workdir, None) for key, path in
                      {**local, **made}.items()}
             ctx = JobContext(spec=spec, test=test, config=config, workdir=workdir, python="",
-                             files=files, placeholders={})
+                             files=files, placeholders={}, runtime=runtime_of(adapter))
             invocation = adapter.invocations(ctx)[-1]
             done = device.run(RunRequest(
                 argv=invocation.argv, env=invocation.env, cwd=workdir,
@@ -220,7 +222,8 @@ def _run_on(device: Target, adapter: Framework, spec: BenchmarkSpec, test: TestC
         # Files keep their names on the device: the runner finds the reference by its path.
         files = {key: device.push(path, workdir, None) for key, path in local.items()}
         ctx = JobContext(spec=spec, test=test, config=config, workdir=workdir,
-                         python=device.python_executable(), files=files, placeholders={})
+                         python=device.python_executable(), files=files, placeholders={},
+                         runtime=runtime_of(adapter))
         invocation = adapter.invocations(ctx)[-1]
         argv = list(invocation.argv)
         if argv[1:3] != ["-m", "benchlab.runner"]:

@@ -20,7 +20,13 @@ from benchlab.errors import UsageError
 from benchlab.frameworks.base import NATIVE_BINARY, Framework, Unsupported
 from benchlab.frameworks.common import is_generative
 from benchlab.harness.jobrun import Job, JobMeasurement, run_job
-from benchlab.plugins import FRAMEWORK_GROUP, available_names, load_framework
+from benchlab.plugins import (
+    FRAMEWORK_GROUP,
+    available_names,
+    check_configurations,
+    check_spec_configurations,
+    load_framework,
+)
 from benchlab.harness.rounds import Pace, ProgressCallback, measure_in_rounds
 from benchlab.schema.result import EnvKey, JobIdentity, Result
 from benchlab.harness.overrides import TestOverrides
@@ -241,9 +247,12 @@ def plan(
     adapters: dict[str, Framework] = {}
     jobs: list[Job] = []
     skipped: list[Skipped] = []
+    check_configurations(frameworks or ())
     if device is None:
         device = str(target.describe().get(EnvKey.HOSTNAME, ""))
     for spec in specs:
+        if not frameworks:  # the spec's own configurations run: their file names the error
+            check_spec_configurations(spec)
         # A zoo model a converter rejected: say so once per format, not by a silent gap.
         for fmt, reason in spec.model.metadata.get("export_failures", {}).items():
             skipped.append(Skipped(f"{spec.model.name} @ {fmt} export", reason))

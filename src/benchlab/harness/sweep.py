@@ -21,6 +21,7 @@ from typing import Any, TypedDict
 from typing_extensions import Unpack
 
 from benchlab.errors import SpecError, UsageError
+from benchlab.plugins import check_configurations
 from benchlab.schema.generation import Generation
 from benchlab.schema.labels import RunLabels
 from benchlab.harness.overrides import TestOverrides
@@ -71,6 +72,9 @@ def framework_configs(frameworks: Sequence[str | FrameworkConfig] | None
 
     ``all`` is every installed framework's defaults, except those configured explicitly;
     alone, it leaves each spec to its own defaults (what no framework at all does).
+
+    An option its framework does not declare, or a value it does not allow, is a
+    ``UsageError`` here, before any model is exported or any job planned.
     """
     configs = [parse_framework(f) if isinstance(f, str) else f for f in frameworks or ()]
     if any(c.name == "all" for c in configs):
@@ -78,6 +82,7 @@ def framework_configs(frameworks: Sequence[str | FrameworkConfig] | None
         named = {c.name for c in explicit}
         configs = [FrameworkConfig(n) for n in available_names(FRAMEWORK_GROUP)
                    if n != "generic" and n not in named] + explicit if explicit else []
+    check_configurations(configs)
     return tuple(configs)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from benchlab.lab.display import display_unit, shown_stat
 from benchlab.lab.run_state import RunInfo, run_info
 from benchlab.schema.metrics import Family, metric_info
+from benchlab.plugins import ConfigLabels
 from benchlab.report.matrix import config_label
 from benchlab.schema.result import Result
 from benchlab.store import ResultStore
@@ -76,6 +77,7 @@ def run_detail(store: ResultStore, run: str | int) -> RunDetail:
     loaded = tuple(store.results(record.id))
     env: dict[str, Any] = dict(loaded[0].environment) if loaded else {}
     items = []
+    labels = ConfigLabels()
     for i, result in enumerate(loaded):
         ident = result.identity
         counts: dict[str, int] = {}
@@ -95,7 +97,7 @@ def run_detail(store: ResultStore, run: str | int) -> RunDetail:
         metrics.sort(key=lambda m: (m.operator, m.accuracy, m.key))
         items.append(ResultDetail(
             result_index=i, model=ident.model_name, test=ident.test_identifier,
-            backend=config_label(ident.framework, ident.framework_config),
+            backend=config_label(ident.framework, ident.framework_config, labels),
             device=ident.device_label, status=result.status.value, error=result.error,
             started_at=result.started_at, runtime_version=result.runtime_version,
             stop_reason=result.stop_reason.value if result.stop_reason else None,

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from benchlab.report.history import runtime_changes
+from benchlab.plugins import ConfigLabels
 from benchlab.report.matrix import config_label, summary_in
 from benchlab.schema.result import LATENCY_KEY, DetailKey, Status, Summary, device_label
 from benchlab.store import ResultStore
@@ -115,14 +116,15 @@ def overview(store: ResultStore, filters: Mapping[str, str | None] | None = None
     by_job: dict[str, list[SummaryRow]] = {}
     for row in fetched:
         by_job.setdefault(row.job_key, []).append(row)
-    rows = [_overview_row(group) for group in by_job.values()]
+    labels = ConfigLabels()
+    rows = [_overview_row(group, labels) for group in by_job.values()]
     rows.sort(key=lambda r: (r.model, r.test, r.backend, r.device))
     choices = result_choices(store)
     return Overview(filters=dict(wanted), models=choices.models, frameworks=choices.frameworks,
                     devices=choices.devices, rows=rows)
 
 
-def _overview_row(group: Sequence[SummaryRow]) -> OverviewRow:
+def _overview_row(group: Sequence[SummaryRow], labels: ConfigLabels) -> OverviewRow:
     latest = next(row for row in group if row.rank == 1)
     earlier = [row for row in group if row.id != latest.id
                and row.status == Status.OK.value and row.started_at <= latest.started_at]
@@ -146,7 +148,7 @@ def _overview_row(group: Sequence[SummaryRow]) -> OverviewRow:
     prev_details = json.loads(before.details_json) if before is not None else {}
     return OverviewRow(
         model=latest.model_name, test=latest.test_identifier, framework=latest.framework,
-        backend=config_label(latest.framework, identity.get("framework_config") or {}),
+        backend=config_label(latest.framework, identity.get("framework_config") or {}, labels),
         device=device_label(latest.target, latest.device), job_key=latest.job_key,
         status=latest.status, error=latest.error, run_id=int(latest.run_id),
         started_at=latest.started_at, runtime_version=details.get(DetailKey.RUNTIME_VERSION),
@@ -248,18 +250,20 @@ def trends(store: ResultStore, model: str | None = None, backend: str | None = N
         raw = summaries.get(metric)
         if raw is not None:
             grouped.setdefault(row.job_key, []).append((row, Summary.from_dict(raw)))
-    series = [_series(key, found[-limit:]) for key, found in grouped.items()]
+    labels = ConfigLabels()
+    series = [_series(key, found[-limit:], labels) for key, found in grouped.items()]
     series.sort(key=lambda s: s.label)
     filters = {"model": model, "backend": backend, "device": device, "metric": metric}
     return Trends(filters=filters, models=models, frameworks=frameworks, devices=devices,
                   series=series, metrics=keys)
 
 
-def _series(job_key: str, rows: Sequence[tuple[SummaryRow, Summary]]) -> TrendSeries:
+def _series(job_key: str, rows: Sequence[tuple[SummaryRow, Summary]],
+            labels: ConfigLabels) -> TrendSeries:
     first_row, first = rows[0]
     identity = json.loads(first_row.identity_json)
-    label = (f"{first_row.test_identifier} · "
-             f"{config_label(identity['framework'], identity.get('framework_config') or {})}"
+    backend = config_label(identity["framework"], identity.get("framework_config") or {}, labels)
+    label = (f"{first_row.test_identifier} · {backend}"
              f" · {device_label(first_row.target, first_row.device)}")
     unit = display_unit(first.unit)
     points = []
@@ -339,10 +343,11 @@ class Comparison:
 
 def _cells(store: ResultStore, run: RunInfo, metric: str) -> dict[tuple[str, ...], Any]:
     found = {}
+    labels = ConfigLabels()
     for result in store.results(run.record.id, status=Status.OK, with_samples=False):
         ident = result.identity
         key = (ident.model_name, ident.test_identifier,
-               config_label(ident.framework, ident.framework_config), ident.device_label)
+               config_label(ident.framework, ident.framework_config, labels), ident.device_label)
         summary = result.summaries.get(metric)
         if summary is not None:
             found[key] = summary

@@ -1,13 +1,19 @@
 """How a measured program talks to benchlab: ``lines`` (metric lines, emitted and parsed,
 native and FAI-PEP's) and ``step`` (the step protocol's program side, standard library only).
 
-``benchlab.protocol`` was one module before it was this package; its names are still here,
-imported on first use so that a program importing only ``benchlab.protocol.step`` pays for
-nothing else.
+Every public name of these modules is also a name of the package (``PUBLIC_MODULES``), imported
+with its module on first use, so that a program importing only ``benchlab.protocol.step`` pays
+for nothing else.
 """
 
 from __future__ import annotations
 
 from benchlab.lazy import names_of
 
-__getattr__ = names_of(__name__, "benchlab.protocol.lines", globals())
+#: The package's public face: every name in these modules' ``__all__``, in this order.
+PUBLIC_MODULES = (
+    "benchlab.protocol.lines",
+    "benchlab.protocol.step",
+    "benchlab.protocol.tensorfiles",
+)
+__getattr__ = names_of(__name__, PUBLIC_MODULES, globals())

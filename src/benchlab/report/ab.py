@@ -9,7 +9,9 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from benchlab.plugins import ConfigLabels
 from benchlab.report.columns import Column, job_name, legend, rich_table, shown_columns
+from benchlab.report.matrix import config_label
 from benchlab.report.svg import median
 from benchlab.schema.comparison import Comparison, MetricComparison, Outcome
 from benchlab.schema.metrics import metric_info
@@ -115,18 +117,18 @@ class _Line:
     first: bool
 
 
-def _job_text(metric: MetricComparison) -> str:
+def _job_text(metric: MetricComparison, labels: ConfigLabels) -> str:
     """The job as the run's tables name it: ``mobilenet_v2 @ executorch[xnnpack,int8]`` for
     ``mobilenet_v2/default @ executorch[delegate=xnnpack,precision=int8]`` (the test left out
-    when it is ``default``, the framework's option values without their names)."""
+    when it is ``default``, each option shown as its framework declares: :func:`config_label`)."""
     prefix = f"{metric.model}/{metric.test} @ "
     if not metric.job.startswith(prefix):
         return metric.job
     framework = metric.job.removeprefix(prefix)
     name, bracket, options = framework.partition("[")
     if bracket and options.endswith("]"):
-        values = ",".join(part.partition("=")[2] or part for part in options[:-1].split(","))
-        framework = f"{name}[{values}]"
+        config = dict(part.partition("=")[::2] for part in options[:-1].split(","))
+        framework = config_label(name, config, labels)
     return f"{job_name(metric.model, metric.test)} @ {framework}"
 
 
@@ -147,8 +149,9 @@ def _value(metric: MetricComparison, value: float) -> str:
 
 def _comparison_columns(comparison: Comparison) -> list[Column[_Line]]:
     level = comparison.metrics[0].estimate.ci_level if comparison.metrics else 0.95
+    labels = ConfigLabels()
     return [
-        Column.words("job", lambda r: _job_text(r.metric) if r.first else "", key=True),
+        Column.words("job", lambda r: _job_text(r.metric, labels) if r.first else "", key=True),
         Column.words("metric", lambda r: _metric_text(r.metric), key=True),
         Column.words("mode", lambda r: r.metric.mode.value, wide=True),
         Column("n", lambda r: str(r.metric.estimate.n_pairs), wide=True,

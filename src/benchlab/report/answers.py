@@ -27,7 +27,7 @@ from itertools import combinations
 from typing import Any
 
 from benchlab.report.columns import Column, html_section, job_name, rich_table
-from benchlab.report.matrix import Cell, cell_of, devices_of
+from benchlab.report.matrix import Cell, cells_of, devices_of
 from benchlab.schema.metrics import METRICS
 from benchlab.schema.result import EnvKey, Metric, Result
 
@@ -314,7 +314,7 @@ def answer_spread_table(results: Sequence[Result],
     down, devices across, each device's SQNR and top-1 agreement, whether the devices'
     answers differ (:func:`check_pair`) and the largest SQNR gap; the caption names each
     device's int8 instructions. ``None`` for one device or when no job was scored."""
-    cells = [cell_of(r) for r in results]
+    cells = cells_of(results)
     devices = devices_of(cells)
     instructions = device_instructions(results)
     rows = answer_spread(cells, instructions)

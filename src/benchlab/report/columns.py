@@ -10,7 +10,8 @@ number or a header: the key columns (the row's name: model, framework, device) a
 of sentences fold onto more lines, never below a few characters; when the numbers still do not
 fit, the table is drawn as parts, each with the key columns and as many of the others, in their
 order, as fit (:class:`FittedTable`). A column marked ``wide`` is left out of the terminal's
-table unless ``--wide`` asks for every column; the HTML report always has it.
+table unless ``--wide`` asks for every column; the HTML report always has it (the
+matrix report's table, once some row has a number in it: :func:`filled_columns`).
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from benchlab.report.svg import esc
 from benchlab.schema.metrics import METRICS
 from benchlab.schema.result import Metric
 
-__all__ = ["Column", "FittedTable", "JobRow", "html_section", "html_table", "job_columns",
-           "job_name", "legend", "pack_parts", "rich_table", "shown_columns"]
+__all__ = ["Column", "FittedTable", "JobRow", "filled_columns", "html_section", "html_table",
+           "job_columns", "job_name", "legend", "pack_parts", "rich_table", "shown_columns"]
 
 Row = TypeVar("Row")
 
@@ -254,6 +255,13 @@ def html_section(anchor: str, title: str, blurb: str, columns: Sequence[Column[J
         for model in dict.fromkeys(row.model for row in rows):
             parts += plots(model, [row for row in rows if row.model == model])
     return "\n".join(parts)
+
+
+def filled_columns(columns: Sequence[Column[Row]], rows: Sequence[Row]) -> list[Column[Row]]:
+    """``columns`` less the columns of numbers that no row has a value in (every cell ``-``);
+    columns of words stay, even empty: they name the row."""
+    return [column for column in columns
+            if not column.number or any(column.text(row) not in ("", "-") for row in rows)]
 
 
 def html_table(columns: Sequence[Column[Row]], rows: Sequence[Row], *,

@@ -106,7 +106,7 @@ def doctor_tables(diagnosis: Any) -> list[Table]:
     plugins = Table(title="frameworks and targets", header_style="bold")
     for name in ("kind", "name", "available", "version", "why not / device"):
         plugins.add_column(name, overflow="fold")
-    from benchlab.targets.doctor import device_summary
+    from benchlab.targets.environment import device_summary
 
     for p in diagnosis.plugins:
         detail = p.reason or (device_summary(p.device) if p.device else "")

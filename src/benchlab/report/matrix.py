@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from benchlab.plugins import ConfigLabels
 from benchlab.report.columns import Column, job_name, rich_table
 from benchlab.schema.diagnosis import Coverage, LayerTable
 from benchlab.report.svg import median
@@ -26,6 +27,7 @@ __all__ = [
     "Cell",
     "Spread",
     "cell_of",
+    "cells_of",
     "config_label",
     "device_spread",
     "device_spread_table",
@@ -48,10 +50,13 @@ COLUMN_UNITS: dict[Metric, str] = {metric: METRICS[metric].unit for metric in (
     Metric.ENERGY_PER_INFERENCE, Metric.POWER)}
 
 
-def config_label(framework: str, config: Mapping[str, Any]) -> str:
-    """``executorch[xnnpack,int8]``: the framework with its option values, short."""
-    values = ",".join(str(v) for _, v in sorted(config.items()))
-    return f"{framework}[{values}]" if values else framework
+def config_label(framework: str, config: Mapping[str, Any],
+                 labels: ConfigLabels | None = None) -> str:
+    """``executorch[xnnpack,int8]``, ``onnxruntime[int8,threads=4]``: the framework with its
+    options, each shown as its declaration says (``key=value`` unless declared bare:
+    :class:`~benchlab.plugins.ConfigLabels`). ``labels``: one shared across a
+    table, so each framework's declaration is looked up once."""
+    return (labels or ConfigLabels())(framework, config)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +219,15 @@ def other_metric_names(cells: Sequence[Cell]) -> list[str]:
     return list(dict.fromkeys(name for cell in cells for name in cell.other))
 
 
-def cell_of(result: Result) -> Cell:
+def cells_of(results: Sequence[Result]) -> list[Cell]:
+    """:func:`cell_of` of every result, in order, the labels from one
+    :class:`~benchlab.plugins.ConfigLabels`."""
+    labels = ConfigLabels()
+    return [cell_of(result, labels) for result in results]
+
+
+def cell_of(result: Result, labels: ConfigLabels | None = None) -> Cell:
+    """One result as a :class:`Cell` (``labels``: as for :func:`config_label`)."""
     ident, details, s = result.identity, result.details, result.summaries
     columns = _Columns(s)
     latency = s.get(LATENCY_KEY)
@@ -237,7 +250,8 @@ def cell_of(result: Result) -> Cell:
         rounds = tuple(v for v in in_ms if v is not None)
     return Cell(
         model=ident.model_name, test=ident.test_identifier, framework=ident.framework,
-        label=config_label(ident.framework, ident.framework_config), status=result.status,
+        label=config_label(ident.framework, ident.framework_config, labels),
+        status=result.status,
         error=result.error, device=ident.device_label,
         emulated=result.environment.get(EnvKey.EMULATED), precision=_precision(result), p50=p50,
         p90=columns.get(Metric.LATENCY, "p90"),
@@ -315,7 +329,7 @@ def ratio_verdict(ratio: PairedRatio) -> str:
 
 def matrix_cells(results: Sequence[Result]) -> list[Cell]:
     """One :class:`Cell` per result, ordered by model, then framework label, then device."""
-    cells = [cell_of(r) for r in results]
+    cells = cells_of(results)
     order = {m: i for i, m in enumerate(dict.fromkeys(c.model for c in cells))}
     devices = {d: i for i, d in enumerate(dict.fromkeys(c.device for c in cells))}
     return sorted(cells, key=lambda c: (order[c.model], c.test, c.label, devices[c.device]))
@@ -397,7 +411,7 @@ def device_spread_table(results: Sequence[Result], title: str = "across devices"
     across, each device's p50 in ms (the fastest in bold) and how many times slower the
     slowest device is than the fastest; ``None`` for results of one device. Too many devices
     for the terminal, it is drawn in parts, each with the model and backend."""
-    cells = [cell_of(r) for r in results]
+    cells = cells_of(results)
     devices = devices_of(cells)
     if len(devices) < 2:
         return None

@@ -25,7 +25,7 @@ from benchlab.report.matrix import (
     per_device,
 )
 from benchlab.schema.diagnosis import coverage_warning
-from benchlab.report.columns import Column, html_table
+from benchlab.report.columns import Column, filled_columns, html_table
 from benchlab.report.explain import diagnosis_html
 from benchlab.schema.result import EnvKey, Metric
 from benchlab.report.svg import CSS, LEFT, RIGHT, WIDTH, esc, num, short, svg, write_page
@@ -284,8 +284,10 @@ def _columns(changes: Mapping[tuple[str, str], str]) -> tuple[Column[Cell], ...]
 
 
 def _table(cells: Sequence[Cell], changes: Mapping[tuple[str, str], str]) -> list[str]:
-    """One row per cell; a failed cell's error across its numbers."""
-    return html_table(_columns(changes), cells,
+    """One row per cell; a failed cell's error across its numbers. A column of numbers no
+    cell has is left out, as the terminal's table leaves it out: a column for every metric
+    would not fit a window, and a reader looks for the numbers the run has."""
+    return html_table(filled_columns(_columns(changes), cells), cells,
                       failure=lambda cell: None if cell.ok else cell.error or "")
 
 
@@ -411,14 +413,15 @@ def matrix_html(
                  "requests per call ÷ p50; error columns compare each backend's outputs with "
                  "the reference (PyTorch fp32 for zoo models).</p>")
     if cells:
-        parts += ["<h2>Latency at a glance</h2>", *_heat(cells),
+        parts += ["<h2>Latency at a glance</h2>", '<div class="wide">', *_heat(cells), "</div>",
                   '<p class="sub">p50 per cell; ×: times the model\'s fastest backend, the '
                   "ratio of the two backends' process medians paired round by round (each "
                   "round measured every cell once, so a drift of the machine cancels), with "
                   "its 95% interval; ≈: a tie with the fastest (the interval inside ×0.97–"
                   "×1.03); ?: not decided (the interval holds ×1 but is wider).</p>"]
         if len(devices) > 1:
-            parts += ["<h2>Across devices</h2>", *_spread(spread, devices),
+            parts += ["<h2>Across devices</h2>", '<div class="wide">',
+                      *_spread(spread, devices), "</div>",
                       f'<p class="sub">{len(devices)} devices; p50 per device, shaded by how '
                       "far it is from the fastest device of its row; ×: the slowest device's "
                       "p50 ÷ the fastest's.</p>"]
@@ -498,10 +501,10 @@ def runtime_change_notes(
     ``previous_points``); the note names both versions and both medians.
     """
     from benchlab.report.history import RuntimeChange
-    from benchlab.report.matrix import cell_of, per_device, summary_ms
+    from benchlab.report.matrix import cells_of, per_device, summary_ms
 
     notes: dict[tuple[str, str], str] = {}
-    cells = per_device([cell_of(result) for result in results])
+    cells = per_device(cells_of(results))
     for result, cell in zip(results, cells, strict=True):
         before = previous.get(result.identity.key)
         if before is None or before.runtime_version == cell.runtime_version:

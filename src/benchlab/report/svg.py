@@ -39,10 +39,13 @@ RIGHT = 200  # gutter for the numbers printed beside each row
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
            "#17becf", "#7f7f7f", "#bcbd22")
 
+# The page grows with the window (to 1800 px) so that wide tables use it before they scroll
+# in their box; sentences keep a measure one can read.
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;
 color:#222;margin:0;background:#fafafa}
-main{max-width:1000px;margin:0 auto;padding:16px 20px 40px;background:#fff}
+main{max-width:1800px;margin:0 auto;padding:16px 24px 40px;background:#fff}
+main>p,main>ul{max-width:75em}
 h1{font-size:22px;margin:8px 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid
 #ddd;padding-bottom:4px}h3{font-size:15px;margin:24px 0 2px}h4{font-size:13px;margin:10px 0 2px}
 .sub{color:#555;margin:2px 0 8px}.facts span{display:inline-block;margin:2px 14px 2px 0}

@@ -22,7 +22,7 @@ from benchlab.schema.diagnosis import coverage_warning
 from benchlab.schema.metrics import milliseconds
 from benchlab.report.matrix import (
     Cell,
-    cell_of,
+    cells_of,
     devices_of,
     fastest_ratios,
     other_metric_names,
@@ -318,7 +318,7 @@ def results_table(results: Sequence[Result], title: str = "benchlab results",
     """
     if part not in (*TABLE_PARTS, "all"):
         raise ValueError(f"part must be one of {TABLE_PARTS} or 'all', not {part!r}")
-    cells = [cell_of(r) for r in results]
+    cells = cells_of(results)
     extra = [
         ("prec", any(c.precision != "fp32" or c.size is not None for c in cells)),
         ("size", any(c.size is not None for c in cells)),

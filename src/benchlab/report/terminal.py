@@ -19,6 +19,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
+from benchlab.report.matrix import Cell, cells_of
 from benchlab.report.matrix import cell_of as _cell_of
 from benchlab.schema.diagnosis import coverage_warning
 from benchlab.report.explain import diagnosis_lines
@@ -107,14 +108,15 @@ def result_notes(results: Sequence[Result], *, warnings: bool = True) -> list[st
     ``warnings``; :func:`noise_line` sums them up in one line), each metric whose unit its
     column cannot show."""
     notes: list[str] = []
-    for result in results:
+    cells = cells_of(results)
+    for result, cell in zip(results, cells):
         label = result.identity.label
         if result.error:
             notes.append(f"{label}: {result.status.value}: {result.error}")
         latency = result.summaries.get(LATENCY_KEY)
         for warning in latency.warnings if latency and warnings else ():
             notes.append(f"{label}: {warning}")
-        notes += [f"{label}: {note}" for note in _cell_of(result).unit_notes]
+        notes += [f"{label}: {note}" for note in cell.unit_notes]
         stop = result.stop_reason
         if latency is not None and stop in (StopReason.TARGET_CI_REACHED,
                                             StopReason.TIME_BUDGET_EXHAUSTED):
@@ -126,7 +128,7 @@ def result_notes(results: Sequence[Result], *, warnings: bool = True) -> list[st
                          f"{latency.count} samples")
         for flag in device_flags(result):
             notes.append(f"{label}: device {flag['flag'].replace('_', ' ')}: {flag['detail']}")
-        notes += [f"{label}: {line}" for line in diagnosis_lines(_cell_of(result))]
+        notes += [f"{label}: {line}" for line in diagnosis_lines(cell)]
         energy = result.energy
         if energy is not None:
             if energy.get("status") == "ok":
@@ -136,17 +138,17 @@ def result_notes(results: Sequence[Result], *, warnings: bool = True) -> list[st
                              + (f"; {energy['warning']}" if energy.get("warning") else ""))
             else:
                 notes.append(f"{label}: energy unavailable: {energy.get('reason')}")
-    notes += _random_calibration_notes(results)
+    notes += _random_calibration_notes(results, cells)
     return notes
 
 
-def _random_calibration_notes(results: Sequence[Result]) -> list[str]:
+def _random_calibration_notes(results: Sequence[Result], cells: Sequence[Cell]) -> list[str]:
     """One line per user's model whose int8 cells calibrated on seeded random inputs: their
     error is the recipe's on noise, not on the data the model will see."""
     models = dict.fromkeys(
-        r.identity.model_name for r in results
+        r.identity.model_name for r, cell in zip(results, cells)
         if r.model_info.get("given") and r.model_info.get("inputs") == "random"
-        and _cell_of(r).precision == "int8")
+        and cell.precision == "int8")
     return [f"{model}: int8 calibrated on seeded random inputs says little about accuracy on "
             "real data: give your own with --inputs data.npz" for model in models]
 

@@ -52,6 +52,8 @@ class RunnerConfig(BaseModel):
     backend: str = Field(description="module:Class of the runtime backend to load")
     runtime: str | None = Field(None, description="the pip distribution of the runtime the "
                                 "backend drives, whose loaded libraries are its code size")
+    runtime_module: str | None = Field(None, description="the runtime's import name (its "
+                                       "framework's requires), named when it is missing")
     model_path: str | None = None
     entry: str | None = None
     inputs: list[InputConfig] = Field(default_factory=list)

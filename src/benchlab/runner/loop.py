@@ -184,7 +184,7 @@ def load_backend(path: str, config: RunnerConfig) -> RuntimeBackend:
     except ModuleNotFoundError as missing:
         if not missing.name or missing.name.split(".")[0] == "benchlab":
             raise
-        raise RuntimeMissing(module_name, missing.name) from None
+        raise RuntimeMissing(module_name, missing.name, config) from None
     return getattr(module, class_name)(config)
 
 
@@ -192,10 +192,14 @@ class RuntimeMissing(Exception):
     """The runtime a backend needs is not installed for this Python (a new board, a phone's
     Termux, a fresh venv): says which runtime, which module, and what to install."""
 
-    def __init__(self, backend_module: str, module: str) -> None:
+    def __init__(self, backend_module: str, module: str, config: RunnerConfig) -> None:
         framework = framework_of(backend_module)
         top = module.split(".")[0]
-        distribution = _distribution(framework, top)
+        # The harness says which runtime the framework drives (its ``requires``): that
+        # module's pip name may differ from its import name (ai_edge_litert → ai-edge-litert);
+        # any other module (a runtime's own dependency) goes by its import name.
+        distribution = (config.runtime if config.runtime and top == config.runtime_module
+                        else top.replace("_", "-"))
         super().__init__(
             f"{framework} needs {top!r}, not installed here: {sys.executable} -m pip install "
             f"{distribution} (Python {sys.version.split()[0]} on {os.uname().machine})")
@@ -206,20 +210,6 @@ def framework_of(backend_module: str) -> str:
     names the one the user asked for; any other module names itself."""
     parts = backend_module.split(".")
     return parts[2] if len(parts) > 2 and parts[1] == "frameworks" else backend_module
-
-
-def _distribution(framework: str, module: str) -> str:
-    """The pip name of ``module``: the framework's own ``requires`` names its runtime's
-    distribution (``ai_edge_litert`` → ``ai-edge-litert``); any other module (a runtime's own
-    dependency, a backend outside the registry) goes by its import name."""
-    from benchlab.errors import BenchlabError
-    from benchlab.plugins import load_framework
-
-    try:
-        runtime, distribution, _extra = load_framework(framework).requires
-    except (BenchlabError, AttributeError, TypeError, ValueError):
-        return module.replace("_", "-")
-    return distribution if runtime == module else module.replace("_", "-")
 
 
 def _attribution_lines(path: str, got: list[list[np.ndarray]],

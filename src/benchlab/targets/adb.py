@@ -27,7 +27,8 @@ from typing import Any
 
 from benchlab.errors import InfrastructureError, UsageError
 from benchlab.schema.result import EnvKey
-from benchlab.targets.base import Availability, CommandResult, RunRequest
+from benchlab.schema.availability import Availability
+from benchlab.targets.base import CommandResult, RunRequest
 from benchlab.targets.remote import ShellTarget
 
 __all__ = ["AdbDevice", "AdbTarget", "list_devices", "parse_devices", "parse_getprop"]

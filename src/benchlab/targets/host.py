@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.targets.environment import capture_host_environment, parse_cpu_list
-from benchlab.targets.base import Availability, CommandResult, RunRequest
+from benchlab.schema.availability import Availability
+from benchlab.targets.base import CommandResult, RunRequest
 from benchlab.targets.probe import PROBE_SCRIPT, parse_probe, state_facts
 
 __all__ = ["HostTarget"]

@@ -27,7 +27,7 @@ from typing import Any
 
 from benchlab.errors import InfrastructureError, UsageError
 from benchlab.schema.result import EnvKey
-from benchlab.targets.base import Availability
+from benchlab.schema.availability import Availability
 from benchlab.targets.boardcpu import CPU_SCRIPT, board_cpu
 from benchlab.targets.probe import state_facts
 from benchlab.targets.remote import ShellTarget

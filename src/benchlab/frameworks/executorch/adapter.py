@@ -39,6 +39,13 @@ from benchlab.frameworks.common import (
     select_file_key,
 )
 from benchlab.frameworks.native import executor_runner_argv, parse_executor_runner
+from benchlab.frameworks.options import (
+    FILE,
+    NATIVE_TOOL_OPTIONS,
+    THREADS,
+    FrameworkOption,
+    precision_option,
+)
 from benchlab.spec.types import FrameworkConfig, ModelDef
 
 __all__ = [
@@ -126,6 +133,18 @@ class ExecuTorchFramework(RunnerFramework):
     #: fp32, and ExecuTorch's Llama export's 8-bit dynamic activations, 4-bit weights.
     generative_precisions = {"fp32": "decoder_pte", "8da4w": "decoder_pte_8da4w"}
     generative_options = frozenset({"threads", "precision"})
+    declared_options = (
+        FrameworkOption("delegate", str, "which program: pte_xnnpack (lowered to XNNPACK) or "
+                        "pte_portable (the portable kernels); the file must exist (default: "
+                        "pte_xnnpack, else the first .pte)", choices=DELEGATES, bare=True),
+        precision_option((*PRECISIONS, "8da4w"),
+                         "int8 runs pte_<delegate>_int8; a text generator runs fp32 or 8da4w "
+                         "(8-bit dynamic activations, 4-bit weights)"),
+        FILE,
+        THREADS,
+        FrameworkOption("method", str, "the program's method to run", default="forward"),
+        *NATIVE_TOOL_OPTIONS,
+    )
 
     def why_not_generative(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
         """A known precision, then the base checks (its program present)."""

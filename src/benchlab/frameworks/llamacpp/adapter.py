@@ -20,6 +20,7 @@ from benchlab.frameworks.llamacpp.device import (
     stage_device_files,
     uses_device_runner,
 )
+from benchlab.frameworks.options import THREADS, FrameworkOption, precision_option
 from benchlab.protocol.lines import ParsedOutput
 from benchlab.spec.types import FrameworkConfig, ModelDef
 from benchlab.targets.base import CommandResult
@@ -34,21 +35,12 @@ CACHE_TYPES = ("f16", "f32", "q8_0")
 
 
 class LlamaCppFramework(RunnerFramework):
-    """Options: ``threads`` (or the test's; prefill and decode alike), ``precision`` (``fp32``,
-    the default, ``q8_0``, ``q4_0`` or ``q4_k_m``: which GGUF file), ``n_batch`` (tokens per ``llama_decode``,
-    512), ``flash_attn`` (``false``, llama-cpp-python's default, or ``true``),
-    ``cache_type`` (the key/value cache's element type: ``f16``, llama.cpp's default,
-    ``f32`` or ``q8_0``), ``n_ctx`` (the context of each sequence; by default what the test
-    needs), ``parallel`` (sequences decoded together, llama-server's ``-np``, 1: a load
-    scenario's server batches its queries on them), ``poll``
-    (the threadpool's polling level, 0-100, 50 as llama.cpp's tools; ``none`` attaches no
-    pool).
+    """llama.cpp through ``llama-cpp-python``; its options are ``declared_options``
+    (``benchlab frameworks llamacpp``).
 
     On a target without Python (a phone) it runs benchlab's own native runner instead,
-    built for the device's CPU (``device.py``); ``runner`` (``auto``, ``python`` or
-    ``native``) chooses, ``arch`` sets the CPU level it is built for (aarch64:
-    ``armv8-a`` by default, ``armv8.2-a+dotprod``...), ``sources`` builds it from a llama.cpp
-    folder of the user's instead of ``llama-cpp-python``'s sdist."""
+    built for the device's CPU (``device.py``): ``runner``, ``arch`` and ``sources`` are
+    about that runner."""
 
     name = "llamacpp"
     requires = ("llama_cpp", "llama-cpp-python", "llamacpp")
@@ -60,6 +52,31 @@ class LlamaCppFramework(RunnerFramework):
     generative_options = frozenset({"threads", "precision", "n_batch", "flash_attn",
                                     "cache_type", "n_ctx", "parallel", "poll"}
                                    | DEVICE_ONLY_OPTIONS)
+    declared_options = (
+        THREADS,
+        precision_option(tuple(GGUF_FILES), "which GGUF file: the zoo's fp32 one or "
+                         "llama.cpp's quantizations of it"),
+        FrameworkOption("n_batch", int, "tokens per llama_decode", default=512, minimum=1),
+        FrameworkOption("flash_attn", bool, "flash attention (llama-cpp-python's default: "
+                        "off)", default=False),
+        FrameworkOption("cache_type", str, "the key/value cache's element type (q8_0 needs "
+                        "flash_attn=true)", default=CACHE_TYPES[0], choices=CACHE_TYPES),
+        FrameworkOption("n_ctx", int, "the context of each sequence (default: what the test "
+                        "needs)", minimum=1),
+        FrameworkOption("parallel", int, "sequences decoded together (llama-server's -np): a "
+                        "load scenario's server batches its queries on them", default=1,
+                        minimum=1),
+        FrameworkOption("poll", int, "the threadpool's polling level, as llama.cpp's tools "
+                        "(none: attach no pool)", default=50, minimum=0, maximum=100,
+                        words=("none",)),
+        FrameworkOption("runner", str, "python: benchlab's runner; native: benchlab's own "
+                        "llama.cpp runner built for the device; auto: native where the target "
+                        "has no Python", default=RUNNERS[0], choices=RUNNERS),
+        FrameworkOption("arch", str, "the CPU level the native runner is built for (aarch64: "
+                        "armv8-a by default, armv8.2-a+dotprod...)"),
+        FrameworkOption("sources", str, "a llama.cpp folder to build the native runner from "
+                        "(default: llama-cpp-python's sdist)"),
+    )
 
     def why_not_generative(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
         """The base checks (options known, the file of ``precision`` present), then each

@@ -20,6 +20,13 @@ from benchlab.frameworks.common import (
     select_file_key,
 )
 from benchlab.frameworks.native import parse_perf_test, perf_test_argv
+from benchlab.frameworks.options import (
+    FILE,
+    NATIVE_TOOL_OPTIONS,
+    THREADS,
+    FrameworkOption,
+    precision_option,
+)
 from benchlab.spec.types import FrameworkConfig, ModelDef
 
 __all__ = ["FP32_KEY", "INT8_KEY", "OnnxRuntimeFramework"]
@@ -29,10 +36,8 @@ FP32_KEY, INT8_KEY = "onnx", "onnx_int8"
 
 
 class OnnxRuntimeFramework(RunnerFramework):
-    """Options: ``providers``, ``graph_optimization_level``, ``intra_op_threads``,
-    ``inter_op_threads``, ``precision`` (``fp32``/``int8``: which file), ``file``,
-    ``thread_pool`` (``session``, the default, or ``global``: one process-wide pool),
-    ``spinning`` (``true``, the default: idle intra-op threads spin)."""
+    """An ONNX Runtime session in benchlab's runner, or ``onnxruntime_perf_test`` with
+    ``binary=``; its options are ``declared_options`` (``benchlab frameworks onnxruntime``)."""
 
     name = "onnxruntime"
     backend = "benchlab.frameworks.onnxruntime.backend:OnnxRuntimeBackend"
@@ -48,6 +53,30 @@ class OnnxRuntimeFramework(RunnerFramework):
     generative_options = frozenset({"threads", "intra_op_threads", "graph_optimization_level",
                                     "precision"})
     generative_precisions = {"fp32": DECODER_ONNX_KEY, "int8": DECODER_ONNX_INT8_KEY}
+    declared_options = (
+        FrameworkOption("providers", str, "execution providers in order (A+B on the command "
+                        "line); one not available here fails the job rather than falling "
+                        "back to the CPU", default="CPUExecutionProvider", several=True),
+        FrameworkOption("graph_optimization_level", str, "how far ONNX Runtime rewrites the "
+                        "graph at load", default="all",
+                        choices=("disable", "basic", "extended", "all")),
+        FrameworkOption("intra_op_threads", int, "the intra-op pool's threads (default: "
+                        "threads, else ONNX Runtime's own choice)", minimum=1),
+        FrameworkOption("inter_op_threads", int, "the inter-op pool's threads", default=1,
+                        minimum=1),
+        FrameworkOption("thread_pool", str, "session: each session its own intra-op pool; "
+                        "global: one pool per process, shared by every session (how compare "
+                        "runs two sides in one process)", default="session",
+                        choices=("session", "global")),
+        FrameworkOption("spinning", bool, "whether idle intra-op threads spin "
+                        "(session.intra_op.allow_spinning)", default=True),
+        precision_option(("fp32", "int8"), f"which .onnx file: the {FP32_KEY!r} one, or the "
+                         f"int8 {INT8_KEY!r} one, which must exist"),
+        FILE,
+        THREADS,
+        FrameworkOption("execution_provider", str, "onnxruntime_perf_test's -e (with binary=)"),
+        *NATIVE_TOOL_OPTIONS,
+    )
 
 
     def defaults(self, model: ModelDef) -> list[FrameworkConfig] | Unsupported:

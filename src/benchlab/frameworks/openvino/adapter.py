@@ -50,6 +50,13 @@ from benchlab.frameworks.common import (
     select_file_key,
 )
 from benchlab.frameworks.openvino.options import HINTS, PRECISIONS, canonical_precision
+from benchlab.frameworks.options import (
+    FILE,
+    NATIVE_TOOL_OPTIONS,
+    THREADS,
+    FrameworkOption,
+    precision_option,
+)
 from benchlab.spec.types import FrameworkConfig, ModelDef
 
 __all__ = [
@@ -150,6 +157,19 @@ class OpenVinoFramework(RunnerFramework):
     # int8 runs the int8 ONNX graph (its weights int8, OpenVINO's arithmetic in fp32 around
     # them); bf16/fp16 are inference precisions of the fp32 graph.
     generative_precisions = {"int8": DECODER_ONNX_INT8_KEY}
+    declared_options = (
+        precision_option((*PRECISIONS, *generative_precisions), "OpenVINO's "
+                         "INFERENCE_PRECISION_HINT, always set (the CPU plugin's own default is "
+                         "bf16 wherever the CPU has it); int8: a text generator's int8 graph"),
+        FrameworkOption("hint", str, "latency: one request at a time; throughput: as many "
+                        "requests in flight as OpenVINO recommends, one timed call runs them "
+                        "all", default=HINTS[0], choices=HINTS),
+        THREADS,
+        FrameworkOption("streams", int, "NUM_STREAMS (default: OpenVINO's for the hint)",
+                        minimum=1, words=("auto",)),
+        FILE,
+        *NATIVE_TOOL_OPTIONS,
+    )
 
     def defaults(self, model: ModelDef) -> list[FrameworkConfig] | Unsupported:
         """fp32 at the latency hint; bf16 and throughput are variants to ask for."""

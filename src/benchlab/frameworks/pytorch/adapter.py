@@ -37,6 +37,7 @@ from benchlab.frameworks.common import (
     file_keys_with_suffix,
     select_file_key,
 )
+from benchlab.frameworks.options import FILE, THREADS, FrameworkOption, precision_option
 from benchlab.frameworks.pytorch.options import (
     DEFAULT_MODES,
     ENTRY_MODES,
@@ -99,7 +100,20 @@ class PyTorchFramework(RunnerFramework):
     requires = ("torch", "torch", None)
     generative_backend = "benchlab.frameworks.pytorch.generative:TorchDecoder"
     generative_options = frozenset({"threads", "mode"})
-
+    declared_options = (
+        FrameworkOption("mode", str, "eager and compile build model.entry (compile wraps it in "
+                        "torch.compile); torchscript, export and aoti run a file. Without "
+                        "options every mode the model's files allow runs, but compile",
+                        default="eager", choices=MODES, bare=True),
+        precision_option(PRECISIONS, "bf16: torch.autocast to bfloat16 around each call "
+                         "(eager and compile modes)"),
+        FrameworkOption("backend", str, "torch.compile's backend (compile mode)",
+                        default="inductor"),
+        FrameworkOption("compile_mode", str, "torch.compile's mode (compile mode; default: "
+                        "torch's own)"),
+        THREADS,
+        FILE,
+    )
 
     def why_not(self, model: ModelDef, options: Mapping[str, Any]) -> str | None:
         mode = str(options.get("mode", "eager"))

@@ -41,6 +41,13 @@ from benchlab.frameworks.common import (
     select_file_key,
 )
 from benchlab.frameworks.native import benchmark_model_argv, parse_benchmark_model
+from benchlab.frameworks.options import (
+    FILE,
+    NATIVE_TOOL_OPTIONS,
+    THREADS,
+    FrameworkOption,
+    precision_option,
+)
 from benchlab.frameworks.native.litert_benchmark import (
     is_litert_benchmark,
     litert_benchmark_argv,
@@ -123,6 +130,15 @@ class TfliteFramework(RunnerFramework):
     # generative converter (the model re-authored with a static cache), which is not built.
     no_generative_reason = ("LiteRT generates through litert-lm and its .litertlm bundles; "
                             "benchlab does not write one from the zoo's decoders yet")
+    declared_options = (
+        THREADS,
+        FrameworkOption("xnnpack", bool, "true applies LiteRT's default XNNPACK delegate; "
+                        "false runs the built-in kernels only", default=True),
+        precision_option(PRECISIONS, f"which .tflite file: fp32, or int8 (the {INT8_KEY!r} "
+                         "file, which must exist)"),
+        FILE,
+        *NATIVE_TOOL_OPTIONS,
+    )
 
     def defaults(self, model: ModelDef) -> list[FrameworkConfig] | Unsupported:
         """The fp32 file, plus the int8 variant when the model has one."""

@@ -47,7 +47,7 @@ def create_app(url: str, *, anonymous_read: bool = True) -> FastAPI:
     app = FastAPI(title="benchlab lab", version="1", lifespan=lifespan,
                   description="Devices, jobs, results and their pages for a benchlab lab.")
     app.state.settings = ServerSettings(anonymous_read=anonymous_read)
-    from benchlab.lab.server import api, ingest, pages
+    from benchlab.lab.server import api, ingest, login, page_actions, pages, views_api
 
     from procrastinate.exceptions import ConnectorException
 
@@ -55,7 +55,7 @@ def create_app(url: str, *, anonymous_read: bool = True) -> FastAPI:
     app.add_exception_handler(ConnectorException, _database_unavailable)
     app.include_router(api.router)
     app.include_router(ingest.router)
-    pages.install(app)
+    pages.install(app, beside=[login.router, page_actions.router, views_api.router])
     return app
 
 

@@ -42,19 +42,17 @@ _PALETTE = ("#3b6fb6", "#e07b39", "#2e7d32", "#8e44ad", "#00838f", "#f9a825", "#
 router = APIRouter(dependencies=[Depends(page_reader)], include_in_schema=False)
 
 
-def install(app: FastAPI) -> None:
-    """Add the pages, their JSON twins (``/api/v1``), signing in, the pages' admin forms and
+def install(app: FastAPI, beside: Sequence[APIRouter] = ()) -> None:
+    """Add the pages, the routers ``beside`` them (signing in, the pages' admin forms, their
+    JSON twins under ``/api/v1``: the app names them, as they render with this module) and
     ``/static`` to ``app``."""
-    from benchlab.lab.server import login, page_actions, views_api
-
     templates = Jinja2Templates(directory=str(_HERE / "templates"))
     templates.env.filters.update(age=age, when=when, num=fmt, pct=pct)
     app.state.lab_templates = templates
     app.include_router(router)
-    app.include_router(login.router)
-    app.include_router(page_actions.router)
+    for other in beside:
+        app.include_router(other)
     app.add_exception_handler(PageRefusal, _refused)
-    app.include_router(views_api.router)
     app.mount("/static", StaticFiles(directory=str(_HERE / "static")), name="lab-static")
 
 

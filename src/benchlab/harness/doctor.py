@@ -18,7 +18,10 @@ from benchlab.plugins import (
     open_target,
     parse_plugin_text,
 )
-from benchlab.schema.result import EnvKey
+
+# Its home is beside the facts it summarises; named here too for scripts that took it from
+# ``benchlab.doctor`` before the folders (tests/public_names_before_folders.json).
+from benchlab.targets.environment import device_summary
 
 __all__ = ["Diagnosis", "PluginStatus", "device_summary", "diagnose"]
 
@@ -70,42 +73,6 @@ def _target_statuses(label: str, plugin: Any) -> list[PluginStatus]:
         return [PluginStatus("target", label, False, None, str(exc))]
     return [PluginStatus("target", label, available.ok, available.version, available.reason,
                          device)]
-
-
-def device_summary(device: dict[str, Any]) -> str:
-    """One line saying what a target's device is: CPU/SoC, cores, clusters, OS, heat, battery."""
-    parts: list[str] = []
-    if device.get(EnvKey.TARGET) == "adb":
-        parts.append(f"{device.get(EnvKey.MANUFACTURER) or ''} "
-                     f"{device.get(EnvKey.MODEL) or '?'}".strip())
-        soc_names = (device.get(EnvKey.SOC_MANUFACTURER), device.get(EnvKey.SOC_MODEL))
-        soc = (" ".join(str(x) for x in soc_names if x) or device.get(EnvKey.BOARD)
-               or device.get(EnvKey.HARDWARE))
-        parts += [f"SoC {soc}" if soc else "", device.get(EnvKey.ABI) or "",
-                  f"Android {device.get(EnvKey.ANDROID)} (SDK {device.get(EnvKey.SDK)})"]
-    else:
-        parts += [device.get(EnvKey.HOSTNAME) or "", device.get(EnvKey.CPU_MODEL) or "",
-                  device.get(EnvKey.OS) or ""]
-    clusters = device.get(EnvKey.CLUSTERS) or []
-    if clusters:
-        parts.append(" + ".join(
-            f"{_count(c['cpus'])}×{c['hw_max_khz'] / 1e6:.2f} GHz" for c in clusters
-        ))
-    elif device.get(EnvKey.CPU_COUNT):
-        parts.append(f"{device[EnvKey.CPU_COUNT]} cores")
-    temps = device.get(EnvKey.TEMPERATURES_C) or {}
-    parts.append(f"max {max(temps.values()):.1f} °C" if temps else "temperatures unreadable")
-    battery = device.get(EnvKey.BATTERY)
-    if battery:
-        parts.append(f"battery {battery.get('level_percent')}% {battery.get('status') or ''}"
-                     .strip())
-    return " · ".join(p for p in parts if p)
-
-
-def _count(cpu_list: str) -> int:
-    from benchlab.targets.environment import parse_cpu_list
-
-    return len(parse_cpu_list(cpu_list))
 
 
 def diagnose(db: str | None = None, targets: Sequence[str] = ()) -> Diagnosis:
