@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 import benchlab.report
 from benchlab.cli import commands
+from benchlab.cli import output as cli_output
 from benchlab.harness.jobrun import summarize_samples
 from benchlab.report.answers import (
     TOLERANCE,
@@ -258,7 +259,7 @@ def test_results_show_prints_the_answers_after_the_latency_spread(
     console = Console(record=True, force_terminal=True, file=io.StringIO(), width=60,
                       height=25)
     assert console.width == 60
-    monkeypatch.setattr(commands, "console", console)
+    monkeypatch.setattr(cli_output, "console", console)  # results show prints through it
     outcome = CliRunner().invoke(commands.app, ["results", "show", "--db", str(db)])
     assert outcome.exit_code == 0, outcome.output
     shown = console.export_text()

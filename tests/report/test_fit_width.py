@@ -16,6 +16,8 @@ from typer.testing import CliRunner
 import benchlab.api
 from benchlab.cli import ab as cli_ab
 from benchlab.cli import commands
+from benchlab.cli import output as cli_output
+from benchlab.cli import results as cli_results
 from benchlab.harness.jobrun import summarize_samples
 from benchlab.harness.results import Results
 from benchlab.report.ab import comparison_table
@@ -236,8 +238,8 @@ def results_console(monkeypatch: pytest.MonkeyPatch) -> Iterator[Console]:
     console = Console(width=WIDTH, height=50, record=True, force_terminal=True,
                       color_system=None, file=open("/dev/null", "w"))  # noqa: SIM115
     assert console.width == WIDTH  # whatever TERM says (see _render)
-    monkeypatch.setattr(commands, "console", console)
-    monkeypatch.setattr(cli_ab, "console", console)
+    for module in (commands, cli_ab, cli_output, cli_results):
+        monkeypatch.setattr(module, "console", console)
     yield console
     console.file.close()
 

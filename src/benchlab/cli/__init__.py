@@ -21,5 +21,6 @@ PUBLIC_MODULES = (
     "benchlab.cli.lab",
     "benchlab.cli.frameworks",
     "benchlab.cli.helptext",
+    "benchlab.cli.results",
 )
 __getattr__ = names_of(__name__, PUBLIC_MODULES, globals())

@@ -38,9 +38,9 @@ from benchlab.cli.labels import (HashPlatformMappingOption, MonsoonMapOption, Pl
 from benchlab.cli.workloads import generations_from_options, scenario_from_options
 from benchlab.cli.zoo import zoo_app
 from benchlab.errors import BenchlabError, UsageError
-from benchlab.cli.output import console, err_console
-from benchlab.schema.labels import labels_line, with_labels
-from benchlab.schema.result import LATENCY_KEY
+from benchlab.cli.output import console, err_console, print_results
+from benchlab.cli.results import results_app
+from benchlab.schema.labels import with_labels
 from benchlab.schema.settings import DEFAULT_TIME_BUDGET_S
 
 __all__ = ["app", "main"]
@@ -53,7 +53,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     cls=HelpGroup,  # every command's help tidied: escaped, FAI-PEP's spellings hidden
 )
-results_app = typer.Typer(help="List, show and export past runs.", no_args_is_help=True)
 app.add_typer(results_app, name="results")
 app.add_typer(zoo_app, name="zoo")
 app.add_typer(lab_app, name="lab")
@@ -219,7 +218,7 @@ def _run_on_lab(lab: str, sweep: Any, device: str | None, pool: str | None, *,
 
     found, ok = run_on_lab(lab, sweep, device, pool, dry_run=dry_run, detach=detach)
     if found:
-        _print_results(found, "benchlab run on the lab", warnings=warnings, wide=wide)
+        print_results(found, "benchlab run on the lab", warnings=warnings, wide=wide)
         _write_reports(found, json_dir, html, title="benchlab run on the lab", label="lab",
                        db=store_url(lab), simple_json_dir=simple_json_dir)
     raise typer.Exit(0 if ok else 1)
@@ -251,7 +250,7 @@ def _run_here(sweep: Any, *, db: str | None, resume: bool | str, quiet: bool,
         if reporter is not None:
             for line in reporter.close(ended).lines():
                 err_console.print(escape(line), highlight=False, soft_wrap=True)
-    _print_results(list(results), f"benchlab run {results.run_id}", warnings=warnings,
+    print_results(list(results), f"benchlab run {results.run_id}", warnings=warnings,
                    wide=wide)
     from benchlab.report.terminal import skipped_lines
 
@@ -296,145 +295,10 @@ def _write_reports(results: Any, json_dir: Path | None, html: Path | None, *, ti
         console.print(f"report: {path}")
 
 
-def _print_results(results: list[Any], title: str, *, warnings: bool = True,
-                   wide: bool = False) -> None:
-    from benchlab.report.answers import answer_spread_table
-    from benchlab.report.generation import generation_table
-    from benchlab.report.matrix import device_spread_table
-    from benchlab.report.scenario import scenario_table
-    from benchlab.report.tables import TABLE_PARTS
-    from benchlab.report.terminal import emulation_line, noise_line, result_notes, results_table
-
-    labels = labels_line(results)
-    if labels:  # a line of its own: in the tables' title it would wrap in a narrow terminal
-        console.print(escape(labels), highlight=False, soft_wrap=True)
-    # Latency first and never cut; the rest in tables of their own (all at once with --wide).
-    # Every table fits the terminal: too narrow for one, it is drawn in parts.
-    for part in ("all",) if wide else TABLE_PARTS:
-        table = results_table(results, title=title if part in ("all", "latency") else part,
-                              part=part)
-        if table is not None:
-            console.print(table)
-    for table in (generation_table(results, wide=wide), scenario_table(results, wide=wide)):
-        if table is not None:
-            console.print(table)
-    spread = device_spread_table(results)
-    if spread is not None:
-        console.print(spread)
-    # The same rows' accuracy: whether the devices' instruction sets changed the answer.
-    answers = answer_spread_table(results)
-    if answers is not None:
-        console.print(answers)
-    for note in result_notes(results, warnings=warnings):
-        console.print(f"[dim]· {escape(note)}[/]", highlight=False)
-    emulated = emulation_line(results)
-    if emulated:
-        console.print(f"[bold]{escape(emulated)}[/]", highlight=False, soft_wrap=True)
-    noise = noise_line(results)
-    if noise:
-        more = "" if warnings else " (every warning: --warnings)"
-        console.print(f"{escape(noise)}{more}", highlight=False, soft_wrap=True)
-
-
 # The A/B commands live in cli_ab.py; registered here so `benchlab --help` lists them after run.
 app.command()(compare)
 app.command()(track)
 app.command()(frameworks)
-
-
-@results_app.command("list")
-def results_list(
-    db: DbOption = None,
-    limit: Annotated[int, typer.Option(help="How many runs.")] = 20,
-) -> None:
-    """List recent runs."""
-    from benchlab.report.history import runs_table
-    from benchlab.store import open_store
-
-    with open_store(db) as store:
-        console.print(runs_table(store.list_runs(limit)))
-
-
-@results_app.command("show")
-def results_show(
-    run_ref: Annotated[str, typer.Argument(help="Run id, UUID prefix or 'latest'.")] = "latest",
-    db: DbOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
-    warnings: Annotated[bool, typer.Option("--warnings", help="Print every cell's noise warnings in full.")] = False,  # noqa: E501
-    wide: Annotated[bool, typer.Option("--wide", help="Every column, as 'run --wide' shows them.")] = False,  # noqa: E501
-) -> None:
-    """Show the results of one run."""
-    from benchlab.store import open_store
-
-    with open_store(db) as store:
-        record = store.get_run(run_ref)
-        results = store.results(record.id, with_samples=as_json)
-    if as_json:
-        sys.stdout.write(json.dumps([r.to_dict() for r in results], indent=1, default=str) + "\n")
-        return
-    _print_results(results, f"run {record.id} ({record.status.value}, {record.created_at[:19]})",
-                   warnings=warnings, wide=wide)
-
-
-@results_app.command("export")
-def results_export(
-    output: Annotated[Path, typer.Argument(help="File to write: .csv or .parquet.")],
-    run_ref: Annotated[str, typer.Option("--run", help="Run id, UUID prefix or 'latest'.")] = "latest",  # noqa: E501
-    db: DbOption = None,
-    samples: Annotated[bool, typer.Option("--samples", help="Raw samples instead of summaries.")] = False,  # noqa: E501
-) -> None:
-    """Export one run's summaries (or raw samples) to CSV or Parquet."""
-    from benchlab.report.export import export_results
-    from benchlab.store import open_store
-
-    with open_store(db) as store:
-        results = store.results(store.get_run(run_ref).id, with_samples=samples)
-    path = export_results(results, output, samples=samples)
-    console.print(f"wrote {len(results)} results to {path}")
-
-
-@results_app.command("html")
-def results_html(
-    output: Annotated[Path, typer.Argument(help="HTML file to write.")],
-    run_ref: Annotated[str, typer.Option("--run", help="Run id, UUID prefix or 'latest'.")] = "latest",  # noqa: E501
-    db: DbOption = None,
-) -> None:
-    """Write one run's matrix report: tables, latency distributions, latency vs error, ops."""
-    from benchlab.report.matrix_html import write_matrix_html
-    from benchlab.store import open_store
-
-    with open_store(db) as store:
-        record = store.get_run(run_ref)
-        results = store.results(record.id, with_samples=True)
-        previous = store.previous_points(results)
-    path = write_matrix_html(results, output, title=with_labels(f"benchlab run {record.id}",
-                                                                 results),
-                             previous=previous)
-    console.print(f"wrote {path}")
-
-
-@results_app.command("history")
-def results_history(
-    model: Annotated[str, typer.Argument(help="Model name.")],
-    framework: Annotated[str, typer.Argument(help="Framework name.")],
-    db: DbOption = None,
-    metric: Annotated[str, typer.Option(help="Metric key.")] = LATENCY_KEY,
-    limit: Annotated[int, typer.Option(help="How many points.")] = 50,
-    html: Annotated[Optional[Path], typer.Option(help="Also write the history as an HTML plot here.")] = None,  # noqa: UP007,E501
-) -> None:
-    """The history of one model × framework: the median over time, with its CI, and where the
-    runtime's version changed."""
-    from benchlab.report.history import history_table
-    from benchlab.store import open_store
-
-    with open_store(db) as store:
-        points = store.history(model, framework, metric_key=metric, limit=limit)
-    title = f"{model} @ {framework}: {metric}"
-    console.print(history_table(points, title=title))
-    if html is not None:
-        from benchlab.report.history_html import write_history_html
-
-        console.print(f"report: {write_history_html(points, html, title=title)}")
 
 
 @app.command()

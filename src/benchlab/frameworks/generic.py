@@ -9,12 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from benchlab.errors import SpecError
-from benchlab.frameworks.base import (
-    Invocation,
-    JobContext,
-    Unsupported,
-    spec_command_invocations,
-)
+from benchlab.frameworks.base import Invocation, JobContext, Unsupported, spec_command_invocations
 from benchlab.frameworks.options import LIBS, FrameworkOption
 from benchlab.protocol.lines import ParsedOutput, parse_output
 from benchlab.spec.types import FrameworkConfig, ModelDef

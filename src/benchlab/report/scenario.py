@@ -13,13 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchlab.report.columns import (
-    Column,
-    job_columns,
-    legend,
-    rich_table,
-    shown_columns,
-)
+from benchlab.report.columns import Column, job_columns, legend, rich_table, shown_columns
 from benchlab.schema.scenario import PERCENTILES
 from benchlab.schema.result import DetailKey, Metric, Result
 

@@ -24,13 +24,7 @@ from benchlab.report.matrix import cell_of as _cell_of
 from benchlab.schema.diagnosis import coverage_warning
 from benchlab.report.explain import diagnosis_lines
 from benchlab.report.tables import device_flags, format_ms, results_table, warning_tag
-from benchlab.schema.result import (
-    LATENCY_KEY,
-    DetailKey,
-    EnvKey,
-    Result,
-    StopReason,
-)
+from benchlab.schema.result import LATENCY_KEY, DetailKey, EnvKey, Result, StopReason
 
 __all__ = [
     "SweepProgress",

@@ -42,12 +42,7 @@ import numpy as np
 from benchlab.schema.metrics import METRICS
 from benchlab.protocol.lines import format_detail, format_metric
 from benchlab.runner.config import GenerateConfig, RunnerConfig
-from benchlab.runner.generate import (
-    GenerationTimes,
-    sequences,
-    synthetic_tokens,
-    time_generation,
-)
+from benchlab.runner.generate import GenerationTimes, sequences, synthetic_tokens, time_generation
 from benchlab.runner.loadgen import (
     NS_PER_MS,
     LoadGenRun,

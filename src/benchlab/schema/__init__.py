@@ -14,6 +14,7 @@ from benchlab.lazy import names_of
 #: The package's public face: every name in these modules' ``__all__``, in this order.
 PUBLIC_MODULES = (
     "benchlab.schema.result",
+    "benchlab.schema.keys",
     "benchlab.schema.metrics",
     "benchlab.schema.units",
     "benchlab.schema.settings",

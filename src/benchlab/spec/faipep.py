@@ -32,12 +32,7 @@ from benchlab.schema.settings import EnergySettings
 from benchlab.spec.types import TestCase
 
 if TYPE_CHECKING:
-    from benchlab.spec.models import (
-        ModelModel,
-        MonsoonModel,
-        PlatformArgsModel,
-        TestDefaultsModel,
-    )
+    from benchlab.spec.models import ModelModel, MonsoonModel, PlatformArgsModel, TestDefaultsModel
 
 __all__ = [
     "DTYPE_ALIASES",

@@ -34,10 +34,7 @@ from benchlab.frameworks.base import (
     Unsupported,
     runner_invocation,
 )
-from benchlab.frameworks.common import (
-    file_keys_with_suffix,
-    select_file_key,
-)
+from benchlab.frameworks.common import file_keys_with_suffix, select_file_key
 from benchlab.frameworks.native import executor_runner_argv, parse_executor_runner
 from benchlab.frameworks.options import (
     FILE,

@@ -33,17 +33,9 @@ from benchlab.frameworks.base import (
     Unsupported,
     runner_invocation,
 )
-from benchlab.frameworks.common import (
-    file_keys_with_suffix,
-    select_file_key,
-)
+from benchlab.frameworks.common import file_keys_with_suffix, select_file_key
 from benchlab.frameworks.options import FILE, THREADS, FrameworkOption, precision_option
-from benchlab.frameworks.pytorch.options import (
-    DEFAULT_MODES,
-    ENTRY_MODES,
-    MODES,
-    PRECISIONS,
-)
+from benchlab.frameworks.pytorch.options import DEFAULT_MODES, ENTRY_MODES, MODES, PRECISIONS
 from benchlab.spec.types import FrameworkConfig, ModelDef
 
 __all__ = ["MODES", "PRECISIONS", "PyTorchFramework", "model_file_key"]

@@ -36,10 +36,7 @@ from benchlab.frameworks.base import (
     runner_invocation,
     spec_command_invocations,
 )
-from benchlab.frameworks.common import (
-    file_keys_with_suffix,
-    select_file_key,
-)
+from benchlab.frameworks.common import file_keys_with_suffix, select_file_key
 from benchlab.frameworks.native import benchmark_model_argv, parse_benchmark_model
 from benchlab.frameworks.options import (
     FILE,

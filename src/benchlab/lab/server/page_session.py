@@ -16,13 +16,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.responses import Response
 
 from benchlab.lab.server.auth import Caller, get_lab, require_read
-from benchlab.lab.sessions import (
-    COOKIE_NAME,
-    SESSION_TTL_S,
-    Session,
-    csrf_matches,
-    read_session,
-)
+from benchlab.lab.sessions import COOKIE_NAME, SESSION_TTL_S, Session, csrf_matches, read_session
 from benchlab.lab.tokens import Scope
 
 __all__ = ["FORM_LIMIT", "PageRefusal", "clear_session_cookie", "current_session",
