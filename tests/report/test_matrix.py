@@ -12,7 +12,8 @@ from rich.console import Console
 
 from benchlab.harness.jobrun import summarize_samples
 from benchlab.report.matrix import matrix_cells, pareto_front
-from benchlab.report.matrix_html import _PALETTE, _FRONT, matrix_html, write_matrix_html
+from benchlab.report.matrix_html import matrix_html, write_matrix_html
+from benchlab.report.matrix_plots import _FRONT, _PALETTE
 from benchlab.report.terminal import results_table
 from benchlab.schema.metrics import METRICS, milliseconds
 from benchlab.schema.result import JobIdentity, Metric, Result, Sample, Status

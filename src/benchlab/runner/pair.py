@@ -23,7 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchlab.protocol.lines import format_detail, format_metric
 from benchlab.runner.config import RunnerConfig
-from benchlab.runner.loop import NS_PER_MS, load_backend, make_inputs
+from benchlab.runner.backend import load_backend
+from benchlab.runner.loop import NS_PER_MS, make_inputs
 from benchlab.schema.result import DetailKey, Metric
 
 __all__ = ["REGIME_KEYS", "PairConfig", "SIDES", "SOLO_SIDES", "main", "measure_pair"]

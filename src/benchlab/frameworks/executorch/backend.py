@@ -29,7 +29,7 @@ from benchlab.schema.diagnosis import Coverage
 from benchlab.frameworks.executorch.program import pte_coverage
 from benchlab.runner.accuracy import to_arrays
 from benchlab.runner.config import InputConfig, RunnerConfig
-from benchlab.runner.loop import ProfilingUnavailable
+from benchlab.runner.backend import ProfilingUnavailable
 from benchlab.schema.result import DetailKey
 
 __all__ = ["ExecuTorchBackend"]

@@ -35,7 +35,7 @@ import torch
 from benchlab.frameworks.pytorch.options import ENTRY_MODES, MODES, PRECISIONS
 from benchlab.runner.accuracy import to_arrays
 from benchlab.runner.config import InputConfig, RunnerConfig
-from benchlab.runner.loop import ProfilingUnavailable
+from benchlab.runner.backend import ProfilingUnavailable
 from benchlab.schema.result import DetailKey
 
 __all__ = ["PyTorchBackend", "build_from_entry"]

@@ -38,7 +38,7 @@ import torch
 
 from benchlab.runner.accuracy import SQNR_CEILING_DB
 from benchlab.runner.layers import layer_error
-from benchlab.runner.loop import LayersUnavailable
+from benchlab.runner.backend import LayersUnavailable
 
 __all__ = [
     "LayerCapture",

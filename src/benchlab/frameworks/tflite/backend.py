@@ -26,7 +26,7 @@ from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
 from benchlab.schema.diagnosis import Coverage
 from benchlab.runner.config import InputConfig, RunnerConfig
-from benchlab.runner.loop import ProfilingUnavailable
+from benchlab.runner.backend import ProfilingUnavailable
 from benchlab.schema.result import DetailKey
 
 __all__ = ["BUILTIN", "XNNPACK", "TfliteBackend", "from_output", "node_coverage", "to_input"]
