@@ -20,13 +20,8 @@ from benchlab.errors import UsageError
 from benchlab.frameworks.base import NATIVE_BINARY, Framework, Unsupported
 from benchlab.frameworks.common import is_generative
 from benchlab.harness.jobrun import Job, JobMeasurement, run_job
-from benchlab.plugins import (
-    FRAMEWORK_GROUP,
-    available_names,
-    check_configurations,
-    check_spec_configurations,
-    load_framework,
-)
+from benchlab.plugins import FRAMEWORK_GROUP, available_names, load_framework
+from benchlab.plugins import check_configurations, check_spec_configurations
 from benchlab.harness.rounds import Pace, ProgressCallback, measure_in_rounds
 from benchlab.schema.result import EnvKey, JobIdentity, Result
 from benchlab.harness.overrides import TestOverrides

@@ -7,13 +7,10 @@ builds the frozen dataclasses of :mod:`benchlab.spec.types`, which is all the re
 
 from __future__ import annotations
 
-import difflib
-import re
 from typing import Annotated, Any, Optional
 
 from pydantic import (
     AfterValidator,
-    GetJsonSchemaHandler,
     AliasChoices,
     BaseModel,
     BeforeValidator,
@@ -23,12 +20,26 @@ from pydantic import (
     create_model,
     model_validator,
 )
-from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema
 
 from benchlab.schema.scenario import Scenario
 from benchlab.schema.settings import setting_info, settings_info
-from benchlab.spec.faipep import normalise_dtype, taskset_to_cpu_list, unwrap_file_list
+from benchlab.spec.faipep import normalise_dtype, unwrap_file_list
+from benchlab.spec.fields import (
+    IGNORED,
+    CpuList,
+    Env,
+    OrOneElementList,
+    Statistic,
+    TargetFraction,
+    check_taskset,
+    empty_hash_is_none,
+    is_remote,
+    number_to_str,
+    one_command_to_list,
+    one_to_list,
+    scalar_to_str,
+    scenario_by_name,
+)
 
 __all__ = [
     "DefaultsModel",
@@ -50,128 +61,6 @@ __all__ = [
 ]
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
-STATISTIC_NAMES = frozenset({"count", "mean", "median", "stdev", "min", "max", "mad", "cv"})
-_PERCENTILE = re.compile(r"p(\d+(?:\.\d+)?)")
-_CPU_LIST = re.compile(r"\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*")
-_IGNORED = "FAI-PEP key: accepted and ignored."
-
-
-def is_remote(location: str) -> bool:
-    """Whether a file location is downloaded (``https://…``) rather than read from disk."""
-    return "://" in location and not location.startswith("file://")
-
-
-def _check_statistic(raw: str) -> str:
-    name = raw.strip().lower()  # FAI-PEP writes "MAD"
-    if name in STATISTIC_NAMES:
-        return name
-    match = _PERCENTILE.fullmatch(name)
-    if match is None:
-        close = difflib.get_close_matches(name, sorted(STATISTIC_NAMES), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"unknown statistic {raw!r}{hint}; use one of "
-                         f"{', '.join(sorted(STATISTIC_NAMES))} or pN with 0 <= N <= 100")
-    if not 0 <= float(match.group(1)) <= 100:
-        raise ValueError(f"percentile {raw!r} is outside p0..p100")
-    return name
-
-
-def _parse_fraction(value: Any) -> Any:
-    if isinstance(value, str) and value.strip().endswith("%"):
-        try:
-            return float(value.strip()[:-1]) / 100
-        except ValueError:
-            raise ValueError(f"{value!r} is not a percentage like '1%'") from None
-    return value
-
-
-def _one_to_list(value: Any) -> Any:
-    """One number where a list of them is allowed: a list of one."""
-    return [value] if isinstance(value, int) and not isinstance(value, bool) else value
-
-
-def _scenario_by_name(value: Any) -> Any:
-    """``scenario: offline``: a scenario named alone, with its default settings."""
-    return {"name": value} if isinstance(value, str) else value
-
-
-def _one_command_to_list(value: Any) -> Any:
-    # Some FAI-PEP specs write one command as a plain string.
-    return [value] if isinstance(value, str) else value
-
-
-def _number_to_str(value: Any) -> Any:
-    # FAI-PEP writes numeric placeholders ("total_images": 50000); {total_images} is its text.
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return str(value)
-    return value
-
-
-def _empty_hash_is_none(value: Any) -> Any:
-    # FAI-PEP writes "md5": "" for a file it cannot know the hash of.
-    return None if value == "" else value
-
-
-def _check_cpu_list(text: str) -> str:
-    if not _CPU_LIST.fullmatch(text):
-        raise ValueError(f"{text!r} is not a CPU list like '0-3,6'")
-    for part in text.split(","):
-        low, _, high = part.partition("-")
-        if high and int(high) < int(low):
-            raise ValueError(f"range {part!r} runs backwards")
-    return text
-
-
-def _check_taskset(mask: str) -> str:
-    taskset_to_cpu_list(mask)
-    return mask
-
-
-def _scalar_to_str(value: Any) -> Any:
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    return str(value) if isinstance(value, int | float) else value
-
-
-def _stringify_values(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _scalar_to_str(v) for k, v in value.items()}
-    return value
-
-
-class _OrOneElementList:
-    """JSON Schema marker: the value may also be wrapped in a one-element list (FAI-PEP)."""
-
-    def __get_pydantic_json_schema__(
-        self, core: CoreSchema, handler: GetJsonSchemaHandler
-    ) -> JsonSchemaValue:
-        single = handler(core)
-        return {"anyOf": [single, {"type": "array", "items": single, "minItems": 1,
-                                   "maxItems": 1}]}
-
-
-_SCALAR_SCHEMA = {"type": ["string", "number", "boolean"]}
-Statistic = Annotated[str, AfterValidator(_check_statistic)]
-CpuList = Annotated[
-    str,
-    BeforeValidator(_scalar_to_str),
-    AfterValidator(_check_cpu_list),
-    WithJsonSchema({"type": ["string", "integer"]}),
-]
-Env = Annotated[
-    dict[str, str],
-    BeforeValidator(_stringify_values),
-    WithJsonSchema({"type": "object", "additionalProperties": _SCALAR_SCHEMA}),
-]
-TargetFraction = Annotated[
-    float,
-    BeforeValidator(_parse_fraction),
-    WithJsonSchema(
-        {"anyOf": [{"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
-                   {"type": "string", "pattern": r"^\s*[0-9.]+\s*%\s*$"}]}
-    ),
-]
-
 # How the spec files write some settings beyond their plain type (benchlab.schema.settings holds the rest).
 _EDGE_TYPES: dict[str, Any] = {"cpu_list": CpuList, "target_ci": TargetFraction}
 _EDGE_FIELD_ARGS: dict[str, dict[str, Any]] = {
@@ -219,9 +108,9 @@ class FileModel(_Closed):
         description="https:// URL, file:// URL, //path relative to the root dir, or a path "
         "relative to the spec file.",
     )
-    sha256: Annotated[str | None, BeforeValidator(_empty_hash_is_none)] = Field(
+    sha256: Annotated[str | None, BeforeValidator(empty_hash_is_none)] = Field(
         None, pattern=r"^[0-9a-fA-F]{64}$", description="SHA-256, hex.")
-    md5: Annotated[str | None, BeforeValidator(_empty_hash_is_none)] = Field(
+    md5: Annotated[str | None, BeforeValidator(empty_hash_is_none)] = Field(
         None, pattern=r"^[0-9a-fA-F]{32}$", description="MD5, hex (FAI-PEP); \"\" is none.")
     filename: str | None = Field(None, description="Name to store the file under.")
 
@@ -239,7 +128,7 @@ class FileModel(_Closed):
         return self
 
 
-FileEntry = Annotated[FileModel, BeforeValidator(unwrap_file_list), _OrOneElementList()]
+FileEntry = Annotated[FileModel, BeforeValidator(unwrap_file_list), OrOneElementList()]
 
 
 class InputModel(_Closed):
@@ -261,10 +150,10 @@ class GenerateModel(_Closed):
     """
 
     prompt_tokens: Annotated[list[Annotated[int, Field(ge=1)]],
-                             BeforeValidator(_one_to_list)] = Field(
+                             BeforeValidator(one_to_list)] = Field(
         min_length=1, description="Prompt length P in tokens (one or a list).")
     new_tokens: int = Field(ge=2, description="Tokens generated per generation, G (>= 2).")
-    depth: Annotated[list[Annotated[int, Field(ge=0)]], BeforeValidator(_one_to_list)] = Field(
+    depth: Annotated[list[Annotated[int, Field(ge=0)]], BeforeValidator(one_to_list)] = Field(
         default_factory=lambda: [0], min_length=1,
         description="KV cache filled to D tokens first, untimed (one or a list).")
     compare_tokens: int = Field(32, ge=1, description="Greedy tokens compared with the "
@@ -280,7 +169,7 @@ class HostStepsModel(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    commands: Annotated[list[str], BeforeValidator(_one_command_to_list)] | None = Field(
+    commands: Annotated[list[str], BeforeValidator(one_command_to_list)] | None = Field(
         None, description="Shell commands run on the host, one after another.")
     command: str | None = Field(None, description="FAI-PEP's single-command form.")
 
@@ -320,7 +209,7 @@ class OutputFileModel(BaseModel):
 
 
 OutputFileEntry = Annotated[OutputFileModel, BeforeValidator(unwrap_file_list),
-                            _OrOneElementList()]
+                            OrOneElementList()]
 _STEPS_HELP = "FAI-PEP accuracy flow: commands run on the host {when}."
 
 
@@ -348,8 +237,8 @@ class PlatformArgsModel(BaseModel):
 
     taskset: Annotated[
         str,
-        BeforeValidator(_scalar_to_str),
-        AfterValidator(_check_taskset),
+        BeforeValidator(scalar_to_str),
+        AfterValidator(check_taskset),
         WithJsonSchema({"type": ["string", "integer"]}),
     ] | None = Field(
         None, description="Hexadecimal CPU mask; becomes cpu_list."
@@ -372,7 +261,7 @@ class TestDefaultsModel(_TestSettingsModel):  # type: ignore[misc,valid-type]
     metric: str = Field("delay", description="delay, accuracy, power, generic, or free text.")
     inputs: dict[str, InputModel] = Field(default_factory=dict, description="Model inputs.")
     input_files: dict[str, FileEntry] = Field(default_factory=dict, description="Input data.")
-    commands: Annotated[list[str], BeforeValidator(_one_command_to_list)] | None = Field(
+    commands: Annotated[list[str], BeforeValidator(one_command_to_list)] | None = Field(
         None, description="Shell commands (generic framework); one string is one command.")
     command: str | None = Field(None, description="FAI-PEP legacy single command.")
     arguments: str | None = Field(None, description="FAI-PEP legacy: '{program} <arguments>'.")
@@ -384,22 +273,22 @@ class TestDefaultsModel(_TestSettingsModel):  # type: ignore[misc,valid-type]
     output_files: dict[str, OutputFileEntry] | None = Field(
         None, description="Files the commands write on the target, pulled to the host after "
         "each repetition for the postprocess commands ({output_files.KEY}).")
-    files: Any = Field(None, description=_IGNORED)
+    files: Any = Field(None, description=IGNORED)
     preprocess: HostStepsModel | None = Field(
         None, description=_STEPS_HELP.format(when="before each repetition"))
     postprocess: HostStepsModel | None = Field(
         None, description=_STEPS_HELP.format(when="after each repetition"))
-    profiler: Any = Field(None, description=_IGNORED)
-    degrade: Any = Field(None, description=_IGNORED)
-    method: Any = Field(None, description=_IGNORED)
+    profiler: Any = Field(None, description=IGNORED)
+    degrade: Any = Field(None, description=IGNORED)
+    method: Any = Field(None, description=IGNORED)
     monsoon: MonsoonModel | None = Field(
         None, description="FAI-PEP power: measure with a Monsoon (its collection_time, voltage).")
     collection_time: float | None = Field(None, ge=0, description=_COLLECTION_HELP)
     voltage: float | None = Field(None, gt=0, description=_VOLTAGE_HELP)
-    commands_mapping: Any = Field(None, exclude=True, description=_IGNORED)
+    commands_mapping: Any = Field(None, exclude=True, description=IGNORED)
     generate: GenerateModel | None = Field(
         None, description="Measure text generation (a generative model): see docs/generative.md.")
-    scenario: Annotated[Scenario | None, BeforeValidator(_scenario_by_name)] = Field(
+    scenario: Annotated[Scenario | None, BeforeValidator(scenario_by_name)] = Field(
         None, description="Run under a load scenario with MLPerf LoadGen: a name "
         "(single_stream, multi_stream, server, offline) or {name, duration_s, query_count, "
         "latency_bound_ms, target_qps, samples_per_query, mlperf_durations, accuracy}; see "
@@ -437,7 +326,7 @@ class ModelModel(BaseModel):
     """
 
     model_config = ConfigDict(extra="allow")
-    __pydantic_extra__: dict[str, Annotated[str, BeforeValidator(_number_to_str)]] = Field(
+    __pydantic_extra__: dict[str, Annotated[str, BeforeValidator(number_to_str)]] = Field(
         init=False)
 
     name: str = Field(min_length=1, description="Model name.")
@@ -459,15 +348,15 @@ class ModelModel(BaseModel):
     libraries: list[FileEntry] | dict[str, FileEntry] | None = Field(
         None, description="Shared libraries the program loads (FAI-PEP): pushed beside it, "
         "found through LD_LIBRARY_PATH.")
-    converter: Any = Field(None, description=_IGNORED)
+    converter: Any = Field(None, description=IGNORED)
     preprocess: HostStepsModel | None = Field(
         None, description=_STEPS_HELP.format(when="once before a job's first repetition"))
     postprocess: HostStepsModel | None = Field(
         None, description=_STEPS_HELP.format(when="once after a job's last repetition"))
     command_args: str | None = Field(
         None, description="FAI-PEP: appended to every test command that runs {program}.")
-    platform_args: Any = Field(None, description=_IGNORED)
-    app: Any = Field(None, description=_IGNORED)
+    platform_args: Any = Field(None, description=IGNORED)
+    app: Any = Field(None, description=IGNORED)
 
 
 class FrameworkModel(BaseModel):
