@@ -239,3 +239,32 @@ def test_readme_and_performance_doc_quote_the_suites_measured_cost():
         text = " ".join((ROOT / doc).read_text().split())
         missing = [name for name, words in stated.items() if words not in text]
         assert not missing, f"{doc} no longer quotes bench/results/suite_cost.json: {missing}"
+
+
+RUNTIME_VERSION = re.compile(
+    r"\b(torch|onnxruntime|ai-edge-litert|executorch|openvino) (\d+\.\d+(?:\.\d+)?)(\+cpu)?\b")
+
+
+def runtime_versions_off_the_lock(text: str, pins: dict[str, str]) -> list[str]:
+    """Each ``<runtime> <version>`` in ``text`` that is not the lock's pin and whose paragraph
+    (two lines either side) does not say how it stands to the lock: a version that went stale."""
+    lines = text.splitlines()
+    stale = []
+    for index, line in enumerate(lines):
+        for match in RUNTIME_VERSION.finditer(line):
+            pinned = pins.get(match[1], "").split("+")[0]
+            if match[2] != pinned and "lock" not in " ".join(lines[max(0, index - 2):index + 3]):
+                stale.append(f"line {index + 1}: {match[0]} (the lock pins {pinned})")
+    return stale
+
+
+def test_runtime_versions_in_the_docs_are_the_locks_or_say_they_are_not() -> None:
+    # A figure measured with another version keeps it, said beside the lock's; a plain mention
+    # is the version the test command installs (requirements/lock.txt).
+    pins = locked_versions()
+    stale = {str(path.relative_to(ROOT)): found for path in [ROOT / "README.md",
+                                                              *sorted((ROOT / "docs").rglob("*.md"))]
+             if (found := runtime_versions_off_the_lock(path.read_text(), pins))}
+    assert stale == {}
+    assert runtime_versions_off_the_lock("onnxruntime 1.31.1 measured", pins) == [
+        f"line 1: onnxruntime 1.31.1 (the lock pins {pins['onnxruntime']})"]
