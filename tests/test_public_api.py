@@ -152,9 +152,9 @@ def test_a_package_of_modules_answers_every_public_name_of_its_modules(package: 
     # One face per package, declared (PUBLIC_MODULES): ``from benchlab.harness import Sweep``
     # works as ``from benchlab.harness import plan`` does, each name the object of its home.
     faced = importlib.import_module(package)
-    modules = {m.rpartition(".")[2] for m in faced.PUBLIC_MODULES}
+    modules = set(faced.PUBLIC_MODULES)
     homes: dict[str, str] = {}
-    for home in faced.PUBLIC_MODULES:
+    for home in (f"{package}.{name}" for name in faced.PUBLIC_MODULES):
         module = importlib.import_module(home)
         assert module.__name__.rpartition(".")[0] == package
         # A name spelled like a module of the package (harness.outputs' outputs) is that module

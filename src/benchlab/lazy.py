@@ -83,17 +83,18 @@ def names_at_homes(package: str, homes: Mapping[str, str],
     return __getattr__
 
 
-def names_of(package: str, homes: Sequence[str], namespace: dict[str, Any]
+def names_of(package: str, modules: Sequence[str], namespace: dict[str, Any]
              ) -> Callable[[str], Any]:
     """A ``__getattr__`` for a package of modules: its public face is every name in the
-    ``__all__`` of each module in ``homes``, imported with its module on first use, so that
-    importing one module of the package loads no other. ``homes`` is in the order they are
-    tried: the light ones first (an unknown name imports them all before it is refused)."""
+    ``__all__`` of each of its ``modules`` (names within the package), imported with its module
+    on first use, so that importing one module of the package loads no other. ``modules`` is
+    the order they are tried in: the light ones first (an unknown name imports them all before
+    it is refused)."""
 
     def __getattr__(name: str) -> Any:
         if not name.startswith("__"):  # dunder probes (copy, pickle, inspect) load nothing
-            for home in homes:
-                module = importlib.import_module(home)
+            for home in modules:
+                module = importlib.import_module(f"{package}.{home}")
                 if name in getattr(module, "__all__", ()):
                     value = getattr(module, name)
                     namespace[name] = value

@@ -27,48 +27,39 @@ __all__ = [
     "labels_of_run",
 ]
 
-UserIdentifierOption = Annotated[
-    Optional[str],  # noqa: UP007 - typer needs Optional here
-    typer.Option("--user-identifier", "--user_identifier", metavar="NAME",
-                 help="A name carried into every result (details.user_identifier), the "
-                      "report's header and the lab, to find the results by.",
-                 rich_help_panel=FAIPEP),
-]
-UserStringOption = Annotated[
-    Optional[str],  # noqa: UP007
-    typer.Option("--user-string", "--user_string", metavar="TEXT",
-                 help="Who runs the benchmarks, carried into every result "
-                      "(details.user_string) and to the lab.",
-                 rich_help_panel=FAIPEP),
-]
-PlatformSigOption = Annotated[
-    Optional[str],  # noqa: UP007
-    typer.Option("--platform-sig", "--platform_sig", metavar="NAME",
-                 help="The device's platform name, in every result (environment.platform).",
-                 rich_help_panel=FAIPEP),
-]
-HashPlatformMappingOption = Annotated[
-    Optional[Path],  # noqa: UP007
-    typer.Option("--hash-platform-mapping", "--hash_platform_mapping", metavar="FILE",
-                 help="A JSON file of device hash (adb serial, hostname) -> platform name; a "
-                      "device it names gets that name over --platform-sig.",
-                 rich_help_panel=FAIPEP),
-]
-RegressedTypesOption = Annotated[
-    Optional[str],  # noqa: UP007
-    typer.Option("--regressed-types", "--regressed_types", metavar="TYPES",
-                 help="The metric types a verify run checks as regressed (FAI-PEP's): a JSON "
-                      "list ('[\"latency\"]') or names comma-separated, recorded in "
-                      "details.regressed_types; every metric is still measured.",
-                 rich_help_panel=FAIPEP),
-]
-MonsoonMapOption = Annotated[
-    Optional[str],  # noqa: UP007
-    typer.Option("--monsoon-map", "--monsoon_map", metavar="FILE",
-                 help="Which Monsoon each device is wired to: a JSON/YAML file (or JSON text) "
-                      "of device serial -> monitor serial; implies --energy monsoon.",
-                 rich_help_panel=MEASURE_MORE),
-]
+def _with_faipep_spelling(kind: Any, name: str, metavar: str, help: str,
+                         panel: str = FAIPEP) -> Any:
+    """An optional ``--name`` that also answers to FAI-PEP's ``--name_with_underscores``."""
+    return Annotated[
+        Optional[kind],  # noqa: UP007 - typer needs Optional here
+        typer.Option(f"--{name}", f"--{name.replace('-', '_')}", metavar=metavar, help=help,
+                     rich_help_panel=panel),
+    ]
+
+
+UserIdentifierOption = _with_faipep_spelling(
+    str, "user-identifier", "NAME",
+    "A name carried into every result (details.user_identifier), the report's header and the "
+    "lab, to find the results by.")
+UserStringOption = _with_faipep_spelling(
+    str, "user-string", "TEXT",
+    "Who runs the benchmarks, carried into every result (details.user_string) and to the lab.")
+PlatformSigOption = _with_faipep_spelling(
+    str, "platform-sig", "NAME",
+    "The device's platform name, in every result (environment.platform).")
+HashPlatformMappingOption = _with_faipep_spelling(
+    Path, "hash-platform-mapping", "FILE",
+    "A JSON file of device hash (adb serial, hostname) -> platform name; a device it names gets "
+    "that name over --platform-sig.")
+RegressedTypesOption = _with_faipep_spelling(
+    str, "regressed-types", "TYPES",
+    "The metric types a verify run checks as regressed (FAI-PEP's): a JSON list "
+    "('[\"latency\"]') or names comma-separated, recorded in details.regressed_types; every "
+    "metric is still measured.")
+MonsoonMapOption = _with_faipep_spelling(
+    str, "monsoon-map", "FILE",
+    "Which Monsoon each device is wired to: a JSON/YAML file (or JSON text) of device serial -> "
+    "monitor serial; implies --energy monsoon.", panel=MEASURE_MORE)
 
 
 def labels_from_options(user_identifier: str | None = None, user_string: str | None = None,
