@@ -101,7 +101,7 @@ class RunnerConfig(BaseModel):
     shutdown_limit: float | None = Field(
         60.0, gt=0, description="seconds the runtime's teardown may take once the results are "
         "printed; then SIGALRM ends the process and the harness keeps the results "
-        "(benchlab.runner.shutdown); None: no bound"
+        "(benchlab.runner.shutdown); None: no bound. A counted process has none"
     )
 
     def model_file(self, needed: str) -> str:
