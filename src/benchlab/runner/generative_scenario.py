@@ -31,7 +31,6 @@ token) for the result's samples and for goodput: the queries/s that met every bo
 from __future__ import annotations
 
 import queue
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -39,15 +38,15 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from benchlab.schema.metrics import METRICS
 from benchlab.protocol.lines import format_detail, format_metric
 from benchlab.runner.config import GenerateConfig, RunnerConfig
 from benchlab.runner.generate import GenerationTimes, sequences, synthetic_tokens, time_generation
 from benchlab.runner.loadgen import (
     NS_PER_MS,
     LoadGenRun,
+    QueuedServer,
+    figure_lines,
     loadgen_details,
-    reported_figures,
     run_loadgen,
     run_scenario,
 )
@@ -92,33 +91,15 @@ class QueryTimes:
                 and (scenario.tpot_bound_ms is None or self.tpot_ms <= scenario.tpot_bound_ms))
 
 
-class _TokenServer:
-    """The system under test: a worker thread generates each queued query, reporting its
-    first token as soon as it is chosen."""
+class _TokenServer(QueuedServer):
+    """The system under test: the worker generates each queued query, reporting its first
+    token as soon as it is chosen."""
 
     def __init__(self, lg: Any, backend: Any, prompts: Sequence[np.ndarray], new_tokens: int,
                  depth: np.ndarray | None) -> None:
-        self._lg, self._backend, self._prompts = lg, backend, prompts
-        self._new, self._depth = new_tokens, depth
-        self._queue: queue.SimpleQueue[list[tuple[Any, int]] | None] = queue.SimpleQueue()
+        self._prompts, self._new, self._depth = prompts, new_tokens, depth
         self.queries: list[QueryTimes] = []
-        self.sample_ms: list[float] = []
-        self.error: BaseException | None = None
-        self._worker = threading.Thread(target=self._work, name="benchlab-llm-sut",
-                                        daemon=True)
-        self._worker.start()
-
-    def issue(self, samples: list[Any]) -> None:
-        # LoadGen's thread, at the query's arrival: stamp it, queue it and return.
-        arrived = time.perf_counter_ns()
-        self._queue.put([(sample, arrived) for sample in samples])
-
-    def flush(self) -> None:
-        """Nothing is held back: each query runs as soon as the worker is free."""
-
-    def close(self) -> None:
-        self._queue.put(None)
-        self._worker.join()
+        super().__init__(lg, backend, "benchlab-llm-sut")
 
     def own_times(self) -> dict[str, list[float]]:
         """Each query's own time to first token (from its start, no queueing) and time per
@@ -137,27 +118,17 @@ class _TokenServer:
         good = sum(1 for q in self.queries if q.meets(run.scenario))
         return good / span if span > 0 else None
 
-    def _work(self) -> None:
-        lg = self._lg
-        while (batch := self._queue.get()) is not None:
-            for sample, arrived in batch:
-                if self.error is not None:
-                    lg.QuerySamplesComplete([lg.QuerySampleResponse(sample.id, 0, 0, 0)])
-                    continue
-                try:
-                    self._generate(sample, arrived)
-                except BaseException as exc:  # noqa: BLE001 - reported after the run
-                    self.error = exc
-                    lg.QuerySamplesComplete([lg.QuerySampleResponse(sample.id, 0, 0, 0)])
-
     def _prompt(self, sample: Any) -> np.ndarray:
         return self._prompts[sample.index % len(self._prompts)]
 
-    def _generate(self, sample: Any, arrived: int) -> None:
+    def _answer(self, sample: Any, arrived: int) -> None:
         times, chosen = time_generation(self._backend, self._prompt(sample), self._new,
                                         self._depth,
                                         on_first=lambda token: self._first(sample, token))
         self._complete(sample, QueryTimes(arrived, times), chosen)
+
+    def _answer_empty(self, sample: Any) -> None:
+        self._lg.QuerySamplesComplete([self._lg.QuerySampleResponse(sample.id, 0, 0, 0)])
 
     def _first(self, sample: Any, token: int) -> None:
         """Report a query's first token to LoadGen as it is chosen."""
@@ -205,7 +176,7 @@ class _BatchingServer(_TokenServer):
                 "tpot": [q.tpot_ms for q in self._alone]}
 
     def _work(self) -> None:
-        backend, lg = self._backend, self._lg
+        backend = self._backend
         waiting: deque[tuple[Any, int]] = deque()
         running: dict[int, _Stream] = {}
         free = list(range(sequences(backend)))[::-1]
@@ -226,7 +197,7 @@ class _BatchingServer(_TokenServer):
                 return
             if self.error is not None:  # answer everything left, empty, and stop working
                 for sample in [s.sample for s in running.values()] + [w[0] for w in waiting]:
-                    lg.QuerySamplesComplete([lg.QuerySampleResponse(sample.id, 0, 0, 0)])
+                    self._answer_empty(sample)
                 running.clear()
                 waiting.clear()
                 continue
@@ -324,15 +295,12 @@ def measure_generative_scenario(backend: Any, config: RunnerConfig, out: TextIO,
     for metric, value in ((Metric.TTFT, "ttft_ms"), (Metric.TPOT, "tpot_ms"),
                           (Metric.LATENCY, "latency_ms")):
         lines += [format_metric("NET", metric, getattr(q, value), "ms") for q in queries]
-    figures = {
+    lines += figure_lines(scenario, reported, {
         Metric.SCENARIO_TTFT: reported.ttft_p99_ms,
         Metric.SCENARIO_TPOT: reported.tpot_p99_ms,
         Metric.TOKEN_THROUGHPUT: reported.tokens_per_second,
         Metric.GOODPUT: reported.goodput,
-        **reported_figures(scenario, reported),
-    }
-    lines += [format_metric("NET", metric, value, METRICS[metric].unit)
-              for metric, value in figures.items() if value is not None]
+    })
     peak = memory_peak()
     if peak is not None:
         lines.append(format_metric("NET", Metric.MEMORY_PEAK, peak, "MiB"))

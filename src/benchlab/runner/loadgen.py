@@ -9,19 +9,24 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import tempfile
-from collections.abc import Callable, Sequence
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from benchlab.protocol.lines import format_metric
+from benchlab.schema.metrics import METRICS
 from benchlab.schema.scenario import PERCENTILES, Scenario
 from benchlab.schema.result import DetailKey, Metric
 
-__all__ = ["LoadGenRun", "NS_PER_MS", "loadgen_details", "over_capacity", "read_detail_log",
-           "reported_figures", "run_loadgen", "run_scenario", "scenario_details", "search_peak",
-           "throughput"]
+__all__ = ["LoadGenRun", "NS_PER_MS", "QueuedServer", "figure_lines", "loadgen_details",
+           "over_capacity", "read_detail_log", "run_loadgen", "run_scenario", "scenario_details",
+           "search_peak", "throughput"]
 
 NS_PER_MS = 1e6
 _NS_PER_MS = NS_PER_MS
@@ -220,13 +225,68 @@ def _settings(lg: Any, scenario: Scenario, expected_ms: float, target_qps: float
     return settings
 
 
+class QueuedServer:
+    """A system under test whose worker thread answers the queries LoadGen's thread queues.
+
+    LoadGen's thread only stamps each query's arrival and queues it, so arrivals (the server
+    scenario's Poisson ones) are never held up by inference. The worker answers each query
+    (:meth:`_answer`); after the first failure it answers the rest empty
+    (:meth:`_answer_empty`), so LoadGen finishes its test and the run reports ``error``.
+    ``sample_ms`` is benchlab's own time of each query. A subclass sets what its worker reads
+    before calling ``__init__``, which starts the worker.
+    """
+
+    def __init__(self, lg: Any, backend: Any, thread_name: str) -> None:
+        self._lg, self._backend = lg, backend
+        self._queue: queue.SimpleQueue[list[tuple[Any, int]] | None] = queue.SimpleQueue()
+        self.sample_ms: list[float] = []
+        self.error: BaseException | None = None
+        self._worker = threading.Thread(target=self._work, name=thread_name, daemon=True)
+        self._worker.start()
+
+    def issue(self, samples: list[Any]) -> None:
+        # LoadGen's thread, at the query's arrival: stamp it, queue it and return.
+        arrived = time.perf_counter_ns()
+        self._queue.put([(sample, arrived) for sample in samples])
+
+    def flush(self) -> None:
+        """Nothing is held back: each query runs as soon as the worker is free."""
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._worker.join()
+
+    def own_times(self) -> dict[str, list[float]]:
+        """What the model itself took per query, queueing left out (ms), by name."""
+        raise NotImplementedError
+
+    def _work(self) -> None:
+        while (batch := self._queue.get()) is not None:
+            for sample, arrived in batch:
+                if self.error is None:
+                    try:
+                        self._answer(sample, arrived)
+                        continue
+                    except BaseException as exc:  # noqa: BLE001 - reported after the run
+                        self.error = exc
+                self._answer_empty(sample)
+
+    def _answer(self, sample: Any, arrived: int) -> None:
+        """Run the query of LoadGen's ``sample`` (arrived at ``arrived``, ns) and complete it."""
+        raise NotImplementedError
+
+    def _answer_empty(self, sample: Any) -> None:
+        """Complete ``sample`` with no data (after a failure: so LoadGen is not kept waiting)."""
+        raise NotImplementedError
+
+
 def run_loadgen(make_server: Callable[[Any], Any], samples: int, scenario: Scenario,
                 expected_ms: float, target_qps: float | None = None, *,
                 tokens: bool = False) -> LoadGenRun:
     """One LoadGen test of ``scenario`` over ``samples`` query samples; ``make_server(lg)``
     makes the system under test (``issue``/``flush``/``close``, ``error``, ``sample_ms``,
-    ``own_times()``:
-    :class:`_Server` for forward passes; a generative one reports tokens, ``tokens``)."""
+    ``own_times()``: a :class:`QueuedServer`, of forward passes or of generations, which
+    report tokens: ``tokens``)."""
     try:
         import mlperf_loadgen as lg
     except ImportError:
@@ -333,14 +393,17 @@ def run_scenario(run_at: Callable[[float | None], LoadGenRun], scenario: Scenari
     return [reported], reported
 
 
-def reported_figures(scenario: Scenario, reported: LoadGenRun) -> dict[Metric, float | None]:
-    """What every scenario prints of the run it reports: samples/s, whether LoadGen judged it
-    valid and, for a server search that met its bound, the rate."""
-    figures = {Metric.THROUGHPUT: throughput(reported),
-               Metric.SCENARIO_VALID: 1.0 if reported.valid else 0.0}
+def figure_lines(scenario: Scenario, reported: LoadGenRun,
+                 figures: Mapping[Metric, float | None]) -> list[str]:
+    """The metric lines of the run a scenario reports: its own ``figures``, then what every
+    scenario prints (samples/s, whether LoadGen judged it valid and, for a server search
+    that met its bound, the rate); a figure without a value is left out."""
+    every = {**figures, Metric.THROUGHPUT: throughput(reported),
+             Metric.SCENARIO_VALID: 1.0 if reported.valid else 0.0}
     if scenario.name == "server" and reported.valid:
-        figures[Metric.SERVER_QPS] = reported.target_qps
-    return figures
+        every[Metric.SERVER_QPS] = reported.target_qps
+    return [format_metric("NET", metric, value, METRICS[metric].unit)
+            for metric, value in every.items() if value is not None]
 
 
 def loadgen_details(scenario: Scenario, runs: Sequence[LoadGenRun], reported: LoadGenRun,

@@ -20,21 +20,19 @@ query needs to last the duration) and where the server search starts
 
 from __future__ import annotations
 
-import queue
-import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 import numpy as np
 
-from benchlab.schema.metrics import METRICS
 from benchlab.protocol.lines import format_detail, format_metric
 from benchlab.runner.loadgen import (
     NS_PER_MS,
     LoadGenRun,
+    QueuedServer,
+    figure_lines,
     loadgen_details,
-    reported_figures,
     run_loadgen,
     run_scenario,
 )
@@ -51,57 +49,34 @@ WARM_MAX_CALLS = 2000
 MAX_LATENCY_SAMPLES = 20_000
 
 
-class _Server:
-    """The system under test: a worker thread runs each queued query, sample by sample."""
+class _Server(QueuedServer):
+    """The system under test: the worker runs each queued query, sample by sample."""
 
     def __init__(self, lg: Any, backend: Any, sets: Sequence[dict[str, np.ndarray]],
                  keep_outputs: bool) -> None:
-        self._lg, self._backend, self._sets = lg, backend, sets
-        self._keep = keep_outputs
-        self._queue: queue.SimpleQueue[list[Any] | None] = queue.SimpleQueue()
-        self.sample_ms: list[float] = []
-        self.error: BaseException | None = None
-        self._worker = threading.Thread(target=self._work, name="benchlab-sut", daemon=True)
-        self._worker.start()
-
-    def issue(self, samples: list[Any]) -> None:
-        # LoadGen's thread: queue and return at once.
-        self._queue.put(samples)
-
-    def flush(self) -> None:
-        """Nothing is held back: every query is run as soon as the worker is free."""
+        self._sets, self._keep = sets, keep_outputs
+        super().__init__(lg, backend, "benchlab-sut")
 
     def own_times(self) -> dict[str, list[float]]:
         """Each inference's time, queueing left out."""
         return {"latency": list(self.sample_ms)}
 
-    def close(self) -> None:
-        self._queue.put(None)
-        self._worker.join()
-
-    def _work(self) -> None:
+    def _answer(self, sample: Any, arrived: int) -> None:
         lg, clock = self._lg, time.perf_counter_ns
-        while (samples := self._queue.get()) is not None:
-            for sample in samples:
-                if self.error is not None:
-                    lg.QuerySamplesComplete([lg.QuerySampleResponse(sample.id, 0, 0)])
-                    continue
-                try:
-                    started = clock()
-                    call = self._backend.prepare(self._sets[sample.index])
-                    call()
-                    self.sample_ms.append((clock() - started) / _NS_PER_MS)
-                    if self._keep:
-                        data = np.concatenate([np.asarray(o, dtype=np.float32).ravel()
-                                               for o in self._backend.outputs()])
-                        response = lg.QuerySampleResponse(sample.id, data.ctypes.data,
-                                                          data.nbytes)
-                        lg.QuerySamplesComplete([response])  # copies the bytes
-                    else:
-                        lg.QuerySamplesComplete([lg.QuerySampleResponse(sample.id, 0, 0)])
-                except BaseException as exc:  # noqa: BLE001 - reported after the run
-                    self.error = exc
-                    lg.QuerySamplesComplete([lg.QuerySampleResponse(sample.id, 0, 0)])
+        started = clock()
+        call = self._backend.prepare(self._sets[sample.index])
+        call()
+        self.sample_ms.append((clock() - started) / _NS_PER_MS)
+        if self._keep:
+            data = np.concatenate([np.asarray(o, dtype=np.float32).ravel()
+                                   for o in self._backend.outputs()])
+            response = lg.QuerySampleResponse(sample.id, data.ctypes.data, data.nbytes)
+            lg.QuerySamplesComplete([response])  # copies the bytes
+        else:
+            self._answer_empty(sample)
+
+    def _answer_empty(self, sample: Any) -> None:
+        self._lg.QuerySamplesComplete([self._lg.QuerySampleResponse(sample.id, 0, 0)])
 
 
 def _accuracy_outputs(run: LoadGenRun, shapes: Sequence[tuple[int, ...]],
@@ -158,14 +133,11 @@ def measure_scenario(backend: Any, config: Any, out: TextIO, *, head: Sequence[s
     if len(kept) > MAX_LATENCY_SAMPLES:
         kept = [kept[int(i)] for i in np.linspace(0, len(kept) - 1, MAX_LATENCY_SAMPLES)]
     lines += [format_metric("NET", Metric.LATENCY, ms, "ms") for ms in kept]
-    figures = {
-        Metric.SCENARIO_LATENCY: reported.percentile_ms,
-        Metric.EARLY_STOPPING_LATENCY: reported.early_stopping_ms,
-        **reported_figures(scenario, reported),
-    }
     if not scenario.accuracy:
-        lines += [format_metric("NET", metric, value, METRICS[metric].unit)
-                  for metric, value in figures.items() if value is not None]
+        lines += figure_lines(scenario, reported, {
+            Metric.SCENARIO_LATENCY: reported.percentile_ms,
+            Metric.EARLY_STOPPING_LATENCY: reported.early_stopping_ms,
+        })
     peak = memory_peak()
     if peak is not None:
         lines.append(format_metric("NET", Metric.MEMORY_PEAK, peak, "MiB"))
