@@ -9,9 +9,13 @@ Runs pytest over the suite (the README's test command by default, or the pytest 
   of its reaped child processes, the main thread's sleeps, and the child processes it started;
 * the costliest fixtures (a session fixture's one-off setup shows apart from its users);
 * the totals per test module and per kind of child process, and which test paid for importing
-  each runtime first.
+  each runtime first;
+* with ``--accounting`` (root on Linux), every process's CPU from the kernel's process
+  accounting, each charged to the test it ran beside (bench/process_accounting.py): exact where
+  the reaped-children figures above are not (a background export, a server stopped later).
 
     python bench/suite_cost.py                        # the whole suite as README runs it
+    python bench/suite_cost.py --accounting           # ... with every process accounted
     python bench/suite_cost.py -- -n 0 tests/zoo      # any pytest arguments
 
 Results go to ``bench/results/suite_cost.json``; docs/performance.md §15 has the figures.
@@ -30,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import QUICK_TESTS, parse_args, write_result
+from process_accounting import TestWindow, accounting, charge, module_totals, read_records
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = Path(__file__).resolve().parent
@@ -40,6 +45,9 @@ BUDGET_FILE = "suite_budget.json"
 
 def _options(parser) -> None:  # noqa: ANN001 - argparse's parser
     parser.add_argument("--top", type=int, default=25, help="how many tests and fixtures to list")
+    parser.add_argument("--accounting", action="store_true",
+                        help="charge every process's CPU to its test with the kernel's process "
+                             "accounting (root, Linux; measure with nothing else running)")
     parser.add_argument("pytest_args", nargs="*", help="pytest arguments (after --)")
 
 
@@ -130,6 +138,30 @@ def summarise(out_dir: Path, wall_s: float, top: int) -> dict[str, Any]:
     }
 
 
+def accounted(out_dir: Path, top: int) -> dict[str, Any]:
+    """Every process of the run charged to a test (bench/process_accounting.py)."""
+    windows = []
+    for path in sorted(out_dir.glob("*.json")):
+        if path.name == BUDGET_FILE:
+            continue
+        worker = json.loads(path.read_text())
+        windows += [TestWindow(test, worker["pid"], *row["clock"])
+                    for test, row in worker["tests"].items() if row["clock"][1] is not None]
+    charged = charge(read_records(out_dir / "processes.pacct"), windows)
+    tests = sorted(charged.per_test.items(), key=lambda kv: -kv[1])
+    return {
+        "total_cpu_s": round(charged.total_s, 1),
+        "workers_cpu_s": round(charged.workers_s, 1),
+        "tests_processes_cpu_s": round(sum(charged.per_test.values()), 1),
+        "unowned_cpu_s": round(charged.unowned_s, 1),
+        "by_command": {k: round(v, 1) for k, v in sorted(charged.per_command.items(),
+                                                         key=lambda kv: -kv[1])[:top]},
+        "modules": [{"module": m, "cpu_s": round(v, 1)}
+                    for m, v in module_totals(charged.per_test).items()],
+        "tests": [{"test": t, "cpu_s": round(v, 2)} for t, v in tests],
+    }
+
+
 def print_summary(figures: dict[str, Any], top: int) -> None:
     print(f"wall {figures['wall_s']} s; {figures['tests']} tests {figures['outcomes']}; "
           f"sum of tests {figures['sum_of_tests_s']} s; busy per worker {figures['worker_busy_s']}")
@@ -152,6 +184,18 @@ def print_summary(figures: dict[str, Any], top: int) -> None:
     for m in figures["modules"][:top]:
         print(f"| {m['module']} | {m['wall_s']} | {m['cpu_s']} |")
     print(f"\nfirst imports: {figures['first_imports']}")
+    counted = figures.get("accounted")
+    if counted:
+        print(f"\nprocess accounting: {counted['total_cpu_s']} CPU s in all: pytest's own "
+              f"{counted['workers_cpu_s']}, its tests' processes "
+              f"{counted['tests_processes_cpu_s']}, owned by no test {counted['unowned_cpu_s']}; "
+              f"by command {counted['by_command']}")
+        print("\n| test (processes it started) | CPU s |\n|---|---|")
+        for row in counted["tests"][:top]:
+            print(f"| {row['test']} | {row['cpu_s']} |")
+        print("\n| module (processes its tests started) | CPU s |\n|---|---|")
+        for row in counted["modules"][:top]:
+            print(f"| {row['module']} | {row['cpu_s']} |")
     budget = figures.get("suite_budget")
     if budget:
         cost = budget["cost"] or {}
@@ -166,9 +210,18 @@ def main() -> int:
     # The smoke runs two workers, so the merging of their records is exercised too.
     pytest_args = ["-n", "2", *QUICK_TESTS] if args.smoke else args.pytest_args
     with tempfile.TemporaryDirectory(prefix="suite-cost-") as tmp:
-        status, wall, tail = run_suite(pytest_args, Path(tmp))
+        if args.accounting:
+            with accounting(Path(tmp) / "processes.pacct") as on:
+                if not on:
+                    sys.exit("suite_cost: the kernel refused process accounting (it needs "
+                             "root and CONFIG_BSD_PROCESS_ACCT)")
+                status, wall, tail = run_suite(pytest_args, Path(tmp))
+        else:
+            status, wall, tail = run_suite(pytest_args, Path(tmp))
         print(tail)
         figures = summarise(Path(tmp), wall, args.top)
+        if args.accounting:
+            figures["accounted"] = accounted(Path(tmp), args.top)
         budget = Path(tmp) / BUDGET_FILE
         figures["suite_budget"] = json.loads(budget.read_text()) if budget.exists() else None
     figures["pytest_args"] = pytest_args

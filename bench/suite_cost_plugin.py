@@ -15,6 +15,7 @@ Nothing here changes what a test does: the counter wraps ``time.sleep`` and call
 from __future__ import annotations
 
 import json
+import os
 import resource
 import sys
 import threading
@@ -73,10 +74,12 @@ class SuiteCost:
         started = time.monotonic() - self.started
         self.tests[item.nodeid] = {"worker": self.worker, "start_s": started,
                                    "phases": {}, "outcome": "passed", "imported": [],
-                                   "processes": {}}
+                                   "processes": {}, "clock": [time.time(), None]}
         try:
             return (yield)
         finally:
+            # Wall-clock bounds, for charging exited processes to tests (process_accounting).
+            self.tests[item.nodeid]["clock"][1] = time.time()
             fresh = [name for name in RUNTIMES
                      if name in sys.modules and name not in self.seen_modules]
             self.seen_modules.update(fresh)
@@ -137,7 +140,8 @@ class SuiteCost:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        payload = {"worker": self.worker, "wall_s": round(time.monotonic() - self.started, 2),
+        payload = {"worker": self.worker, "pid": os.getpid(),
+                   "wall_s": round(time.monotonic() - self.started, 2),
                    "tests": self.tests, "fixtures": self.fixtures}
         (self.out_dir / f"{self.worker}.json").write_text(json.dumps(payload))
 
