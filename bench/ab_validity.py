@@ -27,8 +27,8 @@ sessions: fidelity and width.
 
 Run: ``python bench/ab_validity.py`` (about 30 min on 2 vCPUs); ``--smoke`` for CI: the 2%
 copy only, every part in a few calls and sessions (2 truth processes of 5 calls a round,
-compares of 4 sessions of 6 blocks, kept in the mode ``auto`` picks whatever their
-fidelity), no other runtimes.
+``--repeats`` A/A compares and as many of the copy, each of 4 sessions of 6 blocks, kept in
+the mode ``auto`` picks whatever their fidelity), no other runtimes.
 """
 
 from __future__ import annotations
@@ -237,8 +237,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from benchlab.spec.types import FrameworkConfig
 
     args = parse_args(__doc__.splitlines()[0], argv, repeats=3, extra=_extra,
-                      repeats_help="A/A compares, and compares per effect (1% and 5% get "
-                                   "half as many, at least one)")
+                      repeats_help="A/A compares, and compares per effect (2% twice as "
+                                   "many, 1% and 5% half as many, at least one; --smoke: "
+                                   "as many)")
     looks = (4,) if args.smoke else (40,)
     ab_looks = (4,) if args.smoke else (20, 40)
     # A smoke's few blocks judge fidelity on noise: it is reported, but the mode auto picks
@@ -269,7 +270,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name in files:
             if name == "0%" or "ab" not in parts:
                 continue
-            count = args.repeats * 2 if name == "2%" else max(1, args.repeats // 2)
+            count = (args.repeats if args.smoke  # the smoke: one compare per repeat
+                     else args.repeats * 2 if name == "2%" else max(1, args.repeats // 2))
             min_effect = 0.005 if name == "1%" else 0.01
             figures["ab"][name] = [_one(spec, side["0%"], side[name], ab_looks, min_effect, True,
                                         fidelity_tolerance=tolerance)
