@@ -25,7 +25,10 @@ Then ``benchlab.compare`` with the two files as sides (``Side(model=...)``), in 
 Other runtimes and models (``--aa``): one A/A compare of a zoo model on a framework, 20
 sessions: fidelity and width.
 
-Run: ``python bench/ab_validity.py`` (about 30 min on 2 vCPUs); ``--smoke`` for CI.
+Run: ``python bench/ab_validity.py`` (about 30 min on 2 vCPUs); ``--smoke`` for CI: the 2%
+copy only, every part in a few calls and sessions (2 truth processes of 5 calls a round,
+``--repeats`` A/A compares and as many of the copy, each of 4 sessions of 6 blocks, kept in
+the mode ``auto`` picks whatever their fidelity), no other runtimes.
 """
 
 from __future__ import annotations
@@ -53,13 +56,14 @@ EFFECTS = {"1%": 4, "2%": 8, "5%": 19}
 _SOLO = r"""
 import sys, time, statistics, numpy as np, onnxruntime as ort
 paths, rounds, calls = sys.argv[1].split(","), int(sys.argv[2]), int(sys.argv[3])
+warmup = int(sys.argv[4])
 feed = np.random.default_rng(0).random((1, 3, 224, 224), dtype=np.float32)
 medians = {path: [] for path in paths}
 for r in range(rounds):
     for path in paths[r % len(paths):] + paths[:r % len(paths)]:
         session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         feeds = {session.get_inputs()[0].name: feed}
-        for _ in range(20):
+        for _ in range(warmup):
             session.run(None, feeds)
         times = []
         for _ in range(calls):
@@ -112,9 +116,11 @@ def slowed_copies(where: Path, effects: dict[str, int]) -> dict[str, Path]:
     return files
 
 
-def truth(files: dict[str, Path], processes: int, rounds: int, calls: int) -> dict[str, Any]:
+def truth(files: dict[str, Path], processes: int, rounds: int, calls: int,
+          warmup: int = 20) -> dict[str, Any]:
     """Each copy's slowdown, measured apart from benchlab (module text): per process, the
-    median over rounds of log(copy / original) of solo blocks; Hodges-Lehmann over processes."""
+    median over rounds of log(copy / original) of solo blocks (``warmup`` untimed calls,
+    then ``calls`` timed); Hodges-Lehmann over processes."""
     from benchlab.ab.stats import hodges_lehmann
 
     names = list(files)
@@ -122,8 +128,8 @@ def truth(files: dict[str, Path], processes: int, rounds: int, calls: int) -> di
     solo_ms: list[list[float]] = []
     for _ in range(processes):
         out = subprocess.run([sys.executable, "-c", _SOLO, ",".join(str(files[n]) for n in names),
-                              str(rounds), str(calls)], capture_output=True, text=True,
-                             check=True)
+                              str(rounds), str(calls), str(warmup)], capture_output=True,
+                             text=True, check=True)
         medians = [[float(v) for v in column.split(",")] for column in out.stdout.split()]
         solo_ms.append([statistics.median(m) for m in medians])
         for name, copy in zip(names[1:], medians[1:], strict=True):
@@ -138,7 +144,9 @@ def truth(files: dict[str, Path], processes: int, rounds: int, calls: int) -> di
             "solo_ms_per_process": solo_ms, "slowdown": found}
 
 
-def _spec(where: Path, model: Path) -> Path:
+def _spec(where: Path, model: Path, smoke: bool = False) -> Path:
+    """A spec of one test on ``model``: 10 warm-up calls and 40 timed blocks per session
+    (``smoke``: 2 and 6, enough to exercise every part)."""
     import onnx
 
     graph = onnx.load(str(model), load_external_data=False).graph
@@ -146,7 +154,8 @@ def _spec(where: Path, model: Path) -> Path:
     spec = {"model": {"name": "mobilenet_v2_file", "format": "onnx",
                       "framework": "onnxruntime",
                       "files": {"model": {"location": str(model), "md5": None}}},
-            "tests": [{"identifier": "default", "warmup": 10, "iter": 40,
+            "tests": [{"identifier": "default", "warmup": 2 if smoke else 10,
+                       "iter": 6 if smoke else 40,
                        "inputs": {graph.input[0].name: {"shapes": [shape]}}}]}
     path = where / "spec.json"
     path.write_text(json.dumps(spec))
@@ -155,7 +164,8 @@ def _spec(where: Path, model: Path) -> Path:
 
 def _one(spec: Path | None, control: Any, treatment: Any, looks: tuple[int, ...],
          min_effect: float, verify: bool, models: list[str] | None = None,
-         frameworks: list[Any] | None = None) -> dict[str, Any]:
+         frameworks: list[Any] | None = None,
+         fidelity_tolerance: float | None = 0.05) -> dict[str, Any]:
     from benchlab import compare
     from benchlab.ab.sides import CompareSettings
 
@@ -163,7 +173,8 @@ def _one(spec: Path | None, control: Any, treatment: Any, looks: tuple[int, ...]
     comparison = compare([spec] if spec else None, control=control, treatment=treatment,
                          models=models, frameworks=frameworks,
                          settings=CompareSettings(min_effect=min_effect, looks=looks,
-                                                  verify=verify))
+                                                  verify=verify,
+                                                  fidelity_tolerance=fidelity_tolerance))
     latency = [m for m in comparison.metrics if m.metric.endswith("latency")]
     if not latency:
         return {"error": "; ".join((*comparison.failed, *comparison.skipped)) or "nothing",
@@ -182,7 +193,8 @@ def _one(spec: Path | None, control: Any, treatment: Any, looks: tuple[int, ...]
     }
 
 
-def lockstep_fidelity(model: Path, sessions: int, blocks: int) -> dict[str, Any]:
+def lockstep_fidelity(model: Path, sessions: int, blocks: int,
+                      warmup: int = 5) -> dict[str, Any]:
     """Lock-step sessions of examples/ab/onnx_bench.py on ``model`` against itself, with the
     idle side parked and live: each side's fidelity and the A/A session estimates."""
     from benchlab.ab.interleave import SessionData, solo_calls
@@ -207,7 +219,7 @@ def lockstep_fidelity(model: Path, sessions: int, blocks: int) -> dict[str, Any]
                 pair, ("control", "treatment"), ({"program": program}, {"program": program}),
                 HostTarget(), ArtifactCache(default_cache_dir()),
                 order=balanced_orders(blocks, index), started_first="ct"[index % 2],
-                warmup=5, index=index, solo=solo_calls(blocks), park=park))
+                warmup=warmup, index=index, solo=solo_calls(blocks), park=park))
         control_ms, _ = data.medians()
         out["parked" if park else "live"] = {
             "fidelity": [{"side": f.side, "ratio": f.ratio, "low": f.low, "high": f.high}
@@ -225,35 +237,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     from benchlab.spec.types import FrameworkConfig
 
     args = parse_args(__doc__.splitlines()[0], argv, repeats=3, extra=_extra,
-                      repeats_help="A/A compares, and compares per effect (1% and 5% get "
-                                   "half as many, at least one)")
+                      repeats_help="A/A compares, and compares per effect (2% twice as "
+                                   "many, 1% and 5% half as many, at least one; --smoke: "
+                                   "as many)")
     looks = (4,) if args.smoke else (40,)
     ab_looks = (4,) if args.smoke else (20, 40)
+    # A smoke's few blocks judge fidelity on noise: it is reported, but the mode auto picks
+    # is kept rather than measured again in process pairs.
+    tolerance = None if args.smoke else 0.05
     figures: dict[str, Any] = {}
     parts = set(args.parts.split(","))
     with tempfile.TemporaryDirectory() as tmp:
         where = Path(tmp)
         files = slowed_copies(where, {"2%": 8} if args.smoke else EFFECTS)
         if "lockstep" in parts:
-            figures["lockstep"] = lockstep_fidelity(files["0%"], 2 if args.smoke else
-                                                    args.sessions, 4 if args.smoke else 40)
+            figures["lockstep"] = lockstep_fidelity(
+                files["0%"], 2 if args.smoke else args.sessions, 4 if args.smoke else 40,
+                1 if args.smoke else 5)
             print(json.dumps(figures["lockstep"], indent=1), flush=True)
         if "truth" in parts:
             figures["truth"] = truth(files, 2 if args.smoke else args.truth_processes,
-                                     2 if args.smoke else 8, 20 if args.smoke else 200)
+                                     2 if args.smoke else 8, 5 if args.smoke else 200,
+                                     2 if args.smoke else 20)
             print(json.dumps(figures["truth"]["slowdown"], indent=1), flush=True)
-        spec = _spec(where, files["0%"])
+        spec = _spec(where, files["0%"], args.smoke)
         side = {name: Side(f"{name}:{path.name}", model=path) for name, path in files.items()}
         figures["aa"] = [_one(spec, side["0%"], Side("again", model=files["0%"]), looks, 0.01,
-                              True) for _ in range(args.repeats if "aa" in parts else 0)]
+                              True, fidelity_tolerance=tolerance)
+                         for _ in range(args.repeats if "aa" in parts else 0)]
         print(json.dumps(figures["aa"], indent=1), flush=True)
         figures["ab"] = {}
         for name in files:
             if name == "0%" or "ab" not in parts:
                 continue
-            count = args.repeats * 2 if name == "2%" else max(1, args.repeats // 2)
+            count = (args.repeats if args.smoke  # the smoke: one compare per repeat
+                     else args.repeats * 2 if name == "2%" else max(1, args.repeats // 2))
             min_effect = 0.005 if name == "1%" else 0.01
-            figures["ab"][name] = [_one(spec, side["0%"], side[name], ab_looks, min_effect, True)
+            figures["ab"][name] = [_one(spec, side["0%"], side[name], ab_looks, min_effect, True,
+                                        fidelity_tolerance=tolerance)
                                    for _ in range(count)]
             print(name, json.dumps(figures["ab"][name], indent=1), flush=True)
     figures["other_runtimes"] = {}

@@ -27,7 +27,8 @@ files, the same threads. Rounds of fresh processes in ABBA order (``fidelity.abb
     benchlab's cell takes the pipeline's records, not the streamer's).
 
 The ratio benchlab / library per round, with its 95% interval (``fidelity.ratio_ci``); goal:
-inside 0.97–1.03. ``--smoke`` runs two short rounds.
+inside 0.97–1.03. ``--smoke`` runs two rounds of one generation each (and one for the
+streamer's delay).
 """
 
 from __future__ import annotations
@@ -225,7 +226,7 @@ def main() -> int:
     if args.precision not in PRECISIONS[args.library]:
         raise SystemExit(f"{args.library} has no precision {args.precision}")
     rounds = 2 if args.smoke else args.repeats
-    generations = 2 if args.smoke else 5
+    generations = 1 if args.smoke else 5
     files = _model(args.cache_dir, args.library, args.precision)
     per_round = abba(rounds,
                      lambda: benchlab_side(args.library, args.precision, args.loop,
@@ -241,7 +242,7 @@ def main() -> int:
                "threads": args.threads, "goal": list(GOAL)}
     if args.library == "ovgenai":
         figures["streamer_delay"] = tool_side("ovgenai-streamer", files, args.precision,
-                                              args.threads, 4 if args.smoke else 20)
+                                              args.threads, 1 if args.smoke else 20)
         print("streamer handed tokens late by (median ms): first {first_token_late_ms:.3f}, "
               "later {later_tokens_late_ms:.3f}, TTFT {ttft_ms:.3f}".format(
                   **figures["streamer_delay"]))

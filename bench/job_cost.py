@@ -19,6 +19,9 @@ The zoo export into an empty artifact cache is timed on its own. Then the whole 
 to end: once with an empty cache, which includes exporting the zoo, and then warm.
 
     python bench/job_cost.py [--smoke] [--repeats N] [--out FILE]
+
+``--smoke``: the zoo's mlp on those configurations only (ONNX Runtime's fp32 and int8, PyTorch
+eager and TorchScript), one timed iteration, and a sweep of ONNX Runtime alone.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from _common import parse_args, spread, write_result
 from benchlab import TestOverrides
 from benchlab.spec.artifacts import ArtifactCache
 from benchlab.harness.planner import plan
+from benchlab.harness.sweep import parse_framework
 from benchlab.harness.jobrun import run_job
 from benchlab.schema.result import Status
 from benchlab.targets.base import CommandResult, RunRequest
@@ -101,12 +105,16 @@ def export_zoo(models: tuple[str, ...], cache: ArtifactCache) -> tuple[list[Any]
 
 
 def per_process(
-    specs: list[Any], rounds: int, iterations: int, cache: ArtifactCache
+    specs: list[Any], rounds: int, iterations: int, cache: ArtifactCache,
+    frameworks: list[str] | None = None,
 ) -> tuple[dict[str, dict[str, dict[str, float]]], dict[str, dict[str, float]]]:
-    """Split of one runner process per job, and the floors, over ``rounds`` interleaved rounds."""
+    """Split of one runner process per job, and the floors, over ``rounds`` interleaved rounds.
+    ``frameworks``: only these configurations (default: each spec's own)."""
     target = RecordingTarget(HostTarget())
     overrides = TestOverrides(warmup=0, iter=iterations, min_time=0.0, repeat=1)
-    sweep = plan(specs, target, overrides=overrides)  # type: ignore[arg-type]
+    configs = [parse_framework(text) for text in frameworks] if frameworks else None
+    sweep = plan(specs, target, frameworks=configs,  # type: ignore[arg-type]
+                 overrides=overrides)
     if not sweep.jobs:
         raise SystemExit(f"no jobs planned; skipped: {sweep.skipped}")
     parts: dict[str, dict[str, list[float]]] = {
@@ -192,6 +200,10 @@ def main() -> None:
     if args.smoke:
         models: tuple[str, ...] = ("mlp",)
         iterations = 1
+        # The configurations the module text names, not every installed framework's (each
+        # one more process importing its runtime).
+        frameworks: list[str] | None = [
+            "onnxruntime", "pytorch:mode=eager", "pytorch:mode=torchscript"]
         sweep_args = [
             "--models",
             "mlp",
@@ -209,14 +221,14 @@ def main() -> None:
     else:
         # The sweep these figures were first taken on: the small models on PyTorch eager and
         # TorchScript and ONNX Runtime fp32 (benchlab's default set before the full matrix).
-        models, iterations = tuple(SMALL_MODELS), 10
+        models, iterations, frameworks = tuple(SMALL_MODELS), 10, None
         sweep_args = ["--models", "small", "-f", "pytorch:mode=eager", "-f",
                       "pytorch:mode=torchscript", "-f", "onnxruntime:precision=fp32"]
     tmp = Path(tempfile.mkdtemp(prefix="benchlab-job-cost-"))
     try:
         cache = ArtifactCache(args.cache_dir or tmp / "cache")
         specs, export_s = export_zoo(models, cache)
-        jobs, floors = per_process(specs, args.repeats, iterations, cache)
+        jobs, floors = per_process(specs, args.repeats, iterations, cache, frameworks)
         # Smoke runs reuse the exported zoo to stay short; a real run starts the sweep cold.
         sweep_cache = cache.root if args.smoke else tmp / "sweep-cache"
         sweep = sweep_cost(tmp, args.repeats, sweep_args, sweep_cache)

@@ -11,7 +11,8 @@ Three figures, each on a PostgreSQL 15 server this script starts on loopback:
   25 runs each, 100 samples per result); the overview page and a trends page rendered by the
   real app (FastAPI TestClient, templates and SVG included). Median and p90 of the repeats.
 
-Run: ``.venv/bin/python bench/lab.py`` (about 4 minutes); ``--smoke`` for CI.
+Run: ``.venv/bin/python bench/lab.py`` (about 4 minutes); ``--smoke`` for CI (``SMOKE``: a few
+jobs, two throughput workers, a small store).
 """
 
 from __future__ import annotations
@@ -36,10 +37,10 @@ from benchlab.lab.localpg import PostgresServer, PostgresUnavailable, find_pg_bi
 from benchlab.lab.queue import init_lab, open_lab, submit
 from benchlab.schema.result import JobIdentity, Result, Sample, Status
 
-FULL = {"latency_jobs": 100, "throughput_jobs": 1000, "models": 20, "frameworks": 5,
-        "devices": 4, "runs": 25, "samples": 100, "page_calls": 20}
-SMOKE = {"latency_jobs": 5, "throughput_jobs": 20, "models": 2, "frameworks": 2,
-         "devices": 2, "runs": 3, "samples": 10, "page_calls": 2}
+FULL = {"latency_jobs": 100, "throughput_jobs": 1000, "throughput_workers": 4, "models": 20,
+        "frameworks": 5, "devices": 4, "runs": 25, "samples": 100, "page_calls": 20}
+SMOKE = {"latency_jobs": 5, "throughput_jobs": 20, "throughput_workers": 2, "models": 2,
+         "frameworks": 2, "devices": 2, "runs": 3, "samples": 10, "page_calls": 2}
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -67,8 +68,8 @@ def latency(url: str, logs: Path, jobs: int) -> dict[str, float]:
             "max_ms": max(waits), "jobs": len(waits)}
 
 
-def throughput(url: str, logs: Path, jobs: int) -> dict[str, float]:
-    """No-op jobs per minute through four workers in one pool.
+def throughput(url: str, logs: Path, jobs: int, workers: int = 4) -> dict[str, float]:
+    """No-op jobs per minute through ``workers`` workers in one pool (four; the smoke two).
 
     The jobs are all queued before any worker starts (the pool has no device yet), so the
     figure is the workers' pace, not the submitter's; the submission rate is its own figure.
@@ -80,7 +81,7 @@ def throughput(url: str, logs: Path, jobs: int) -> dict[str, float]:
             ids = [submit(lab, LabRequest(kind="noop"), pool="pool=tp", fan_out=False)[0].id
                    for _ in range(jobs)]
             submit_s = time.time() - start
-            for n in range(4):
+            for n in range(workers):
                 agents.start(f"tp{n}", "--label", "pool=tp")
             wanted = set(ids)
 
@@ -186,7 +187,8 @@ def main() -> None:
 
         figures["defer_to_start"] = latency(fresh(), logs, shape["latency_jobs"])
         print("defer to start:", figures["defer_to_start"], flush=True)
-        figures["throughput"] = throughput(fresh(), logs, shape["throughput_jobs"])
+        figures["throughput"] = throughput(fresh(), logs, shape["throughput_jobs"],
+                                           shape["throughput_workers"])
         print("throughput:", figures["throughput"], flush=True)
         url = fresh()
         started = time.perf_counter()

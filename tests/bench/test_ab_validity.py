@@ -30,13 +30,12 @@ def test_the_smoke_run_measures_every_part(tmp_path: Path) -> None:
     assert set(figures["truth"]["slowdown"]) == {"2%"}
     (aa,) = figures["aa"]
     assert aa["sessions"] == 4
-    # A busy machine may push a 4-session smoke outside the fidelity tolerance: then the
-    # job is measured in process pairs, and says so.
-    if aa["mode"] == "in-process":
-        assert aa["regime"]["control"]["thread_pool"] == "global"
-    else:
-        assert aa["mode"] == "process-pairs" and "as they run alone" in aa["notes"][0]
-    assert len(figures["ab"]["2%"]) == 2
+    # The smoke reports fidelity but keeps the mode auto picks (its few blocks judge noise):
+    # in-process, whatever fidelity a busy machine gives.
+    assert aa["mode"] == "in-process"
+    assert aa["regime"]["control"]["thread_pool"] == "global"
+    assert {f["side"] for f in aa["fidelity"]} == {"control", "treatment"}
+    assert len(figures["ab"]["2%"]) == 1  # the smoke: one compare per repeat
     summary = figures["summary"]
     assert summary["aa_false_regressions"] in (0, 1)
-    assert summary["coverage_of_truth"].endswith("/2")
+    assert summary["coverage_of_truth"].endswith("/1")

@@ -105,9 +105,11 @@ def test_job_cost_smoke_writes_every_figure(tmp_path: Path, zoo_cache_dir: Path)
     record = _smoke("job_cost.py", tmp_path, "--cache-dir", str(zoo_cache_dir))
     assert record["name"] == "job_cost"
     figures = record["figures"]
-    # Every installed framework's defaults; these three are always there in the test env.
-    assert set(figures["per_process_ms"]) >= {
+    # The smoke's configurations: ONNX Runtime's defaults (fp32, int8), PyTorch eager and
+    # TorchScript.
+    assert set(figures["per_process_ms"]) == {
         "mlp @ onnxruntime",
+        "mlp @ onnxruntime:precision=int8",
         "mlp @ pytorch:mode=eager",
         "mlp @ pytorch:mode=torchscript",
     }
