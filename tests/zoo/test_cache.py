@@ -52,6 +52,26 @@ def test_fingerprint_follows_the_definition(user_model: tuple[ModelDefinition, P
     assert model_fingerprint(model) != before
 
 
+def test_fingerprint_follows_the_versions_of_the_packages_a_model_requires(
+        user_model: tuple[ModelDefinition, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata
+
+    from dataclasses import replace
+
+    model, _ = user_model
+    # A module of its distribution's name (transformers), one of another name (yaml, from
+    # PyYAML: found by reading every package's files) and one no package installs.
+    needs = replace(model, requires=("transformers", "yaml.loader", "not_installed_here"))
+    assert model_fingerprint(needs) == model_fingerprint(needs) != model_fingerprint(model)
+    installed = importlib.metadata.version
+    for bumped in ("transformers", "PyYAML"):
+        before = model_fingerprint(needs)
+        monkeypatch.setattr(importlib.metadata, "version",
+                            lambda name, b=bumped: "9.9" if name == b else installed(name))
+        assert model_fingerprint(needs) != before, bumped
+        monkeypatch.setattr(importlib.metadata, "version", installed)
+
+
 @pytest.mark.slow
 def test_second_export_is_a_hit_and_a_changed_definition_a_miss(
     user_model: tuple[ModelDefinition, Path], tmp_path: Path
