@@ -57,10 +57,15 @@ def _check(got: benchlab.ModelOutputs, x: np.ndarray, expected: np.ndarray) -> N
     assert got.as_torch()[0].shape == (2, 4)
 
 
-def test_outputs_on_the_host(spec: tuple[Path, np.ndarray, np.ndarray], tmp_path: Path) -> None:
+def test_outputs_on_the_host(spec: tuple[Path, np.ndarray, np.ndarray], tmp_path: Path,
+                             zoo_cache_dir: Path) -> None:
     path, x, expected = spec
     got = benchlab.outputs(path, "onnxruntime", cache_dir=tmp_path / "cache")
     _check(got, x, expected)
+    # A zoo model by name: its spec, file and reference from the zoo's cache.
+    zoo = benchlab.outputs("mlp", "onnxruntime", cache_dir=zoo_cache_dir)
+    assert zoo.model == "mlp" and zoo.outputs[0].shape == (16, 10)
+    assert zoo.errors["sqnr"] > 60
     # Other inputs than the reference's: outputs for those, nothing to compare against.
     other = np.ones((2, 8), np.float32)
     mine = benchlab.outputs(path, "onnxruntime", inputs={"x": other}, cache_dir=tmp_path / "c")

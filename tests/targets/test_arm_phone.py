@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,7 @@ from benchlab.devicetools import (BuiltTools, build_llama_tools, device_tools_di
                                   elf_architecture, prepare_device_tools)
 from benchlab.errors import InfrastructureError
 from benchlab.devicetools.llamacpp import RUNNER
+from benchlab.runner.generate import load_generative_reference, save_generative_reference
 from benchlab.schema.generation import Generation
 from benchlab.schema.result import EnvKey, Metric, Status, metric_key
 from benchlab.targets.adb import AdbTarget
@@ -38,6 +40,10 @@ GENERATION = [Generation(prompt_tokens=16, new_tokens=8)]
 # One thread: under emulation a second llama.cpp thread spins while it waits, a host core
 # burnt on emulated polling.
 QUICK = benchlab.TestOverrides(repeat=1, iter=2, warmup=0, min_time=0.0, threads=1)
+#: Tokens of the reference text the phone measures perplexity on in these tests: the zoo's
+#: first 64 of 512. The runner's pass over the text (every position's logits) was 60-75% of its
+#: emulated time at 512; nothing asserted here depends on the text's length.
+SHORT_TEXT = 64
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +77,28 @@ def arm_tools(zoo_cache_dir: Path) -> BuiltTools:
     in the cache the test sweeps use."""
     prepared("phone-tools", zoo_cache_dir)
     return build_llama_tools("aarch64", device_tools_dir(zoo_cache_dir))
+
+
+@pytest.fixture(scope="module")
+def llama_15m_spec(llama_15m_export: object, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A spec of the zoo's llama_15m GGUF files (fp32 and q8_0) and its reference, its
+    perplexity text cut to :data:`SHORT_TEXT` tokens: the prompt, the prompt's logits and the
+    greedy continuation (what SQNR and token agreement judge) are the zoo's own."""
+    files = llama_15m_export.files  # type: ignore[attr-defined]
+    folder = tmp_path_factory.mktemp("llama_15m_spec")
+    reference = load_generative_reference(str(files["reference"]))
+    save_generative_reference(folder / "reference.npz",
+                              replace(reference, text=reference.text[:SHORT_TEXT]))
+    path = folder / "llama_15m.json"
+    path.write_text(json.dumps({
+        "model": {"name": "llama_15m", "format": "gguf", "files": {
+            "gguf": {"location": str(files["gguf"]), "md5": None},
+            "gguf_q8_0": {"location": str(files["gguf_q8_0"]), "md5": None},
+            "reference": {"location": "reference.npz", "md5": None}}},
+        "tests": [{"identifier": "generate", "generate": {
+            "prompt_tokens": GENERATION[0].prompt_tokens,
+            "new_tokens": GENERATION[0].new_tokens}}]}))
+    return path
 
 
 def _target(server: AdbServer, phone: StandinPhone) -> str:
@@ -124,12 +152,12 @@ def test_pushed_aarch64_code_runs_on_each_phones_own_core(
 
 def test_llama_15m_runs_on_the_arm_phone_as_benchlab_built_it(
         arm_phones: tuple[AdbServer, dict[str, StandinPhone]], arm_tools: BuiltTools,
-        zoo_cache_dir: Path, tmp_path: Path) -> None:
+        llama_15m_spec: Path, zoo_cache_dir: Path, tmp_path: Path) -> None:
     server, phones = arm_phones
     phone = phones["cortex-a53"]
     results = benchlab.run(
-        models=["llama_15m"], frameworks=["llamacpp:precision=fp32"],
-        target=_target(server, phone), generations=GENERATION,
+        [llama_15m_spec], frameworks=["llamacpp:precision=fp32"],
+        target=_target(server, phone),
         overrides=benchlab.TestOverrides(repeat=1, iter=2, warmup=0, min_time=0.0,
                                          threads=1, profile_ops=True),
         cache_dir=zoo_cache_dir, db=tmp_path / "arm.db")
@@ -159,6 +187,8 @@ def test_llama_15m_runs_on_the_arm_phone_as_benchlab_built_it(
     # (teacher-forced) and its prefill logits.
     assert fp32[metric_key("NET", Metric.TOKEN_AGREEMENT)].p50 == 1.0
     assert fp32[metric_key("NET", Metric.SQNR)].p50 > 60
+    # ...and its perplexity on the reference's text (SHORT_TEXT tokens here).
+    assert fp32[metric_key("NET", Metric.PERPLEXITY)].p50 > 1
     # Nothing is left on the phone: every job's workdir was removed.
     leftovers = list((phone.root / "data/local/tmp/benchlab").glob("benchlab-*"))
     assert leftovers == []
@@ -205,17 +235,18 @@ def test_a_binary_for_another_cpu_is_refused_before_anything_is_pushed(
 
 def test_outputs_come_back_from_the_phone_as_arrays_and_tensors(
         arm_phones: tuple[AdbServer, dict[str, StandinPhone]], arm_tools: BuiltTools,
-        llama_15m_export: object, zoo_cache_dir: Path) -> None:
+        llama_15m_spec: Path, zoo_cache_dir: Path) -> None:
     server, phones = arm_phones
     # q8_0: llama.cpp's int8 arithmetic on ARM, against the fp32 reference (x86-64's AVX2
     # kernels give 33.7 dB here, docs/performance.md §17).
-    got = benchlab.outputs("llama_15m", "llamacpp:precision=q8_0",
+    got = benchlab.outputs(llama_15m_spec, "llamacpp:precision=q8_0",
                            target=_target(server, phones["cortex-a76"]), cache_dir=zoo_cache_dir)
     (logits,) = got.outputs
     (reference,) = got.reference or []
     assert logits.shape == reference.shape == (len(got.inputs["tokens"]), 8192)
     assert logits.dtype == np.float32
     assert 25 < got.errors["sqnr"] < 45 and got.errors["token_agreement"] > 0.9
+    assert got.errors["perplexity"] > 1  # on the reference's text, through the phone's answers
     (tensor,) = got.as_torch()
     assert tuple(tensor.shape) == logits.shape
 
