@@ -231,6 +231,9 @@ def test_a_depth_or_a_prompt_the_batch_cannot_hold_is_refused() -> None:
 
 # --- a real decoder through benchlab's whole path -------------------------------------------
 
+#: New tokens per query of llama_15m's scenarios below (two: a time per output token).
+NEW_TOKENS = 2
+
 class _Served:
     """llama_15m's scenario results, each run the first time a test asks for it: every test's
     own ten minutes then cover only its own run, not the whole module's (under load, the
@@ -275,7 +278,7 @@ class _Served:
             (self.found[key],) = benchlab.run(
                 models=["llama_15m"], frameworks=[framework], db=self.root / "results.db",
                 cache_dir=self.cache_dir, overrides=self.overrides, scenario=scenario,
-                generations=[Generation(prompt_tokens=8, new_tokens=2)])
+                generations=[Generation(prompt_tokens=8, new_tokens=NEW_TOKENS)])
         return self.found[key]
 
     def values(self) -> list[Any]:
@@ -333,7 +336,9 @@ def test_llama_cpp_serves_offline_queries_on_parallel_sequences(
     assert facts["serving"] == "continuous batching, 4 sequences"
     assert result.details["parallel"] == 4
     tokens = result.summaries[Metric.TOKEN_THROUGHPUT.key].p50
-    assert tokens == pytest.approx(4 * result.summaries[Metric.THROUGHPUT.key].p50, rel=0.02)
+    # Each query's new tokens: tokens per second are that many times the queries per second.
+    assert tokens == pytest.approx(NEW_TOKENS * result.summaries[Metric.THROUGHPUT.key].p50,
+                                   rel=0.02)
     assert result.summaries[Metric.TTFT.key].count == facts["queries_run"] >= 64
 
 
