@@ -44,6 +44,7 @@ BUILDS: dict[str, StandinBuild] = dict(ARM_BUILDS)
 NEEDS = {
     "tests/targets/test_arm_board.py": ("board-root",),
     "tests/targets/test_arm_phone.py": ("phone-tools",),
+    "tests/frameworks/test_executorch_native.py": ("host-et-runner",),
 }
 
 _DONE = pytest.StashKey[bool]()

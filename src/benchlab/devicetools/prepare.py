@@ -1,6 +1,7 @@
 """Everything benchlab builds for devices of one architecture, built ahead of a run.
 
-A device without Python runs programs benchlab builds for it (llama.cpp's runner today). The
+A device without Python runs programs benchlab builds for it (llama.cpp's runner, and
+ExecuTorch's over the libraries of ExecuTorch's wheel). The
 first run on such a device would build them inside the run, minutes before its first number;
 :func:`prepare_device_tools` builds them beforehand into the artifact cache, where a run finds
 them by key, and says what it built and how long it took (``benchlab prepare --arch aarch64``).
@@ -14,10 +15,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchlab.devicetools.etrunner import ET_RUNNER, ET_VERSION, build_et_runner
 from benchlab.devicetools.llamacpp import RUNNER, build_llama_tools
+from benchlab.errors import UsageError
 from benchlab.spec.artifacts import default_cache_dir
 
-__all__ = ["PreparedTool", "device_tools_dir", "prepare_device_tools"]
+__all__ = ["DEVICE_TOOLS", "PreparedTool", "device_tools_dir", "prepare_device_tools"]
+
+#: What :func:`prepare_device_tools` builds, by name: llama.cpp's runner, ExecuTorch's.
+DEVICE_TOOLS = ("llamacpp", "executorch")
 
 
 def device_tools_dir(cache_root: Path) -> Path:
@@ -46,17 +52,34 @@ class PreparedTool:
 
 def prepare_device_tools(architecture: str, cache_root: Path | None = None, *,
                          progress: Callable[[str], None] = lambda text: None,
+                         tools: tuple[str, ...] = DEVICE_TOOLS,
                          ) -> list[PreparedTool]:
     """Build (or find) every program benchlab pushes to a device of ``architecture`` that has
-    no Python, in ``cache_root`` (the default artifact cache when None).
+    no Python, in ``cache_root`` (the default artifact cache when None); ``tools`` picks some
+    of :data:`DEVICE_TOOLS`, in that order.
 
     Raises :class:`~benchlab.errors.InfrastructureError` when no compiler for it is installed
     (naming the package) or a build fails (with the end of its log).
     """
     cache_root = default_cache_dir() if cache_root is None else cache_root
-    began = time.monotonic()
-    # build_llama_tools looks for the compiler before it fetches anything.
-    tools = build_llama_tools(architecture, device_tools_dir(cache_root), progress=progress)
-    return [PreparedTool(name=f"llama.cpp's runner ({RUNNER}) for {architecture}",
-                         path=tools.program(RUNNER), built_now=tools.built_now,
-                         seconds=round(time.monotonic() - began, 1))]
+    unknown = sorted(set(tools) - set(DEVICE_TOOLS))
+    if unknown:
+        raise UsageError(f"benchlab builds {', '.join(DEVICE_TOOLS)} for devices, not "
+                         f"{', '.join(unknown)}")
+    done = []
+    if "llamacpp" in tools:
+        began = time.monotonic()
+        # build_llama_tools looks for the compiler before it fetches anything.
+        built = build_llama_tools(architecture, device_tools_dir(cache_root), progress=progress)
+        done.append(PreparedTool(name=f"llama.cpp's runner ({RUNNER}) for {architecture}",
+                                 path=built.program(RUNNER), built_now=built.built_now,
+                                 seconds=round(time.monotonic() - began, 1)))
+    if "executorch" in tools:
+        began = time.monotonic()
+        built = build_et_runner(architecture, device_tools_dir(cache_root), progress=progress)
+        done.append(PreparedTool(
+            name=f"ExecuTorch's runner ({ET_RUNNER}, ExecuTorch {ET_VERSION} libraries) for "
+                 f"{architecture}",
+            path=built.program(ET_RUNNER), built_now=built.built_now,
+            seconds=round(time.monotonic() - began, 1)))
+    return done

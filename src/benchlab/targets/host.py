@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from benchlab.errors import InfrastructureError
 from benchlab.targets.environment import capture_host_environment, parse_cpu_list
 from benchlab.schema.availability import Availability
 from benchlab.targets.base import CommandResult, RunRequest
@@ -101,9 +102,13 @@ class HostTarget:
         return str(dest)
 
     def pull(self, remote: str, local: Path) -> Path:
-        """Copy a file produced by a command to ``local``."""
+        """Copy a file produced by a command to ``local``; :class:`InfrastructureError` when
+        it cannot (a file the command did not write), as the other targets say it."""
         local.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(remote, local)
+        try:
+            shutil.copyfile(remote, local)
+        except OSError as exc:
+            raise InfrastructureError(f"cannot copy {remote}: {exc.strerror or exc}") from None
         return local
 
     def remove_workdir(self, workdir: str) -> None:

@@ -1,9 +1,10 @@
 """What the ARM stand-ins need built once per machine, built before they are used.
 
-Two builds, both cached by key so a second run finds them: the ARM board's arm64 Debian root
-(:func:`~benchlab_standin.armboard.build_root`, under ``/var/cache/benchlab/boards``) and the
-programs benchlab pushes to the ARM phone, which has no Python (llama.cpp's runner for
-aarch64: :func:`benchlab.devicetools.prepare_device_tools`, in an artifact cache).
+Builds cached by key so a second run finds them: the ARM board's arm64 Debian root
+(:func:`~benchlab_standin.armboard.build_root`, under ``/var/cache/benchlab/boards``), the
+programs benchlab pushes to the ARM phone, which has no Python (llama.cpp's runner and
+ExecuTorch's for aarch64: :func:`benchlab.devicetools.prepare_device_tools`, in an artifact
+cache), and ExecuTorch's runner for this host, which the tests of ``runner=native`` run.
 
 ``python -m benchlab_standin --prepare`` runs them and says what each built and how long it
 took; the test suite runs the same :data:`ARM_BUILDS` before the tests that need them start
@@ -18,7 +19,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from benchlab.devicetools import RUNNER, PreparedTool, find_toolchain, prepare_device_tools
+from benchlab.devicetools import (
+    RUNNER,
+    PreparedTool,
+    find_toolchain,
+    host_architecture,
+    prepare_device_tools,
+)
 from benchlab.errors import InfrastructureError
 
 from benchlab_standin.armboard import build_root, cannot_build_root
@@ -62,8 +69,23 @@ def _no_cross_compiler() -> str | None:
 
 
 def _phone_tools(cache_root: Path | None, progress: Progress) -> PreparedTool:
-    (tool,) = prepare_device_tools("aarch64", cache_root, progress=progress)
+    # Every device tool, as `benchlab prepare --arch aarch64` builds them; named by the first.
+    tool, *_ = prepare_device_tools("aarch64", cache_root, progress=progress)
     return replace(tool, name=f"llama.cpp's runner ({RUNNER}) for the ARM phone (aarch64)")
+
+
+def _no_host_compiler() -> str | None:
+    try:
+        find_toolchain(host_architecture())
+    except InfrastructureError as exc:
+        return str(exc)
+    return None
+
+
+def _host_et_runner(cache_root: Path | None, progress: Progress) -> PreparedTool:
+    (tool,) = prepare_device_tools(host_architecture(), cache_root, progress=progress,
+                                   tools=("executorch",))
+    return tool
 
 
 #: Every build the ARM stand-ins need, by key.
@@ -71,6 +93,8 @@ ARM_BUILDS = {build.key: build for build in (
     StandinBuild("board-root", "the ARM board's arm64 root", cannot_build_root, _board_root),
     StandinBuild("phone-tools", "llama.cpp's runner for the ARM phone (aarch64)",
                  _no_cross_compiler, _phone_tools),
+    StandinBuild("host-et-runner", "ExecuTorch's runner (benchlab-et-runner) for this host",
+                 _no_host_compiler, _host_et_runner),
 )}
 
 

@@ -15,6 +15,12 @@ Options:
     ``threads``; unset leaves the runtime's own choice, one thread per core).
 ``method``
     The program's method to run (default ``forward``).
+``runner``
+    ``python`` (ExecuTorch's Python runtime, in benchlab's runner), ``native`` (benchlab's own
+    C++ runner over the runtime libraries of ExecuTorch's 1.5 wheel, built for the target's
+    CPU: :mod:`benchlab.frameworks.executorch.native`) or ``auto`` (default: ``python``; on
+    a target without Python, a native tool must be given). ``binary=`` runs a user's own
+    ``executor_runner`` instead.
 
 A delegate or int8 request is strict: the file it names must exist, so an int8 configuration
 never quietly measures the fp32 program. The adapter never imports ExecuTorch;
@@ -23,7 +29,8 @@ never quietly measures the fp32 program. The adapter never imports ExecuTorch;
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from benchlab.errors import UsageError
@@ -31,10 +38,19 @@ from benchlab.frameworks.base import (
     Invocation,
     JobContext,
     RunnerFramework,
+    Staging,
     Unsupported,
     runner_invocation,
 )
 from benchlab.frameworks.common import file_keys_with_suffix, select_file_key
+from benchlab.frameworks.executorch.native import (
+    RUNNERS,
+    is_native_output,
+    native_invocation,
+    parse_native_output,
+    stage_native_files,
+    uses_native_runner,
+)
 from benchlab.frameworks.native import executor_runner_argv, parse_executor_runner
 from benchlab.frameworks.options import (
     FILE,
@@ -43,7 +59,9 @@ from benchlab.frameworks.options import (
     FrameworkOption,
     precision_option,
 )
+from benchlab.protocol.lines import ParsedOutput
 from benchlab.spec.types import FrameworkConfig, ModelDef
+from benchlab.targets.base import CommandResult
 
 __all__ = [
     "DELEGATES",
@@ -140,6 +158,9 @@ class ExecuTorchFramework(RunnerFramework):
         FILE,
         THREADS,
         FrameworkOption("method", str, "the program's method to run", default="forward"),
+        FrameworkOption("runner", str, "python: ExecuTorch's Python runtime; native: "
+                        "benchlab's runner over ExecuTorch 1.5's libraries, built for the "
+                        "target's CPU; auto: python", default="auto", choices=RUNNERS),
         *NATIVE_TOOL_OPTIONS,
     )
 
@@ -173,6 +194,8 @@ class ExecuTorchFramework(RunnerFramework):
         if key is None:
             raise UsageError(f"executorch: {why}")
         path = self.staged_file(ctx, key)
+        if uses_native_runner(ctx.python, options):
+            return [native_invocation(self, ctx, path, resolved_variant(key, options))]
         binary = self.native_binary(ctx)
         if binary is not None:
             return [self.native_invocation(ctx, executor_runner_argv(
@@ -183,3 +206,14 @@ class ExecuTorchFramework(RunnerFramework):
         runner_options = {**options, **resolved_variant(key, options)}
         return [runner_invocation(ctx, backend=self.backend, model_path=path,
                                   options=runner_options)]
+
+    def device_files(self, staging: Staging) -> dict[str, Path]:
+        """With ``runner=native``: benchlab's runner for the target's CPU, its libraries and
+        the reference's inputs (:func:`stage_native_files`)."""
+        return stage_native_files(staging)
+
+    def parse(self, results: Sequence[CommandResult]) -> ParsedOutput:
+        """benchlab's native runner's lines and files; else as any runner framework."""
+        if is_native_output(results):
+            return parse_native_output(results)
+        return super().parse(results)
