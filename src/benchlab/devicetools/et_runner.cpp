@@ -96,6 +96,30 @@ bool count(const std::string& text, long lowest, long* out) {
   return true;
 }
 
+// The runtime's error codes by name (runtime/core/error.h), so a refusal says what it was.
+std::string error_text(Error error) {
+  const char* name = "";
+  switch (error) {
+    case Error::Internal: name = "Internal"; break;
+    case Error::InvalidState: name = "InvalidState"; break;
+    case Error::NotSupported: name = "NotSupported"; break;
+    case Error::NotImplemented: name = "NotImplemented"; break;
+    case Error::InvalidArgument: name = "InvalidArgument"; break;
+    case Error::InvalidType: name = "InvalidType"; break;
+    case Error::OperatorMissing: name = "OperatorMissing: a kernel the program needs is not in the libraries"; break;
+    case Error::NotFound: name = "NotFound"; break;
+    case Error::MemoryAllocationFailed: name = "MemoryAllocationFailed"; break;
+    case Error::AccessFailed: name = "AccessFailed"; break;
+    case Error::InvalidProgram: name = "InvalidProgram: not a whole, valid .pte"; break;
+    case Error::OutOfResources: name = "OutOfResources"; break;
+    case Error::DelegateInvalidCompatibility: name = "DelegateInvalidCompatibility: the delegate refused the program's blob"; break;
+    default: break;
+  }
+  char code[16];
+  std::snprintf(code, sizeof code, "0x%x", static_cast<unsigned>(error));
+  return *name ? std::string(name) + ", error " + code : std::string("error ") + code;
+}
+
 int usage(const char* why) {
   std::fprintf(stderr, "benchlab-et-runner: %s\n", why);
   return 2;
@@ -198,8 +222,8 @@ bool make_inputs(Module& module, const Options& opts, std::vector<std::vector<ui
                  std::vector<TensorPtr>& tensors, std::vector<EValue>& values) {
   auto meta = module.method_meta(opts.method);
   if (!meta.ok()) {
-    std::fprintf(stderr, "no method '%s' in the program (error 0x%x)\n", opts.method.c_str(),
-                 static_cast<unsigned>(meta.error()));
+    std::fprintf(stderr, "no method '%s' in the program (%s)\n", opts.method.c_str(),
+                 error_text(meta.error()).c_str());
     return false;
   }
   if (opts.inputs.size() > meta->num_inputs()) {
@@ -295,16 +319,16 @@ int main(int argc, char** argv) {
   Module module(opts.model_path, Module::LoadMode::File, std::move(owned));
   Error error = module.load();
   if (error != Error::Ok) {
-    std::fprintf(stderr, "ExecuTorch refused the program %s (error 0x%x)\n",
-                 opts.model_path.c_str(), static_cast<unsigned>(error));
+    std::fprintf(stderr, "ExecuTorch refused the program %s (%s)\n", opts.model_path.c_str(),
+                 error_text(error).c_str());
     return 1;
   }
   std::printf("Model file %s is loaded.\n", opts.model_path.c_str());
   std::printf("Using method %s\n", opts.method.c_str());
   error = module.load_method(opts.method);
   if (error != Error::Ok) {
-    std::fprintf(stderr, "ExecuTorch could not load method '%s' of %s (error 0x%x)\n",
-                 opts.method.c_str(), opts.model_path.c_str(), static_cast<unsigned>(error));
+    std::fprintf(stderr, "ExecuTorch could not load method '%s' of %s (%s)\n",
+                 opts.method.c_str(), opts.model_path.c_str(), error_text(error).c_str());
     return 1;
   }
   std::printf("Method loaded.\n");
@@ -323,8 +347,8 @@ int main(int argc, char** argv) {
     auto result = module.execute(opts.method, inputs);
     double ms = ms_since(begin);
     if (!result.ok()) {
-      std::fprintf(stderr, "execution %ld of '%s' failed (error 0x%x)\n", i, opts.method.c_str(),
-                   static_cast<unsigned>(result.error()));
+      std::fprintf(stderr, "execution %ld of '%s' failed (%s)\n", i, opts.method.c_str(),
+                   error_text(result.error()).c_str());
       return 1;
     }
     std::printf("Iteration %ld of %ld: %.6f ms\n", i, total, ms);
