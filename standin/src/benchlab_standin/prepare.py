@@ -4,7 +4,8 @@ Builds cached by key so a second run finds them: the ARM board's arm64 Debian ro
 (:func:`~benchlab_standin.armboard.build_root`, under ``/var/cache/benchlab/boards``), the
 programs benchlab pushes to the ARM phone, which has no Python (llama.cpp's runner and
 ExecuTorch's for aarch64: :func:`benchlab.devicetools.prepare_device_tools`, in an artifact
-cache), and ExecuTorch's runner for this host, which the tests of ``runner=native`` run.
+cache; ExecuTorch's alone for the ARM board, which runs it over ssh), and ExecuTorch's
+runner for this host, which the tests of ``runner=native`` run.
 
 ``python -m benchlab_standin --prepare`` runs them and says what each built and how long it
 took; the test suite runs the same :data:`ARM_BUILDS` before the tests that need them start
@@ -74,6 +75,21 @@ def _phone_tools(cache_root: Path | None, progress: Progress) -> PreparedTool:
     return replace(tool, name=f"llama.cpp's runner ({RUNNER}) for the ARM phone (aarch64)")
 
 
+def _no_arm_compiler() -> str | None:
+    try:
+        find_toolchain("aarch64")
+    except InfrastructureError as exc:
+        return str(exc)
+    return None
+
+
+def _arm_et_runner(cache_root: Path | None, progress: Progress) -> PreparedTool:
+    (tool,) = prepare_device_tools("aarch64", cache_root, progress=progress,
+                                   tools=("executorch",))
+    return replace(tool, name="ExecuTorch's runner (benchlab-et-runner) for the ARM board "
+                              "(aarch64)")
+
+
 def _no_host_compiler() -> str | None:
     try:
         find_toolchain(host_architecture())
@@ -93,6 +109,8 @@ ARM_BUILDS = {build.key: build for build in (
     StandinBuild("board-root", "the ARM board's arm64 root", cannot_build_root, _board_root),
     StandinBuild("phone-tools", "llama.cpp's runner for the ARM phone (aarch64)",
                  _no_cross_compiler, _phone_tools),
+    StandinBuild("arm-et-runner", "ExecuTorch's runner (benchlab-et-runner) for the ARM board "
+                 "(aarch64)", _no_arm_compiler, _arm_et_runner),
     StandinBuild("host-et-runner", "ExecuTorch's runner (benchlab-et-runner) for this host",
                  _no_host_compiler, _host_et_runner),
 )}
