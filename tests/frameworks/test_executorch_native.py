@@ -78,6 +78,10 @@ def test_the_zoo_mlp_runs_natively_portable_and_xnnpack_with_eager_accuracy_and_
         assert result.summaries[f"NET {Metric.ERROR_MAX_ABS}"].p50 < 1e-4, delegate
         assert result.summaries[f"NET {Metric.SQNR}"].p50 > 60, delegate
         assert details["op_profile_source"] == "ETDump"
+        assert details["threads"] >= 1
+    # What the program delegates, read from the host's copy of the file the runner loaded.
+    assert by_delegate["xnnpack"].details["delegation"]["partitions"] >= 1
+    assert by_delegate["portable"].details["delegation"]["by_engine"] == {}
     ops = {d: {s.type for s in r.samples if s.type != "NET"} for d, r in by_delegate.items()}
     # XNNPACK's own events, named as its delegate; the portable kernels by operator.
     assert "xnnpack: DELEGATE_CALL" in ops["xnnpack"]

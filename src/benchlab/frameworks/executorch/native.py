@@ -37,6 +37,7 @@ from benchlab.devicetools.prepare import device_tools_dir
 from benchlab.errors import UsageError
 from benchlab.frameworks.base import Invocation, JobContext, RunnerFramework, Staging
 from benchlab.frameworks.executorch.etdump import etdump_operator_rows
+from benchlab.frameworks.executorch.program import pte_coverage
 from benchlab.frameworks.native import executor_runner_argv, parse_executor_runner
 from benchlab.frameworks.native.common import SampleList
 from benchlab.protocol.lines import ParsedOutput
@@ -59,6 +60,7 @@ PULLED_OUTPUTS = 8
 #: The runner's first line: the libraries' release it was built against.
 _BANNER = re.compile(r"^benchlab-et-runner: ExecuTorch (\S+) libraries", re.M)
 _VARIANT = "benchlab-et-variant: "
+_POOL = re.compile(r"^Threadpool threads: (\d+)", re.M)
 _PEAK = re.compile(r"^Peak resident memory: (\d+) KiB", re.M)
 _ITERATIONS = re.compile(r"Iteration \d+ of (\d+):")
 _TIMED = re.compile(r"Model executed successfully (\d+) time\(s\)")
@@ -212,6 +214,12 @@ def parse_native_output(results: Sequence[CommandResult]) -> ParsedOutput:
     for result in results:
         files.update(result.files)
     _score_outputs(files, samples, details)
+    program = _local_program(files, str(details.get("model_path", "")))
+    if program is not None:  # the first repetition's, as the Python runner's
+        details[DetailKey.DELEGATION] = pte_coverage(
+            str(program), delegate, str(details.get("method", "forward"))).to_detail()
+    if match := _POOL.search(text):
+        details[DetailKey.THREADS] = int(match.group(1))
     if ETDUMP in files:
         try:
             rows = etdump_operator_rows(files[ETDUMP], warmup=warmup,
@@ -225,6 +233,15 @@ def parse_native_output(results: Sequence[CommandResult]) -> ParsedOutput:
                     samples.add(op, Metric.LATENCY, ms, "ms")
     return ParsedOutput(samples=tuple(samples.items), summaries=parsed.summaries,
                         details=details, infos=parsed.infos)
+
+
+def _local_program(files: Mapping[str, Path], device_path: str) -> Path | None:
+    """The host's copy of the program the runner loaded (same file name), if here."""
+    name = device_path.rsplit("/", 1)[-1]
+    for key, path in files.items():
+        if key.startswith("files.") and Path(path).name == name and name.endswith(".pte"):
+            return Path(path)
+    return None
 
 
 def _score_outputs(files: Mapping[str, Path], samples: SampleList,
