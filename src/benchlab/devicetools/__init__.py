@@ -2,8 +2,9 @@
 programs (:mod:`~benchlab.devicetools.elf`), the compilers that build for it
 (:mod:`~benchlab.devicetools.toolchain`), the cache of what was built
 (:mod:`~benchlab.devicetools.cache`), llama.cpp's programs with benchlab's own runner
-(:mod:`~benchlab.devicetools.llamacpp`) and all of them built ahead of a run
-(:mod:`~benchlab.devicetools.prepare`)."""
+(:mod:`~benchlab.devicetools.llamacpp`), benchlab's ExecuTorch runner over the libraries of
+ExecuTorch's wheel (:mod:`~benchlab.devicetools.etrunner`) and all of them built ahead of a
+run (:mod:`~benchlab.devicetools.prepare`)."""
 
 from __future__ import annotations
 
@@ -13,17 +14,20 @@ from benchlab.devicetools.elf import (
     elf_architecture,
     refuse_wrong_architecture,
 )
+from benchlab.devicetools.etrunner import ET_RUNNER, build_et_runner
 from benchlab.devicetools.llamacpp import RUNNER, build_llama_tools
 from benchlab.devicetools.prepare import PreparedTool, device_tools_dir, prepare_device_tools
 from benchlab.devicetools.toolchain import Toolchain, find_toolchain, host_architecture
 
 __all__ = [
+    "ET_RUNNER",
     "RUNNER",
     "BuildCache",
     "BuiltTools",
     "PreparedTool",
     "Toolchain",
     "architecture_of_abi",
+    "build_et_runner",
     "build_llama_tools",
     "device_tools_dir",
     "elf_architecture",
