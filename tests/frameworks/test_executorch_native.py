@@ -161,7 +161,7 @@ def test_a_truncated_program_fails_its_job_with_the_runtimes_reason(
     assert [o["sizes"] for o in ok.details["outputs"]] == [[2, 4], [2, 1]]
 
 
-def test_runner_option_is_declared_and_refuses_a_binary_beside_it(
+def test_runner_option_is_declared_and_refuses_a_binary_beside_it_and_a_phone(
         tmp_path: Path) -> None:
     fw = ExecuTorchFramework()
     declared = {o.name: o for o in fw.declared_options}
@@ -173,6 +173,13 @@ def test_runner_option_is_declared_and_refuses_a_binary_beside_it(
         fw.device_files(Staging(spec=bare.spec, test=bare.test, config=config,
                                 python=sys.executable, abi="x86_64", local_files={},
                                 scratch=tmp_path, cache_root=tmp_path))
+    # A phone: refused before anything is built or pushed, saying why and what works.
+    config = FrameworkConfig("executorch", {"runner": "native"})
+    with pytest.raises(UsageError, match="Android phone \\(ABI arm64-v8a\\) has no glibc"):
+        fw.device_files(Staging(spec=bare.spec, test=bare.test, config=config, python="",
+                                abi="arm64-v8a", local_files={}, scratch=tmp_path,
+                                cache_root=tmp_path))
+    assert not (tmp_path / "devicetools").exists()
 
 
 @pytest.mark.skipif(shutil.which("riscv64-linux-gnu-g++") is not None,

@@ -51,6 +51,8 @@ __all__ = ["RUNNERS", "native_invocation", "parse_native_output", "stage_native_
 
 RUNNERS = ("auto", "python", "native")
 RUNNER_KEY = "native.et_runner"
+#: The ABIs only Android names so (a Linux machine says aarch64, armv7l).
+_ANDROID_ABIS = frozenset({"arm64-v8a", "armeabi-v7a", "armeabi"})
 _LIB_KEY = "native.et_lib."
 _INPUT_KEY = "native.et_input."
 ETDUMP = "benchlab.etdump"
@@ -87,6 +89,12 @@ def stage_native_files(staging: Staging) -> dict[str, Path]:
     if options.get("binary") is not None:
         raise UsageError("executorch: runner=native runs benchlab's runner; binary= runs "
                          "your own executor_runner: give one of them")
+    if str(staging.abi).lower() in _ANDROID_ABIS:
+        raise UsageError(
+            f"executorch: runner=native runs on Linux targets (this host, a board); its "
+            f"libraries are shared and an Android phone (ABI {staging.abi}) has no glibc to "
+            "load them, and the bundle with glibc's own loader is not built yet: give your "
+            "executor_runner with -f executorch:binary=PATH")
     architecture = architecture_of_abi(staging.abi)
     if architecture is None:
         raise UsageError(f"executorch: cannot tell the target's CPU (ABI {staging.abi!r}), so "
