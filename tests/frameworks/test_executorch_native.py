@@ -92,6 +92,23 @@ def test_the_zoo_mlp_runs_natively_portable_and_xnnpack_with_eager_accuracy_and_
     assert len(addmm) == ITER and all(s.value > 0 for s in addmm)
 
 
+@pytest.mark.slow
+def test_outputs_come_back_as_arrays_from_the_native_runner(
+        et_runner: BuiltTools, zoo_cache_dir: Path) -> None:
+    got = benchlab.outputs("mlp", "executorch:runner=native,delegate=xnnpack",
+                           cache_dir=zoo_cache_dir)
+    assert [a.shape for a in got.outputs] == [(16, 10)]
+    np.testing.assert_allclose(got.outputs[0], got.reference[0], atol=1e-5)  # type: ignore[index]
+    assert got.errors["sqnr"] > 60
+    assert list(got.inputs) == ["input0"] and got.inputs["input0"].shape == (16, 512)
+    # Inputs of the caller's own: no reference made from them, so nothing to compare.
+    mine = {"input0": np.ones((16, 512), np.float32)}
+    again = benchlab.outputs("mlp", "executorch:runner=native,delegate=xnnpack",
+                             inputs=mine, cache_dir=zoo_cache_dir)
+    assert again.reference is None and again.errors == {}
+    assert not np.allclose(again.outputs[0], got.outputs[0])
+
+
 def _run_tiny(fw: ExecuTorchFramework, pte: Path, tiny: Tiny, tmp_path: Path,
               **test: object) -> tuple[object, object]:
     """One repetition through the adapter as the harness drives it on the host: stage the

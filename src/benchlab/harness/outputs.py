@@ -21,7 +21,7 @@ from benchlab.spec.artifacts import ArtifactCache, default_cache_dir
 from benchlab.schema.diagnosis import LayerTable
 from benchlab.errors import InfrastructureError, UsageError
 from benchlab.frameworks.base import Framework, JobContext, Staging, Unsupported, runtime_of
-from benchlab.frameworks.common import REFERENCE_KEY
+from benchlab.frameworks.common import REFERENCE_KEY, is_generative
 from benchlab.plugins import check_configurations
 from benchlab.harness.jobrun import fetch_files
 from benchlab.plugins import load_framework, open_target
@@ -95,6 +95,8 @@ def outputs(
     reference was made from the same inputs. ``target`` (``"ssh:host=pi,python=..."``,
     ``"adb:serial=X,python=..."`` or a target object) runs it on that device: the model and
     inputs are pushed, the outputs pulled back, and the errors computed here, as on the host.
+    With ``runner=native`` (``"executorch:runner=native"``) the runner benchlab builds for
+    the device's CPU runs once and hands its outputs back as raw tensors.
     On a device without Python (a phone), a text generator on ``llamacpp`` answers through
     the runner benchlab builds for the device's CPU: the outputs are the prefill logits of the
     model's reference prompt, and ``errors`` its scores (SQNR, KL, token agreement...).
@@ -116,6 +118,10 @@ def outputs(
     device = open_target(target)
     test = replace(spec.tests[0], warmup=0, iter=1, min_time=0.0, repeat=1, profile_ops=False,
                    target_ci=None, max_time=None, layer_errors=layer_errors)
+    timeout = timeout if timeout is not None else setting_info("timeout").default
+    if chosen.options.get("runner") == "native" and not is_generative(spec.model):
+        # A runner benchlab builds (ExecuTorch's): raw tensors in and out, compared here.
+        return _native_outputs(device, adapter, spec, test, chosen, cache, inputs, timeout)
     if not device.python_executable():
         # A phone: only a framework that builds its own runner for it can hand outputs back.
         return _answers_without_python(device, adapter, spec, test, chosen, cache, timeout)
@@ -132,8 +138,7 @@ def outputs(
                            reference.task if reference else "")
             local[f"files.{REFERENCE_KEY}"] = given
             reference = load_reference(given)
-        got, details = _run_on(device, adapter, spec, test, chosen, local, Path(tmp),
-                               timeout if timeout is not None else setting_info("timeout").default)
+        got, details = _run_on(device, adapter, spec, test, chosen, local, Path(tmp), timeout)
         if reference is not None and reference.inputs:
             used = dict(reference.inputs)
         else:  # the runner's seeded inputs for repetition 0, made the same way here
@@ -149,6 +154,71 @@ def outputs(
     return ModelOutputs(model=spec.model.name, framework=chosen, inputs=used, outputs=got,
                         reference=expected, errors=errors,
                         layers=LayerTable.from_detail(details.get(DetailKey.LAYER_ERRORS)))
+
+
+def _native_outputs(device: Target, adapter: Framework, spec: BenchmarkSpec, test: TestCase,
+                   config: FrameworkConfig, cache: ArtifactCache,
+                   inputs: Mapping[str, np.ndarray] | None, timeout: float) -> ModelOutputs:
+    """Run ``config``'s native runner once on ``device`` (``runner=native``): the inputs go
+    in as raw files (the reference's, or the caller's written as a reference archive first),
+    the outputs come back as raw tensors with a manifest, compared here as a Python runner's
+    are. One process, no warm-up, one execution."""
+    stage = getattr(adapter, "device_files", None)
+    abi = abi_of(device.describe())
+    with tempfile.TemporaryDirectory(prefix="benchlab-outputs-") as tmp:
+        local = fetch_files(spec, test, cache)
+        reference = (load_reference(local[f"files.{REFERENCE_KEY}"])
+                     if REFERENCE_KEY in spec.model.files else None)
+        if inputs is not None:
+            # The runner reads the reference's inputs: the caller's become the reference,
+            # keeping its outputs only when they were made from these same inputs.
+            same = reference is not None and list(inputs) == list(reference.inputs) and all(
+                np.array_equal(np.asarray(inputs[k]), reference.inputs[k]) for k in inputs)
+            given = Path(tmp) / "inputs.npz"
+            save_reference(given, {k: np.asarray(v) for k, v in inputs.items()},
+                           reference.outputs if same and reference else [],
+                           reference.task if reference else "")
+            local[f"files.{REFERENCE_KEY}"] = given
+            reference = load_reference(given)
+        made = stage(Staging(spec=spec, test=test, config=config,
+                             python=device.python_executable(), abi=abi, local_files=local,
+                             scratch=Path(tmp), cache_root=cache.root)) if stage else {}
+        if not made:
+            raise InfrastructureError(f"{config} built no native runner for {device.name}")
+        workdir = device.make_workdir(f"outputs-{spec.model.name}")
+        try:
+            files = {key: device.push(path, workdir, path.name if key.startswith("native.")
+                                      else None) for key, path in {**local, **made}.items()}
+            ctx = JobContext(spec=spec, test=test, config=config, workdir=workdir,
+                             python=device.python_executable(), files=files, placeholders={},
+                             runtime=runtime_of(adapter))
+            invocation = adapter.invocations(ctx)[-1]
+            done = device.run(RunRequest(argv=invocation.argv, env=invocation.env,
+                                         cwd=workdir, timeout=timeout))
+            if not done.ok:
+                why = "timed out" if done.timed_out else f"exited {done.returncode}"
+                tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-8:])
+                raise InfrastructureError(f"{config} on {device.name} {why} running "
+                                          f"{spec.model.name}:\n{tail}")
+            got: dict[str, Path] = {}
+            for name in invocation.pull:
+                try:
+                    got[name] = device.pull(posixpath.join(workdir, name), Path(tmp) / name)
+                except InfrastructureError:
+                    continue  # a name the runner did not write (fewer outputs)
+        finally:
+            device.remove_workdir(workdir)
+        try:
+            arrays = list(read_tensors(got["outputs.json"], got).values())
+        except (KeyError, ValueError) as exc:
+            raise InfrastructureError(f"{config} on {device.name}: the outputs do not read "
+                                      f"({exc})") from None
+    expected = reference.outputs if reference is not None and reference.outputs else None
+    errors = error_stats(arrays, expected, reference.task if reference else "") if expected \
+        else {}
+    used = dict(reference.inputs) if reference is not None else {}
+    return ModelOutputs(model=spec.model.name, framework=config, inputs=used, outputs=arrays,
+                        reference=expected, errors=errors)
 
 
 def _answers_without_python(device: Target, adapter: Framework, spec: BenchmarkSpec,
