@@ -118,6 +118,28 @@ def test_raw_tensors_travel_with_a_manifest_and_a_wrong_size_is_named(tmp_path: 
         decode_raw(raw, "float32", [1])
 
 
+def test_several_tensors_in_one_file_are_read_at_their_offsets(tmp_path: Path) -> None:
+    # What benchlab's ExecuTorch runner writes: every output back to back, one file to pull.
+    first, second = np.arange(6, dtype=np.float32).reshape(2, 3), np.array([9, 8], np.int64)
+    (tmp_path / "outputs.bin").write_bytes(first.tobytes() + second.tobytes())
+    entries = [{"name": "output0", "dtype": "float32", "shape": [2, 3], "file": "outputs.bin",
+                "offset": 0},
+               {"name": "output1", "dtype": "int64", "shape": [2], "file": "outputs.bin",
+                "offset": 24}]
+    manifest = tmp_path / "outputs.json"
+    manifest.write_text(json.dumps({"tensors": entries}))
+    back = read_tensors(manifest)
+    np.testing.assert_array_equal(back["output0"], first)
+    np.testing.assert_array_equal(back["output1"], second)
+    (tmp_path / "outputs.bin").write_bytes(first.tobytes() + b"\0" * 8)  # cut short
+    with pytest.raises(ValueError, match="holds 32 bytes; tensor 'output1' .* ends at byte 40"):
+        read_tensors(manifest)
+    entries[1]["offset"] = -8
+    manifest.write_text(json.dumps({"tensors": entries}))
+    with pytest.raises(ValueError, match="offset -8"):
+        read_tensors(manifest)
+
+
 def test_hwcaps_read_as_an_arm_kernel_names_them() -> None:
     # Measured under QEMU 7.2: the Cortex-A53's AT_HWCAP and MIDR_EL1.
     a53 = arm_cpu({"arch": "aarch64", "hwcap": 0x8FB, "hwcap2": 0, "midr": 0x410FD034})

@@ -19,8 +19,9 @@
 //   --input=PATH            one raw little-endian tensor file per method input, in order;
 //                           each must hold the bytes the method's input takes (inputs not
 //                           given are all ones, as executor_runner fills them)
-//   --output_dir=DIR        write each output as DIR/output<i>.bin (C order, no header) and
-//                           DIR/outputs.json, the manifest of benchlab.protocol.tensorfiles
+//   --output_dir=DIR        write the outputs back to back as DIR/outputs.bin (C order, no
+//                           header) and DIR/outputs.json, their manifest with offsets
+//                           (benchlab.protocol.tensorfiles)
 //
 // Its first line names it and the ExecuTorch release it was built against (the build passes
 // -DBENCHLAB_ET_VERSION), so a result says which runtime ran.
@@ -185,31 +186,41 @@ void print_output(size_t index, const EValue& value) {
   std::printf("])\n");
 }
 
+// Every tensor output, back to back in DIR/outputs.bin (C order, no header), and
+// DIR/outputs.json, their manifest with each one's offset (benchlab.protocol.tensorfiles):
+// two files to fetch, however many outputs the program has.
 bool write_outputs(const std::string& dir, const std::vector<EValue>& outputs) {
+  FILE* data = std::fopen((dir + "/outputs.bin").c_str(), "wb");
+  if (!data) {
+    std::fprintf(stderr, "cannot write %s/outputs.bin\n", dir.c_str());
+    return false;
+  }
   std::string manifest = "{\"tensors\": [";
+  size_t offset = 0;
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!outputs[i].isTensor()) continue;
     const auto& tensor = outputs[i].toTensor();
     const char* dtype = dtype_name(tensor.scalar_type());
     if (!*dtype) {
       std::fprintf(stderr, "output %zu has an element type the tensor files do not carry\n", i);
+      std::fclose(data);
       return false;
     }
-    const std::string file = "output" + std::to_string(i) + ".bin";
     const std::vector<uint8_t> bytes = c_order_bytes(tensor);
-    FILE* handle = std::fopen((dir + "/" + file).c_str(), "wb");
-    if (!handle || std::fwrite(bytes.data(), 1, bytes.size(), handle) != bytes.size()) {
-      std::fprintf(stderr, "cannot write %s/%s\n", dir.c_str(), file.c_str());
-      if (handle) std::fclose(handle);
+    if (std::fwrite(bytes.data(), 1, bytes.size(), data) != bytes.size()) {
+      std::fprintf(stderr, "cannot write %s/outputs.bin\n", dir.c_str());
+      std::fclose(data);
       return false;
     }
-    std::fclose(handle);
     manifest += std::string(manifest.back() == '[' ? "" : ", ") + "{\"name\": \"output" +
                 std::to_string(i) + "\", \"dtype\": \"" + dtype + "\", \"shape\": [" +
-                sizes_text(tensor.sizes()) + "], \"file\": \"" + file + "\"}";
+                sizes_text(tensor.sizes()) + "], \"file\": \"outputs.bin\", \"offset\": " +
+                std::to_string(offset) + "}";
+    offset += bytes.size();
   }
   manifest += "]}\n";
-  // The manifest last: a run cut short leaves files without one, never one without files.
+  if (std::fclose(data) != 0) return false;
+  // The manifest last: a run cut short leaves data without one, never one without data.
   FILE* handle = std::fopen((dir + "/outputs.json").c_str(), "w");
   if (!handle) return false;
   std::fputs(manifest.c_str(), handle);

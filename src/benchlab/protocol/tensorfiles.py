@@ -6,8 +6,11 @@ A manifest (``outputs.json``, ``inputs.json``) is one JSON object,
 elements in C order, little-endian, with no header: what a C++ program writes with one
 ``fwrite`` and what ExecuTorch's ``executor_runner --output_file`` writes (one
 ``BASE-<i>.bin`` per output, its shape and type known from the model's metadata instead).
-Reading checks every file's size against its dtype and shape, so a truncated pull or an
-output of another model is an error that names the file, never a tensor of garbage.
+An entry may also give an ``offset``: its tensor then starts there in a file that holds
+several, back to back (one file to pull for all of a program's outputs, however many).
+Reading checks every file's size against its dtype and shape (with offsets: that the file
+reaches the tensor's end), so a truncated pull or an output of another model is an error
+that names the file, never a tensor of garbage.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ class TensorFile:
     dtype: str
     shape: tuple[int, ...]
     file: str
+    #: Where the tensor starts in its file (None: the file holds it alone).
+    offset: int | None = None
 
     @property
     def nbytes(self) -> int:
@@ -55,7 +60,12 @@ def _entry(raw: object, where: str) -> TensorFile:
     if any(d < 0 for d in shape) or "/" in file or file.startswith("."):
         raise ValueError(f"{where}: tensor {name!r} has shape {list(shape)} and file {file!r}; "
                          "sizes are non-negative and files sit beside the manifest")
-    return TensorFile(name, dtype, shape, file)
+    offset = raw.get("offset")
+    if offset is not None and (isinstance(offset, bool) or not isinstance(offset, int)
+                               or offset < 0):
+        raise ValueError(f"{where}: tensor {name!r} has offset {offset!r}; an offset is a "
+                         "non-negative byte count")
+    return TensorFile(name, dtype, shape, file, offset)
 
 
 def read_manifest(path: Path) -> list[TensorFile]:
@@ -90,7 +100,18 @@ def read_tensors(manifest: Path, files: Mapping[str, Path] | None = None) -> dic
         local = (files or {}).get(tensor.file, Path(manifest).parent / tensor.file)
         if not Path(local).is_file():
             raise ValueError(f"{manifest} lists {tensor.file}, which did not come back")
-        arrays[tensor.name] = decode_raw(Path(local), tensor.dtype, tensor.shape)
+        if tensor.offset is None:
+            arrays[tensor.name] = decode_raw(Path(local), tensor.dtype, tensor.shape)
+            continue
+        size, end = Path(local).stat().st_size, tensor.offset + tensor.nbytes
+        if size < end:
+            raise ValueError(f"{local} holds {size} bytes; tensor {tensor.name!r} "
+                             f"({tensor.dtype}, shape {list(tensor.shape)}) ends at byte {end}")
+        count = tensor.nbytes // np.dtype(tensor.dtype).itemsize
+        data = np.fromfile(local, dtype=np.dtype(tensor.dtype).newbyteorder("<"), count=count,
+                           offset=tensor.offset)
+        arrays[tensor.name] = data.reshape(tensor.shape).astype(np.dtype(tensor.dtype),
+                                                                copy=False)
     return arrays
 
 

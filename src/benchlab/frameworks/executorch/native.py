@@ -8,8 +8,8 @@ read here:
 
 * inputs: the model's reference inputs, when it has a reference, as raw tensor files in the
   method's input order (without one the runner feeds ones, as ``executor_runner`` does);
-* outputs: the first repetition pulls ``outputs.json`` and the tensors
-  (:mod:`benchlab.protocol.tensorfiles`), scored here against the reference's outputs with
+* outputs: the first repetition pulls ``outputs.json`` and ``outputs.bin``, every output
+  back to back (:mod:`benchlab.protocol.tensorfiles`), scored here against the reference with
   the error statistics the Python runner prints;
 * per-operator times: with ``profile_ops`` the runner writes an ETDump, read here
   (:mod:`benchlab.frameworks.executorch.etdump`) into one row per timed execution;
@@ -57,8 +57,8 @@ _LIB_KEY = "native.et_lib."
 _INPUT_KEY = "native.et_input."
 ETDUMP = "benchlab.etdump"
 MANIFEST = "outputs.json"
-#: Outputs handed back at most (a program with more: its accuracy is skipped, saying why).
-PULLED_OUTPUTS = 8
+#: Every output, back to back (the manifest gives each one's offset).
+OUTPUTS = "outputs.bin"
 #: The runner's first line: the libraries' release it was built against.
 _BANNER = re.compile(r"^benchlab-et-runner: ExecuTorch (\S+) libraries", re.M)
 _VARIANT = "benchlab-et-variant: "
@@ -152,9 +152,7 @@ def native_invocation(framework: RunnerFramework, ctx: JobContext, model_path: s
     pull: tuple[str, ...] = ()
     if ctx.repetition == 0:
         extra.append(f"--output_dir={ctx.workdir}")
-        # The output count is the program's, unknown here: the first few names are asked
-        # for, and those it did not write are left out of the pull.
-        pull = (MANIFEST, *(f"output{i}.bin" for i in range(PULLED_OUTPUTS)))
+        pull = (MANIFEST, OUTPUTS)
         if test.profile_ops:
             extra.append(f"--etdump_path={ctx.workdir}/{ETDUMP}")
             pull += (ETDUMP,)
