@@ -26,7 +26,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from benchlab.protocol.lines import format_detail, format_metric
+from benchlab.protocol.lines import format_metric, write_measurement
 from benchlab.runner.loadgen import (
     NS_PER_MS,
     LoadGenRun,
@@ -156,8 +156,6 @@ def measure_scenario(backend: Any, config: Any, out: TextIO, *, head: Sequence[s
                                    sample_sets=len(sets), samples_run=len(reported.sample_ms),
                                    latency_samples_kept=len(kept)))
     details.update(backend.info())
-    lines.append(format_detail(**details))
-    out.write("\n".join(lines) + "\n")
-    out.flush()
+    write_measurement(out, lines, details)
 
 
