@@ -36,7 +36,7 @@ from benchlab.frameworks.base import (
     runner_invocation,
     spec_command_invocations,
 )
-from benchlab.frameworks.common import file_keys_with_suffix, select_file_key
+from benchlab.frameworks.common import file_keys_with_suffix, key_precision, select_file_key
 from benchlab.frameworks.native import benchmark_model_argv, parse_benchmark_model
 from benchlab.frameworks.options import (
     FILE,
@@ -74,7 +74,7 @@ def _precision_of(key: str, options: Mapping[str, Any]) -> str:
     asked = options.get("precision")
     if asked is not None:
         return str(asked)
-    return "int8" if "int8" in key.lower() else "fp32"
+    return key_precision(key)
 
 
 def select_tflite_file(
