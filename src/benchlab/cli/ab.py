@@ -28,7 +28,7 @@ from benchlab.cli.options import (
 from benchlab.cli.helptext import DECIDE, LAB, OUTPUT, WHERE
 from benchlab.cli.labels import (RegressedTypesOption, UserIdentifierOption, UserStringOption,
                                  labels_from_options)
-from benchlab.cli.output import console, err_console
+from benchlab.cli.output import console, err_console, progress_printer
 from benchlab.errors import UsageError
 
 __all__ = ["compare", "track"]
@@ -147,7 +147,7 @@ def compare(
         treatment=_side("treatment", treatment_program, treatment_config, treatment_python,
                         treatment_commit, (repo, build, commit_program), treatment_model),
         db=db, settings=settings,
-        progress=None if quiet else (lambda text: err_console.print(f"[dim]{escape(text)}[/]")),
+        progress=progress_printer(quiet),
     )
     _print_comparison(comparison, markdown=markdown, json_out=json_out, html=html, wide=wide)
     raise typer.Exit(comparison.exit_code)
@@ -272,7 +272,7 @@ def track(
     refuse_without_lab(detach=detach, dry_run=dry_run)
     report = run_track(
         sweep, settings=settings, follow=follow, interval=interval, db=db,
-        progress=None if quiet else (lambda text: err_console.print(f"[dim]{escape(text)}[/]")),
+        progress=progress_printer(quiet),
     )
     console.print(track_table(report))
     for note in report.notes:
