@@ -26,7 +26,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from benchlab.errors import UsageError
 from benchlab.frameworks.base import (
     Invocation,
     JobContext,
@@ -169,10 +168,7 @@ class ExecuTorchFramework(RunnerFramework):
         if ctx.test.generate is not None:
             return [self.generative_invocation(ctx)]
         options = ctx.config.options
-        key, why = select_pte_file(ctx.spec.model, options)
-        if key is None:
-            raise UsageError(f"executorch: {why}")
-        path = self.staged_file(ctx, key)
+        key, path = self.chosen_file(ctx, select_pte_file)
         binary = self.native_binary(ctx)
         if binary is not None:
             return [self.native_invocation(ctx, executor_runner_argv(

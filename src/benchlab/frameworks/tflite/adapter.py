@@ -27,7 +27,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from benchlab.errors import UsageError
 from benchlab.frameworks.base import (
     Invocation,
     JobContext,
@@ -156,10 +155,7 @@ class TfliteFramework(RunnerFramework):
         if ctx.test.commands:
             return spec_command_invocations(ctx)
         options = ctx.config.options
-        key, why = select_tflite_file(ctx.spec.model, options)
-        if key is None:
-            raise UsageError(f"tflite: {why}")
-        path = self.staged_file(ctx, key)
+        key, path = self.chosen_file(ctx, select_tflite_file)
         binary = self.native_binary(ctx)
         if binary is not None:
             test = ctx.test
