@@ -245,7 +245,7 @@ class DocLab:
 
 
 @pytest.fixture
-def doc_lab(tmp_path: Path, board: LoopbackBoard) -> Iterator[DocLab]:
+def doc_lab(tmp_path: Path, board: LoopbackBoard, zoo_cache_dir: Path) -> Iterator[DocLab]:
     if find_pg_bin() is None:
         pytest.skip("PostgreSQL server binaries are not installed")
     # The page's boards, pi4 and jetson, as aliases of the loopback board.
@@ -255,7 +255,13 @@ def doc_lab(tmp_path: Path, board: LoopbackBoard) -> Iterator[DocLab]:
     # A short folder the postgres user may enter (pytest's own are private to root).
     data = Path(tempfile.mkdtemp(prefix="benchlab-docs-"))
     scripts = str(Path(sys.executable).parent)
-    env = {**os.environ, "PATH": scripts + os.pathsep + os.environ.get("PATH", "")}
+    # The commands' default artifact cache ($XDG_CACHE_HOME/benchlab/artifacts) is the
+    # session's, where the page's zoo model is exported once for every test; not the user's.
+    artifacts = tmp_path / "xdg-cache" / "benchlab" / "artifacts"
+    artifacts.parent.mkdir(parents=True)
+    artifacts.symlink_to(zoo_cache_dir, target_is_directory=True)
+    env = {**os.environ, "PATH": scripts + os.pathsep + os.environ.get("PATH", ""),
+           "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")}
     lab = DocLab(folder=tmp_path, data_dir=data, env=env, ssh_config=ssh_config)
     try:
         yield lab

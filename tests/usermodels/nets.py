@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+#: The page whose examples tests/usermodels/test_pytorch_model.py runs as written.
+YOUR_MODEL_DOC = Path(__file__).parents[2] / "docs" / "your-model.md"
+
+
+def doc_block(marker: str) -> str:
+    """The fenced block right after ``<!-- marker -->`` in :data:`YOUR_MODEL_DOC`."""
+    found = re.search(rf"<!-- {re.escape(marker)} -->\n```\w+\n(.*?)```",
+                      YOUR_MODEL_DOC.read_text(), re.S)
+    assert found, marker
+    return found.group(1)
+
 
 #: Conv, batch norm, linear: the issue's 12-line model. ``build()`` seeds with SEED, so a test
 #: changes a weight by changing the seed.

@@ -1,14 +1,16 @@
-"""Your PyTorch model on every runtime: through ``--model file.py:factory``, through a spec whose
-entry names no file, and through ``benchlab.run(model=module)`` — real exports, real runtimes,
-accuracy against the model's own eager outputs. A second run exports nothing; an edited weight
-exports again."""
+"""Your PyTorch model on every runtime, as docs/your-model.md shows it: its ``mynet.py`` through
+``--model file.py:factory`` and its two commands, run as written; a spec whose entry names no
+file; its Python example's ``benchlab.run(model=module)``. Real exports, real runtimes, accuracy
+against the model's own eager outputs. A second run exports nothing; an edited weight exports
+again."""
 
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -20,22 +22,43 @@ from benchlab.report.matrix import Cell, config_label, matrix_cells
 from benchlab.schema.result import Status
 from benchlab.store import open_store
 
-from .nets import MYNET, write
+from .nets import doc_block, write
 
 #: Every configuration `-f all` gives a forward-pass model here (README's test command installs
 #: every runtime): fp32 and int8 where the runtime has both.
 EVERY = {"pytorch[eager]", "pytorch[torchscript]", "pytorch[export]", "onnxruntime",
          "onnxruntime[int8]", "openvino[f32]", "tflite", "executorch[xnnpack]",
          "executorch[xnnpack,int8]"}
+#: A quick test, so that the page's runs take seconds; with this test's cache and store.
 QUICK = ["--iter", "3", "--warmup", "1", "--repeat", "1", "--min-time", "0"]
 pytestmark = pytest.mark.slow
+#: The page's folder and what its first command printed.
+Work = tuple[Path, subprocess.CompletedProcess[str]]
+
+
+def _page_command(line: str, work: Path, db: str) -> subprocess.CompletedProcess[str]:
+    """One of the page's ``benchlab run`` lines, as a user types it, in ``work``."""
+    args = shlex.split(line)
+    assert args[:2] == ["benchlab", "run"]
+    return subprocess.run([sys.executable, "-m", "benchlab", *args[1:], *QUICK,
+                           "--db", str(work / db), "--cache-dir", str(work / "cache")],
+                          cwd=work, capture_output=True, text=True, timeout=600, check=False)
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def work(tmp_path_factory: pytest.TempPathFactory) -> Work:
+    """The page's ``mynet.py`` and its first command (``-f all``) run as written: every other
+    test here starts from what that run exported (measuring each runtime again on the same
+    files would repeat its proof)."""
     folder = tmp_path_factory.mktemp("yourmodel")
-    write(folder, "mynet.py", MYNET.format(seed=0))
-    return folder
+    write(folder, "mynet.py", doc_block("file: mynet.py"))
+    return folder, _page_command(_page_commands()[0], folder, "cli.db")
+
+
+def _page_commands() -> list[str]:
+    commands = [line for line in doc_block("run").splitlines() if line.strip()]
+    assert len(commands) == 2 and "-f all" in commands[0]
+    return commands
 
 
 def _index(work: Path) -> bytes:
@@ -61,80 +84,82 @@ def _check_every_runtime(cells: dict[str, Cell], expected: set[str] = EVERY) -> 
     assert cells["pytorch[eager]"].error_max_abs == 0
 
 
-def test_a_factory_in_a_file_reaches_every_runtime(work: Path) -> None:
-    out = CliRunner().invoke(app, ["run", "--model", f"{work}/mynet.py:build",
-                                   "--input", "1x3x32x32", "-f", "all", *QUICK,
-                                   "--db", str(work / "cli.db"),
-                                   "--cache-dir", str(work / "cache"), "-q"])
-    assert out.exit_code == 0, out.output
-    _check_every_runtime(_cells(work / "cli.db"))
+def test_the_pages_factory_in_a_file_reaches_every_runtime(work: Work) -> None:
+    folder, first = work
+    assert first.returncode == 0, first.stderr[-3000:]
+    # What the page says: eight formats exported, nine cells.
+    assert "exporting 1 model(s), 8 format(s)" in first.stderr, first.stderr[-3000:]
+    assert first.stdout.count("mynet ") >= 9, first.stdout
+    _check_every_runtime(_cells(folder / "cli.db"))
 
 
-def test_a_spec_naming_the_factory_and_no_file_exports_nothing_more(work: Path) -> None:
-    before = _index(work)  # the CLI test exported this very model (same weights, code, shapes)
-    spec = work / "spec.json"
+def test_the_pages_second_command_exports_nothing_and_writes_its_report(work: Work) -> None:
+    folder, _ = work
+    done = _page_command(_page_commands()[1], folder, "second.db")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "exporting" not in done.stderr, done.stderr[-3000:]
+    assert (folder / "mine.html").stat().st_size > 0
+    assert set(_cells(folder / "second.db")) == {"onnxruntime", "onnxruntime[int8]",
+                                                  "openvino[f32]"}
+
+
+def test_a_spec_naming_the_factory_and_no_file_exports_nothing_more(work: Work) -> None:
+    folder, _ = work
+    before = _index(folder)  # the page's first command exported this very model
+    spec = folder / "spec.json"
     spec.write_text(json.dumps({
         "model": {"name": "mynet", "format": "pytorch", "entry": "mynet.py:build"},
         "tests": [{"identifier": "mine", "iter": 3, "warmup": 1, "repeat": 1, "min_time": 0,
-                   "inputs": {"x": {"shapes": [[1, 3, 32, 32]]}}}]}))
-    # Every runtime planned from the cache (measuring each again would repeat the CLI test's
-    # proof on the same files): nothing is exported, and the spec's own test is what runs.
-    plan = benchlab.plan_sweep(spec, frameworks=["all"], cache_dir=work / "cache")
-    assert _index(work) == before  # nothing exported: the second run reuses every file
+                   "inputs": {"x": {"shapes": [[1, 3, 64, 64]]}}}]}))
+    # Every runtime planned from the cache (measuring each again would repeat the first
+    # command's proof on the same files): nothing is exported, and the spec's own test runs.
+    plan = benchlab.plan_sweep(spec, frameworks=["all"], cache_dir=folder / "cache")
+    assert _index(folder) == before  # nothing exported: the second run reuses every file
     assert {config_label(job.identity.framework, job.identity.framework_config)
             for job in plan.jobs} == EVERY
     assert {job.identity.test_identifier for job in plan.jobs} == {"mine"}
-    results = benchlab.run(spec, frameworks=["onnxruntime"], db=work / "spec.db",
-                           cache_dir=work / "cache")
-    assert _index(work) == before
+    results = benchlab.run(spec, frameworks=["onnxruntime"], db=folder / "spec.db",
+                           cache_dir=folder / "cache")
+    assert _index(folder) == before
     assert {r.identity.test_identifier for r in results} == {"mine"}  # the spec's own test
-    assert set(_cells(work / "spec.db")) == {"onnxruntime", "onnxruntime[int8]"}
+    assert set(_cells(folder / "spec.db")) == {"onnxruntime", "onnxruntime[int8]"}
 
 
-def test_a_module_object_from_python_reaches_pytorch_and_onnx_runtime(work: Path) -> None:
-    # A notebook holds a module, not a file: the class below exists only in this script.
-    script = textwrap.dedent(f"""
-        import json, torch
-        from torch import nn
-        import benchlab
-        from benchlab.report.matrix import matrix_cells
-
-        class InMemory(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.conv = nn.Conv2d(3, 4, 3)
-                self.fc = nn.Linear(4, 6)
-            def forward(self, x):
-                return self.fc(torch.relu(self.conv(x)).mean((2, 3)))
-
-        torch.manual_seed(3)
-        results = benchlab.run(model=InMemory().eval(), inputs=[torch.zeros(1, 3, 24, 24)],
-                               frameworks=["pytorch", "onnxruntime"],
-                               db={str(work / "api.db")!r},
-                               cache_dir={str(work / "cache")!r},
-                               overrides=benchlab.TestOverrides(iter=3, warmup=1, repeat=1,
-                                                                min_time=0))
-        print(json.dumps(sorted(c.label for c in matrix_cells(results))))
-    """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=600, check=False)
+def test_the_pages_module_object_from_python_reaches_pytorch_and_onnx_runtime(work: Work) -> None:
+    folder, _ = work
+    # A notebook holds a module, not a file: the page's class exists only in its script.
+    code = doc_block("run python").replace(
+        'frameworks=["pytorch", "onnxruntime"])',
+        f'frameworks=["pytorch", "onnxruntime"], cache_dir={str(folder / "cache")!r}, '
+        f'db={str(folder / "api.db")!r}, overrides=benchlab.TestOverrides(iter=3, warmup=1, '
+        'repeat=1, min_time=0))')
+    assert "cache_dir" in code  # the example still has the call this test adds settings to
+    done = subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True,
+                          text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) == 5, lines  # eager, TorchScript, export; ONNX Runtime fp32 and int8
+    assert all(re.search(r": p50 [\d.]+ \w+, SQNR \d+ dB$", line) for line in lines), lines
     # The module frozen in the script's process reaches PyTorch's three modes and the ONNX
     # export; the other converters take the same frozen snapshot (the file test above).
     mine = {label for label in EVERY if label.startswith(("pytorch", "onnxruntime"))}
-    assert set(json.loads(done.stdout.strip().splitlines()[-1])) == mine
-    _check_every_runtime(_cells(work / "api.db"), mine)
+    _check_every_runtime(_cells(folder / "api.db"), mine)
 
 
-def test_an_edited_weight_exports_again_and_only_what_the_frameworks_read(work: Path) -> None:
-    write(work, "mynet.py", MYNET.format(seed=1))
-    before = json.loads(_index(work))["formats"]
-    out = CliRunner().invoke(app, ["run", "--model", f"{work}/mynet.py:build",
-                                   "--input", "1x3x32x32", "-f", "onnxruntime", *QUICK,
-                                   "--db", str(work / "edited.db"),
-                                   "--cache-dir", str(work / "cache"), "-q"])
+def test_an_edited_weight_exports_again_and_only_what_the_frameworks_read(work: Work) -> None:
+    folder, _ = work
+    page = doc_block("file: mynet.py")
+    edited = page.replace("    return TinyNet().eval()",
+                          "    torch.manual_seed(1)  # another weight\n    return TinyNet().eval()")
+    assert edited != page
+    write(folder, "mynet.py", edited)
+    before = json.loads(_index(folder))["formats"]
+    out = CliRunner().invoke(app, ["run", "--model", f"{folder}/mynet.py:build",
+                                   "--input", "1x3x64x64", "-f", "onnxruntime", *QUICK,
+                                   "--db", str(folder / "edited.db"),
+                                   "--cache-dir", str(folder / "cache"), "-q"])
     assert out.exit_code == 0, out.output
-    added = set(json.loads(_index(work))["formats"]) - set(before)
+    added = set(json.loads(_index(folder))["formats"]) - set(before)
     # A new fingerprint, and onnxruntime reads only these: no TFLite or ExecuTorch export.
     assert {key.split("|")[1] for key in added} == {"onnx", "onnx_int8", "reference"}
-    assert set(_cells(work / "edited.db")) == {"onnxruntime", "onnxruntime[int8]"}
+    assert set(_cells(folder / "edited.db")) == {"onnxruntime", "onnxruntime[int8]"}

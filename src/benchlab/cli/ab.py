@@ -12,21 +12,23 @@ from rich.markup import escape
 from benchlab.cli.options import (
     DbOption,
     DetachOption,
+    IterOption,
     LabDeviceOption,
     LabDryRunOption,
+    MinTimeOption,
     OneTargetOption,
     QuietOption,
+    WarmupOption,
     percent,
     refuse_with_lab,
     refuse_without_lab,
-    setting_help,
     split_frameworks,
     split_models,
 )
-from benchlab.cli.helptext import DECIDE, LAB, MEASURE, OUTPUT, WHERE
+from benchlab.cli.helptext import DECIDE, LAB, OUTPUT, WHERE
 from benchlab.cli.labels import (RegressedTypesOption, UserIdentifierOption, UserStringOption,
                                  labels_from_options)
-from benchlab.cli.output import console, err_console
+from benchlab.cli.output import console, err_console, progress_printer
 from benchlab.errors import UsageError
 
 __all__ = ["compare", "track"]
@@ -88,9 +90,9 @@ def compare(
     mode: Annotated[str, typer.Option(help="How to pair the sides: auto (the strongest they allow), in-process, lockstep or process-pairs.", rich_help_panel=DECIDE)] = "auto",  # noqa: E501
     fidelity_tolerance: Annotated[str, typer.Option(help="How far an interleaved mode may move a side from its solo latency before the job goes to process pairs, e.g. 5%; 'off' to report only.", rich_help_panel=DECIDE)] = "5%",  # noqa: E501
     measure: Annotated[str, typer.Option(help="What decides: time (wall time, the modes above), instructions (each call's instructions, counted under valgrind in process pairs: exact, slow, one thread) or both.", rich_help_panel=DECIDE)] = "time",  # noqa: E501
-    iterations: Annotated[Optional[int], typer.Option("--iter", help=setting_help("iter"), rich_help_panel=MEASURE)] = None,  # noqa: UP007,E501
-    warmup: Annotated[Optional[int], typer.Option(help=setting_help("warmup"), rich_help_panel=MEASURE)] = None,  # noqa: UP007
-    min_time: Annotated[Optional[float], typer.Option(help=setting_help("min_time"), rich_help_panel=MEASURE)] = None,  # noqa: UP007,E501
+    iterations: IterOption = None,
+    warmup: WarmupOption = None,
+    min_time: MinTimeOption = None,
     target: OneTargetOption = "host",
     markdown: Annotated[Optional[Path], typer.Option(help="Also write a Markdown report here.", rich_help_panel=OUTPUT)] = None,  # noqa: UP007,E501
     json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the JSON report here.", rich_help_panel=OUTPUT)] = None,  # noqa: UP007,E501
@@ -145,7 +147,7 @@ def compare(
         treatment=_side("treatment", treatment_program, treatment_config, treatment_python,
                         treatment_commit, (repo, build, commit_program), treatment_model),
         db=db, settings=settings,
-        progress=None if quiet else (lambda text: err_console.print(f"[dim]{escape(text)}[/]")),
+        progress=progress_printer(quiet),
     )
     _print_comparison(comparison, markdown=markdown, json_out=json_out, html=html, wide=wide)
     raise typer.Exit(comparison.exit_code)
@@ -270,7 +272,7 @@ def track(
     refuse_without_lab(detach=detach, dry_run=dry_run)
     report = run_track(
         sweep, settings=settings, follow=follow, interval=interval, db=db,
-        progress=None if quiet else (lambda text: err_console.print(f"[dim]{escape(text)}[/]")),
+        progress=progress_printer(quiet),
     )
     console.print(track_table(report))
     for note in report.notes:

@@ -23,7 +23,10 @@ from benchlab.cli.lab import lab_app
 from benchlab.cli.options import (
     DbOption,
     DetachOption,
+    IterOption,
     LabDeviceOption,
+    MinTimeOption,
+    WarmupOption,
     flag_value,
     percent,
     refuse_with_lab,
@@ -90,13 +93,13 @@ def run(
     reboot: Annotated[bool, typer.Option("--reboot", help="Reboot the device before the run (adb).", rich_help_panel=WHERE)] = False,  # noqa: E501
     reboot_after_failures: Annotated[Optional[int], typer.Option(help="Reboot the device after this many failed jobs in a row (adb).", rich_help_panel=WHERE)] = None,  # noqa: UP007,E501
     reboot_after_uptime: Annotated[Optional[float], typer.Option(help="Reboot the device before a job once it has been up this many hours (FAI-PEP: 8) (adb).", rich_help_panel=WHERE)] = None,  # noqa: UP007,E501
-    warmup: Annotated[Optional[int], typer.Option(help=setting_help("warmup"), rich_help_panel=MEASURE)] = None,  # noqa: UP007
-    iterations: Annotated[Optional[int], typer.Option("--iter", help=setting_help("iter"), rich_help_panel=MEASURE)] = None,  # noqa: UP007,E501
+    warmup: WarmupOption = None,
+    iterations: IterOption = None,
     repeat: Annotated[Optional[int], typer.Option(help=setting_help("repeat") + " Given, every cell gets exactly this many (no race).", rich_help_panel=MEASURE)] = None,  # noqa: UP007,E501
     goal: Annotated[Optional[str], typer.Option(help="The interval half-width the race aims for in each cell, e.g. 5% (the default); cells get more processes until it, and a decided '× fastest', are reached.", rich_help_panel=MEASURE)] = None,  # noqa: UP007,E501
     target_ci: Annotated[Optional[str], typer.Option(help=setting_help("target_ci") + " Also written 1%.", rich_help_panel=MEASURE)] = None,  # noqa: UP007,E501
     time_budget: Annotated[Optional[float], typer.Option(help=f"Seconds per job for --target-ci (default {DEFAULT_TIME_BUDGET_S:g}).", rich_help_panel=MEASURE)] = None,  # noqa: UP007,E501
-    min_time: Annotated[Optional[float], typer.Option(help=setting_help("min_time"), rich_help_panel=MEASURE)] = None,  # noqa: UP007,E501
+    min_time: MinTimeOption = None,
     order: Annotated[str, typer.Option("--order", help="'rounds': every job's first process, then every job's second... (drift falls on every cell alike; ratios are paired); 'jobs': each job's processes back to back.", rich_help_panel=MEASURE)] = "rounds",  # noqa: E501
     threads: Annotated[Optional[int], typer.Option(help=setting_help("threads"), rich_help_panel=MEASURE)] = None,  # noqa: UP007
     cpu_list: Annotated[Optional[str], typer.Option(help=setting_help("cpu_list"), rich_help_panel=MEASURE)] = None,  # noqa: UP007,E501

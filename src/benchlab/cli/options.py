@@ -1,5 +1,6 @@
 """What the commands share: options declared once (the store, the lab's device, the one target
-of a compare or a track), parsing of their values, and the refusals of ``--lab``."""
+of a compare or a track, the measuring settings run and compare both take), parsing of their
+values, and the refusals of ``--lab``."""
 
 from __future__ import annotations
 
@@ -7,17 +8,20 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from benchlab.cli.helptext import LAB, WHERE
+from benchlab.cli.helptext import LAB, MEASURE, WHERE
 from benchlab.errors import UsageError
 from benchlab.schema.settings import setting_info
 
 __all__ = [
     "DbOption",
     "DetachOption",
+    "IterOption",
     "LabDeviceOption",
     "LabDryRunOption",
+    "MinTimeOption",
     "OneTargetOption",
     "QuietOption",
+    "WarmupOption",
     "flag_value",
     "percent",
     "refuse_with_lab",
@@ -57,6 +61,21 @@ LabDryRunOption = Annotated[
 def setting_help(setting: str) -> str:
     """An override option's help: the setting's one description (benchlab.schema.settings)."""
     return setting_info(setting).help
+
+
+# The test settings run and compare both override (TestOverrides), each help its setting's own.
+WarmupOption = Annotated[
+    Optional[int],  # noqa: UP007
+    typer.Option(help=setting_help("warmup"), rich_help_panel=MEASURE),
+]
+IterOption = Annotated[
+    Optional[int],  # noqa: UP007
+    typer.Option("--iter", help=setting_help("iter"), rich_help_panel=MEASURE),
+]
+MinTimeOption = Annotated[
+    Optional[float],  # noqa: UP007
+    typer.Option(help=setting_help("min_time"), rich_help_panel=MEASURE),
+]
 
 
 def percent(text: str | None, option: str = "--target-ci") -> float | None:

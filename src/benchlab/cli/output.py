@@ -6,6 +6,7 @@ group never opens its own and the two streams stay what a pipe expects.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich.markup import escape
@@ -13,12 +14,18 @@ from rich.markup import escape
 from benchlab.report.terminal import make_console
 from benchlab.schema.labels import labels_line
 
-__all__ = ["console", "err_console", "print_results"]
+__all__ = ["console", "err_console", "print_results", "progress_printer"]
 
 console = make_console()
 """Results: tables, reports, JSON."""
 err_console = make_console(stderr=True)
 """Progress, warnings and errors."""
+
+
+def progress_printer(quiet: bool) -> Callable[[str], None] | None:
+    """A long command's progress callback (compare's, track's): each line dimmed on stderr;
+    ``None`` with --quiet."""
+    return None if quiet else (lambda text: err_console.print(f"[dim]{escape(text)}[/]"))
 
 
 def print_results(results: list[Any], title: str, *, warnings: bool = True,

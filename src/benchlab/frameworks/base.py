@@ -399,6 +399,15 @@ class RunnerFramework:
         """Why a generative-only runtime skips a forward-pass model."""
         return f"{self.name} runs text generators only"
 
+    def chosen_file(self, ctx: JobContext, select: Callable[
+            [ModelDef, Mapping[str, Any]], tuple[str | None, str | None]]) -> tuple[str, str]:
+        """The key and target path of the model file ``select`` picks for the job's options
+        (``(key, None)`` or ``(None, why not)``); a usage error naming why when it picks none."""
+        key, why = select(ctx.spec.model, ctx.config.options)
+        if key is None:
+            raise UsageError(f"{self.name}: {why}")
+        return key, self.staged_file(ctx, key)
+
     def staged_file(self, ctx: JobContext, key: str) -> str:
         """The target path of model file ``key``; a clear error when it was not pushed."""
         path = ctx.files.get(f"files.{key}")

@@ -23,6 +23,7 @@ __all__ = [
     "is_generative",
     "file_key_with_suffix",
     "file_keys_with_suffix",
+    "key_precision",
     "select_file_key",
     "why_not_loop_or_threads",
 ]
@@ -106,6 +107,12 @@ def file_key_with_suffix(model: ModelDef, suffixes: tuple[str, ...]) -> str | No
     """The key of the first model file whose name ends with one of ``suffixes``."""
     keys = file_keys_with_suffix(model, suffixes)
     return keys[0] if keys else None
+
+
+def key_precision(key: str) -> str:
+    """The precision a model file's key says: ``int8`` where the key names it (the zoo's
+    ``tflite_int8``, ``pte_xnnpack_int8``), else ``fp32``."""
+    return "int8" if "int8" in key.lower() else "fp32"
 
 
 def select_file_key(

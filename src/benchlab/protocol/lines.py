@@ -25,7 +25,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
 from benchlab.schema.result import Sample, metric_key
 
@@ -40,6 +40,7 @@ __all__ = [
     "format_metric",
     "format_summary",
     "parse_output",
+    "write_measurement",
 ]
 
 PREFIX = "BENCHLAB_METRIC "
@@ -148,6 +149,13 @@ def format_detail(**facts: Any) -> str:
     raises ``ValueError``.
     """
     return PREFIX + _dumps({"detail": facts})
+
+
+def write_measurement(out: TextIO, lines: Iterable[str], details: Mapping[str, Any]) -> None:
+    """A measured process's metric lines and, last, its one detail line, written at once and
+    flushed: the runner's loop, generation, scenario and A/B pair all end this way."""
+    out.write("\n".join([*lines, format_detail(**details)]) + "\n")
+    out.flush()
 
 
 def format_info(text: str) -> str:

@@ -32,7 +32,7 @@ from typing import Any, Protocol, TextIO
 import numpy as np
 
 from benchlab.schema.metrics import METRICS
-from benchlab.protocol.lines import format_detail, format_metric
+from benchlab.protocol.lines import format_metric, write_measurement
 from benchlab.runner.config import GENERATION_LOOPS, GenerateConfig, RunnerConfig
 from benchlab.schema.result import DetailKey, Metric
 from benchlab.stats.summary import AdaptiveStop
@@ -403,6 +403,4 @@ def measure_generation(backend: GenerativeBackend, config: RunnerConfig, out: Te
     details.update(decision.to_detail())
     details[DetailKey.GENERATION] = work.model_dump()
     details[DetailKey.MEASURE_WINDOW] = window
-    lines.append(format_detail(**details))
-    out.write("\n".join(lines) + "\n")
-    out.flush()
+    write_measurement(out, lines, details)

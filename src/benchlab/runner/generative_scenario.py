@@ -38,7 +38,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from benchlab.protocol.lines import format_detail, format_metric
+from benchlab.protocol.lines import format_metric, write_measurement
 from benchlab.runner.config import GenerateConfig, RunnerConfig
 from benchlab.runner.generate import GenerationTimes, sequences, synthetic_tokens, time_generation
 from benchlab.runner.loadgen import (
@@ -314,6 +314,4 @@ def measure_generative_scenario(backend: Any, config: RunnerConfig, out: TextIO,
         DetailKey.GENERATION: work.model_dump(),
     }
     details.update(backend.info())
-    lines.append(format_detail(**details))
-    out.write("\n".join(lines) + "\n")
-    out.flush()
+    write_measurement(out, lines, details)

@@ -29,7 +29,6 @@ __all__ = ["LoadGenRun", "NS_PER_MS", "QueuedServer", "figure_lines", "loadgen_d
            "search_peak", "throughput"]
 
 NS_PER_MS = 1e6
-_NS_PER_MS = NS_PER_MS
 # LoadGen makes as many queries as the expected rate fills the minimum duration with, and
 # runs them all; a model faster than expected runs out before the duration and LoadGen
 # judges the run invalid. So it is told a rate this much above the warm-up's (the run may
@@ -87,7 +86,7 @@ class LoadGenRun:
 
     def ns(self, key: str) -> float | None:
         value = self.log.get(key)
-        return None if value is None else float(value) / _NS_PER_MS
+        return None if value is None else float(value) / NS_PER_MS
 
     @property
     def percentile_ms(self) -> float | None:
@@ -206,7 +205,7 @@ def _settings(lg: Any, scenario: Scenario, expected_ms: float, target_qps: float
         settings.min_query_count = scenario.min_queries
     settings.scenario = getattr(lg.TestScenario, scenario.loadgen_name)
     settings.mode = lg.TestMode.AccuracyOnly if scenario.accuracy else lg.TestMode.PerformanceOnly
-    expected_ns = max(int(expected_ms * _NS_PER_MS / _HEADROOM), 1)
+    expected_ns = max(int(expected_ms * NS_PER_MS / _HEADROOM), 1)
     settings.single_stream_expected_latency_ns = expected_ns
     per_query = scenario.samples_per_query or 8
     settings.multi_stream_samples_per_query = per_query
@@ -216,12 +215,12 @@ def _settings(lg: Any, scenario: Scenario, expected_ms: float, target_qps: float
         settings.server_target_qps = target_qps
         # A generative server is bounded on its tokens; its whole queries are not.
         settings.server_target_latency_ns = int((scenario.latency_bound_ms or _UNBOUNDED_MS)
-                                                * _NS_PER_MS)
+                                                * NS_PER_MS)
     if tokens:
         # The first token reported as produced (FirstTokenComplete), the rest counted.
         settings.use_token_latencies = True
-        settings.ttft_latency = int((scenario.ttft_bound_ms or _UNBOUNDED_MS) * _NS_PER_MS)
-        settings.tpot_latency = int((scenario.tpot_bound_ms or _UNBOUNDED_MS) * _NS_PER_MS)
+        settings.ttft_latency = int((scenario.ttft_bound_ms or _UNBOUNDED_MS) * NS_PER_MS)
+        settings.tpot_latency = int((scenario.tpot_bound_ms or _UNBOUNDED_MS) * NS_PER_MS)
     return settings
 
 

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from benchlab.schema.diagnosis import LayerTable
-from benchlab.protocol.lines import format_detail, format_metric
+from benchlab.protocol.lines import format_metric, write_measurement
 from benchlab.schema.result import DetailKey, Metric
 from benchlab.runner.backend import (
     LayersUnavailable,
@@ -301,8 +301,7 @@ def _measure_counted(backend: Any, config: RunnerConfig, out: TextIO, call: Call
     if reference is not None and reference.outputs:
         details["accuracy_skipped"] = ("counting mode: the outputs are checked by a run "
                                        "without count")
-    out.write("\n".join([*lines, format_detail(**details)]) + "\n")
-    out.flush()
+    write_measurement(out, lines, details)
 
 
 def measure(config: RunnerConfig, out: TextIO) -> None:
@@ -397,9 +396,7 @@ def measure(config: RunnerConfig, out: TextIO) -> None:
     details.update(decision.to_detail())
     details[DetailKey.INPUTS] = {s.name: [s.shape, s.dtype] for s in specs}
     details[DetailKey.MEASURE_WINDOW] = window
-    lines.append(format_detail(**details))
-    out.write("\n".join(lines) + "\n")
-    out.flush()
+    write_measurement(out, lines, details)
 
 
 def main(argv: Sequence[str]) -> int:

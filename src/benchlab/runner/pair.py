@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from benchlab.protocol.lines import format_detail, format_metric
+from benchlab.protocol.lines import format_metric, write_measurement
 from benchlab.runner.config import RunnerConfig
 from benchlab.runner.backend import load_backend
 from benchlab.runner.loop import NS_PER_MS, make_inputs
@@ -141,9 +141,7 @@ def measure_pair(config: PairConfig, out: Any) -> None:
                   for ms in solo[letter]]
     interleaved = {"order": config.order, "loaded_first": first, "blocks": len(config.order),
                    "regime": regime, "process_threads": threads}
-    lines.append(format_detail(**{DetailKey.INTERLEAVED: interleaved}))
-    out.write("\n".join(lines) + "\n")
-    out.flush()
+    write_measurement(out, lines, {DetailKey.INTERLEAVED: interleaved})
     del backends
 
 

@@ -26,7 +26,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from benchlab.protocol.lines import format_detail, format_metric
+from benchlab.protocol.lines import format_metric, write_measurement
 from benchlab.runner.loadgen import (
     NS_PER_MS,
     LoadGenRun,
@@ -41,7 +41,6 @@ from benchlab.schema.result import Metric
 
 __all__ = ["MAX_LATENCY_SAMPLES", "WARM_MAX_CALLS", "WARM_NS", "measure_scenario"]
 
-_NS_PER_MS = NS_PER_MS
 # Warm-up before LoadGen: the test's calls, then more while under this time and count.
 WARM_NS = 250_000_000
 WARM_MAX_CALLS = 2000
@@ -66,7 +65,7 @@ class _Server(QueuedServer):
         started = clock()
         call = self._backend.prepare(self._sets[sample.index])
         call()
-        self.sample_ms.append((clock() - started) / _NS_PER_MS)
+        self.sample_ms.append((clock() - started) / NS_PER_MS)
         if self._keep:
             data = np.concatenate([np.asarray(o, dtype=np.float32).ravel()
                                    for o in self._backend.outputs()])
@@ -119,7 +118,7 @@ def measure_scenario(backend: Any, config: Any, out: TextIO, *, head: Sequence[s
         call = backend.prepare(sets[len(warm_ms) % len(sets)])
         started = clock()
         call()
-        warm_ms.append((clock() - started) / _NS_PER_MS)
+        warm_ms.append((clock() - started) / NS_PER_MS)
     # The first call may compile; the median of the rest is what LoadGen is told to expect.
     expected_ms = float(np.median(warm_ms[1:]))
     def run_at(rate: float | None) -> LoadGenRun:
@@ -156,8 +155,6 @@ def measure_scenario(backend: Any, config: Any, out: TextIO, *, head: Sequence[s
                                    sample_sets=len(sets), samples_run=len(reported.sample_ms),
                                    latency_samples_kept=len(kept)))
     details.update(backend.info())
-    lines.append(format_detail(**details))
-    out.write("\n".join(lines) + "\n")
-    out.flush()
+    write_measurement(out, lines, details)
 
 

@@ -33,7 +33,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchlab.errors import UsageError
 from benchlab.frameworks.base import (
     Invocation,
     JobContext,
@@ -42,7 +41,7 @@ from benchlab.frameworks.base import (
     Unsupported,
     runner_invocation,
 )
-from benchlab.frameworks.common import file_keys_with_suffix, select_file_key
+from benchlab.frameworks.common import file_keys_with_suffix, key_precision, select_file_key
 from benchlab.frameworks.executorch.native import (
     RUNNERS,
     is_native_output,
@@ -112,7 +111,7 @@ def select_pte_file(model: ModelDef, options: Mapping[str, Any]) -> tuple[str | 
     if delegate is not None or precision == "int8":
         wanted = zoo_key(delegate or "xnnpack", precision or "fp32")
         return select_file_key(model, options, preferred=wanted, suffixes=SUFFIXES, strict=True)
-    candidates = [k for k in keys if "int8" not in k.lower()] if precision == "fp32" else keys
+    candidates = [k for k in keys if key_precision(k) == "fp32"] if precision == "fp32" else keys
     if not candidates:
         return None, "precision=fp32 asked, but every .pte file is keyed as int8"
     preferred = "pte_xnnpack" if "pte_xnnpack" in candidates else candidates[0]
@@ -127,7 +126,7 @@ def resolved_variant(key: str, options: Mapping[str, Any]) -> dict[str, str]:
     """
     known = ZOO_CONFIGS.get(key, {})
     out = {"precision": str(options.get("precision") or known.get("precision")
-                            or ("int8" if "int8" in key.lower() else "fp32"))}
+                            or key_precision(key))}
     delegate = options.get("delegate") or known.get("delegate")
     if delegate:
         out["delegate"] = str(delegate)
@@ -190,10 +189,7 @@ class ExecuTorchFramework(RunnerFramework):
         if ctx.test.generate is not None:
             return [self.generative_invocation(ctx)]
         options = ctx.config.options
-        key, why = select_pte_file(ctx.spec.model, options)
-        if key is None:
-            raise UsageError(f"executorch: {why}")
-        path = self.staged_file(ctx, key)
+        key, path = self.chosen_file(ctx, select_pte_file)
         if uses_native_runner(ctx.python, options):
             return [native_invocation(self, ctx, path, resolved_variant(key, options))]
         binary = self.native_binary(ctx)

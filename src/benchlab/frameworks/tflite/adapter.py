@@ -27,7 +27,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from benchlab.errors import UsageError
 from benchlab.frameworks.base import (
     Invocation,
     JobContext,
@@ -36,7 +35,7 @@ from benchlab.frameworks.base import (
     runner_invocation,
     spec_command_invocations,
 )
-from benchlab.frameworks.common import file_keys_with_suffix, select_file_key
+from benchlab.frameworks.common import file_keys_with_suffix, key_precision, select_file_key
 from benchlab.frameworks.native import benchmark_model_argv, parse_benchmark_model
 from benchlab.frameworks.options import (
     FILE,
@@ -74,7 +73,7 @@ def _precision_of(key: str, options: Mapping[str, Any]) -> str:
     asked = options.get("precision")
     if asked is not None:
         return str(asked)
-    return "int8" if "int8" in key.lower() else "fp32"
+    return key_precision(key)
 
 
 def select_tflite_file(
@@ -156,10 +155,7 @@ class TfliteFramework(RunnerFramework):
         if ctx.test.commands:
             return spec_command_invocations(ctx)
         options = ctx.config.options
-        key, why = select_tflite_file(ctx.spec.model, options)
-        if key is None:
-            raise UsageError(f"tflite: {why}")
-        path = self.staged_file(ctx, key)
+        key, path = self.chosen_file(ctx, select_tflite_file)
         binary = self.native_binary(ctx)
         if binary is not None:
             test = ctx.test
