@@ -15,6 +15,7 @@ from benchlab.ab.sides import CompareSettings, Side
 from benchlab.ab.driver import compare_jobs
 from benchlab.schema.comparison import Comparison
 from benchlab.errors import InfrastructureError, UsageError
+from benchlab.harness.devicefit import export_readers
 from benchlab.harness.planner import Plan, StagedPlan, across_devices, execute, plan
 from benchlab.report.jsondir import write_result_json, write_simple_result_json
 from benchlab.harness.results import Results
@@ -118,8 +119,9 @@ def _staged(
         return spec_of(export, cache, generations=sweep.generations,
                        own_tests=own_tests.get(export.model.name, ()))
 
-    # Frameworks named: export only what they read (-f onnxruntime needs no ExecuTorch file).
-    readers = [config.name for config in configs] or None
+    # Frameworks named: export only what they read (-f onnxruntime needs no ExecuTorch file);
+    # devices without Python: only what their runners read.
+    readers = export_readers(targets, configs)
     # A run measuring as exports end takes each model's quick formats first (staged).
     with ExportSession([*zoo, *users.exports], cache, progress=progress,
                        readers=readers, staged=pause) as session:

@@ -178,7 +178,7 @@ def test_a_truncated_program_fails_its_job_with_the_runtimes_reason(
     assert [o["sizes"] for o in ok.details["outputs"]] == [[2, 4], [2, 1]]
 
 
-def test_runner_option_is_declared_and_refuses_a_binary_beside_it_and_a_phone(
+def test_runner_option_is_declared_refuses_a_binary_beside_it_and_is_native_without_python(
         tmp_path: Path) -> None:
     fw = ExecuTorchFramework()
     declared = {o.name: o for o in fw.declared_options}
@@ -190,12 +190,19 @@ def test_runner_option_is_declared_and_refuses_a_binary_beside_it_and_a_phone(
         fw.device_files(Staging(spec=bare.spec, test=bare.test, config=config,
                                 python=sys.executable, abi="x86_64", local_files={},
                                 scratch=tmp_path, cache_root=tmp_path))
-    # A phone: refused before anything is built or pushed, saying why and what works.
-    config = FrameworkConfig("executorch", {"runner": "native"})
-    with pytest.raises(UsageError, match="Android phone \\(ABI arm64-v8a\\) has no glibc"):
-        fw.device_files(Staging(spec=bare.spec, test=bare.test, config=config, python="",
-                                abi="arm64-v8a", local_files={}, scratch=tmp_path,
-                                cache_root=tmp_path))
+    # auto: the Python runtime where the target has Python, benchlab's runner where it has
+    # none (a phone, where it travels in its glibc bundle), a given executor_runner as given.
+    assert not fw.runs_native_runner(sys.executable, {})
+    assert fw.runs_native_runner("", {}) and fw.runs_native_runner("", {"runner": "auto"})
+    assert not fw.runs_native_runner("", {"binary": "/x/executor_runner"})
+    model = bare.spec.model
+    assert fw.why_not_without_python(model, {}) is None
+    assert "runner=python" in str(fw.why_not_without_python(model, {"runner": "python"}))
+    # Nothing is built for a target with Python, and nothing is kept off a phone.
+    python = Staging(spec=bare.spec, test=bare.test, config=FrameworkConfig("executorch", {}),
+                     python=sys.executable, abi="arm64-v8a", local_files={}, scratch=tmp_path,
+                     cache_root=tmp_path)
+    assert fw.device_files(python) == {} and fw.kept_files(python) is None
     assert not (tmp_path / "devicetools").exists()
 
 

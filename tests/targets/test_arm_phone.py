@@ -9,9 +9,13 @@ run's shared cache links to; every test and worker finds it there.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -26,13 +30,18 @@ import benchlab
 from benchlab.devicetools import (BuiltTools, build_llama_tools, device_tools_dir,
                                   elf_architecture, prepare_device_tools)
 from benchlab.errors import InfrastructureError
+from benchlab.devicetools.etrunner import ET_LIBRARIES, ET_RUNNER, ET_VERSION, build_et_runner
+from benchlab.devicetools.glibcbundle import GlibcBundle, elf_dependencies, glibc_bundle
 from benchlab.devicetools.llamacpp import RUNNER
+from benchlab.harness.devicefit import export_readers
+from benchlab.harness.keptfiles import KEPT_FOLDER
 from benchlab.runner.generate import load_generative_reference, save_generative_reference
 from benchlab.schema.generation import Generation
 from benchlab.schema.result import EnvKey, Metric, Status, metric_key
 from benchlab.targets.adb import AdbTarget
 from benchlab.targets.armcpu import arm_cpu
 from benchlab.targets.base import RunRequest
+from benchlab.zoo import ZOO
 
 pytestmark = [pytest.mark.arm, pytest.mark.slow]
 
@@ -290,3 +299,158 @@ def test_prepare_finds_the_runner_the_run_built_and_names_a_missing_compiler(
     assert "prepared 1 of 1 in" in standin.stdout
     with pytest.raises(InfrastructureError, match="no C\\+\\+ compiler builds for sparc64"):
         prepare_device_tools("sparc64", zoo_cache_dir)
+
+
+# --- ExecuTorch on the phone: benchlab's runner in a bundle with glibc (issue 64) -----------
+
+ET_FP32 = "executorch:delegate=xnnpack"
+ET_INT8 = "executorch:delegate=xnnpack,precision=int8"
+
+
+@pytest.fixture(scope="module")
+def et_bundle(zoo_cache_dir: Path) -> GlibcBundle:
+    """benchlab's ExecuTorch runner for aarch64 in its bundle with glibc, as the run prepared
+    them (tests/prebuild.py: ``arm-et-runner``), and the host's runner (``host-et-runner``),
+    which answers the host's int8 reference."""
+    prepared("arm-et-runner", zoo_cache_dir)
+    prepared("host-et-runner", zoo_cache_dir)
+    tools = build_et_runner("aarch64", device_tools_dir(zoo_cache_dir))
+    return glibc_bundle(tools, ET_RUNNER, device_tools_dir(zoo_cache_dir))
+
+
+def test_the_bundle_holds_what_the_runner_loads_and_glibc_from_debians_cross_packages(
+        et_bundle: GlibcBundle) -> None:
+    needed, interpreter = elf_dependencies(et_bundle.files[ET_RUNNER])
+    assert interpreter == "/lib/ld-linux-aarch64.so.1" and "libexecutorch.so" in needed
+    assert et_bundle.loader == "ld-linux-aarch64.so.1"
+    # What the runner and the wheel's libraries NEED, transitively, and nothing else.
+    assert set(et_bundle.files) == {ET_RUNNER, *ET_LIBRARIES, "ld-linux-aarch64.so.1",
+                                    "libc.so.6", "libm.so.6", "libstdc++.so.6",
+                                    "libgcc_s.so.1", "libdl.so.2", "libpthread.so.0"}
+    assert {elf_architecture(p) for p in et_bundle.files.values()} == {"aarch64"}
+    assert 12 * 2**20 < et_bundle.size < 24 * 2**20
+    assert et_bundle.argv("/d", "--x") == ["/d/ld-linux-aarch64.so.1", "--library-path", "/d",
+                                           f"/d/{ET_RUNNER}", "--x"]
+
+
+def test_executorch_runs_on_the_phone_without_python_through_its_bundle(
+        arm_phones: tuple[AdbServer, dict[str, StandinPhone]], et_bundle: GlibcBundle,
+        zoo_cache_dir: Path, tmp_path: Path) -> None:
+    server, phones = arm_phones
+    phone = phones["cortex-a53"]
+    kept = phone.root / "data/local/tmp/benchlab" / KEPT_FOLDER
+    shutil.rmtree(kept, ignore_errors=True)  # a bundle an earlier test pushed
+    # runner=auto: no Python on the phone, so benchlab's runner. ONNX Runtime has no runner
+    # here: one line saying so, no job, its file neither exported for the phone nor pushed.
+    results = benchlab.run(models=["mlp"], frameworks=[ET_FP32, ET_INT8, "onnxruntime"],
+                           target=_target(server, phone), cache_dir=zoo_cache_dir,
+                           overrides=benchlab.TestOverrides(repeat=1, iter=2, warmup=0,
+                                                            min_time=0.0, profile_ops=True),
+                           db=tmp_path / "et.db")
+    by_precision = {r.identity.framework_config.get("precision", "fp32"): r for r in results}
+    assert set(by_precision) == {"fp32", "int8"}
+    (skip,) = results.skipped
+    assert skip[0] == "mlp @ onnxruntime" and "has no Python" in skip[1]
+    assert export_readers([AdbTarget(phone.serial, server_port=server.port)], [])(
+        ZOO["mlp"]) == ["executorch"]
+    host_int8 = benchlab.outputs("mlp", f"{ET_INT8},runner=native", cache_dir=zoo_cache_dir)
+    folders = set()
+    for precision, result in by_precision.items():
+        assert result.status is Status.OK, (precision, result.error)
+        details, summaries = result.details, result.summaries
+        assert details["tool"] == f"{ET_RUNNER} (ExecuTorch {ET_VERSION} libs)"
+        assert details["delegate"] == "xnnpack" and details["precision"] == precision
+        # Per-operator rows from the phone's ETDump, XNNPACK's own events named.
+        ops = {s.type for s in result.samples if s.type != "NET"}
+        assert "xnnpack: DELEGATE_CALL" in ops, ops
+        assert any(op.startswith("xnnpack: Fully Connected") for op in ops), ops
+        # The code it brought: the whole bundle, kept on the phone by its content.
+        assert summaries[metric_key("NET", Metric.CODE_SIZE)].p50 == et_bundle.size / 2**20
+        folders.add(details["kept_files"]["folder"])
+        sqnr = summaries[metric_key("NET", Metric.SQNR)].p50
+        if precision == "fp32":
+            assert sqnr >= 60
+        else:  # the int8 program's own error, as on the host (x86-64's XNNPACK)
+            assert abs(sqnr - host_int8.errors["sqnr"]) < 1.0, (sqnr, host_int8.errors)
+    # Pushed once: the first job pushed the bundle, the second found it.
+    assert [by_precision[p].details["kept_files"]["pushed_now"] for p in ("fp32", "int8")
+            ] == [True, False]
+    (folder,) = folders
+    assert folder.endswith(et_bundle.device_folder("et-aarch64"))
+    assert [p.name for p in kept.iterdir()] == [folder.rsplit("/", 1)[-1]]
+    assert not list((phone.root / "data").rglob("*.onnx"))
+    leftovers = list((phone.root / "data/local/tmp/benchlab").glob("benchlab-*"))
+    assert leftovers == []
+    # The arrays themselves, from the phone, through the bundle already there.
+    got = benchlab.outputs("mlp", ET_FP32, target=_target(server, phone),
+                           cache_dir=zoo_cache_dir)
+    assert [a.shape for a in got.outputs] == [(16, 10)] and got.errors["sqnr"] >= 60
+    (tensor,) = got.as_torch()
+    assert tuple(tensor.shape) == (16, 10)
+    assert [p.name for p in kept.iterdir()] == [folder.rsplit("/", 1)[-1]]
+
+
+def test_a_text_generator_on_the_phone_plans_llamacpp_alone_and_says_why_not_the_rest(
+        arm_phones: tuple[AdbServer, dict[str, StandinPhone]], llama_15m_spec: Path) -> None:
+    server, phones = arm_phones
+    target = AdbTarget(phones["cortex-a53"].serial, server_port=server.port)
+    plan = benchlab.plan_sweep([llama_15m_spec], target=[target],
+                               frameworks=["llamacpp", "executorch", "onnxruntime"])
+    assert {job.identity.framework for job in plan.jobs} == {"llamacpp"}
+    reasons = {skip.framework: skip.reason for skip in plan.skipped}
+    assert set(reasons) == {"executorch", "onnxruntime"}
+    assert "ExecuTorch runner runs forward passes" in reasons["executorch"]
+    assert "has no Python" in reasons["onnxruntime"]
+    # The export of a zoo text generator for the phone: llama.cpp's files alone.
+    assert export_readers([target], [])(ZOO["llama_15m"]) == ["llamacpp"]
+
+
+def test_a_runner_that_crashes_mid_run_fails_its_job_and_leaves_nothing_running(
+        arm_phones: tuple[AdbServer, dict[str, StandinPhone]], et_bundle: GlibcBundle,
+        zoo_cache_dir: Path, tmp_path: Path) -> None:
+    server, phones = arm_phones
+    crashed: list[int] = []
+
+    def crash_the_runner() -> None:
+        # The emulated runner's process (QEMU's, holding the runner's command line), sent
+        # SIGSEGV once it runs: a crash mid-run, as a fault in the runtime would be.
+        for _ in range(600):
+            for pid in _runner_pids():
+                os.kill(pid, signal.SIGSEGV)
+                crashed.append(pid)
+                return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=crash_the_runner)
+    killer.start()
+    try:
+        (result,) = benchlab.run(
+            models=["mlp"], frameworks=[ET_FP32], target=_target(server, phones["cortex-a76"]),
+            cache_dir=zoo_cache_dir, db=tmp_path / "crash.db",
+            overrides=benchlab.TestOverrides(repeat=1, iter=100_000, warmup=0, min_time=0.0,
+                                             timeout=120.0))
+    finally:
+        killer.join()
+    assert crashed, "the runner never ran"
+    assert result.status is Status.FAILED, (result.status, result.error)
+    assert "139" in (result.error or "") or "signal" in (result.error or ""), result.error
+    assert _runner_pids() == []
+    leftovers = list((phones["cortex-a76"].root / "data/local/tmp/benchlab").glob("benchlab-*"))
+    assert leftovers == []
+
+
+def _runner_pids() -> list[int]:
+    """The processes of benchlab's ExecuTorch runner on this machine (emulated ones run as
+    QEMU with the runner's command line)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+            exe = os.readlink(proc / "exe")
+        except OSError:
+            continue
+        if ET_RUNNER.encode() in cmdline and "qemu" in exe:
+            found.append(int(proc.name))
+    return found

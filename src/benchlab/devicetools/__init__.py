@@ -3,8 +3,9 @@ programs (:mod:`~benchlab.devicetools.elf`), the compilers that build for it
 (:mod:`~benchlab.devicetools.toolchain`), the cache of what was built
 (:mod:`~benchlab.devicetools.cache`), llama.cpp's programs with benchlab's own runner
 (:mod:`~benchlab.devicetools.llamacpp`), benchlab's ExecuTorch runner over the libraries of
-ExecuTorch's wheel (:mod:`~benchlab.devicetools.etrunner`) and all of them built ahead of a
-run (:mod:`~benchlab.devicetools.prepare`)."""
+ExecuTorch's wheel (:mod:`~benchlab.devicetools.etrunner`), a program over shared libraries
+bundled with glibc for a phone (:mod:`~benchlab.devicetools.glibcbundle`) and all of them
+built ahead of a run (:mod:`~benchlab.devicetools.prepare`)."""
 
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlab.devicetools.etrunner import ET_RUNNER, ET_VERSION, build_et_runner
+from benchlab.devicetools.glibcbundle import SYSROOTS, glibc_bundle
 from benchlab.devicetools.llamacpp import RUNNER, build_llama_tools
 from benchlab.errors import UsageError
 from benchlab.spec.artifacts import default_cache_dir
@@ -77,6 +78,8 @@ def prepare_device_tools(architecture: str, cache_root: Path | None = None, *,
     if "executorch" in tools:
         began = time.monotonic()
         built = build_et_runner(architecture, device_tools_dir(cache_root), progress=progress)
+        if architecture in SYSROOTS:  # a phone's copy: bundled with glibc (glibcbundle.py)
+            glibc_bundle(built, ET_RUNNER, device_tools_dir(cache_root))
         done.append(PreparedTool(
             name=f"ExecuTorch's runner ({ET_RUNNER}, ExecuTorch {ET_VERSION} libraries) for "
                  f"{architecture}",

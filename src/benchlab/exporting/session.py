@@ -112,8 +112,9 @@ class ExportSession:
     model (or models) whose export has just ended. With ``pause=True`` every other export is
     stopped while the caller holds a batch (it measures it), and continues when the caller
     asks for the next; exports never run during a measurement. Use as a context manager:
-    leaving it kills exports still running. ``readers`` (framework names) limits the exports
-    to the formats they run.
+    leaving it kills exports still running. ``readers`` (framework names, or a function of
+    the model giving them: a phone's runners differ by kind of model) limits the exports to
+    the formats they run.
 
     ``staged``: each model comes twice, first with the formats that export in seconds (its
     ``elsewhere`` naming the frameworks that wait for the rest), then, after every model's
@@ -123,7 +124,8 @@ class ExportSession:
     """
 
     def __init__(self, models: Sequence[ModelDefinition], cache: ArtifactCache, *,
-                 readers: Sequence[str] | None = None, staged: bool = False,
+                 readers: (Sequence[str] | Callable[[ModelDefinition], Sequence[str] | None]
+                           | None) = None, staged: bool = False,
                  **options: Unpack[ExportOptions]) -> None:
         formats, progress, workers = (options.get("formats"), options.get("progress"),
                                       options.get("workers"))
@@ -143,7 +145,8 @@ class ExportSession:
                       if model.onnx_resource else None)
         fingerprint = model_fingerprint(model, onnx_bytes)
         todo, absent = [], {}
-        wanted = _wanted_formats(model, self._formats, self._readers)
+        readers = self._readers(model) if callable(self._readers) else self._readers
+        wanted = _wanted_formats(model, self._formats, readers)
         for fmt in wanted:
             if not self._needs_export(fingerprint, fmt):
                 continue

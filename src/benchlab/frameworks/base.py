@@ -41,6 +41,7 @@ __all__ = [
     "Framework",
     "Invocation",
     "JobContext",
+    "KeptFiles",
     "RunnerFramework",
     "Staging",
     "Unsupported",
@@ -54,6 +55,22 @@ class Unsupported:
     """Why a framework cannot run a model (``pytorch`` given only an ``.onnx`` file, say)."""
 
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class KeptFiles:
+    """Files a device keeps between jobs (:meth:`RunnerFramework.kept_files`): a runner with
+    its libraries, pushed once into a folder named by their content, never into a job's
+    working directory. A job finds the folder's device path under ``ctx.files[key]``.
+
+    ``name`` carries the content's digest, so a changed file is a new folder; ``executables``
+    are the files made executable there; ``label`` says what it is, for progress lines."""
+
+    key: str
+    name: str
+    files: Mapping[str, Path]
+    executables: tuple[str, ...] = ()
+    label: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -421,6 +438,31 @@ class RunnerFramework:
         None by default; a framework that builds its own tool for a device without Python
         builds it here."""
         return {}
+
+    def runs_native_runner(self, python: str, options: Mapping[str, Any]) -> bool:
+        """Whether a job with ``options`` on a target whose Python is ``python`` (``""``:
+        none) runs a runner benchlab builds for the device: ``runner=native`` by default."""
+        return options.get("runner") == "native"
+
+    def kept_files(self, staging: Staging) -> KeptFiles | None:
+        """Files the device keeps between jobs, pushed once by content (a runner bundled
+        with its libraries for a phone); None by default."""
+        return None
+
+    def why_not_without_python(self, model: ModelDef,
+                               options: Mapping[str, Any]) -> str | None:
+        """Why ``model`` with ``options`` cannot run on a target without Python (None: it
+        can), asked before anything is exported or pushed. By default only a native tool
+        (``binary=``) runs there."""
+        if options.get(NATIVE_BINARY):
+            return None
+        if is_generative(model):
+            return (f"{self.name} generates text in benchlab's Python runner only, and the "
+                    "target has no Python")
+        if self.native_tool:
+            return (f"the target has no Python for benchlab's runner; give the native tool, "
+                    f"e.g. -f {self.name}:{NATIVE_BINARY}=PATH/{self.native_tool}")
+        return f"{self.name} runs in benchlab's Python runner only, and the target has no Python"
 
     #: The native tool's name, and its output parser (``text -> ParsedOutput``), if any.
     native_tool = ""

@@ -22,7 +22,7 @@ from benchlab.spec.artifacts import ArtifactCache
 from benchlab.energy.session import EnergySession, EnergySettings
 from benchlab.harness.devicestate import GateOutcome, capture_state, state_flags, wait_until_cool
 from benchlab.errors import DownloadError, InfrastructureError, UserError
-from benchlab.devicetools.elf import abi_of, elf_architecture, refuse_wrong_architecture
+from benchlab.devicetools.elf import abi_of, refuse_wrong_architecture
 from benchlab.frameworks.base import (
     NATIVE_BINARY,
     Framework,
@@ -32,6 +32,7 @@ from benchlab.frameworks.base import (
     runtime_of,
 )
 from benchlab.harness.exitstatus import ended_after_its_results, failure_of
+from benchlab.harness.keptfiles import push_device_files
 from benchlab.harness.hoststeps import HostSteps, StepFailure, merge_parsed, renumbered
 from benchlab.harness.cachewipe import wipe_caches
 from benchlab.harness.nativefiles import (
@@ -271,23 +272,20 @@ class JobMeasurement:
 
     def _push_device_files(self, workdir: str, local_files: Mapping[str, Path],
                            built: dict[str, Path]) -> dict[str, str]:
-        """What the framework makes for this device (a tool built for its CPU, raw inputs),
-        pushed into the workdir; their device paths by key. The programs among them are
-        added to ``built`` (the job's code size counts them)."""
-        stage = getattr(self.job.framework, "device_files", None)
-        if stage is None:
-            return {}
+        """What the framework makes for this device, pushed (:func:`push_device_files`);
+        their device paths by key, the programs among them added to ``built``."""
         scratch = Path(tempfile.mkdtemp(prefix="benchlab-stage-"))
         try:
-            made = stage(Staging(
+            pushed, kept = push_device_files(self.job.framework, self._target, Staging(
                 spec=self.job.spec, test=self.test, config=self.job.config,
                 python=self._target.python_executable(), abi=abi_of(self._environment),
                 local_files=local_files, scratch=scratch, cache_root=self._cache.root,
-                progress=_show_progress))
-            built.update({p.name: p for p in made.values() if elf_architecture(p) is not None})
-            return {key: self._target.push(path, workdir, path.name) for key, path in made.items()}
+                progress=_show_progress), workdir, built)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+        if kept is not None:
+            self._details[DetailKey.KEPT_FILES] = kept
+        return pushed
 
     def _pull(self, invocation: Invocation, outcome: CommandResult, into: Path) -> CommandResult:
         """The files ``invocation`` asked for, pulled from the workdir into ``into``, and the

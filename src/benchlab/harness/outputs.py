@@ -24,6 +24,7 @@ from benchlab.frameworks.base import Framework, JobContext, Staging, Unsupported
 from benchlab.frameworks.common import REFERENCE_KEY, is_generative
 from benchlab.plugins import check_configurations
 from benchlab.harness.jobrun import fetch_files
+from benchlab.harness.keptfiles import push_device_files
 from benchlab.plugins import load_framework, open_target
 from benchlab.protocol.lines import parse_output
 from benchlab.protocol.tensorfiles import read_tensors
@@ -95,8 +96,9 @@ def outputs(
     reference was made from the same inputs. ``target`` (``"ssh:host=pi,python=..."``,
     ``"adb:serial=X,python=..."`` or a target object) runs it on that device: the model and
     inputs are pushed, the outputs pulled back, and the errors computed here, as on the host.
-    With ``runner=native`` (``"executorch:runner=native"``) the runner benchlab builds for
-    the device's CPU runs once and hands its outputs back as raw tensors.
+    With ``runner=native`` (``"executorch:runner=native"``), or on a device without Python
+    (ExecuTorch's ``runner=auto`` there), the runner benchlab builds for the device's CPU
+    runs once and hands its outputs back as raw tensors.
     On a device without Python (a phone), a text generator on ``llamacpp`` answers through
     the runner benchlab builds for the device's CPU: the outputs are the prefill logits of the
     model's reference prompt, and ``errors`` its scores (SQNR, KL, token agreement...).
@@ -119,8 +121,11 @@ def outputs(
     test = replace(spec.tests[0], warmup=0, iter=1, min_time=0.0, repeat=1, profile_ops=False,
                    target_ci=None, max_time=None, layer_errors=layer_errors)
     timeout = timeout if timeout is not None else setting_info("timeout").default
-    if chosen.options.get("runner") == "native" and not is_generative(spec.model):
-        # A runner benchlab builds (ExecuTorch's): raw tensors in and out, compared here.
+    runs_native = getattr(adapter, "runs_native_runner", None)
+    if not is_generative(spec.model) and runs_native is not None and runs_native(
+            device.python_executable(), chosen.options):
+        # A runner benchlab builds (ExecuTorch's; on a phone, its bundle): raw tensors in
+        # and out, compared here.
         return _native_outputs(device, adapter, spec, test, chosen, cache, inputs, timeout)
     if not device.python_executable():
         # A phone: only a framework that builds its own runner for it can hand outputs back.
@@ -163,7 +168,6 @@ def _native_outputs(device: Target, adapter: Framework, spec: BenchmarkSpec, tes
     in as raw files (the reference's, or the caller's written as a reference archive first),
     the outputs come back as raw tensors with a manifest, compared here as a Python runner's
     are. One process, no warm-up, one execution."""
-    stage = getattr(adapter, "device_files", None)
     abi = abi_of(device.describe())
     with tempfile.TemporaryDirectory(prefix="benchlab-outputs-") as tmp:
         local = fetch_files(spec, test, cache)
@@ -180,15 +184,17 @@ def _native_outputs(device: Target, adapter: Framework, spec: BenchmarkSpec, tes
                            reference.task if reference else "")
             local[f"files.{REFERENCE_KEY}"] = given
             reference = load_reference(given)
-        made = stage(Staging(spec=spec, test=test, config=config,
-                             python=device.python_executable(), abi=abi, local_files=local,
-                             scratch=Path(tmp), cache_root=cache.root)) if stage else {}
-        if not made:
-            raise InfrastructureError(f"{config} built no native runner for {device.name}")
+        staging = Staging(spec=spec, test=test, config=config,
+                          python=device.python_executable(), abi=abi, local_files=local,
+                          scratch=Path(tmp), cache_root=cache.root)
         workdir = device.make_workdir(f"outputs-{spec.model.name}")
         try:
-            files = {key: device.push(path, workdir, path.name if key.startswith("native.")
-                                      else None) for key, path in {**local, **made}.items()}
+            files = {key: device.push(path, workdir, None) for key, path in local.items()}
+            # The runner and its inputs; on a phone, the bundle it keeps between runs.
+            made, _ = push_device_files(adapter, device, staging, workdir, {})
+            if not made:
+                raise InfrastructureError(f"{config} built no native runner for {device.name}")
+            files.update(made)
             ctx = JobContext(spec=spec, test=test, config=config, workdir=workdir,
                              python=device.python_executable(), files=files, placeholders={},
                              runtime=runtime_of(adapter))

@@ -19,6 +19,7 @@ from benchlab.spec.artifacts import ArtifactCache
 from benchlab.errors import UsageError
 from benchlab.frameworks.base import NATIVE_BINARY, Framework, Unsupported
 from benchlab.frameworks.common import is_generative
+from benchlab.harness.devicefit import without_python
 from benchlab.harness.jobrun import Job, JobMeasurement, run_job
 from benchlab.plugins import FRAMEWORK_GROUP, available_names, load_framework
 from benchlab.plugins import check_configurations, check_spec_configurations
@@ -245,6 +246,7 @@ def plan(
     check_configurations(frameworks or ())
     if device is None:
         device = str(target.describe().get(EnvKey.HOSTNAME, ""))
+    python = target.python_executable()
     for spec in specs:
         if not frameworks:  # the spec's own configurations run: their file names the error
             check_spec_configurations(spec)
@@ -282,6 +284,15 @@ def plan(
                 else:
                     skipped.append(skip(available.reason))
                 continue
+            if not python and not native_only:
+                # A phone: what cannot run there is one line, before any export or push,
+                # and before what the model lacks for it (a phone needs none of that).
+                fits, refused = without_python(adapter, spec.model,
+                                               requested or [FrameworkConfig(name, {})])
+                skipped += [skip(reason) for reason in refused]
+                if not fits:
+                    continue
+                requested = [c for c in requested if c in fits]
             configs = adapter.configurations(spec.model, requested)
             if isinstance(configs, Unsupported):
                 skipped.append(skip(configs.reason))

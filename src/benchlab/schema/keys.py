@@ -71,6 +71,9 @@ class DetailKey(StrEnum):
     #: mapping, a native program's own files pushed for the job: binary (bytes, None when it
     #: was a path on the target) and libs (name -> bytes) (harness/nativefiles.py)
     NATIVE_FILES = "native_files"
+    #: mapping, what the device keeps between jobs for this one (a phone's runner bundle):
+    #: folder, pushed_now (False: found there), what, bytes (harness/keptfiles.py)
+    KEPT_FILES = "kept_files"
     #: mapping, what wipe_cache did before the processes: cpu_bytes written, cpu_source,
     #: llc_bytes, file_cache ("dropped" or "not dropped: why"), processes (harness/cachewipe.py)
     CACHE_WIPE = "cache_wipe"

@@ -18,9 +18,9 @@ Options:
 ``runner``
     ``python`` (ExecuTorch's Python runtime, in benchlab's runner), ``native`` (benchlab's own
     C++ runner over the runtime libraries of ExecuTorch's 1.5 wheel, built for the target's
-    CPU: :mod:`benchlab.frameworks.executorch.native`) or ``auto`` (default: ``python``; on
-    a target without Python, a native tool must be given). ``binary=`` runs a user's own
-    ``executor_runner`` instead.
+    CPU, bundled with glibc on a phone: :mod:`benchlab.frameworks.executorch.native`) or
+    ``auto`` (default: ``python`` where the target has Python, ``native`` where it has
+    none). ``binary=`` runs a user's own ``executor_runner`` instead.
 
 A delegate or int8 request is strict: the file it names must exist, so an int8 configuration
 never quietly measures the fp32 program. The adapter never imports ExecuTorch;
@@ -36,15 +36,22 @@ from typing import Any
 from benchlab.frameworks.base import (
     Invocation,
     JobContext,
+    KeptFiles,
     RunnerFramework,
     Staging,
     Unsupported,
     runner_invocation,
 )
-from benchlab.frameworks.common import file_keys_with_suffix, key_precision, select_file_key
+from benchlab.frameworks.common import (
+    file_keys_with_suffix,
+    is_generative,
+    key_precision,
+    select_file_key,
+)
 from benchlab.frameworks.executorch.native import (
     RUNNERS,
     is_native_output,
+    kept_native_files,
     native_invocation,
     parse_native_output,
     stage_native_files,
@@ -159,7 +166,8 @@ class ExecuTorchFramework(RunnerFramework):
         FrameworkOption("method", str, "the program's method to run", default="forward"),
         FrameworkOption("runner", str, "python: ExecuTorch's Python runtime; native: "
                         "benchlab's runner over ExecuTorch 1.5's libraries, built for the "
-                        "target's CPU; auto: python", default="auto", choices=RUNNERS),
+                        "target's CPU; auto: python where the target has Python, else native",
+                        default="auto", choices=RUNNERS),
         *NATIVE_TOOL_OPTIONS,
     )
 
@@ -170,6 +178,20 @@ class ExecuTorchFramework(RunnerFramework):
             return (f"executorch generates at precision "
                     f"{' or '.join(self.generative_precisions)}, not {precision!r}")
         return super().why_not_generative(model, options)
+
+    def why_not_without_python(self, model: ModelDef,
+                               options: Mapping[str, Any]) -> str | None:
+        """Forward passes run through benchlab's runner (or a given ``executor_runner``);
+        text generation and ``runner=python`` need the target's Python."""
+        if options.get("binary"):
+            return None
+        if is_generative(model):
+            return ("executorch generates text in benchlab's Python runner only (benchlab's "
+                    "ExecuTorch runner runs forward passes), and the target has no Python")
+        if str(options.get("runner", "auto")) == "python":
+            return ("executorch: runner=python runs ExecuTorch's Python runtime, and the "
+                    "target has no Python (runner=auto or native runs benchlab's runner)")
+        return None
 
     def defaults(self, model: ModelDef) -> list[FrameworkConfig] | Unsupported:
         """One configuration per zoo ``.pte`` file present (else ``{}``)."""
@@ -207,6 +229,15 @@ class ExecuTorchFramework(RunnerFramework):
         """With ``runner=native``: benchlab's runner for the target's CPU, its libraries and
         the reference's inputs (:func:`stage_native_files`)."""
         return stage_native_files(staging)
+
+    def runs_native_runner(self, python: str, options: Mapping[str, Any]) -> bool:
+        """``runner=native``, or ``auto`` where the target has no Python."""
+        return uses_native_runner(python, options)
+
+    def kept_files(self, staging: Staging) -> KeptFiles | None:
+        """On a phone: benchlab's runner bundled with its libraries and glibc, kept there
+        between jobs (:func:`kept_native_files`)."""
+        return kept_native_files(staging)
 
     def parse(self, results: Sequence[CommandResult]) -> ParsedOutput:
         """benchlab's native runner's lines and files; else as any runner framework."""

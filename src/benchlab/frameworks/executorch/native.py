@@ -1,10 +1,14 @@
 """ExecuTorch through benchlab's own runner (``runner=native``), built for the target's CPU.
 
 The runner (:mod:`benchlab.devicetools.etrunner`) is compiled against the runtime libraries
-of ExecuTorch's 1.5 wheel; it and those libraries are pushed into the job's working folder,
-where it finds them (``rpath $ORIGIN``). It takes ``executor_runner``'s flags and prints its
-lines, read by :func:`~benchlab.frameworks.native.parse_executor_runner`; what it adds is
-read here:
+of ExecuTorch's 1.5 wheel. On a Linux target (this host, a board) it and those libraries are
+pushed into the job's working folder, where it finds them (``rpath $ORIGIN``). An Android
+phone has no glibc to load them: there the runner goes in a bundle with glibc's own loader and
+libraries (:mod:`benchlab.devicetools.glibcbundle`), which the phone keeps between jobs in a
+folder named by its content (:class:`~benchlab.frameworks.base.KeptFiles`), and starts
+through that loader. ``runner=auto`` (the default) takes this runner where the target has no
+Python. It takes ``executor_runner``'s flags and prints its lines, read by
+:func:`~benchlab.frameworks.native.parse_executor_runner`; what it adds is read here:
 
 * inputs: the model's reference inputs, when it has a reference, as raw tensor files in the
   method's input order (without one the runner feeds ones, as ``executor_runner`` does);
@@ -33,9 +37,10 @@ import numpy as np
 
 from benchlab.devicetools.elf import architecture_of_abi
 from benchlab.devicetools.etrunner import ET_LIBRARIES, ET_RUNNER, ET_VERSION, build_et_runner
+from benchlab.devicetools.glibcbundle import glibc_bundle
 from benchlab.devicetools.prepare import device_tools_dir
 from benchlab.errors import UsageError
-from benchlab.frameworks.base import Invocation, JobContext, RunnerFramework, Staging
+from benchlab.frameworks.base import Invocation, JobContext, KeptFiles, RunnerFramework, Staging
 from benchlab.frameworks.executorch.etdump import etdump_operator_rows
 from benchlab.frameworks.executorch.program import pte_coverage
 from benchlab.frameworks.native import executor_runner_argv, parse_executor_runner
@@ -46,11 +51,14 @@ from benchlab.runner.accuracy import ERROR_METRICS, error_stats, load_reference
 from benchlab.schema.result import DetailKey, Metric
 from benchlab.targets.base import CommandResult
 
-__all__ = ["RUNNERS", "native_invocation", "parse_native_output", "stage_native_files",
-           "uses_native_runner"]
+__all__ = ["BUNDLE_KEY", "RUNNERS", "kept_native_files", "native_invocation",
+           "parse_native_output", "stage_native_files", "uses_native_runner"]
 
 RUNNERS = ("auto", "python", "native")
 RUNNER_KEY = "native.et_runner"
+#: The device folder of the phone's bundle (runner, libraries, glibc), and ``KEY/NAME`` each
+#: file in it.
+BUNDLE_KEY = "kept.et_bundle"
 #: The ABIs only Android names so (a Linux machine says aarch64, armv7l).
 _ANDROID_ABIS = frozenset({"arm64-v8a", "armeabi-v7a", "armeabi"})
 _LIB_KEY = "native.et_lib."
@@ -69,44 +77,70 @@ _TIMED = re.compile(r"Model executed successfully (\d+) time\(s\)")
 
 
 def uses_native_runner(python: str, options: Mapping[str, Any]) -> bool:
-    """Whether a job runs benchlab's runner: ``runner=native``. ``auto`` (the default) runs
-    the Python runtime where the target has Python, and where it has none asks for a native
-    tool (the runner is not yet pushed with the C library a phone lacks)."""
+    """Whether a job runs benchlab's runner: ``runner=native``, or ``auto`` (the default) on
+    a target without Python when no ``binary=`` (a user's own ``executor_runner``) is given.
+    Where the target has Python, ``auto`` runs ExecuTorch's Python runtime."""
     runner = str(options.get("runner", "auto"))
     if runner not in RUNNERS:
         raise UsageError(f"executorch runner must be one of {', '.join(RUNNERS)}, not "
                          f"{runner!r}")
-    return runner == "native"
+    return runner == "native" or (runner == "auto" and not python
+                                  and options.get("binary") is None)
+
+
+def _needs_bundle(abi: str | None) -> bool:
+    """Whether the target is an Android phone, whose C library is not glibc."""
+    return str(abi).lower() in _ANDROID_ABIS
+
+
+def _architecture(abi: str | None) -> str:
+    architecture = architecture_of_abi(abi)
+    if architecture is None:
+        raise UsageError(f"executorch: cannot tell the target's CPU (ABI {abi!r}), so "
+                         "there is nothing to build its runner for")
+    return architecture
 
 
 def stage_native_files(staging: Staging) -> dict[str, Path]:
     """The runner built for the target's CPU (from the cache when built before), the
     libraries it loads, and the reference's inputs as raw files; nothing when the job does
-    not run the runner."""
+    not run the runner. On a phone the runner and its libraries travel in the bundle
+    (:func:`kept_native_files`), and only the inputs here."""
     options = staging.config.options
     if not uses_native_runner(staging.python, options):
         return {}
     if options.get("binary") is not None:
         raise UsageError("executorch: runner=native runs benchlab's runner; binary= runs "
                          "your own executor_runner: give one of them")
-    if str(staging.abi).lower() in _ANDROID_ABIS:
-        raise UsageError(
-            f"executorch: runner=native runs on Linux targets (this host, a board); its "
-            f"libraries are shared and an Android phone (ABI {staging.abi}) has no glibc to "
-            "load them, and the bundle with glibc's own loader is not built yet: give your "
-            "executor_runner with -f executorch:binary=PATH")
-    architecture = architecture_of_abi(staging.abi)
-    if architecture is None:
-        raise UsageError(f"executorch: cannot tell the target's CPU (ABI {staging.abi!r}), so "
-                         "there is nothing to build its runner for")
-    tools = build_et_runner(architecture, device_tools_dir(Path(staging.cache_root)),
-                            progress=staging.progress)
-    files = {RUNNER_KEY: tools.program(ET_RUNNER)}
-    files.update({_LIB_KEY + name: tools.program(name) for name in ET_LIBRARIES})
+    files: dict[str, Path] = {}
+    if not _needs_bundle(staging.abi):
+        tools = build_et_runner(_architecture(staging.abi),
+                                device_tools_dir(Path(staging.cache_root)),
+                                progress=staging.progress)
+        files[RUNNER_KEY] = tools.program(ET_RUNNER)
+        files.update({_LIB_KEY + name: tools.program(name) for name in ET_LIBRARIES})
     reference = staging.local_files.get("files.reference")
     if reference is not None:
         files.update(_reference_inputs(Path(reference), Path(staging.cache_root)))
     return files
+
+
+def kept_native_files(staging: Staging) -> KeptFiles | None:
+    """On an Android phone: the runner bundled with its libraries and glibc's loader and
+    libraries, which the phone keeps by content between jobs; None elsewhere."""
+    if not uses_native_runner(staging.python, staging.config.options) or \
+            not _needs_bundle(staging.abi):
+        return None
+    if staging.config.options.get("binary") is not None:
+        return None  # stage_native_files says why both cannot be given
+    architecture = _architecture(staging.abi)
+    root = device_tools_dir(Path(staging.cache_root))
+    tools = build_et_runner(architecture, root, progress=staging.progress)
+    bundle = glibc_bundle(tools, ET_RUNNER, root)
+    return KeptFiles(key=BUNDLE_KEY, name=bundle.device_folder(f"et-{architecture}"),
+                     files=bundle.files, executables=(bundle.loader, bundle.program),
+                     label=f"{ET_RUNNER} with ExecuTorch {ET_VERSION}'s libraries and glibc "
+                           f"({bundle.size / 2**20:.1f} MiB)")
 
 
 def _reference_inputs(reference: Path, cache_root: Path) -> dict[str, Path]:
@@ -142,7 +176,7 @@ def native_invocation(framework: RunnerFramework, ctx: JobContext, model_path: s
     """The runner's command for one repetition; the first also hands back its outputs (and
     the ETDump, with ``profile_ops``). ``variant``: the file's delegate and precision, which
     the runner cannot tell, echoed after it for the parser."""
-    runner = ctx.files.get(RUNNER_KEY)
+    runner = ctx.files.get(RUNNER_KEY) or ctx.files.get(f"{BUNDLE_KEY}/{ET_RUNNER}")
     if runner is None:
         raise UsageError("executorch: benchlab's runner was not staged on the target")
     options, test = ctx.config.options, ctx.test
@@ -158,6 +192,13 @@ def native_invocation(framework: RunnerFramework, ctx: JobContext, model_path: s
             pull += (ETDUMP,)
     argv = executor_runner_argv(runner, model_path, iterations=max(test.iter, 1),
                                 threads=options.get("threads", test.threads), extra=extra)
+    if runner == ctx.files.get(f"{BUNDLE_KEY}/{ET_RUNNER}"):
+        # The phone's bundle: glibc's loader, run as a program, loads the runner and every
+        # library from the bundle's folder; nothing of the phone's own C library is used.
+        folder = ctx.files[BUNDLE_KEY]
+        loader = next(path for key, path in ctx.files.items()
+                      if key.startswith(f"{BUNDLE_KEY}/ld-"))
+        argv = [loader, "--library-path", folder, *argv]
     echo = "echo " + shlex.quote(_VARIANT + json.dumps(dict(variant), sort_keys=True))
     return replace(framework.native_invocation(ctx, argv, after=echo), pull=pull)
 

@@ -107,6 +107,13 @@ class LlamaCppFramework(RunnerFramework):
                 return f"llamacpp {option} must be a positive integer, not {value!r}"
         return None
 
+    def why_not_without_python(self, model: ModelDef,
+                               options: Mapping[str, Any]) -> str | None:
+        """The device runner generates there; ``runner=python`` needs the target's Python."""
+        if str(options.get("runner", "auto")) == "python":
+            return "llamacpp: runner=python needs Python, and the target has none"
+        return None
+
     def device_files(self, staging: Staging) -> dict[str, Path]:
         """The native runner built for the device, where the job runs it (``device.py``)."""
         return stage_device_files(self, staging)
