@@ -45,6 +45,7 @@ NEEDS = {
     "tests/targets/test_arm_board.py": ("board-root", "arm-et-runner"),
     "tests/targets/test_arm_phone.py": ("phone-tools",),
     "tests/frameworks/test_executorch_native.py": ("host-et-runner",),
+    "tests/frameworks/test_onnxruntime_native.py": ("host-ort-runner",),
 }
 
 _DONE = pytest.StashKey[bool]()

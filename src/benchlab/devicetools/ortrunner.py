@@ -120,7 +120,9 @@ def _apt(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
               "-o", f"Dir::Cache={folder / 'cache'}",
               "-o", f"Dir::State::status={folder / 'status'}",
               # The files land in a folder apt's unprivileged user may not write.
-              "-o", "APT::Sandbox::User=root", "-o", "Acquire::Languages=none"]
+              "-o", "APT::Sandbox::User=root", "-o", "Acquire::Languages=none",
+              # One try: an unreachable archive fails in a moment, not after retries.
+              "-o", "Acquire::Retries=0"]
     return subprocess.run(["apt-get", "-q", *config, *args], capture_output=True, text=True,
                           timeout=600, check=False, cwd=folder / "deb")
 
@@ -155,15 +157,18 @@ def _fetch_header(folder: Path, progress: Callable[[str], None]) -> None:
     (folder / "sources.list").write_text(
         f"deb [signed-by={_KEYRING}] {_ARCHIVE} {HEADER_SUITE} main\n")
     update = _apt(folder, "update")
-    fetched = _apt(folder, "download", HEADER_PACKAGE) if update.returncode == 0 \
-        else update
+    # apt-get update exits 0 when the archive cannot be reached (it warns): its warnings
+    # say why the download then finds no package, so they come first.
+    why = [line.strip() for line in (update.stderr + update.stdout).splitlines()
+           if line.startswith(("E:", "W:")) and "Sandbox" not in line]
+    fetched = _apt(folder, "download", HEADER_PACKAGE)
     debs = sorted((folder / "deb").glob(f"{HEADER_PACKAGE}_*.deb"))
     if not debs:
-        why = [line for line in (fetched.stderr + fetched.stdout).splitlines()
-               if line.startswith(("E:", "W:", "Err"))] or ["no package downloaded"]
+        why += [line.strip() for line in (fetched.stderr + fetched.stdout).splitlines()
+                if line.startswith("E:")]
         raise InfrastructureError(
             f"could not fetch {HEADER_PACKAGE} from Debian {HEADER_SUITE} ({_ARCHIVE}), where "
-            f"ONNX Runtime's C header comes from: {why[-1].strip()}")
+            f"ONNX Runtime's C header comes from: {why[0] if why else 'no package came'}")
     unpacked = folder / "deb" / "root"
     proc = subprocess.run(["dpkg-deb", "-x", str(debs[-1]), str(unpacked)],
                           capture_output=True, text=True, timeout=120, check=False)
