@@ -90,6 +90,13 @@ def _arm_et_runner(cache_root: Path | None, progress: Progress) -> PreparedTool:
                               "(aarch64)")
 
 
+def _arm_ort_runner(cache_root: Path | None, progress: Progress) -> PreparedTool:
+    (tool,) = prepare_device_tools("aarch64", cache_root, progress=progress,
+                                   tools=("onnxruntime",))
+    return replace(tool, name="ONNX Runtime's runner (benchlab-ort-runner) for the ARM board "
+                              "(aarch64)")
+
+
 def _no_host_compiler() -> str | None:
     try:
         find_toolchain(host_architecture())
@@ -117,6 +124,8 @@ ARM_BUILDS = {build.key: build for build in (
                  _no_cross_compiler, _phone_tools),
     StandinBuild("arm-et-runner", "ExecuTorch's runner (benchlab-et-runner) for the ARM board "
                  "(aarch64)", _no_arm_compiler, _arm_et_runner),
+    StandinBuild("arm-ort-runner", "ONNX Runtime's runner (benchlab-ort-runner) for the ARM "
+                 "board (aarch64)", _no_arm_compiler, _arm_ort_runner),
     StandinBuild("host-et-runner", "ExecuTorch's runner (benchlab-et-runner) for this host",
                  _no_host_compiler, _host_et_runner),
     StandinBuild("host-ort-runner", "ONNX Runtime's runner (benchlab-ort-runner) for this host",

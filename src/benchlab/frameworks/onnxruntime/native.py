@@ -194,8 +194,9 @@ def native_invocation(framework: RunnerFramework, ctx: JobContext, model_path: s
             extra.append(f"--profile_path={ctx.workdir}/{PROFILE}")
             pull += (PROFILE,)
     threads = options.get("intra_op_threads", options.get("threads", test.threads))
+    # 0 or unset: ONNX Runtime's own choice, as the Python binding leaves it.
     argv = executor_runner_argv(runner, model_path, iterations=max(test.iter, 1),
-                                threads=threads, extra=extra)
+                                threads=int(threads) if threads else None, extra=extra)
     echo = "echo " + shlex.quote(_VARIANT + json.dumps({"precision": precision}))
     return replace(framework.native_invocation(ctx, argv, after=echo), pull=pull)
 
