@@ -47,8 +47,10 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_bert_folder_and_a_llama_folder_run_with_accuracy_and_generation(
         folders: Path, tmp_path: Path) -> None:
     results = benchlab.run(model=[str(folders / "tiny-bert"), str(folders / "tiny-llama")],
-                           frameworks=["pytorch", "onnxruntime", "llamacpp", "ortgenai",
-                                       "ovgenai:precision=int4"],
+                           # PyTorch eager only: the folder's TorchScript and torch.export
+                           # files are tests/usermodels/test_pytorch_model.py's proof.
+                           frameworks=["pytorch:mode=eager", "onnxruntime", "llamacpp",
+                                       "ortgenai", "ovgenai:precision=int4"],
                            generations=generation_grid((16,), 8, ()), overrides=QUICK,
                            db=tmp_path / "r.db", cache_dir=folders / "cache")
     failed = [(r.identity.label, r.error) for r in results if r.status is not Status.OK]

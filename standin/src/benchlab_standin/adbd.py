@@ -16,7 +16,9 @@ and server, and that sensor-reading code parses Android-formatted files and tool
 What it cannot prove: anything about Android itself. Commands run on *this* machine (x86,
 this kernel, these tools, this user; ``uname -m`` is not ``aarch64``), only the device path
 prefixes listed in :mod:`benchlab_standin.services` are rewritten into the sandbox -- and
-textually, so a path built at run time (``cd /; cd data``) escapes the mapping. There is no
+textually, so a path built at run time (``cd /; cd data``) escapes the mapping (except, on
+an ARM profile run as root, ``/proc/cpuinfo`` and the CPU sysfs: :mod:`benchlab_standin.cpuview`
+mounts those per command). There is no
 SELinux, no app sandbox, no ``pm``/``am``, no USB, no authentication (it announces itself as
 already authorized), and by default only the legacy shell and sync protocols: no exit status
 from ``adb shell``, no separate stderr. A profile whose ``features`` add ``shell_v2`` also
@@ -44,6 +46,7 @@ from benchlab_standin.adb_protocol import (
     A_AUTH, A_CLSE, A_CNXN, A_OKAY, A_OPEN, A_STLS, A_VERSION, A_WRTE, MAX_PAYLOAD, Message,
     ProtocolError, command_name, read_message,
 )
+from benchlab_standin.cpuview import cannot_mount_views
 from benchlab_standin.emulation import enable_aarch64
 from benchlab_standin.profile import DeviceProfile, default_profile
 from benchlab_standin.services import (
@@ -328,6 +331,8 @@ class StandinPhone:
                 raise RuntimeError(f"the ARM stand-in cannot run aarch64 programs here: {why}")
         self._stopped.clear()
         self.profile.materialize(self.root)
+        if self.profile.emulated_cpu:
+            self._mount_cpu_view()
         self.sim = PhoneSimulation(self.root, self.profile)
         self.sim.start()
         self._listen(self._requested_port)
@@ -335,6 +340,22 @@ class StandinPhone:
         self.boot_count = 1
         self._spawn(self._accept_loop, "standin-accept")
         return self
+
+    def _mount_cpu_view(self) -> None:
+        """Give every command the phone's ``/proc/cpuinfo`` and CPU sysfs (paths that stay
+        the same across reboots), or say once, in the log and the phone's logcat, why its
+        programs read the host's."""
+        view = (self.root / "proc/cpuinfo", self.root / "sys/devices/system/cpu")
+        why = None if self.sandbox.cpu_view else cannot_mount_views(*view)
+        if why is None:
+            self.sandbox.cpu_view = view
+            return
+        said = (f"aarch64 programs read the host's /proc/cpuinfo and /sys/devices/system/cpu "
+                f"(only command text is mapped): {why}")
+        _log.warning("%s: %s", self.profile.product_name, said)
+        with open(self.root / "data/logcat.txt", "a") as buffer:
+            buffer.write(f"{time.strftime('%m-%d %H:%M:%S')}.000     0     0 W standin : "
+                         f"{said}\n")
 
     def stop(self) -> None:
         """Stop listening, drop connections (killing their commands), stop the simulation."""

@@ -36,8 +36,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchlab.targets.armcpu import hwcap_features
 from benchlab_standin.board import LoopbackBoard
+from benchlab_standin.cpuview import EmulatedCpu, write_cpuinfo, write_sysfs
 from benchlab_standin.emulation import BINFMT, enable_aarch64
 
 __all__ = ["BOARD_CORES", "BOARD_RUNTIMES", "LEFT_OFF", "ArmBoard", "BoardRoot",
@@ -266,11 +266,6 @@ def install_benchlab(system: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-#: The caches the board's sysfs declares: (level, type, size, shared by every CPU): a typical
-#: little ARM core's, the same on every board (the emulator has no caches to read).
-_CACHES = ((1, "Data", "32K", False), (1, "Instruction", "32K", False),
-           (2, "Unified", "512K", True))
-
 # What the emulated core answers: ``mrs x0, midr_el1; ret`` (a kernel with HWCAP_CPUID traps
 # and answers the same on a real board), and the hwcaps its kernel gives every program.
 _CPU_PROGRAM = """
@@ -284,15 +279,6 @@ print(read(), libc.getauxval(16), libc.getauxval(26))
 """
 
 
-@dataclass(frozen=True, slots=True)
-class EmulatedCpu:
-    """The emulated core as a program on it reads it."""
-
-    midr: int
-    hwcap: int
-    hwcap2: int
-
-
 def read_cpu(system: Path, cpu: str) -> EmulatedCpu:
     """Ask the emulated ``cpu`` itself, with the root's Python."""
     done = subprocess.run([shutil.which("chroot") or "/usr/sbin/chroot", str(system),
@@ -303,67 +289,6 @@ def read_cpu(system: Path, cpu: str) -> EmulatedCpu:
         raise RuntimeError(f"the emulated {cpu} did not run Python: {done.stderr.strip()[-300:]}")
     midr, hwcap, hwcap2 = (int(word) for word in done.stdout.split()[-3:])
     return EmulatedCpu(midr, hwcap, hwcap2)
-
-
-def write_cpuinfo(path: Path, core: EmulatedCpu, count: int) -> None:
-    """``/proc/cpuinfo`` as an arm64 Linux kernel prints it for this core (``Features`` from
-    the hwcaps, the ID fields from MIDR_EL1). Debian 12's QEMU passes the host's x86-64 file
-    through instead, and pytorch's cpuinfo (in ONNX Runtime and XNNPACK) crashes on that."""
-    features = " ".join(hwcap_features(core.hwcap, core.hwcap2))
-    blocks = [f"processor\t: {index}\nBogoMIPS\t: 50.00\nFeatures\t: {features}\n"
-              f"CPU implementer\t: 0x{core.midr >> 24 & 0xFF:02x}\n"
-              f"CPU architecture: 8\nCPU variant\t: 0x{core.midr >> 20 & 0xF:x}\n"
-              f"CPU part\t: 0x{core.midr >> 4 & 0xFFF:03x}\n"
-              f"CPU revision\t: {core.midr & 0xF}\n" for index in range(count)]
-    path.write_text("\n".join(blocks) + "\n")
-
-
-def write_sysfs(folder: Path, core: EmulatedCpu, count: int) -> None:
-    """The board's ``/sys/devices/system``, as an ARM kernel writes it: which CPUs exist, each
-    one's ``MIDR_EL1``, topology, caches and one memory node.
-
-    The host's own ``/sys`` describes its x86-64 CPU; with none at all, pytorch's cpuinfo gives
-    up (XNNPACK with it) and OpenVINO's hwloc crashes. There are no frequency files: an
-    emulated core has no clock of its own.
-    """
-    midr = core.midr
-    cpus = folder / "devices" / "system" / "cpu"
-    shutil.rmtree(folder, ignore_errors=True)
-    cpus.mkdir(parents=True)
-    span = f"0-{count - 1}" if count > 1 else "0"
-    for name in ("possible", "present", "online"):
-        (cpus / name).write_text(span + "\n")
-    for index in range(count):
-        regs = cpus / f"cpu{index}" / "regs" / "identification"
-        regs.mkdir(parents=True)
-        (regs / "midr_el1").write_text(f"0x{midr:016x}\n")
-        (cpus / f"cpu{index}" / "online").write_text("1\n")
-        # One socket, one core per CPU: hwloc (in OpenVINO's TBB) reads this or gives up.
-        topology = cpus / f"cpu{index}" / "topology"
-        topology.mkdir()
-        for name, value in (("core_id", index), ("physical_package_id", 0), ("cluster_id", 0),
-                            ("die_id", 0), ("core_siblings_list", span),
-                            ("package_cpus_list", span), ("cluster_cpus_list", span),
-                            ("thread_siblings_list", index), ("core_cpus_list", index),
-                            ("package_cpus", f"{(1 << count) - 1:x}"),
-                            ("core_cpus", f"{1 << index:x}")):
-            (topology / name).write_text(f"{value}\n")
-        # Private L1s and a shared L2, at the sizes given in _CACHES (not measured: QEMU
-        # models no cache). OpenVINO's hwloc crashes when a CPU has no cache at all.
-        for number, (level, kind, size, shared) in enumerate(_CACHES):
-            cache = cpus / f"cpu{index}" / "cache" / f"index{number}"
-            cache.mkdir(parents=True)
-            for name, value in (("level", level), ("type", kind), ("size", size),
-                                ("coherency_line_size", 64), ("id", 0 if shared else index),
-                                ("shared_cpu_list", span if shared else index),
-                                ("shared_cpu_map", f"{(1 << count) - 1 if shared else 1 << index:x}")):
-                (cache / name).write_text(f"{value}\n")
-    node = folder / "devices" / "system" / "node"
-    (node / "node0").mkdir(parents=True)
-    (node / "node0" / "cpulist").write_text(span + "\n")
-    (node / "node0" / "cpumap").write_text(f"{(1 << count) - 1:x}\n")
-    for name in ("possible", "online", "has_cpu", "has_memory", "has_normal_memory"):
-        (node / name).write_text("0\n")
 
 
 @dataclass

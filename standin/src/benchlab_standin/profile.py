@@ -21,14 +21,21 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchlab_standin.cpuview import (
+    LITTLE_CORE_CACHES, QEMU_CORES, Cache, EmulatedCpu, cpuinfo_text, hwcap_words, write_cpu_tree,
+)
 from benchlab_standin.toolbox import install as install_shims
 
 __all__ = ["ARM_CORES", "CpuCluster", "DeviceProfile", "ThermalZone", "arm_profile",
            "default_profile"]
 
-#: Each CPU's caches as sysfs lists them (cpuN/cache/indexK/size): L1 data, L1 instruction,
-#: L2, and the shared L3, the last level (a Snapdragon 888's sizes).
-CACHE_SIZES = ("64K", "64K", "512K", "4096K")
+#: Each CPU's caches as sysfs lists them (cpuN/cache/indexK): L1 data, L1 instruction, a
+#: private L2, and the L3 every CPU shares, the last level (a Snapdragon 888's sizes).
+PHONE_CACHES = (Cache(1, "Data", "64K", False), Cache(1, "Instruction", "64K", False),
+                Cache(2, "Unified", "512K", False), Cache(3, "Unified", "4096K", True))
+#: The features a phone's kernel shows where no core is emulated (an ARMv8.2 phone's).
+_PHONE_FEATURES = ("fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid "
+                   "asimdrdm lrcpc dcpop asimddp")
 
 # Files an unrooted phone's shell user cannot write (mode 0444 when ``rooted`` is False).
 WRITABLE_CPUFREQ = ("scaling_governor", "scaling_min_freq", "scaling_max_freq",
@@ -128,6 +135,8 @@ class DeviceProfile:
     #: pushed programs are real aarch64 code (:func:`arm_profile`); None: the host's own CPU
     #: and tools, as the stand-in always was.
     emulated_cpu: str | None = None
+    #: Each CPU's caches, as its sysfs describes them.
+    caches: tuple[Cache, ...] = PHONE_CACHES
 
     @property
     def cpu_count(self) -> int:
@@ -140,6 +149,14 @@ class DeviceProfile:
             if cpu in cluster.cpus:
                 return cluster
         raise KeyError(cpu)
+
+    def core_of(self, cpu: int) -> EmulatedCpu:
+        """What ``cpu`` is, as its kernel shows it: the emulated core QEMU answers for, or
+        its cluster's part (variant 1, revision 0) with an ARMv8.2 phone's features."""
+        if self.emulated_cpu:
+            return QEMU_CORES[self.emulated_cpu]
+        midr = 0x41 << 24 | 0x1 << 20 | 0xF << 16 | self.cluster_of(cpu).part << 4
+        return EmulatedCpu(midr, *hwcap_words(_PHONE_FEATURES))
 
     def props(self) -> dict[str, str]:
         """System properties as ``getprop`` shows them at boot."""
@@ -213,9 +230,10 @@ class DeviceProfile:
             _link_host_tools(root / "system/xbin")
 
     def _write_cpus(self, base: Path) -> None:
-        span = f"0-{self.cpu_count - 1}"
-        for name in ("possible", "present", "online"):
-            _write(base / name, span + "\n")
+        # What every ARM kernel writes (MIDR, topology, caches): shared with the ARM board, and
+        # what an aarch64 program on an ARM phone reads in place of the host's (cpuview).
+        write_cpu_tree(base, [self.core_of(cpu) for cpu in range(self.cpu_count)],
+                       self.caches, [cluster.cpus for cluster in self.clusters])
         _write(base / "offline", "\n")
         for cluster in self.clusters:
             policy = base / "cpufreq" / cluster.policy
@@ -245,9 +263,6 @@ class DeviceProfile:
                 cpu_dir.mkdir(parents=True, exist_ok=True)
                 (cpu_dir / "cpufreq").symlink_to(f"../cpufreq/{cluster.policy}")
                 _write(cpu_dir / "cpu_capacity", f"{cluster.capacity}\n")
-                _write(cpu_dir / "online", "1\n")
-                for index, size in enumerate(CACHE_SIZES):
-                    _write(cpu_dir / f"cache/index{index}/size", f"{size}\n")
 
     def _write_thermal(self, base: Path) -> None:
         for index, zone in enumerate(self.thermal_zones):
@@ -278,19 +293,9 @@ class DeviceProfile:
         _write(base / "ac/online", "0\n")
 
     def _write_proc(self, base: Path) -> None:
-        core = ARM_CORES.get(self.emulated_cpu or "")
-        features = core[1] if core else (
-            "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid "
-            "asimdrdm lrcpc dcpop asimddp")
-        blocks = []
-        for cpu in range(self.cpu_count):
-            cluster = self.cluster_of(cpu)
-            blocks.append(
-                f"processor\t: {cpu}\nBogoMIPS\t: 38.40\nFeatures\t: {features}\n"
-                f"CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x1\n"
-                f"CPU part\t: 0x{cluster.part:03x}\nCPU revision\t: 0\n")
-        text = "\n".join(blocks) + f"\nHardware\t: Qualcomm Technologies, Inc {self.soc_model}\n"
-        _write(base / "cpuinfo", text)
+        _write(base / "cpuinfo", cpuinfo_text(
+            [self.core_of(cpu) for cpu in range(self.cpu_count)], bogomips="38.40",
+            hardware=f"Qualcomm Technologies, Inc {self.soc_model}"))
         _write(base / "loadavg", "0.00 0.00 0.00 1/900 1000\n")
         _write(base / "uptime", "0.00 0.00\n")
         # The page cache's switch, in the sandbox: what root writes there stays readable for
@@ -304,12 +309,11 @@ class DeviceProfile:
             f"SwapFree:       {total // 2:8d} kB\n"))
 
 
-#: QEMU CPU model → (ARM part number, the features its kernel shows in /proc/cpuinfo).
-ARM_CORES = {
-    "cortex-a53": (0xD03, "fp asimd evtstrm aes pmull sha1 sha2 crc32 cpuid"),
-    "cortex-a76": (0xD0B, "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp "
-                          "cpuid asimdrdm lrcpc dcpop asimddp"),
-}
+#: The QEMU CPU models an ARM phone can emulate (:data:`benchlab_standin.cpuview.QEMU_CORES`:
+#: MIDR_EL1 and hwcaps as the emulated core answers).
+ARM_CORES = QEMU_CORES
+#: Each model's caches: an A53's cluster L2; an A76's private L2 and a shared L3.
+_ARM_CACHES = {"cortex-a53": LITTLE_CORE_CACHES, "cortex-a76": PHONE_CACHES}
 # Host programs a phone's shell has no counterpart of, and must not find: no Python on a phone.
 _NOT_ON_A_PHONE = ("python", "pip", "pydoc", "idle", "2to3")
 
@@ -336,7 +340,7 @@ def arm_profile(cpu: str = "cortex-a53", *, cores: int = 4) -> DeviceProfile:
     Cortex-A76 at 2.4 GHz (ARMv8.2, with the dot-product instructions)."""
     if cpu not in ARM_CORES:
         raise ValueError(f"no ARM stand-in for {cpu!r}; there are {', '.join(ARM_CORES)}")
-    part = ARM_CORES[cpu][0]
+    part = ARM_CORES[cpu].midr >> 4 & 0xFFF
     top = 1_401_600 if cpu == "cortex-a53" else 2_400_000
     cluster = CpuCluster("cpu", tuple(range(cores)),
                          tuple(top * k // 8 for k in range(2, 9)), part=part, capacity=1024)
@@ -344,7 +348,7 @@ def arm_profile(cpu: str = "cortex-a53", *, cores: int = 4) -> DeviceProfile:
     return DeviceProfile(product_name=f"standin_{name}", model=f"Standin {name.upper()}",
                          device=f"standin_{name}", soc_model=f"EMU-{name.upper()}",
                          board_platform="qemu", serialno=f"STANDIN{name.upper()}",
-                         clusters=(cluster,), emulated_cpu=cpu,
+                         clusters=(cluster,), emulated_cpu=cpu, caches=_ARM_CACHES[cpu],
                          mem_total_kb=3_906_250)
 
 

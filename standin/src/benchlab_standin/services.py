@@ -12,7 +12,11 @@ The sandbox is a directory that plays the device's filesystem. Sync requests map
 device path into it (after collapsing ``..``, so nothing outside can be reached). Shell
 commands run on this machine with ``/bin/sh -c``; only the device-specific prefixes
 (:data:`MAPPED_DIRS`, :data:`MAPPED_FILES`) are rewritten textually into the sandbox, so
-``/bin/sh``, ``/tmp`` and the host's tools keep working.
+``/bin/sh``, ``/tmp`` and the host's tools keep working. On an ARM phone that can
+(:attr:`Sandbox.cpu_view`), each command also runs in a mount namespace of its own where the
+sandbox's ``/proc/cpuinfo`` and ``/sys/devices/system/cpu`` are mounted over the host's, so a
+program's own ``open()`` of those paths reads the phone's CPU
+(:mod:`benchlab_standin.cpuview`).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from benchlab_standin.adb_protocol import (
     SYNC_DATA_MAX, ProtocolError, SyncRequestParser, sync_dent, sync_done_dent, sync_fail,
     sync_packet, sync_stat,
 )
+from benchlab_standin.cpuview import private_view_argv
 
 __all__ = [
     "MAPPED_DIRS", "MAPPED_FILES", "Sandbox", "StreamLike", "serve_root", "serve_shell",
@@ -78,6 +83,9 @@ class Sandbox:
             raise ValueError(f"sandbox root {root} has characters that would need shell "
                              "quoting; paths are rewritten into commands unquoted")
         self.root = root
+        #: The sandbox's ``/proc/cpuinfo`` and ``/sys/devices/system/cpu``, mounted over the
+        #: host's for every command (set by an ARM phone where it may); None: path text only.
+        self.cpu_view: tuple[Path, Path] | None = None
 
     def host_path(self, device_path: str) -> Path:
         """Where a device path lives in the sandbox (any path; ``..`` cannot climb out)."""
@@ -87,6 +95,11 @@ class Sandbox:
     def rewrite(self, command: str) -> str:
         """The command with device path prefixes pointed into the sandbox (purely textual)."""
         return _DEVICE_PATH.sub(lambda m: str(self.root) + m.group(0), command)
+
+    def argv(self, command: str) -> list[str]:
+        """How ``command`` runs on this machine: rewritten, and with the phone's CPU view."""
+        shell = ["/bin/sh", "-c", self.rewrite(command)]
+        return shell if self.cpu_view is None else private_view_argv(*self.cpu_view, shell)
 
     def environment(self) -> dict[str, str]:
         """A phone-like environment; path-valued variables point into the sandbox."""
@@ -124,7 +137,7 @@ class _ShellCommand:
         cwd.mkdir(parents=True, exist_ok=True)
         self.stream, self.busy = stream, busy
         self.proc = subprocess.Popen(  # noqa: S603 - running the host's commands is the point
-            ["/bin/sh", "-c", sandbox.rewrite(command)], cwd=cwd, env=sandbox.environment(),
+            sandbox.argv(command), cwd=cwd, env=sandbox.environment(),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, bufsize=0,
             start_new_session=True)
         busy(+1)
