@@ -52,6 +52,12 @@ def arm_et_runner() -> None:
 
 
 @pytest.fixture(scope="module")
+def arm_ort_runner() -> None:
+    """benchlab's ONNX Runtime runner for aarch64, built before the tests (tests/prebuild.py)."""
+    prepared("arm-ort-runner")
+
+
+@pytest.fixture(scope="module")
 def boards(board_root: BoardRoot, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[dict[str, ArmBoard]]:
     """One board per core, all serving the same root."""
@@ -96,12 +102,13 @@ def test_the_probe_reads_each_board_from_its_hwcaps_not_the_emulators_cpuinfo(
 
 
 def test_mlp_and_a_users_model_on_every_runtime_the_board_has(
-        boards: dict[str, ArmBoard], entry_file: Path, zoo_cache_dir: Path,
-        tmp_path: Path) -> None:
+        boards: dict[str, ArmBoard], arm_ort_runner: None, entry_file: Path,
+        zoo_cache_dir: Path, tmp_path: Path) -> None:
     board = boards["cortex-a53"]
     # ONNX Runtime's int8 on the boards is test_one_int8_answer_on_five_instruction_sets'.
+    # Its fp32 also through benchlab's C runner over the aarch64 wheel's C library.
     frameworks = ["onnxruntime:precision=fp32", "tflite", "openvino",
-                  "executorch:delegate=portable"]
+                  "executorch:delegate=portable", "onnxruntime:runner=native"]
     common = dict(frameworks=frameworks, target=board.target_text, cache_dir=zoo_cache_dir,
                   overrides=benchlab.TestOverrides(repeat=1, iter=2, warmup=0, min_time=0.0,
                                                    threads=2, profile_ops=True,
@@ -112,7 +119,8 @@ def test_mlp_and_a_users_model_on_every_runtime_the_board_has(
     results = [*benchlab.run(models=["mlp"], db=tmp_path / "zoo.db", **common),
                *benchlab.run(model=f"{entry_file}:tiny", db=tmp_path / "mine.db", **mine)]
     by_cell = {(r.identity.model_name, r.identity.framework): r for r in results
-               if r.identity.framework_config.get("precision", "fp32") in ("fp32", "f32")}
+               if r.identity.framework_config.get("precision", "fp32") in ("fp32", "f32")
+               and r.identity.framework_config.get("runner") != "native"}
     for model, framework in [("mlp", "onnxruntime"), ("mlp", "tflite"), ("mlp", "openvino"),
                              ("tiny_entry", "onnxruntime"), ("tiny_entry", "tflite")]:
         result = by_cell[(model, framework)]
@@ -129,6 +137,13 @@ def test_mlp_and_a_users_model_on_every_runtime_the_board_has(
         ops = [k for k in by_cell[(model, "onnxruntime")].summaries
                if k.endswith(Metric.LATENCY) and not k.startswith("NET")]
         assert ops
+    # ONNX Runtime's C library on the board: the same answer, its own profile's rows.
+    [native] = [r for r in results if r.identity.framework_config.get("runner") == "native"]
+    assert native.status is Status.OK, native.error
+    assert native.environment[EnvKey.MACHINE] == "aarch64"
+    assert native.details["tool"].startswith("benchlab-ort-runner (ONNX Runtime ")
+    assert native.summaries[metric_key("NET", Metric.SQNR)].p50 > 60
+    assert native.details["op_profile_source"] == "ONNX Runtime profiler"
     # ExecuTorch is not on this board: its job fails alone, saying what to install.
     missing = by_cell[("mlp", "executorch")]
     assert missing.status is Status.FAILED

@@ -334,7 +334,8 @@ def prepare(
     cache_dir: Annotated[Optional[Path], typer.Option("--cache-dir", help="Artifact cache directory (default: benchlab's own).")] = None,  # noqa: E501,UP007
 ) -> None:
     """Build what benchlab pushes to devices without Python (llama.cpp's runner, ExecuTorch's
-    runner), ahead of a run: each program, built or found in the cache, and how long it took."""
+    and ONNX Runtime's runners), ahead of a run: each program, built or found in the cache,
+    and how long it took."""
     from benchlab.devicetools.prepare import prepare_device_tools
 
     for architecture in arch:

@@ -3,9 +3,10 @@ programs (:mod:`~benchlab.devicetools.elf`), the compilers that build for it
 (:mod:`~benchlab.devicetools.toolchain`), the cache of what was built
 (:mod:`~benchlab.devicetools.cache`), llama.cpp's programs with benchlab's own runner
 (:mod:`~benchlab.devicetools.llamacpp`), benchlab's ExecuTorch runner over the libraries of
-ExecuTorch's wheel (:mod:`~benchlab.devicetools.etrunner`), a program over shared libraries
-bundled with glibc for a phone (:mod:`~benchlab.devicetools.glibcbundle`) and all of them
-built ahead of a run (:mod:`~benchlab.devicetools.prepare`)."""
+ExecuTorch's wheel (:mod:`~benchlab.devicetools.etrunner`), benchlab's ONNX Runtime runner
+over the C library of ONNX Runtime's wheel (:mod:`~benchlab.devicetools.ortrunner`), a program
+over shared libraries bundled with glibc for a phone (:mod:`~benchlab.devicetools.glibcbundle`)
+and all of them built ahead of a run (:mod:`~benchlab.devicetools.prepare`)."""
 
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ from benchlab.devicetools.elf import (
 )
 from benchlab.devicetools.etrunner import ET_RUNNER, build_et_runner
 from benchlab.devicetools.llamacpp import RUNNER, build_llama_tools
+from benchlab.devicetools.ortrunner import ORT_RUNNER, build_ort_runner
 from benchlab.devicetools.prepare import PreparedTool, device_tools_dir, prepare_device_tools
 from benchlab.devicetools.toolchain import Toolchain, find_toolchain, host_architecture
 
 __all__ = [
     "ET_RUNNER",
+    "ORT_RUNNER",
     "RUNNER",
     "BuildCache",
     "BuiltTools",
@@ -30,6 +33,7 @@ __all__ = [
     "architecture_of_abi",
     "build_et_runner",
     "build_llama_tools",
+    "build_ort_runner",
     "device_tools_dir",
     "elf_architecture",
     "find_toolchain",

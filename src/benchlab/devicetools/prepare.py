@@ -1,7 +1,8 @@
 """Everything benchlab builds for devices of one architecture, built ahead of a run.
 
-A device without Python runs programs benchlab builds for it (llama.cpp's runner, and
-ExecuTorch's over the libraries of ExecuTorch's wheel). The
+A device without Python runs programs benchlab builds for it (llama.cpp's runner,
+ExecuTorch's over the libraries of ExecuTorch's wheel, and ONNX Runtime's over the C library
+of ONNX Runtime's wheel). The
 first run on such a device would build them inside the run, minutes before its first number;
 :func:`prepare_device_tools` builds them beforehand into the artifact cache, where a run finds
 them by key, and says what it built and how long it took (``benchlab prepare --arch aarch64``).
@@ -18,13 +19,15 @@ from pathlib import Path
 from benchlab.devicetools.etrunner import ET_RUNNER, ET_VERSION, build_et_runner
 from benchlab.devicetools.glibcbundle import SYSROOTS, glibc_bundle
 from benchlab.devicetools.llamacpp import RUNNER, build_llama_tools
+from benchlab.devicetools.ortrunner import ORT_RUNNER, ORT_VERSION, build_ort_runner
 from benchlab.errors import UsageError
 from benchlab.spec.artifacts import default_cache_dir
 
 __all__ = ["DEVICE_TOOLS", "PreparedTool", "device_tools_dir", "prepare_device_tools"]
 
-#: What :func:`prepare_device_tools` builds, by name: llama.cpp's runner, ExecuTorch's.
-DEVICE_TOOLS = ("llamacpp", "executorch")
+#: What :func:`prepare_device_tools` builds, by name: llama.cpp's runner, ExecuTorch's,
+#: ONNX Runtime's.
+DEVICE_TOOLS = ("llamacpp", "executorch", "onnxruntime")
 
 
 def device_tools_dir(cache_root: Path) -> Path:
@@ -84,5 +87,13 @@ def prepare_device_tools(architecture: str, cache_root: Path | None = None, *,
             name=f"ExecuTorch's runner ({ET_RUNNER}, ExecuTorch {ET_VERSION} libraries) for "
                  f"{architecture}",
             path=built.program(ET_RUNNER), built_now=built.built_now,
+            seconds=round(time.monotonic() - began, 1)))
+    if "onnxruntime" in tools:
+        began = time.monotonic()
+        built = build_ort_runner(architecture, device_tools_dir(cache_root), progress=progress)
+        done.append(PreparedTool(
+            name=f"ONNX Runtime's runner ({ORT_RUNNER}, ONNX Runtime {ORT_VERSION} C library) "
+                 f"for {architecture}",
+            path=built.program(ORT_RUNNER), built_now=built.built_now,
             seconds=round(time.monotonic() - began, 1)))
     return done

@@ -4,8 +4,8 @@ Builds cached by key so a second run finds them: the ARM board's arm64 Debian ro
 (:func:`~benchlab_standin.armboard.build_root`, under ``/var/cache/benchlab/boards``), the
 programs benchlab pushes to the ARM phone, which has no Python (llama.cpp's runner and
 ExecuTorch's for aarch64: :func:`benchlab.devicetools.prepare_device_tools`, in an artifact
-cache; ExecuTorch's alone for the ARM board, which runs it over ssh), and ExecuTorch's
-runner for this host, which the tests of ``runner=native`` run.
+cache; ExecuTorch's alone for the ARM board, which runs it over ssh), and ExecuTorch's and
+ONNX Runtime's runners for this host, which the tests of ``runner=native`` run.
 
 ``python -m benchlab_standin --prepare`` runs them and says what each built and how long it
 took; the test suite runs the same :data:`ARM_BUILDS` before the tests that need them start
@@ -90,6 +90,13 @@ def _arm_et_runner(cache_root: Path | None, progress: Progress) -> PreparedTool:
                               "(aarch64)")
 
 
+def _arm_ort_runner(cache_root: Path | None, progress: Progress) -> PreparedTool:
+    (tool,) = prepare_device_tools("aarch64", cache_root, progress=progress,
+                                   tools=("onnxruntime",))
+    return replace(tool, name="ONNX Runtime's runner (benchlab-ort-runner) for the ARM board "
+                              "(aarch64)")
+
+
 def _no_host_compiler() -> str | None:
     try:
         find_toolchain(host_architecture())
@@ -104,6 +111,12 @@ def _host_et_runner(cache_root: Path | None, progress: Progress) -> PreparedTool
     return tool
 
 
+def _host_ort_runner(cache_root: Path | None, progress: Progress) -> PreparedTool:
+    (tool,) = prepare_device_tools(host_architecture(), cache_root, progress=progress,
+                                   tools=("onnxruntime",))
+    return tool
+
+
 #: Every build the ARM stand-ins need, by key.
 ARM_BUILDS = {build.key: build for build in (
     StandinBuild("board-root", "the ARM board's arm64 root", cannot_build_root, _board_root),
@@ -111,8 +124,12 @@ ARM_BUILDS = {build.key: build for build in (
                  _no_cross_compiler, _phone_tools),
     StandinBuild("arm-et-runner", "ExecuTorch's runner (benchlab-et-runner) for the ARM board "
                  "(aarch64)", _no_arm_compiler, _arm_et_runner),
+    StandinBuild("arm-ort-runner", "ONNX Runtime's runner (benchlab-ort-runner) for the ARM "
+                 "board (aarch64)", _no_arm_compiler, _arm_ort_runner),
     StandinBuild("host-et-runner", "ExecuTorch's runner (benchlab-et-runner) for this host",
                  _no_host_compiler, _host_et_runner),
+    StandinBuild("host-ort-runner", "ONNX Runtime's runner (benchlab-ort-runner) for this host",
+                 _no_host_compiler, _host_ort_runner),
 )}
 
 

@@ -41,7 +41,9 @@ from benchlab.frameworks.native.common import finite_float as _float
 
 __all__ = [
     "TOOL",
+    "ort_profile_events",
     "ort_profile_op_means",
+    "ort_profile_op_rows",
     "parse_ort_profile",
     "parse_perf_test",
     "perf_test_argv",
@@ -194,6 +196,34 @@ def ort_profile_op_means(
         return {}
     n_runs = max(len(runs) - warmup_runs, len(used_runs)) if runs else len(used_runs)
     return {key: us / 1000.0 / n_runs for key, us in totals.items()}
+
+
+def ort_profile_events(json_text: str) -> list[dict[str, Any]]:
+    """An ORT profile's events (a file cut short is read event by event)."""
+    return _events(json_text)
+
+
+def ort_profile_op_rows(json_text: str, *, warmup_runs: int = 0) -> list[dict[str, float]]:
+    """One row per kept run of an ORT profile: each operator type's kernel time in that run
+    (ms), the shape of a host backend's ``profile_ops`` rows. Runs are the profile's
+    ``model_run`` events, the first ``warmup_runs`` left out; a profile without them gives no
+    rows (there is no telling runs apart)."""
+    events = _events(json_text)
+    runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
+                  if e.get("name") == "model_run" and _timed(e))
+    rows: list[dict[str, float]] = [{} for _ in runs]
+    for event in events:
+        name = event.get("name")
+        if (event.get("cat") != "Node" or not isinstance(name, str)
+                or not name.endswith("_kernel_time") or not _timed(event)):
+            continue
+        run = _run_of(event, runs)
+        if run is None:
+            continue
+        args = event.get("args") if isinstance(event.get("args"), dict) else {}
+        op = str(args.get("op_name") or name[: -len("_kernel_time")])
+        rows[run][op] = rows[run].get(op, 0.0) + float(event["dur"]) / 1000.0
+    return rows[warmup_runs:]
 
 
 def _timed(event: dict[str, Any]) -> bool:

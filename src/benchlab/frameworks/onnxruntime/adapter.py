@@ -1,14 +1,22 @@
-"""The ``onnxruntime`` framework: ``.onnx`` models in an ONNX Runtime session, via the runner."""
+"""The ``onnxruntime`` framework: ``.onnx`` models in an ONNX Runtime session, via the runner.
+
+``runner=python`` (and ``auto``, the default, on a target with Python) runs the Python binding
+in benchlab's runner; ``runner=native`` runs benchlab's own C runner over the C library of
+ONNX Runtime's wheel, built for the target's CPU (:mod:`benchlab.frameworks.onnxruntime.
+native`); ``binary=`` runs a user's ``onnxruntime_perf_test``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from benchlab.frameworks.base import (
     Invocation,
     JobContext,
     RunnerFramework,
+    Staging,
     Unsupported,
     runner_invocation,
 )
@@ -20,6 +28,14 @@ from benchlab.frameworks.common import (
     select_file_key,
 )
 from benchlab.frameworks.native import parse_perf_test, perf_test_argv
+from benchlab.frameworks.onnxruntime.native import (
+    RUNNERS,
+    is_native_output,
+    native_invocation,
+    parse_native_output,
+    stage_native_files,
+    uses_native_runner,
+)
 from benchlab.frameworks.options import (
     FILE,
     NATIVE_TOOL_OPTIONS,
@@ -27,7 +43,9 @@ from benchlab.frameworks.options import (
     FrameworkOption,
     precision_option,
 )
+from benchlab.protocol.lines import ParsedOutput
 from benchlab.spec.types import FrameworkConfig, ModelDef
+from benchlab.targets.base import CommandResult
 
 __all__ = ["FP32_KEY", "INT8_KEY", "OnnxRuntimeFramework"]
 
@@ -75,6 +93,9 @@ class OnnxRuntimeFramework(RunnerFramework):
         FILE,
         THREADS,
         FrameworkOption("execution_provider", str, "onnxruntime_perf_test's -e (with binary=)"),
+        FrameworkOption("runner", str, "python: the Python binding; native: benchlab's C "
+                        "runner over the wheel's C library, built for the target's CPU (the "
+                        "CPU provider); auto: python", default="auto", choices=RUNNERS),
         *NATIVE_TOOL_OPTIONS,
     )
 
@@ -99,6 +120,10 @@ class OnnxRuntimeFramework(RunnerFramework):
         key, why = _file_key(ctx.spec.model, ctx.config.options)
         if key is None:
             raise UsageError(why or "no .onnx file")
+        if uses_native_runner(ctx.python, ctx.config.options):
+            precision = "int8" if key == INT8_KEY else str(
+                ctx.config.options.get("precision", "fp32"))
+            return [native_invocation(self, ctx, ctx.files[f"files.{key}"], precision)]
         binary = self.native_binary(ctx)
         if binary is not None:
             options = ctx.config.options
@@ -115,6 +140,17 @@ class OnnxRuntimeFramework(RunnerFramework):
         return [runner_invocation(ctx, backend=self.backend, model_path=ctx.files[f"files.{key}"],
                                   options={**ctx.config.options, "precision": precision},
                                   layer_reference=fp32)]
+
+    def device_files(self, staging: Staging) -> dict[str, Path]:
+        """With ``runner=native``: benchlab's runner for the target's CPU, the library it
+        loads and the reference's inputs (:func:`stage_native_files`)."""
+        return stage_native_files(staging)
+
+    def parse(self, results: Sequence[CommandResult]) -> ParsedOutput:
+        """benchlab's native runner's lines and files; else as any runner framework."""
+        if is_native_output(results):
+            return parse_native_output(results)
+        return super().parse(results)
 
 
 def _file_key(model: ModelDef, options: Mapping[str, Any]) -> tuple[str | None, str | None]:
