@@ -116,10 +116,12 @@ class SteppedProgram:
         assert self.proc is not None
         _signal_group(self.proc.pid, signal.SIGSTOP)
         self.parked = True
-        # SIGSTOP is delivered asynchronously: wait until the program has stopped, so the
-        # other side's step never overlaps its last moments.
+        # SIGSTOP is delivered asynchronously: wait until the program has stopped, and every
+        # process it started (a shell's command), so the other side's step never overlaps
+        # their last moments.
         deadline = time.monotonic() + _TERM_GRACE_S
-        while _process_state(self.proc.pid) not in ("T", "t", "Z", "X", None):
+        while any(_process_state(pid) not in ("T", "t", "Z", "X", None)
+                  for pid in _tree(self.proc.pid)):
             if time.monotonic() > deadline:
                 break
             time.sleep(0.0001)
@@ -338,6 +340,25 @@ def _process_state(pid: int) -> str | None:
     except OSError:
         return None
     return stat.rsplit(b")", 1)[1].split()[0].decode()
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and the processes it started, theirs too (from /proc's children lists)."""
+    found, index = [pid], 0
+    while index < len(found):
+        parent = found[index]
+        index += 1
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{parent}/task/{task}/children", "rb") as handle:
+                    found.extend(int(child) for child in handle.read().split())
+            except (OSError, ValueError):
+                continue
+    return found
 
 
 def _signal_group(pgid: int, sig: int) -> bool:
