@@ -22,6 +22,7 @@ from benchlab.schema.diagnosis import LayerTable
 from benchlab.errors import InfrastructureError, UsageError
 from benchlab.frameworks.base import Framework, JobContext, Staging, Unsupported, runtime_of
 from benchlab.frameworks.common import REFERENCE_KEY, is_generative
+from benchlab.frameworks.native.runner_outputs import MANIFEST
 from benchlab.plugins import check_configurations
 from benchlab.harness.jobrun import fetch_files
 from benchlab.harness.keptfiles import push_device_files
@@ -217,7 +218,7 @@ def _native_outputs(device: Target, adapter: Framework, spec: BenchmarkSpec, tes
         try:
             # The first input set's outputs: a runner that ran the reference's further sets
             # (ONNX Runtime's) names theirs set<k>.output<i>.
-            arrays = [array for name, array in read_tensors(got["outputs.json"], got).items()
+            arrays = [array for name, array in read_tensors(got[MANIFEST], got).items()
                       if not name.startswith("set")]
         except (KeyError, ValueError) as exc:
             raise InfrastructureError(f"{config} on {device.name}: the outputs do not read "
@@ -282,7 +283,7 @@ def _answers_without_python(device: Target, adapter: Framework, spec: BenchmarkS
             device.remove_workdir(workdir)
         reference = load_generative_reference(str(local[f"files.{REFERENCE_KEY}"]))
         try:
-            arrays = read_tensors(got["outputs.json"], got)
+            arrays = read_tensors(got[MANIFEST], got)
         except (KeyError, ValueError) as exc:
             raise InfrastructureError(f"{config.name} on {device.name}: the outputs do not "
                                       f"read ({exc})") from None

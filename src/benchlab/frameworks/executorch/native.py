@@ -45,9 +45,9 @@ from benchlab.frameworks.executorch.etdump import etdump_operator_rows
 from benchlab.frameworks.executorch.program import pte_coverage
 from benchlab.frameworks.native import executor_runner_argv, parse_executor_runner
 from benchlab.frameworks.native.common import SampleList
+from benchlab.frameworks.native.runner_outputs import MANIFEST, OUTPUTS, score_runner_outputs
 from benchlab.protocol.lines import ParsedOutput
-from benchlab.protocol.tensorfiles import read_tensors
-from benchlab.runner.accuracy import ERROR_METRICS, error_stats, load_reference
+from benchlab.runner.accuracy import load_reference
 from benchlab.schema.result import DetailKey, Metric
 from benchlab.targets.base import CommandResult
 
@@ -64,9 +64,6 @@ _ANDROID_ABIS = frozenset({"arm64-v8a", "armeabi-v7a", "armeabi"})
 _LIB_KEY = "native.et_lib."
 _INPUT_KEY = "native.et_input."
 ETDUMP = "benchlab.etdump"
-MANIFEST = "outputs.json"
-#: Every output, back to back (the manifest gives each one's offset).
-OUTPUTS = "outputs.bin"
 #: The runner's first line: the libraries' release it was built against.
 _BANNER = re.compile(r"^benchlab-et-runner: ExecuTorch (\S+) libraries", re.M)
 _VARIANT = "benchlab-et-variant: "
@@ -260,7 +257,7 @@ def parse_native_output(results: Sequence[CommandResult]) -> ParsedOutput:
     files: dict[str, Path] = {}
     for result in results:
         files.update(result.files)
-    _score_outputs(files, samples, details)
+    score_runner_outputs(files, samples, details)
     program = _local_program(files, str(details.get("model_path", "")))
     if program is not None:  # the first repetition's, as the Python runner's
         details[DetailKey.DELEGATION] = pte_coverage(
@@ -290,34 +287,3 @@ def _local_program(files: Mapping[str, Path], device_path: str) -> Path | None:
             return Path(path)
     return None
 
-
-def _score_outputs(files: Mapping[str, Path], samples: SampleList,
-                   details: dict[str, Any]) -> None:
-    """The outputs the runner handed back, against the model's reference (when both are
-    here): the error statistics the Python runner prints, from the first reference set."""
-    if MANIFEST not in files:
-        return
-    try:
-        outputs = list(read_tensors(files[MANIFEST], files).values())
-    except ValueError as exc:
-        details["accuracy_skipped"] = f"the runner's outputs do not read: {exc}"
-        return
-    details["outputs"] = [{"index": i, "sizes": list(a.shape)} for i, a in enumerate(outputs)]
-    reference_file = files.get("files.reference")
-    if reference_file is None:
-        return
-    try:
-        reference = load_reference(reference_file)
-    except (OSError, ValueError, KeyError):
-        return
-    if not reference.outputs:
-        return
-    try:
-        stats = error_stats(outputs, reference.outputs, reference.task)
-    except ValueError as exc:
-        details["accuracy_skipped"] = f"the outputs do not pair with the reference's: {exc}"
-        return
-    details["reference_sets"] = 1
-    details["reference_task"] = reference.task
-    for metric, value in stats.items():
-        samples.add("NET", metric, value, ERROR_METRICS[metric])

@@ -46,11 +46,11 @@ from benchlab.errors import UsageError
 from benchlab.frameworks.base import Invocation, JobContext, RunnerFramework, Staging
 from benchlab.frameworks.native import executor_runner_argv, parse_executor_runner
 from benchlab.frameworks.native.common import SampleList
+from benchlab.frameworks.native.runner_outputs import MANIFEST, OUTPUTS, score_runner_outputs
 from benchlab.frameworks.native.perf_test import ort_profile_events, ort_profile_op_rows
 from benchlab.frameworks.onnxruntime.placement import CPU_PROVIDER, coverage_from_events
 from benchlab.protocol.lines import ParsedOutput
-from benchlab.protocol.tensorfiles import read_tensors
-from benchlab.runner.accuracy import ERROR_METRICS, error_stats, load_reference, stack_sets
+from benchlab.runner.accuracy import load_reference
 from benchlab.schema.result import DetailKey, Metric
 from benchlab.targets.base import CommandResult
 
@@ -64,7 +64,6 @@ _INPUT_KEY = "native.ort_input."
 #: An input file's name says how many sets it holds: the runner checks its size by it.
 _SETS = re.compile(r"-sets(\d+)\.bin$")
 PROFILE = "benchlab.ort-profile.json"
-MANIFEST, OUTPUTS = "outputs.json", "outputs.bin"
 _ANDROID_ABIS = frozenset({"arm64-v8a", "armeabi-v7a", "armeabi"})
 _BANNER = re.compile(r"^benchlab-ort-runner: ONNX Runtime (\S+) C library, API (\d+) header",
                      re.M)
@@ -241,7 +240,7 @@ def parse_native_output(results: Sequence[CommandResult]) -> ParsedOutput:
     files: dict[str, Path] = {}
     for result in results:
         files.update(result.files)
-    _score_outputs(files, samples, details)
+    score_runner_outputs(files, samples, details)
     if PROFILE in files:
         profile = Path(files[PROFILE]).read_text(errors="replace")
         rows = ort_profile_op_rows(profile, warmup_runs=warmup)
@@ -257,43 +256,3 @@ def parse_native_output(results: Sequence[CommandResult]) -> ParsedOutput:
     return ParsedOutput(samples=tuple(samples.items), summaries=parsed.summaries,
                         details=details, infos=parsed.infos)
 
-
-def _score_outputs(files: Mapping[str, Path], samples: SampleList,
-                   details: dict[str, Any]) -> None:
-    """The outputs the runner handed back, against the model's reference (when both are
-    here): the error statistics the Python runner prints, from the first reference set."""
-    if MANIFEST not in files:
-        return
-    try:
-        tensors = read_tensors(files[MANIFEST], files)
-    except ValueError as exc:
-        details["accuracy_skipped"] = f"the runner's outputs do not read: {exc}"
-        return
-    # The first set's outputs are named output<i>, set k's set<k>.output<i>.
-    got: list[list[np.ndarray]] = [[]]
-    for name, array in tensors.items():
-        k = int(name[3:name.index(".")]) if name.startswith("set") else 0
-        got += [[] for _ in range(k + 1 - len(got))]
-        got[k].append(array)
-    outputs = got[0]
-    details["outputs"] = [{"index": i, "sizes": list(a.shape)} for i, a in enumerate(outputs)]
-    reference_file = files.get("files.reference")
-    if reference_file is None:
-        return
-    try:
-        reference = load_reference(reference_file)
-    except (OSError, ValueError, KeyError):
-        return
-    if not reference.outputs:
-        return
-    want = [reference.outputs, *(outs for _, outs in reference.more if outs)][:len(got)]
-    got = got[:len(want)]
-    try:
-        stats = error_stats(stack_sets(got), stack_sets(want), reference.task)
-    except ValueError as exc:
-        details["accuracy_skipped"] = f"the outputs do not pair with the reference's: {exc}"
-        return
-    details["reference_sets"] = len(got)
-    details["reference_task"] = reference.task
-    for metric, value in stats.items():
-        samples.add("NET", metric, value, ERROR_METRICS[metric])
