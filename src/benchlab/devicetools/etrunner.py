@@ -25,7 +25,6 @@ import hashlib
 import json
 import shutil
 import subprocess
-import sys
 import time
 import zipfile
 from collections.abc import Callable
@@ -34,7 +33,9 @@ from pathlib import Path
 
 from benchlab.devicetools.cache import BuildCache, BuiltTools
 from benchlab.devicetools.toolchain import Toolchain, find_toolchain
-from benchlab.errors import InfrastructureError, UsageError
+from benchlab.devicetools.wheels import runtime_wheel
+from benchlab.spec.artifacts import sha256_of
+from benchlab.errors import InfrastructureError
 
 __all__ = ["ET_LIBRARIES", "ET_RUNNER", "ET_VERSION", "build_et_runner", "executorch_wheel"]
 
@@ -48,21 +49,12 @@ ET_LIBRARIES = ("libexecutorch.so", "libexecutorch_kernels_optimized.so",
                 "libexecutorch_kernels_quantized.so", "libexecutorch_backend_xnnpack.so",
                 "libexecutorch_threadpool.so", "libexecutorch_etdump.so")
 #: The wheel's platform tag per architecture.
-_PLATFORMS = {"x86_64": "manylinux_2_28_x86_64", "aarch64": "manylinux_2_28_aarch64"}
 #: The compiler flags; the defines are those of the wheel's CMake package
 #: (``executorch-config.cmake``), without which the headers and libraries disagree.
 FLAGS = ("-O2", "-std=c++17", "-Wno-deprecated-declarations",
          "-DC10_USING_CUSTOM_GENERATED_MACROS", "-DET_EVENT_TRACER_ENABLED")
 #: Bump when the way benchlab builds changes, so old entries are not reused.
 _BUILDER = 1
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _runner_source() -> Path:
@@ -73,32 +65,8 @@ def executorch_wheel(root: Path, architecture: str, *, version: str = ET_VERSION
                      progress: Callable[[str], None] = lambda text: None) -> tuple[Path, str]:
     """The ``executorch`` wheel of ``version`` for ``architecture`` (downloaded once into
     ``root/sources``) and its sha256."""
-    platform = _PLATFORMS.get(architecture)
-    if platform is None:
-        raise UsageError(f"ExecuTorch ships its runtime libraries for "
-                         f"{' and '.join(_PLATFORMS)}, not {architecture}")
-    downloads = root / "sources" / f"executorch-{version}-{architecture}"
-    wheel = next(downloads.glob(f"executorch-{version}-*.whl"), None)
-    if wheel is None:
-        progress(f"downloading executorch {version}'s wheel for {architecture} from PyPI")
-        downloads.mkdir(parents=True, exist_ok=True)
-        # --python-version: the runtime libraries are the same in every Python's wheel; 3.11
-        # names one that exists.
-        proc = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--isolated", "--quiet", "--no-deps",
-             "--only-binary=:all:", "--platform", platform, "--python-version", "3.11",
-             "--dest", str(downloads), f"executorch=={version}"],
-            capture_output=True, text=True, timeout=1800, check=False)
-        wheel = next(downloads.glob(f"executorch-{version}-*.whl"), None)
-        if proc.returncode != 0 or wheel is None:
-            why = (proc.stderr or proc.stdout).strip().splitlines()
-            raise InfrastructureError(
-                f"could not download executorch {version}'s wheel for {architecture} from "
-                f"PyPI: {why[-1] if why else proc.returncode}")
-    digest_file = wheel.with_name(wheel.name + ".sha256")
-    if not digest_file.is_file():  # hashed once: 19 MB again per job would be repeated I/O
-        digest_file.write_text(_sha256(wheel) + "\n")
-    return wheel, digest_file.read_text().strip()
+    return runtime_wheel(root, "executorch", version, architecture, unsupported="ExecuTorch ships its runtime libraries",
+                         progress=progress)
 
 
 def _unpack(wheel: Path, into: Path) -> tuple[Path, Path]:
@@ -130,7 +98,7 @@ def build_et_runner(architecture: str, cache_root: Path, *, version: str = ET_VE
                                         progress=progress)
     identity = {"builder": _BUILDER, "executorch": version, "wheel": wheel_sha,
                 "architecture": architecture, "flags": list(FLAGS),
-                "compiler": toolchain.version, "runner": _sha256(_runner_source())}
+                "compiler": toolchain.version, "runner": sha256_of(_runner_source())}
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
     key = f"etrunner-{architecture}-{digest}"
     wanted = (ET_RUNNER, *ET_LIBRARIES)

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from benchlab.devicetools.cache import BuildCache, BuiltTools
 from benchlab.devicetools.toolchain import host_architecture
+from benchlab.spec.artifacts import sha256_of
 from benchlab.errors import InfrastructureError
 
 __all__ = ["SYSROOTS", "GlibcBundle", "elf_dependencies", "glibc_bundle"]
@@ -144,10 +145,6 @@ def _sysroot(architecture: str) -> tuple[tuple[str, ...], str]:
                               f"not {architecture}")
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _resolve(tools: BuiltTools, program: str) -> tuple[dict[str, Path], str]:
     """Every file the bundle of ``program`` needs, by the name the loader looks for (glibc's
     taken from the sysroot, links followed), and the loader's name."""
@@ -183,7 +180,7 @@ def glibc_bundle(tools: BuiltTools, program: str, cache_root: Path) -> GlibcBund
     the sysroot (naming the packages that install it).
     """
     files, loader = _resolve(tools, program)
-    from_sysroot = {name: _sha256(path) for name, path in files.items()
+    from_sysroot = {name: sha256_of(path) for name, path in files.items()
                     if name not in tools.programs}
     identity = {"bundler": _BUNDLER, "tools": tools.key, "program": program, "loader": loader,
                 "glibc": from_sysroot}
@@ -201,7 +198,7 @@ def glibc_bundle(tools: BuiltTools, program: str, cache_root: Path) -> GlibcBund
                 # The loader and the program are started; the libraries only mapped.
                 (folder / "bundle" / name).chmod(0o755 if name in (loader, program) else 0o644)
             content = hashlib.sha256("".join(
-                f"{name} {_sha256(folder / 'bundle' / name)}\n" for name in sorted(files)
+                f"{name} {sha256_of(folder / 'bundle' / name)}\n" for name in sorted(files)
             ).encode()).hexdigest()
             entry = cache.finish(key, tools.architecture,
                                  {name: f"bundle/{name}" for name in files},

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from benchlab.devicetools.cache import BuildCache, BuiltTools
 from benchlab.devicetools.toolchain import Toolchain, find_toolchain
+from benchlab.spec.artifacts import sha256_of
 from benchlab.errors import InfrastructureError, UsageError
 
 __all__ = ["DEFAULT_ARCH_FLAGS", "DEFAULT_VERSION", "RUNNER", "build_llama_tools",
@@ -44,14 +45,6 @@ DEFAULT_ARCH_FLAGS = {"aarch64": "armv8-a"}
 #: Bump when the way benchlab builds changes, so old entries are not reused.
 _BUILDER = 1
 _STEP = re.compile(r"^\[(\d+)/(\d+)\]")
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _installed_version() -> str:
@@ -103,7 +96,7 @@ def llama_cpp_sources(root: Path, *, given: Path | None = None, version: str | N
     # The sdist's hash, taken once: hashing 77 MB again on every job would be repeated I/O.
     digest_file = downloads / f"{name}.tar.gz.sha256"
     if not digest_file.is_file():
-        digest_file.write_text(_sha256(sdist) + "\n")
+        digest_file.write_text(sha256_of(sdist) + "\n")
     return source, "sdist:" + digest_file.read_text().strip()
 
 
@@ -153,7 +146,7 @@ def build_llama_tools(
     wanted = tuple(sorted(set(programs) | {RUNNER}))
     identity = {"builder": _BUILDER, "sources": source_id, "architecture": architecture,
                 "arch_flags": flags, "programs": wanted, "compiler": toolchain.version,
-                "runner": _sha256(_runner_source())}
+                "runner": sha256_of(_runner_source())}
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
     key = f"llamacpp-{architecture}-{digest}"
     with cache.locked(key):

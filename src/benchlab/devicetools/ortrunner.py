@@ -28,7 +28,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 import time
 import zipfile
 from collections.abc import Callable
@@ -37,7 +36,9 @@ from pathlib import Path
 
 from benchlab.devicetools.cache import BuildCache, BuiltTools
 from benchlab.devicetools.toolchain import Toolchain, find_toolchain
-from benchlab.errors import InfrastructureError, UsageError
+from benchlab.devicetools.wheels import runtime_wheel
+from benchlab.spec.artifacts import sha256_of
+from benchlab.errors import InfrastructureError
 
 __all__ = ["HEADER_PACKAGE", "ORT_LIBRARY", "ORT_RUNNER", "ORT_VERSION", "build_ort_runner",
            "ort_header", "ort_runner_tool"]
@@ -52,7 +53,6 @@ ORT_LIBRARY = "libonnxruntime.so.1"
 HEADER_PACKAGE, HEADER_SUITE = "libonnxruntime-dev", "trixie"
 _ARCHIVE = "http://deb.debian.org/debian"
 _KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
-_PLATFORMS = {"x86_64": "manylinux_2_28_x86_64", "aarch64": "manylinux_2_28_aarch64"}
 FLAGS = ("-O2", "-std=c11", "-D_POSIX_C_SOURCE=200809L")
 #: Bump when the way benchlab builds changes, so old entries are not reused.
 _BUILDER = 1
@@ -63,14 +63,6 @@ def ort_runner_tool(version: str, api: int | str) -> str:
     return f"{ORT_RUNNER} (ONNX Runtime {version} C library, API {api} header)"
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _runner_source() -> Path:
     return Path(str(resources.files("benchlab.devicetools") / "ort_runner.c"))
 
@@ -79,30 +71,8 @@ def onnxruntime_wheel(root: Path, architecture: str, *, version: str = ORT_VERSI
                       progress: Callable[[str], None] = lambda text: None) -> tuple[Path, str]:
     """The ``onnxruntime`` wheel of ``version`` for ``architecture`` (downloaded once into
     ``root/sources``) and its sha256."""
-    platform = _PLATFORMS.get(architecture)
-    if platform is None:
-        raise UsageError(f"ONNX Runtime's wheel carries its C library for "
-                         f"{' and '.join(_PLATFORMS)}, not {architecture}")
-    downloads = root / "sources" / f"onnxruntime-{version}-{architecture}"
-    wheel = next(downloads.glob(f"onnxruntime-{version}-*.whl"), None)
-    if wheel is None:
-        progress(f"downloading onnxruntime {version}'s wheel for {architecture} from PyPI")
-        downloads.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--isolated", "--quiet", "--no-deps",
-             "--only-binary=:all:", "--platform", platform, "--python-version", "3.11",
-             "--dest", str(downloads), f"onnxruntime=={version}"],
-            capture_output=True, text=True, timeout=1800, check=False)
-        wheel = next(downloads.glob(f"onnxruntime-{version}-*.whl"), None)
-        if proc.returncode != 0 or wheel is None:
-            why = (proc.stderr or proc.stdout).strip().splitlines()
-            raise InfrastructureError(
-                f"could not download onnxruntime {version}'s wheel for {architecture} from "
-                f"PyPI: {why[-1] if why else proc.returncode}")
-    digest_file = wheel.with_name(wheel.name + ".sha256")
-    if not digest_file.is_file():  # hashed once: 28 MB again per job would be repeated I/O
-        digest_file.write_text(_sha256(wheel) + "\n")
-    return wheel, digest_file.read_text().strip()
+    return runtime_wheel(root, "onnxruntime", version, architecture, unsupported="ONNX Runtime's wheel carries its C library",
+                         progress=progress)
 
 
 def _apt(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -202,7 +172,7 @@ def build_ort_runner(architecture: str, cache_root: Path, *, version: str = ORT_
     identity = {"builder": _BUILDER, "onnxruntime": version, "wheel": wheel_sha,
                 "header_package": header_package, "api": api, "architecture": architecture,
                 "flags": list(FLAGS), "compiler": toolchain.version,
-                "runner": _sha256(_runner_source())}
+                "runner": sha256_of(_runner_source())}
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
     key = f"ortrunner-{architecture}-{digest}"
     with cache.locked(key):
