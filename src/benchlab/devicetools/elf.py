@@ -16,8 +16,8 @@ from typing import Any
 from benchlab.errors import UsageError
 from benchlab.schema.result import EnvKey
 
-__all__ = ["ABI_ARCHITECTURES", "abi_of", "architecture_of_abi", "elf_architecture",
-           "refuse_wrong_architecture"]
+__all__ = ["ABI_ARCHITECTURES", "ANDROID_ABIS", "abi_of", "architecture_of_abi", "elf_architecture",
+           "is_android_abi", "refuse_wrong_architecture"]
 
 #: ELF ``e_machine`` → benchlab's architecture name.
 _MACHINES = {3: "x86", 40: "arm", 62: "x86_64", 183: "aarch64", 243: "riscv64"}
@@ -29,6 +29,16 @@ ABI_ARCHITECTURES = {
     "x86_64": "x86_64", "amd64": "x86_64", "x86": "x86", "i686": "x86", "i386": "x86",
     "riscv64": "riscv64",
 }
+
+
+#: The ABIs only Android names so (a Linux machine says aarch64, armv7l): a device whose C
+#: library is bionic, not glibc.
+ANDROID_ABIS = frozenset({"arm64-v8a", "armeabi-v7a", "armeabi"})
+
+
+def is_android_abi(abi: str | None) -> bool:
+    """Whether ``abi`` is one only Android names so."""
+    return str(abi).lower() in ANDROID_ABIS
 
 
 def abi_of(description: Mapping[str, Any]) -> str | None:

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from benchlab.devicetools.elf import architecture_of_abi
+from benchlab.devicetools.elf import architecture_of_abi, is_android_abi
 from benchlab.devicetools.etrunner import ET_LIBRARIES, ET_RUNNER, ET_VERSION, build_et_runner
 from benchlab.devicetools.glibcbundle import glibc_bundle
 from benchlab.devicetools.prepare import device_tools_dir
@@ -59,8 +59,6 @@ RUNNER_KEY = "native.et_runner"
 #: The device folder of the phone's bundle (runner, libraries, glibc), and ``KEY/NAME`` each
 #: file in it.
 BUNDLE_KEY = "kept.et_bundle"
-#: The ABIs only Android names so (a Linux machine says aarch64, armv7l).
-_ANDROID_ABIS = frozenset({"arm64-v8a", "armeabi-v7a", "armeabi"})
 _LIB_KEY = "native.et_lib."
 _INPUT_KEY = "native.et_input."
 ETDUMP = "benchlab.etdump"
@@ -87,7 +85,7 @@ def uses_native_runner(python: str, options: Mapping[str, Any]) -> bool:
 
 def _needs_bundle(abi: str | None) -> bool:
     """Whether the target is an Android phone, whose C library is not glibc."""
-    return str(abi).lower() in _ANDROID_ABIS
+    return is_android_abi(abi)
 
 
 def _architecture(abi: str | None) -> str:

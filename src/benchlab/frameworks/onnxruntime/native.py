@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from benchlab.devicetools.elf import architecture_of_abi
+from benchlab.devicetools.elf import architecture_of_abi, is_android_abi
 from benchlab.devicetools.ortrunner import (
     ORT_LIBRARY,
     ORT_RUNNER,
@@ -64,7 +64,6 @@ _INPUT_KEY = "native.ort_input."
 #: An input file's name says how many sets it holds: the runner checks its size by it.
 _SETS = re.compile(r"-sets(\d+)\.bin$")
 PROFILE = "benchlab.ort-profile.json"
-_ANDROID_ABIS = frozenset({"arm64-v8a", "armeabi-v7a", "armeabi"})
 _BANNER = re.compile(r"^benchlab-ort-runner: ONNX Runtime (\S+) C library, API (\d+) header",
                      re.M)
 _VARIANT = "benchlab-ort-variant: "
@@ -108,7 +107,7 @@ def stage_native_files(staging: Staging) -> dict[str, Path]:
     if not uses_native_runner(staging.python, options):
         return {}
     _refuse_unsupported(options)
-    if str(staging.abi).lower() in _ANDROID_ABIS:
+    if is_android_abi(staging.abi):
         raise UsageError(
             f"onnxruntime: runner=native runs on Linux targets (this host, a board); its "
             f"library is shared and an Android phone (ABI {staging.abi}) has no glibc to load "
