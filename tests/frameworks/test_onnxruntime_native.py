@@ -171,9 +171,20 @@ def test_runner_option_is_declared_and_refuses_what_it_cannot_run(tmp_path: Path
         stage({"runner": "native", "binary": "/x/onnxruntime_perf_test"})
     with pytest.raises(UsageError, match="CPU provider only"):
         stage({"runner": "native", "providers": "OpenVINOExecutionProvider"})
-    with pytest.raises(UsageError, match="Android phone \\(ABI arm64-v8a\\) has no glibc"):
-        stage({"runner": "native"}, abi="arm64-v8a")
+    # A phone: the runner travels in its glibc bundle (kept_files), not in the job's files.
+    assert stage({"runner": "native"}, abi="arm64-v8a") == {}
     assert not (tmp_path / "devicetools").exists()  # refused before anything was fetched
+    # auto: the binding where the target has Python, benchlab's runner where it has none, a
+    # given onnxruntime_perf_test as given; options the runner cannot honour say so before
+    # anything is exported for a phone.
+    assert not fw.runs_native_runner(sys.executable, {})
+    assert fw.runs_native_runner("", {}) and fw.runs_native_runner("", {"runner": "auto"})
+    assert not fw.runs_native_runner("", {"binary": "/x/onnxruntime_perf_test"})
+    model = bare.spec.model
+    assert fw.why_not_without_python(model, {}) is None
+    assert "runner=python" in str(fw.why_not_without_python(model, {"runner": "python"}))
+    assert "CPU provider only" in str(fw.why_not_without_python(
+        model, {"providers": "OpenVINOExecutionProvider"}))
 
 
 @pytest.mark.skipif(shutil.which("riscv64-linux-gnu-g++") is not None,

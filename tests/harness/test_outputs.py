@@ -89,8 +89,11 @@ def test_outputs_on_a_phone(spec: tuple[Path, np.ndarray, np.ndarray], tmp_path:
     path, x, expected = spec
     standin, server = phone
     target = f"adb:server_port={server.port}"
+    # The Python binding needs the phone's Python (runner=auto would run benchlab's own
+    # runner there: tests/targets/test_arm_phone.py).
     with pytest.raises(UsageError, match="has no Python"):
-        benchlab.outputs(path, "onnxruntime", cache_dir=tmp_path / "cache", target=target)
+        benchlab.outputs(path, "onnxruntime:runner=python", cache_dir=tmp_path / "cache",
+                         target=target)
     got = benchlab.outputs(path, "onnxruntime", cache_dir=tmp_path / "cache",
                            target=f"{target},python={sys.executable}")
     _check(got, x, expected)

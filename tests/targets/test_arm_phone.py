@@ -1,6 +1,7 @@
 """The ARM stand-in phone, through the real adb client: aarch64 code on an emulated core
 (QEMU user mode, a CPU model per phone), no Python, and llama.cpp built by benchlab for it;
-ExecuTorch through benchlab's runner in its bundle with glibc, kept on the phone by content.
+ExecuTorch and ONNX Runtime through benchlab's runners in their bundles with glibc, kept on
+the phone by content.
 
 The runners are built before the tests start (tests/prebuild.py: about two minutes on two
 cores the first time on a machine, docs/performance.md), into benchlab's artifact cache, which
@@ -32,6 +33,7 @@ from benchlab.devicetools import (BuiltTools, build_llama_tools, device_tools_di
                                   elf_architecture, prepare_device_tools)
 from benchlab.errors import InfrastructureError
 from benchlab.devicetools.etrunner import ET_LIBRARIES, ET_RUNNER, ET_VERSION, build_et_runner
+from benchlab.devicetools.ortrunner import ORT_LIBRARY, ORT_RUNNER, ORT_VERSION, build_ort_runner
 from benchlab.devicetools.glibcbundle import GlibcBundle, elf_dependencies, glibc_bundle
 from benchlab.devicetools.llamacpp import RUNNER
 from benchlab.harness.devicefit import export_readers
@@ -306,6 +308,8 @@ def test_prepare_finds_the_runner_the_run_built_and_names_a_missing_compiler(
 
 ET_FP32 = "executorch:delegate=xnnpack"
 ET_INT8 = "executorch:delegate=xnnpack,precision=int8"
+ORT_FP32 = "onnxruntime:precision=fp32"
+ORT_INT8 = "onnxruntime:precision=int8"
 
 
 @pytest.fixture(scope="module")
@@ -319,8 +323,17 @@ def et_bundle(zoo_cache_dir: Path) -> GlibcBundle:
     return glibc_bundle(tools, ET_RUNNER, device_tools_dir(zoo_cache_dir))
 
 
-def test_the_bundle_holds_what_the_runner_loads_and_glibc_from_debians_cross_packages(
-        et_bundle: GlibcBundle) -> None:
+@pytest.fixture(scope="module")
+def ort_bundle(zoo_cache_dir: Path) -> GlibcBundle:
+    """benchlab's ONNX Runtime runner for aarch64 in its bundle with glibc (the runner as the
+    run prepared it for the board: ``arm-ort-runner``)."""
+    prepared("arm-ort-runner", zoo_cache_dir)
+    tools = build_ort_runner("aarch64", device_tools_dir(zoo_cache_dir))
+    return glibc_bundle(tools, ORT_RUNNER, device_tools_dir(zoo_cache_dir))
+
+
+def test_the_bundles_hold_what_the_runners_load_and_glibc_from_debians_cross_packages(
+        et_bundle: GlibcBundle, ort_bundle: GlibcBundle) -> None:
     needed, interpreter = elf_dependencies(et_bundle.files[ET_RUNNER])
     assert interpreter == "/lib/ld-linux-aarch64.so.1" and "libexecutorch.so" in needed
     assert et_bundle.loader == "ld-linux-aarch64.so.1"
@@ -332,63 +345,90 @@ def test_the_bundle_holds_what_the_runner_loads_and_glibc_from_debians_cross_pac
     assert 12 * 2**20 < et_bundle.size < 24 * 2**20
     assert et_bundle.argv("/d", "--x") == ["/d/ld-linux-aarch64.so.1", "--library-path", "/d",
                                            f"/d/{ET_RUNNER}", "--x"]
+    # ONNX Runtime's: the runner, the wheel's C library under its soname, and the glibc
+    # libraries that library asks for.
+    needed, interpreter = elf_dependencies(ort_bundle.files[ORT_RUNNER])
+    assert interpreter == "/lib/ld-linux-aarch64.so.1" and ORT_LIBRARY in needed
+    assert {ORT_RUNNER, ORT_LIBRARY, "ld-linux-aarch64.so.1", "libc.so.6",
+            "libstdc++.so.6"} <= set(ort_bundle.files)
+    assert not {name for name in ort_bundle.files if name.startswith("libexecutorch")}
+    assert {elf_architecture(p) for p in ort_bundle.files.values()} == {"aarch64"}
 
 
-def test_executorch_runs_on_the_phone_without_python_through_its_bundle(
+def test_executorch_and_onnx_runtime_run_on_the_phone_without_python_through_their_bundles(
         arm_phones: tuple[AdbServer, dict[str, StandinPhone]], et_bundle: GlibcBundle,
-        zoo_cache_dir: Path, tmp_path: Path) -> None:
+        ort_bundle: GlibcBundle, zoo_cache_dir: Path, tmp_path: Path) -> None:
     server, phones = arm_phones
     phone = phones["cortex-a53"]
     kept = phone.root / "data/local/tmp/benchlab" / KEPT_FOLDER
     shutil.rmtree(kept, ignore_errors=True)  # a bundle an earlier test pushed
-    # runner=auto: no Python on the phone, so benchlab's runner. ONNX Runtime has no runner
+    # runner=auto: no Python on the phone, so benchlab's runners. LiteRT has no runner
     # here: one line saying so, no job, its file neither exported for the phone nor pushed.
-    results = benchlab.run(models=["mlp"], frameworks=[ET_FP32, ET_INT8, "onnxruntime"],
+    results = benchlab.run(models=["mlp"],
+                           frameworks=[ET_FP32, ET_INT8, ORT_FP32, ORT_INT8, "tflite"],
                            target=_target(server, phone), cache_dir=zoo_cache_dir,
                            overrides=benchlab.TestOverrides(repeat=1, iter=2, warmup=0,
                                                             min_time=0.0, profile_ops=True),
                            db=tmp_path / "et.db")
-    by_precision = {r.identity.framework_config.get("precision", "fp32"): r for r in results}
-    assert set(by_precision) == {"fp32", "int8"}
+    by_cell = {(r.identity.framework, r.identity.framework_config.get("precision", "fp32")): r
+               for r in results}
+    assert set(by_cell) == {(fw, p) for fw in ("executorch", "onnxruntime")
+                            for p in ("fp32", "int8")}
     (skip,) = results.skipped
-    assert skip[0] == "mlp @ onnxruntime" and "has no Python" in skip[1]
-    assert export_readers([AdbTarget(phone.serial, server_port=server.port)], [])(
-        ZOO["mlp"]) == ["executorch"]
-    host_int8 = benchlab.outputs("mlp", f"{ET_INT8},runner=native", cache_dir=zoo_cache_dir)
+    assert skip[0] == "mlp @ tflite" and "has no Python" in skip[1]
+    assert sorted(export_readers([AdbTarget(phone.serial, server_port=server.port)], [])(
+        ZOO["mlp"])) == ["executorch", "onnxruntime"]
+    # The int8 programs' own error on the host: ExecuTorch's through its runner (x86-64's
+    # XNNPACK), ONNX Runtime's through the binding.
+    host_int8 = {"executorch": benchlab.outputs("mlp", f"{ET_INT8},runner=native",
+                                                cache_dir=zoo_cache_dir),
+                 "onnxruntime": benchlab.outputs("mlp", ORT_INT8, cache_dir=zoo_cache_dir)}
+    bundles = {"executorch": (et_bundle, "et-aarch64"), "onnxruntime": (ort_bundle, "ort-aarch64")}
     folders = set()
-    for precision, result in by_precision.items():
-        assert result.status is Status.OK, (precision, result.error)
+    for (framework, precision), result in by_cell.items():
+        assert result.status is Status.OK, (framework, precision, result.error)
         details, summaries = result.details, result.summaries
-        assert details["tool"] == f"{ET_RUNNER} (ExecuTorch {ET_VERSION} libs)"
-        assert details["delegate"] == "xnnpack" and details["precision"] == precision
-        # Per-operator rows from the phone's ETDump, XNNPACK's own events named.
         ops = {s.type for s in result.samples if s.type != "NET"}
-        assert "xnnpack: DELEGATE_CALL" in ops, ops
-        assert any(op.startswith("xnnpack: Fully Connected") for op in ops), ops
+        if framework == "executorch":
+            assert details["tool"] == f"{ET_RUNNER} (ExecuTorch {ET_VERSION} libs)"
+            assert details["delegate"] == "xnnpack" and details["precision"] == precision
+            # Per-operator rows from the phone's ETDump, XNNPACK's own events named.
+            assert "xnnpack: DELEGATE_CALL" in ops, ops
+            assert any(op.startswith("xnnpack: Fully Connected") for op in ops), ops
+        else:
+            assert details["tool"].startswith(f"{ORT_RUNNER} (ONNX Runtime {ORT_VERSION} C")
+            assert details["precision"] == precision
+            # Per-operator rows from ONNX Runtime's own profile, written on the phone.
+            assert details["op_profile_source"] == "ONNX Runtime profiler"
+            assert ops and all(not op.startswith("xnnpack") for op in ops), ops
         # The code it brought: the whole bundle, kept on the phone by its content.
-        assert summaries[metric_key("NET", Metric.CODE_SIZE)].p50 == et_bundle.size / 2**20
+        bundle, prefix = bundles[framework]
+        assert summaries[metric_key("NET", Metric.CODE_SIZE)].p50 == bundle.size / 2**20
+        assert details["kept_files"]["folder"].endswith(bundle.device_folder(prefix))
         folders.add(details["kept_files"]["folder"])
         sqnr = summaries[metric_key("NET", Metric.SQNR)].p50
         if precision == "fp32":
-            assert sqnr >= 60
-        else:  # the int8 program's own error, as on the host (x86-64's XNNPACK)
-            assert abs(sqnr - host_int8.errors["sqnr"]) < 1.0, (sqnr, host_int8.errors)
-    # Pushed once: the first job pushed the bundle, the second found it.
-    assert [by_precision[p].details["kept_files"]["pushed_now"] for p in ("fp32", "int8")
-            ] == [True, False]
-    (folder,) = folders
-    assert folder.endswith(et_bundle.device_folder("et-aarch64"))
-    assert [p.name for p in kept.iterdir()] == [folder.rsplit("/", 1)[-1]]
-    assert not list((phone.root / "data").rglob("*.onnx"))
+            assert sqnr >= 60, (framework, sqnr)
+        else:  # the int8 program's own error, as on the host
+            assert abs(sqnr - host_int8[framework].errors["sqnr"]) < 1.0, (
+                framework, sqnr, host_int8[framework].errors)
+    # Pushed once: each runtime's first job pushed its bundle, the second found it.
+    for framework in ("executorch", "onnxruntime"):
+        assert [by_cell[framework, p].details["kept_files"]["pushed_now"]
+                for p in ("fp32", "int8")] == [True, False], framework
+    assert sorted(p.name for p in kept.iterdir()) == sorted(f.rsplit("/", 1)[-1]
+                                                            for f in folders)
+    assert not list((phone.root / "data").rglob("*.tflite"))
     leftovers = list((phone.root / "data/local/tmp/benchlab").glob("benchlab-*"))
     assert leftovers == []
-    # The arrays themselves, from the phone, through the bundle already there.
-    got = benchlab.outputs("mlp", ET_FP32, target=_target(server, phone),
-                           cache_dir=zoo_cache_dir)
-    assert [a.shape for a in got.outputs] == [(16, 10)] and got.errors["sqnr"] >= 60
-    (tensor,) = got.as_torch()
-    assert tuple(tensor.shape) == (16, 10)
-    assert [p.name for p in kept.iterdir()] == [folder.rsplit("/", 1)[-1]]
+    # The arrays themselves, from the phone, through the bundles already there.
+    for framework in (ET_FP32, ORT_FP32):
+        got = benchlab.outputs("mlp", framework, target=_target(server, phone),
+                               cache_dir=zoo_cache_dir)
+        assert [a.shape for a in got.outputs] == [(16, 10)] and got.errors["sqnr"] >= 60
+        (tensor,) = got.as_torch()
+        assert tuple(tensor.shape) == (16, 10)
+    assert len(list(kept.iterdir())) == 2
 
 
 def test_a_text_generator_on_the_phone_plans_llamacpp_alone_and_says_why_not_the_rest(

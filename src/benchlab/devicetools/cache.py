@@ -10,6 +10,7 @@ not for the architecture its key names is never used: it is removed and built ag
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import shutil
 import time
@@ -20,7 +21,13 @@ from pathlib import Path
 
 from benchlab.devicetools.elf import elf_architecture
 
-__all__ = ["BuildCache", "BuiltTools"]
+__all__ = ["BuildCache", "BuiltTools", "entry_key"]
+
+
+def entry_key(kind: str, architecture: str, identity: dict[str, object]) -> str:
+    """The key of the entry built from ``identity`` (everything the build depends on)."""
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+    return f"{kind}-{architecture}-{digest}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +67,15 @@ class BuildCache:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def find_or_build(self, key: str, architecture: str, wanted: tuple[str, ...],
+                      build: Callable[[], BuiltTools],
+                      progress: Callable[[str], None]) -> BuiltTools:
+        """The finished entry of ``key`` holding ``wanted``, or ``build()``'s, under the key's
+        lock: a second builder waits and finds the first one's entry."""
+        with self.locked(key):
+            found = self.find(key, architecture, wanted, on_discard=progress)
+            return found if found is not None else build()
 
     def find(self, key: str, architecture: str, wanted: tuple[str, ...],
              on_discard: Callable[[str], None] | None = None) -> BuiltTools | None:

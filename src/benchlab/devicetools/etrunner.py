@@ -21,23 +21,20 @@ compiler's version and the runner's source. Change any and a new entry is built.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import shutil
-import subprocess
 import time
 import zipfile
 from collections.abc import Callable
-from importlib import resources
 from pathlib import Path
 
-from benchlab.devicetools.cache import BuildCache, BuiltTools
+from benchlab.devicetools.cache import BuildCache, BuiltTools, entry_key
+from benchlab.devicetools.compile import build_facts, compile_program, runner_source
 from benchlab.devicetools.toolchain import Toolchain, find_toolchain
 from benchlab.devicetools.wheels import runtime_wheel
 from benchlab.spec.artifacts import sha256_of
 from benchlab.errors import InfrastructureError
 
-__all__ = ["ET_LIBRARIES", "ET_RUNNER", "ET_VERSION", "build_et_runner", "executorch_wheel"]
+__all__ = ["ET_LIBRARIES", "ET_RUNNER", "ET_VERSION", "build_et_runner"]
 
 #: The runner's program name on a device.
 ET_RUNNER = "benchlab-et-runner"
@@ -53,20 +50,10 @@ ET_LIBRARIES = ("libexecutorch.so", "libexecutorch_kernels_optimized.so",
 #: (``executorch-config.cmake``), without which the headers and libraries disagree.
 FLAGS = ("-O2", "-std=c++17", "-Wno-deprecated-declarations",
          "-DC10_USING_CUSTOM_GENERATED_MACROS", "-DET_EVENT_TRACER_ENABLED")
+#: benchlab's own runner, shipped in this package.
+_SOURCE = "et_runner.cpp"
 #: Bump when the way benchlab builds changes, so old entries are not reused.
 _BUILDER = 1
-
-
-def _runner_source() -> Path:
-    return Path(str(resources.files("benchlab.devicetools") / "et_runner.cpp"))
-
-
-def executorch_wheel(root: Path, architecture: str, *, version: str = ET_VERSION,
-                     progress: Callable[[str], None] = lambda text: None) -> tuple[Path, str]:
-    """The ``executorch`` wheel of ``version`` for ``architecture`` (downloaded once into
-    ``root/sources``) and its sha256."""
-    return runtime_wheel(root, "executorch", version, architecture, unsupported="ExecuTorch ships its runtime libraries",
-                         progress=progress)
 
 
 def _unpack(wheel: Path, into: Path) -> tuple[Path, Path]:
@@ -94,19 +81,16 @@ def build_et_runner(architecture: str, cache_root: Path, *, version: str = ET_VE
     """
     toolchain = find_toolchain(architecture)  # before anything is downloaded
     cache = BuildCache(Path(cache_root))
-    wheel, wheel_sha = executorch_wheel(cache.root, architecture, version=version,
-                                        progress=progress)
+    wheel, wheel_sha = runtime_wheel(
+        cache.root, "executorch", version, architecture,
+        unsupported="ExecuTorch ships its runtime libraries", progress=progress)
     identity = {"builder": _BUILDER, "executorch": version, "wheel": wheel_sha,
                 "architecture": architecture, "flags": list(FLAGS),
-                "compiler": toolchain.version, "runner": sha256_of(_runner_source())}
-    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
-    key = f"etrunner-{architecture}-{digest}"
-    wanted = (ET_RUNNER, *ET_LIBRARIES)
-    with cache.locked(key):
-        found = cache.find(key, architecture, wanted, on_discard=progress)
-        if found is not None:
-            return found
-        return _build(cache, key, identity, toolchain, wheel, progress)
+                "compiler": toolchain.version, "runner": sha256_of(runner_source(_SOURCE))}
+    key = entry_key("etrunner", architecture, identity)
+    return cache.find_or_build(key, architecture, (ET_RUNNER, *ET_LIBRARIES),
+                               lambda: _build(cache, key, identity, toolchain, wheel, progress),
+                               progress)
 
 
 def _build(cache: BuildCache, key: str, identity: dict[str, object], toolchain: Toolchain,
@@ -126,21 +110,15 @@ def _build(cache: BuildCache, key: str, identity: dict[str, object], toolchain: 
     argv = [toolchain.cxx, *FLAGS, f'-DBENCHLAB_ET_VERSION="{identity["executorch"]}"',
             f"-I{include}",
             f"-I{include}/executorch/runtime/core/portable_type/c10",
-            str(_runner_source()), "-o", str(bin_dir / ET_RUNNER), f"-L{bin_dir}",
+            str(runner_source(_SOURCE)), "-o", str(bin_dir / ET_RUNNER), f"-L{bin_dir}",
             # Every library NEEDED, used or not: the kernels and the XNNPACK backend register
             # themselves when loaded, and the runner names none of their symbols.
             "-Wl,--no-as-needed", *(f"-l{name[3:-3]}" for name in ET_LIBRARIES),
             "-Wl,--as-needed", "-Wl,-rpath,$ORIGIN"]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
-    (folder / "build.log").write_text(" ".join(argv) + "\n" + proc.stdout + proc.stderr)
-    if proc.returncode != 0:
-        tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
-        raise InfrastructureError(f"compiling {label} failed (log: {folder / 'build.log'}):"
-                                  f"\n{tail}")
+    compile_program(argv, folder, label)
     shutil.rmtree(folder / "wheel", ignore_errors=True)  # the headers were only for compiling
     seconds = time.monotonic() - started
     progress(f"built {label} in {seconds:.0f} s")
     programs = {name: f"bin/{name}" for name in (ET_RUNNER, *ET_LIBRARIES)}
     return cache.finish(key, toolchain.architecture, programs,
-                        {**identity, "build_seconds": round(seconds, 1),
-                         "toolchain": toolchain.source, "log": "build.log"})
+                        build_facts(identity, toolchain, seconds))

@@ -15,7 +15,6 @@ compiler's version and the runner's own source. Change any and a new entry is bu
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -27,7 +26,8 @@ from collections.abc import Callable, Sequence
 from importlib import metadata, resources
 from pathlib import Path
 
-from benchlab.devicetools.cache import BuildCache, BuiltTools
+from benchlab.devicetools.cache import BuildCache, BuiltTools, entry_key
+from benchlab.devicetools.compile import build_facts
 from benchlab.devicetools.toolchain import Toolchain, find_toolchain
 from benchlab.spec.artifacts import sha256_of
 from benchlab.errors import InfrastructureError, UsageError
@@ -147,14 +147,11 @@ def build_llama_tools(
     identity = {"builder": _BUILDER, "sources": source_id, "architecture": architecture,
                 "arch_flags": flags, "programs": wanted, "compiler": toolchain.version,
                 "runner": sha256_of(_runner_source())}
-    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
-    key = f"llamacpp-{architecture}-{digest}"
-    with cache.locked(key):
-        found = cache.find(key, architecture, wanted, on_discard=progress)
-        if found is not None:
-            return found
-        return _build(cache, key, identity, toolchain, source, flags, wanted,
-                      jobs or os.cpu_count() or 1, progress)
+    key = entry_key("llamacpp", architecture, identity)
+    return cache.find_or_build(
+        key, architecture, wanted,
+        lambda: _build(cache, key, identity, toolchain, source, flags, wanted,
+                       jobs or os.cpu_count() or 1, progress), progress)
 
 
 def _build(cache: BuildCache, key: str, identity: dict[str, object], toolchain: Toolchain,
@@ -199,8 +196,7 @@ def _build(cache: BuildCache, key: str, identity: dict[str, object], toolchain: 
     shutil.rmtree(tree, ignore_errors=True)
     progress(f"built {label} in {seconds:.0f} s")
     return cache.finish(key, toolchain.architecture, programs,
-                        {**identity, "build_seconds": round(seconds, 1), "jobs": jobs,
-                         "toolchain": toolchain.source, "log": "build.log"})
+                        build_facts(identity, toolchain, seconds, jobs=jobs))
 
 
 def _run(argv: list[str], log: object, log_path: Path, what: str, *,

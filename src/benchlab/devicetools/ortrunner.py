@@ -23,7 +23,6 @@ API, the architecture, the flags, the compiler's version and the runner's source
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shutil
@@ -31,10 +30,10 @@ import subprocess
 import time
 import zipfile
 from collections.abc import Callable
-from importlib import resources
 from pathlib import Path
 
-from benchlab.devicetools.cache import BuildCache, BuiltTools
+from benchlab.devicetools.cache import BuildCache, BuiltTools, entry_key
+from benchlab.devicetools.compile import build_facts, compile_program, runner_source
 from benchlab.devicetools.toolchain import Toolchain, find_toolchain
 from benchlab.devicetools.wheels import runtime_wheel
 from benchlab.spec.artifacts import sha256_of
@@ -54,6 +53,8 @@ HEADER_PACKAGE, HEADER_SUITE = "libonnxruntime-dev", "trixie"
 _ARCHIVE = "http://deb.debian.org/debian"
 _KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 FLAGS = ("-O2", "-std=c11", "-D_POSIX_C_SOURCE=200809L")
+#: benchlab's own runner, shipped in this package.
+_SOURCE = "ort_runner.c"
 #: Bump when the way benchlab builds changes, so old entries are not reused.
 _BUILDER = 1
 
@@ -61,18 +62,6 @@ _BUILDER = 1
 def ort_runner_tool(version: str, api: int | str) -> str:
     """What a result records as its tool: benchlab's runner, never onnxruntime_perf_test."""
     return f"{ORT_RUNNER} (ONNX Runtime {version} C library, API {api} header)"
-
-
-def _runner_source() -> Path:
-    return Path(str(resources.files("benchlab.devicetools") / "ort_runner.c"))
-
-
-def onnxruntime_wheel(root: Path, architecture: str, *, version: str = ORT_VERSION,
-                      progress: Callable[[str], None] = lambda text: None) -> tuple[Path, str]:
-    """The ``onnxruntime`` wheel of ``version`` for ``architecture`` (downloaded once into
-    ``root/sources``) and its sha256."""
-    return runtime_wheel(root, "onnxruntime", version, architecture, unsupported="ONNX Runtime's wheel carries its C library",
-                         progress=progress)
 
 
 def _apt(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -166,20 +155,18 @@ def build_ort_runner(architecture: str, cache_root: Path, *, version: str = ORT_
     """
     toolchain = find_toolchain(architecture)  # before anything is downloaded
     cache = BuildCache(Path(cache_root))
-    wheel, wheel_sha = onnxruntime_wheel(cache.root, architecture, version=version,
-                                         progress=progress)
+    wheel, wheel_sha = runtime_wheel(
+        cache.root, "onnxruntime", version, architecture,
+        unsupported="ONNX Runtime's wheel carries its C library", progress=progress)
     include, header_package, api = ort_header(cache.root, progress=progress)
     identity = {"builder": _BUILDER, "onnxruntime": version, "wheel": wheel_sha,
                 "header_package": header_package, "api": api, "architecture": architecture,
                 "flags": list(FLAGS), "compiler": toolchain.version,
-                "runner": sha256_of(_runner_source())}
-    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
-    key = f"ortrunner-{architecture}-{digest}"
-    with cache.locked(key):
-        found = cache.find(key, architecture, (ORT_RUNNER, ORT_LIBRARY), on_discard=progress)
-        if found is not None:
-            return found
-        return _build(cache, key, identity, toolchain, wheel, include, progress)
+                "runner": sha256_of(runner_source(_SOURCE))}
+    key = entry_key("ortrunner", architecture, identity)
+    return cache.find_or_build(
+        key, architecture, (ORT_RUNNER, ORT_LIBRARY),
+        lambda: _build(cache, key, identity, toolchain, wheel, include, progress), progress)
 
 
 def _build(cache: BuildCache, key: str, identity: dict[str, object], toolchain: Toolchain,
@@ -198,18 +185,12 @@ def _build(cache: BuildCache, key: str, identity: dict[str, object], toolchain: 
         with archive.open(member) as source, open(bin_dir / ORT_LIBRARY, "wb") as target:
             shutil.copyfileobj(source, target)
     progress(f"building {label} with {toolchain.source}: compiling")
-    argv = [toolchain.cc, *FLAGS, f"-I{include}", str(_runner_source()),
+    argv = [toolchain.cc, *FLAGS, f"-I{include}", str(runner_source(_SOURCE)),
             "-o", str(bin_dir / ORT_RUNNER), f"-L{bin_dir}", f"-l:{ORT_LIBRARY}",
             "-Wl,-rpath,$ORIGIN"]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
-    (folder / "build.log").write_text(" ".join(argv) + "\n" + proc.stdout + proc.stderr)
-    if proc.returncode != 0:
-        tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
-        raise InfrastructureError(f"compiling {label} failed (log: {folder / 'build.log'}):"
-                                  f"\n{tail}")
+    compile_program(argv, folder, label)
     seconds = time.monotonic() - started
     progress(f"built {label} in {seconds:.1f} s")
     return cache.finish(key, toolchain.architecture,
                         {ORT_RUNNER: f"bin/{ORT_RUNNER}", ORT_LIBRARY: f"bin/{ORT_LIBRARY}"},
-                        {**identity, "build_seconds": round(seconds, 1),
-                         "toolchain": toolchain.source, "log": "build.log"})
+                        build_facts(identity, toolchain, seconds))

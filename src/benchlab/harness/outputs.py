@@ -22,7 +22,7 @@ from benchlab.schema.diagnosis import LayerTable
 from benchlab.errors import InfrastructureError, UsageError
 from benchlab.frameworks.base import Framework, JobContext, Staging, Unsupported, runtime_of
 from benchlab.frameworks.common import REFERENCE_KEY, is_generative
-from benchlab.frameworks.native.runner_outputs import MANIFEST
+from benchlab.frameworks.native.own_runners import MANIFEST
 from benchlab.plugins import check_configurations
 from benchlab.harness.jobrun import fetch_files
 from benchlab.harness.keptfiles import push_device_files

@@ -1,9 +1,10 @@
 """The ``onnxruntime`` framework: ``.onnx`` models in an ONNX Runtime session, via the runner.
 
 ``runner=python`` (and ``auto``, the default, on a target with Python) runs the Python binding
-in benchlab's runner; ``runner=native`` runs benchlab's own C runner over the C library of
-ONNX Runtime's wheel, built for the target's CPU (:mod:`benchlab.frameworks.onnxruntime.
-native`); ``binary=`` runs a user's ``onnxruntime_perf_test``.
+in benchlab's runner; ``runner=native`` (and ``auto`` on a target without Python, a phone)
+runs benchlab's own C runner over the C library of ONNX Runtime's wheel, built for the
+target's CPU, bundled with glibc on a phone (:mod:`benchlab.frameworks.onnxruntime.native`);
+``binary=`` runs a user's ``onnxruntime_perf_test``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from benchlab.frameworks.base import (
     Invocation,
     JobContext,
+    KeptFiles,
     RunnerFramework,
     Staging,
     Unsupported,
@@ -25,16 +27,19 @@ from benchlab.frameworks.common import (
     DECODER_ONNX_INT8_KEY,
     DECODER_ONNX_KEY,
     file_key_with_suffix,
+    is_generative,
     select_file_key,
 )
 from benchlab.frameworks.native import parse_perf_test, perf_test_argv
 from benchlab.frameworks.onnxruntime.native import (
     RUNNERS,
     is_native_output,
+    kept_native_files,
     native_invocation,
     parse_native_output,
     stage_native_files,
     uses_native_runner,
+    why_not_native,
 )
 from benchlab.frameworks.options import (
     FILE,
@@ -95,7 +100,8 @@ class OnnxRuntimeFramework(RunnerFramework):
         FrameworkOption("execution_provider", str, "onnxruntime_perf_test's -e (with binary=)"),
         FrameworkOption("runner", str, "python: the Python binding; native: benchlab's C "
                         "runner over the wheel's C library, built for the target's CPU (the "
-                        "CPU provider); auto: python", default="auto", choices=RUNNERS),
+                        "CPU provider); auto: python where the target has Python, else native",
+                        default="auto", choices=RUNNERS),
         *NATIVE_TOOL_OPTIONS,
     )
 
@@ -145,6 +151,32 @@ class OnnxRuntimeFramework(RunnerFramework):
         """With ``runner=native``: benchlab's runner for the target's CPU, the library it
         loads and the reference's inputs (:func:`stage_native_files`)."""
         return stage_native_files(staging)
+
+    def runs_native_runner(self, python: str, options: Mapping[str, Any]) -> bool:
+        """``runner=native``, or ``auto`` where the target has no Python."""
+        return uses_native_runner(python, options)
+
+    def kept_files(self, staging: Staging) -> KeptFiles | None:
+        """On a phone: benchlab's runner bundled with the C library and glibc, kept there
+        between jobs (:func:`kept_native_files`)."""
+        return kept_native_files(staging)
+
+    def why_not_without_python(self, model: ModelDef,
+                               options: Mapping[str, Any]) -> str | None:
+        """Forward passes run through benchlab's runner (or a given
+        ``onnxruntime_perf_test``); text generation, ``runner=python`` and options the runner
+        cannot honour need the target's Python."""
+        if options.get("binary"):
+            return None
+        if is_generative(model):
+            return ("onnxruntime generates text in benchlab's Python runner only (benchlab's "
+                    "ONNX Runtime runner runs forward passes), and the target has no Python")
+        if str(options.get("runner", "auto")) == "python":
+            return ("onnxruntime: runner=python runs the Python binding, and the target has "
+                    "no Python (runner=auto or native runs benchlab's runner)")
+        if why := why_not_native(options):
+            return f"{why}; and the target has no Python"
+        return None
 
     def parse(self, results: Sequence[CommandResult]) -> ParsedOutput:
         """benchlab's native runner's lines and files; else as any runner framework."""

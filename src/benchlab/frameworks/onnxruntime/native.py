@@ -1,8 +1,12 @@
 """ONNX Runtime through benchlab's own runner (``runner=native``), built for the target's CPU.
 
 The runner (:mod:`benchlab.devicetools.ortrunner`) is compiled against the C library of
-ONNX Runtime's wheel; it and that library are pushed into the job's working folder, where it
-finds them (``rpath $ORIGIN``). It prints the lines of benchlab's ExecuTorch runner, read by
+ONNX Runtime's wheel. On a Linux target (this host, a board) it and that library are pushed
+into the job's working folder, where it finds them (``rpath $ORIGIN``). An Android phone has
+no glibc to load them: there they go in a bundle with glibc's own loader and libraries
+(:mod:`benchlab.devicetools.glibcbundle`), kept on the phone by content and started through
+that loader, as ExecuTorch's runner is. ``runner=auto`` (the default) takes this runner where
+the target has no Python. It prints the lines of benchlab's ExecuTorch runner, read by
 :func:`~benchlab.frameworks.native.parse_executor_runner` (one sample per iteration;
 ``onnxruntime_perf_test`` prints means only); what it adds is read here:
 
@@ -22,7 +26,6 @@ finds them (``rpath $ORIGIN``). It prints the lines of benchlab's ExecuTorch run
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shlex
@@ -33,7 +36,6 @@ from typing import Any
 
 import numpy as np
 
-from benchlab.devicetools.elf import architecture_of_abi, is_android_abi
 from benchlab.devicetools.ortrunner import (
     ORT_LIBRARY,
     ORT_RUNNER,
@@ -43,60 +45,74 @@ from benchlab.devicetools.ortrunner import (
 )
 from benchlab.devicetools.prepare import device_tools_dir
 from benchlab.errors import UsageError
-from benchlab.frameworks.base import Invocation, JobContext, RunnerFramework, Staging
-from benchlab.frameworks.native import executor_runner_argv, parse_executor_runner
-from benchlab.frameworks.native.common import SampleList
-from benchlab.frameworks.native.runner_outputs import MANIFEST, OUTPUTS, score_runner_outputs
+from benchlab.frameworks.base import Invocation, JobContext, KeptFiles, RunnerFramework, Staging
+from benchlab.frameworks.native import executor_runner_argv
+from benchlab.frameworks.native.own_runners import (
+    MANIFEST,
+    OUTPUTS,
+    RUNNERS,
+    add_operator_rows,
+    bundle_argv,
+    kept_bundle,
+    needs_bundle,
+    read_runner_output,
+    reference_input_files,
+    runner_architecture,
+    runner_variant,
+    score_runner_outputs,
+    staged_inputs,
+    wants_own_runner,
+)
 from benchlab.frameworks.native.perf_test import ort_profile_events, ort_profile_op_rows
 from benchlab.frameworks.onnxruntime.placement import CPU_PROVIDER, coverage_from_events
 from benchlab.protocol.lines import ParsedOutput
 from benchlab.runner.accuracy import load_reference
-from benchlab.schema.result import DetailKey, Metric
+from benchlab.schema.result import DetailKey
 from benchlab.targets.base import CommandResult
 
-__all__ = ["RUNNERS", "is_native_output", "native_invocation", "parse_native_output",
-           "stage_native_files", "uses_native_runner"]
+__all__ = ["BUNDLE_KEY", "RUNNERS", "is_native_output", "kept_native_files",
+           "native_invocation", "parse_native_output", "stage_native_files",
+           "uses_native_runner", "why_not_native"]
 
-RUNNERS = ("auto", "python", "native")
 RUNNER_KEY = "native.ort_runner"
+#: The device folder of the phone's bundle (runner, library, glibc), and ``KEY/NAME`` each
+#: file in it.
+BUNDLE_KEY = "kept.ort_bundle"
 LIBRARY_KEY = "native.ort_library"
 _INPUT_KEY = "native.ort_input."
-#: An input file's name says how many sets it holds: the runner checks its size by it.
-_SETS = re.compile(r"-sets(\d+)\.bin$")
 PROFILE = "benchlab.ort-profile.json"
 _BANNER = re.compile(r"^benchlab-ort-runner: ONNX Runtime (\S+) C library, API (\d+) header",
                      re.M)
 _VARIANT = "benchlab-ort-variant: "
 _INTRA = re.compile(r"^Setting intra_op_num_threads to (\d+)", re.M)
-_PEAK = re.compile(r"^Peak resident memory: (\d+) KiB", re.M)
-_ITERATIONS = re.compile(r"Iteration \d+ of (\d+):")
-_TIMED = re.compile(r"Model executed successfully (\d+) time\(s\)")
 
 
 def uses_native_runner(python: str, options: Mapping[str, Any]) -> bool:
-    """Whether a job runs benchlab's runner: ``runner=native``. ``auto`` (the default) runs
-    the Python binding where the target has Python, and where it has none asks for a native
-    tool (the runner is not yet pushed with the glibc a phone lacks)."""
-    runner = str(options.get("runner", "auto"))
-    if runner not in RUNNERS:
-        raise UsageError(f"onnxruntime runner must be one of {', '.join(RUNNERS)}, not "
-                         f"{runner!r}")
-    return runner == "native"
+    """Whether a job runs benchlab's runner (:func:`~benchlab.frameworks.native.own_runners.
+    wants_own_runner`); where the target has Python, ``auto`` runs the Python binding."""
+    return wants_own_runner("onnxruntime", python, options)
 
 
-def _refuse_unsupported(options: Mapping[str, Any]) -> None:
-    """Options the runner cannot honour fail the job, never measured as something else."""
+def why_not_native(options: Mapping[str, Any]) -> str | None:
+    """Why the runner cannot honour ``options`` (None: it can): they are never measured as
+    something else."""
     if options.get("binary") is not None:
-        raise UsageError("onnxruntime: runner=native runs benchlab's runner; binary= runs "
-                         "your own onnxruntime_perf_test: give one of them")
+        return ("onnxruntime: runner=native runs benchlab's runner; binary= runs your own "
+                "onnxruntime_perf_test: give one of them")
     providers = options.get("providers", CPU_PROVIDER)
     names = providers.split("+") if isinstance(providers, str) else list(providers)
     if [str(p).strip() for p in names] != [CPU_PROVIDER]:
-        raise UsageError(f"onnxruntime: runner=native runs the CPU provider only (the wheel's "
-                         f"C library), not {'+'.join(map(str, names))}")
+        return (f"onnxruntime: benchlab's runner runs the CPU provider only (the wheel's C "
+                f"library), not {'+'.join(map(str, names))}")
     if str(options.get("spinning", True)).lower() in ("false", "0", "no"):
-        raise UsageError("onnxruntime: runner=native keeps ONNX Runtime's spinning threads; "
-                         "spinning=false runs with runner=python")
+        return ("onnxruntime: benchlab's runner keeps ONNX Runtime's spinning threads; "
+                "spinning=false runs with runner=python")
+    return None
+
+
+def _refuse_unsupported(options: Mapping[str, Any]) -> None:
+    if why := why_not_native(options):
+        raise UsageError(why)
 
 
 def stage_native_files(staging: Staging) -> dict[str, Path]:
@@ -107,23 +123,32 @@ def stage_native_files(staging: Staging) -> dict[str, Path]:
     if not uses_native_runner(staging.python, options):
         return {}
     _refuse_unsupported(options)
-    if is_android_abi(staging.abi):
-        raise UsageError(
-            f"onnxruntime: runner=native runs on Linux targets (this host, a board); its "
-            f"library is shared and an Android phone (ABI {staging.abi}) has no glibc to load "
-            "it, and the bundle with glibc's own loader is not built yet: give your "
-            "onnxruntime_perf_test with -f onnxruntime:binary=PATH")
-    architecture = architecture_of_abi(staging.abi)
-    if architecture is None:
-        raise UsageError(f"onnxruntime: cannot tell the target's CPU (ABI {staging.abi!r}), "
-                         "so there is nothing to build its runner for")
-    tools = build_ort_runner(architecture, device_tools_dir(Path(staging.cache_root)),
-                             progress=staging.progress)
-    files = {RUNNER_KEY: tools.program(ORT_RUNNER), LIBRARY_KEY: tools.program(ORT_LIBRARY)}
+    files: dict[str, Path] = {}
+    if not needs_bundle(staging.abi):
+        tools = build_ort_runner(runner_architecture("onnxruntime", staging.abi),
+                                 device_tools_dir(Path(staging.cache_root)),
+                                 progress=staging.progress)
+        files = {RUNNER_KEY: tools.program(ORT_RUNNER), LIBRARY_KEY: tools.program(ORT_LIBRARY)}
     reference = staging.local_files.get("files.reference")
     if reference is not None:
-        files.update(_reference_inputs(Path(reference), Path(staging.cache_root)))
+        files.update(reference_input_files(
+            Path(reference), device_tools_dir(Path(staging.cache_root)), "ort", _INPUT_KEY,
+            _input_sets))
     return files
+
+
+def kept_native_files(staging: Staging) -> KeptFiles | None:
+    """On an Android phone: the runner bundled with the C library and glibc's loader and
+    libraries, which the phone keeps by content between jobs; None elsewhere."""
+    options = staging.config.options
+    if not uses_native_runner(staging.python, options) or not needs_bundle(staging.abi) \
+            or why_not_native(options):
+        return None  # stage_native_files says why the options cannot run
+    root = device_tools_dir(Path(staging.cache_root))
+    tools = build_ort_runner(runner_architecture("onnxruntime", staging.abi), root,
+                             progress=staging.progress)
+    return kept_bundle(tools, ORT_RUNNER, root, key=BUNDLE_KEY, tag="ort",
+                       what=f"ONNX Runtime {ORT_VERSION}'s C library")
 
 
 def _input_sets(reference: Path) -> list[dict[str, np.ndarray]]:
@@ -140,50 +165,22 @@ def _input_sets(reference: Path) -> list[dict[str, np.ndarray]]:
     return sets
 
 
-def _reference_inputs(reference: Path, cache_root: Path) -> dict[str, Path]:
-    """The reference's inputs as raw files, by key, in its order, each file every set's
-    values of that input back to back; kept in the artifact cache by the reference's content
-    (the host target links files into a job's folder rather than copying them, so they must
-    outlive the staging scratch)."""
-    digest = hashlib.sha256(reference.read_bytes()).hexdigest()[:16]
-    folder = device_tools_dir(cache_root) / "inputs" / f"ort-sets-{digest}"
-    done = folder / "inputs.done"
-    if not done.is_file():
-        sets = _input_sets(reference)
-        folder.mkdir(parents=True, exist_ok=True)
-        for index, name in enumerate(sets[0] if sets else {}):
-            tmp = folder / f"ort-input-{index}.bin.tmp"
-            with open(tmp, "wb") as handle:
-                for one in sets:
-                    value = np.ascontiguousarray(one[name])
-                    handle.write(value.astype(value.dtype.newbyteorder("<"), copy=False)
-                                 .tobytes())
-            tmp.replace(folder / f"ort-input-{index}-sets{len(sets)}.bin")
-        # Last: a cut write leaves no finished folder.
-        done.write_text(f"{len(sets[0]) if sets else 0} {len(sets)}\n")
-    count, sets_count = (int(n) for n in done.read_text().split())
-    return {f"{_INPUT_KEY}{i}": folder / f"ort-input-{i}-sets{sets_count}.bin"
-            for i in range(count)}
-
-
 def native_invocation(framework: RunnerFramework, ctx: JobContext, model_path: str,
                       precision: str) -> Invocation:
     """The runner's command for one repetition; the first also hands back its outputs (and
     ONNX Runtime's profile, with ``profile_ops``). ``precision``, which the runner cannot
     tell from the file, is echoed after it for the parser."""
-    runner = ctx.files.get(RUNNER_KEY)
+    runner = ctx.files.get(RUNNER_KEY) or ctx.files.get(f"{BUNDLE_KEY}/{ORT_RUNNER}")
     if runner is None:
         raise UsageError("onnxruntime: benchlab's runner was not staged on the target")
     options, test = ctx.config.options, ctx.test
     _refuse_unsupported(options)
     extra = [f"--warmup={test.warmup}", "--graph_optimization_level="
              f"{options.get('graph_optimization_level', 'all')}"]
-    inputs = sorted((int(k[len(_INPUT_KEY):]), v) for k, v in ctx.files.items()
-                    if k.startswith(_INPUT_KEY))
-    extra += [f"--input={path}" for _, path in inputs]
-    sets = {int(m.group(1)) for _, path in inputs if (m := _SETS.search(str(path)))}
-    if sets and max(sets) > 1:
-        extra.append(f"--input_sets={max(sets)}")
+    inputs, sets = staged_inputs(ctx.files, _INPUT_KEY)
+    extra += [f"--input={path}" for path in inputs]
+    if sets > 1:
+        extra.append(f"--input_sets={sets}")
     pull: tuple[str, ...] = ()
     if ctx.repetition == 0:
         extra.append(f"--output_dir={ctx.workdir}")
@@ -195,6 +192,8 @@ def native_invocation(framework: RunnerFramework, ctx: JobContext, model_path: s
     # 0 or unset: ONNX Runtime's own choice, as the Python binding leaves it.
     argv = executor_runner_argv(runner, model_path, iterations=max(test.iter, 1),
                                 threads=int(threads) if threads else None, extra=extra)
+    if runner == ctx.files.get(f"{BUNDLE_KEY}/{ORT_RUNNER}"):  # the phone's bundle
+        argv = bundle_argv(ctx.files, BUNDLE_KEY, argv)
     echo = "echo " + shlex.quote(_VARIANT + json.dumps({"precision": precision}))
     return replace(framework.native_invocation(ctx, argv, after=echo), pull=pull)
 
@@ -207,14 +206,9 @@ def is_native_output(results: Sequence[CommandResult]) -> bool:
 def parse_native_output(results: Sequence[CommandResult]) -> ParsedOutput:
     """benchlab's runner's lines and pulled files as samples and details: the timing lines,
     peak memory, the outputs scored against the reference, per-operator rows."""
-    text = "\n".join(part for r in results for part in (r.stdout, r.stderr))
-    total = [int(m) for m in _ITERATIONS.findall(text)]
-    timed = [int(m) for m in _TIMED.findall(text)]
-    warmup = max(total[0] - timed[0], 0) if total and timed else 0
-    parsed = parse_executor_runner(text, warmup_iterations=warmup)
-    samples = SampleList()
-    for sample in parsed.samples:
-        samples.add(sample.type, sample.metric, sample.value, sample.unit)
+    out = read_runner_output(results)
+    text, parsed, samples, files, warmup = (out.text, out.parsed, out.samples, out.files,
+                                            out.warmup)
     banner = _BANNER.search(text)
     version, api = (banner.group(1), banner.group(2)) if banner else (ORT_VERSION, "?")
     details: dict[str, Any] = {
@@ -226,19 +220,10 @@ def parse_native_output(results: Sequence[CommandResult]) -> ParsedOutput:
         "warmup_iterations": warmup,
         "providers": [CPU_PROVIDER],
     }
-    for line in text.splitlines():
-        if line.startswith(_VARIANT):
-            try:
-                details[DetailKey.PRECISION] = str(json.loads(line[len(_VARIANT):])["precision"])
-            except (ValueError, KeyError, TypeError):
-                pass
+    if "precision" in (variant := runner_variant(text, _VARIANT)):
+        details[DetailKey.PRECISION] = variant["precision"]
     if match := _INTRA.search(text):
         details[DetailKey.INTRA_OP_THREADS] = details[DetailKey.THREADS] = int(match.group(1))
-    for match in _PEAK.finditer(text):
-        samples.add("NET", Metric.MEMORY_PEAK, int(match.group(1)) / 1024.0, "MiB")
-    files: dict[str, Path] = {}
-    for result in results:
-        files.update(result.files)
     score_runner_outputs(files, samples, details)
     if PROFILE in files:
         profile = Path(files[PROFILE]).read_text(errors="replace")
@@ -249,9 +234,7 @@ def parse_native_output(results: Sequence[CommandResult]) -> ParsedOutput:
                 ort_profile_events(profile), [CPU_PROVIDER]).to_detail()
         else:
             details[DetailKey.OP_PROFILE_UNAVAILABLE] = "ONNX Runtime's profile held no runs"
-        for row in rows:
-            for op, ms in row.items():
-                samples.add(op, Metric.LATENCY, ms, "ms")
+        add_operator_rows(samples, rows)
     return ParsedOutput(samples=tuple(samples.items), summaries=parsed.summaries,
                         details=details, infos=parsed.infos)
 

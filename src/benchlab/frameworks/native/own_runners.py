@@ -1,0 +1,227 @@
+"""What goes into benchlab's own native runners and what comes back, read on the host.
+
+``benchlab-et-runner`` and ``benchlab-ort-runner`` (:mod:`benchlab.devicetools`) take
+``executor_runner``'s flags and print its lines, with a few of their own: the iterations in
+all beside the timed ones (so the warm-ups are known), the peak resident memory, and a
+variant line echoed after the runner with what the file cannot tell it (precision, delegate).
+
+* in: the reference's input sets as raw little-endian tensor files, one per input, every set
+  the runner runs back to back (:func:`reference_input_files`);
+* out: every output in one ``outputs.bin`` with a manifest, ``outputs.json``
+  (:mod:`benchlab.protocol.tensorfiles`); the first input set's outputs are named
+  ``output<i>``, input set k's ``set<k>.output<i>`` (the ONNX Runtime runner runs every
+  reference set, the ExecuTorch runner the first), scored by :func:`score_runner_outputs`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchlab.devicetools.cache import BuiltTools
+from benchlab.devicetools.elf import architecture_of_abi, is_android_abi
+from benchlab.devicetools.glibcbundle import glibc_bundle
+from benchlab.errors import UsageError
+from benchlab.frameworks.base import KeptFiles
+from benchlab.frameworks.native.common import SampleList
+from benchlab.frameworks.native.executor_runner import parse_executor_runner
+from benchlab.protocol.lines import ParsedOutput
+from benchlab.protocol.tensorfiles import read_tensors
+from benchlab.runner.accuracy import ERROR_METRICS, error_stats, load_reference, stack_sets
+from benchlab.schema.result import Metric
+from benchlab.targets.base import CommandResult
+
+__all__ = ["MANIFEST", "OUTPUTS", "RUNNERS", "RunnerOutput", "add_operator_rows",
+           "bundle_argv", "kept_bundle", "needs_bundle", "read_runner_output",
+           "reference_input_files", "runner_architecture", "runner_variant",
+           "score_runner_outputs", "staged_inputs", "wants_own_runner"]
+
+#: A framework's ``runner=`` choices where benchlab has its own runner for it.
+RUNNERS = ("auto", "python", "native")
+
+#: The manifest and the data file a native runner writes into its output folder.
+MANIFEST, OUTPUTS = "outputs.json", "outputs.bin"
+_ITERATIONS = re.compile(r"Iteration \d+ of (\d+):")
+_TIMED = re.compile(r"Model executed successfully (\d+) time\(s\)")
+_PEAK = re.compile(r"^Peak resident memory: (\d+) KiB", re.M)
+#: An input file's name says how many sets it holds: a runner checks its size by it.
+_SETS = re.compile(r"-sets(\d+)\.bin$")
+InputSets = Callable[[Path], list[dict[str, np.ndarray]]]
+
+
+def wants_own_runner(framework: str, python: str, options: Mapping[str, Any]) -> bool:
+    """Whether a job runs benchlab's own runner: ``runner=native``, or ``auto`` (the default)
+    on a target without Python (``python`` empty) when no ``binary=`` (a user's own tool) is
+    given. Where the target has Python, ``auto`` runs the runtime's Python binding."""
+    runner = str(options.get("runner", "auto"))
+    if runner not in RUNNERS:
+        raise UsageError(f"{framework} runner must be one of {', '.join(RUNNERS)}, not "
+                         f"{runner!r}")
+    return runner == "native" or (runner == "auto" and not python
+                                  and options.get("binary") is None)
+
+
+def needs_bundle(abi: str | None) -> bool:
+    """Whether the target is an Android phone, whose C library is not glibc: a runner goes
+    there in a bundle with glibc's own loader and libraries."""
+    return is_android_abi(abi)
+
+
+def kept_bundle(tools: BuiltTools, program: str, cache_root: Path, *, key: str, tag: str,
+                what: str) -> KeptFiles:
+    """``program`` of ``tools`` bundled with what it loads and glibc
+    (:func:`~benchlab.devicetools.glibcbundle.glibc_bundle`), as files a phone keeps by
+    content between jobs, under ``key``; ``what`` says whose libraries they are."""
+    bundle = glibc_bundle(tools, program, cache_root)
+    return KeptFiles(key=key, name=bundle.device_folder(f"{tag}-{tools.architecture}"),
+                     files=bundle.files, executables=(bundle.loader, bundle.program),
+                     label=f"{program} with {what} and glibc "
+                           f"({bundle.size / 2**20:.1f} MiB)")
+
+
+def bundle_argv(files: Mapping[str, str], key: str, argv: list[str]) -> list[str]:
+    """``argv`` of a runner kept in the bundle under ``key``, started by glibc's loader, run
+    as a program: it loads the runner and every library from the bundle's folder, and
+    nothing of the phone's own C library is used."""
+    folder = files[key]
+    loader = next(path for name, path in files.items() if name.startswith(f"{key}/ld-"))
+    return [loader, "--library-path", folder, *argv]
+
+
+def runner_architecture(framework: str, abi: str | None) -> str:
+    """The CPU to build ``framework``'s runner for, from the target's ABI."""
+    architecture = architecture_of_abi(abi)
+    if architecture is None:
+        raise UsageError(f"{framework}: cannot tell the target's CPU (ABI {abi!r}), so "
+                         "there is nothing to build its runner for")
+    return architecture
+
+
+def reference_input_files(reference: Path, cache_root: Path, tag: str, key_prefix: str,
+                          input_sets: InputSets) -> dict[str, Path]:
+    """The reference's input sets (``input_sets(reference)``: a list of name → array, the
+    same names in each) as raw files by ``key_prefix<i>``, in the reference's input order,
+    each file every set's values of that input back to back. Kept under ``cache_root`` by the
+    reference's content (the host target links files into a job's folder rather than copying
+    them, so they must outlive the staging scratch); no sets, no files (the runner feeds
+    ones)."""
+    digest = hashlib.sha256(reference.read_bytes()).hexdigest()[:16]
+    folder = cache_root / "inputs" / f"{tag}-sets-{digest}"
+    done = folder / "inputs.done"
+    if not done.is_file():
+        sets = input_sets(reference)
+        folder.mkdir(parents=True, exist_ok=True)
+        for index, name in enumerate(sets[0] if sets else {}):
+            tmp = folder / f"{tag}-input-{index}.bin.tmp"
+            with open(tmp, "wb") as handle:
+                for one in sets:
+                    value = np.ascontiguousarray(one[name])
+                    handle.write(value.astype(value.dtype.newbyteorder("<"), copy=False)
+                                 .tobytes())
+            tmp.replace(folder / f"{tag}-input-{index}-sets{len(sets)}.bin")
+        # Last: a cut write leaves no finished folder.
+        done.write_text(f"{len(sets[0]) if sets else 0} {len(sets)}\n")
+    count, sets_count = (int(n) for n in done.read_text().split())
+    return {f"{key_prefix}{i}": folder / f"{tag}-input-{i}-sets{sets_count}.bin"
+            for i in range(count)}
+
+
+def staged_inputs(files: Mapping[str, str], key_prefix: str) -> tuple[list[str], int]:
+    """The staged input files in input order and how many sets each holds."""
+    keys = sorted((int(k[len(key_prefix):]), k) for k in files if k.startswith(key_prefix))
+    paths = [files[k] for _, k in keys]
+    sets = {int(m.group(1)) for path in paths if (m := _SETS.search(str(path)))}
+    return paths, max(sets, default=1)
+
+
+@dataclass(frozen=True)
+class RunnerOutput:
+    """A runner's results read as far as every own runner's are the same: ``executor_runner``'s
+    lines (``parsed``), the samples with the peak memory, the warm-ups, the pulled files."""
+
+    text: str
+    parsed: ParsedOutput
+    warmup: int
+    samples: SampleList = field(default_factory=SampleList)
+    files: dict[str, Path] = field(default_factory=dict)
+
+
+def read_runner_output(results: Sequence[CommandResult]) -> RunnerOutput:
+    """The text of ``results`` (stdout and stderr) read into a :class:`RunnerOutput`."""
+    text = "\n".join(part for r in results for part in (r.stdout, r.stderr))
+    total = [int(m) for m in _ITERATIONS.findall(text)]
+    timed = [int(m) for m in _TIMED.findall(text)]
+    warmup = max(total[0] - timed[0], 0) if total and timed else 0
+    out = RunnerOutput(text, parse_executor_runner(text, warmup_iterations=warmup), warmup)
+    for sample in out.parsed.samples:
+        out.samples.add(sample.type, sample.metric, sample.value, sample.unit)
+    for match in _PEAK.finditer(text):
+        out.samples.add("NET", Metric.MEMORY_PEAK, int(match.group(1)) / 1024.0, "MiB")
+    for result in results:
+        out.files.update(result.files)
+    return out
+
+
+def runner_variant(text: str, prefix: str) -> dict[str, str]:
+    """The variant line (``prefix`` and a JSON object) echoed after the runner, or {}."""
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            try:
+                value = json.loads(line[len(prefix):])
+            except ValueError:
+                return {}
+            return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+    return {}
+
+
+def add_operator_rows(samples: SampleList, rows: Sequence[Mapping[str, float]]) -> None:
+    """Per-operator rows (one per timed run: operator → ms) as latency samples."""
+    for row in rows:
+        for op, ms in row.items():
+            samples.add(op, Metric.LATENCY, ms, "ms")
+
+
+def score_runner_outputs(files: Mapping[str, Path], samples: SampleList,
+                         details: dict[str, Any]) -> None:
+    """The outputs the runner handed back, against the model's reference (when both are
+    here): the error statistics the Python runner prints, over the reference sets it ran."""
+    if MANIFEST not in files:
+        return
+    try:
+        tensors = read_tensors(files[MANIFEST], files)
+    except ValueError as exc:
+        details["accuracy_skipped"] = f"the runner's outputs do not read: {exc}"
+        return
+    got: list[list[np.ndarray]] = [[]]
+    for name, array in tensors.items():
+        k = int(name[3:name.index(".")]) if name.startswith("set") else 0
+        got += [[] for _ in range(k + 1 - len(got))]
+        got[k].append(array)
+    details["outputs"] = [{"index": i, "sizes": list(a.shape)} for i, a in enumerate(got[0])]
+    reference_file = files.get("files.reference")
+    if reference_file is None:
+        return
+    try:
+        reference = load_reference(reference_file)
+    except (OSError, ValueError, KeyError):
+        return
+    if not reference.outputs:
+        return
+    want = [reference.outputs, *(outs for _, outs in reference.more if outs)][:len(got)]
+    got = got[:len(want)]
+    try:
+        stats = error_stats(stack_sets(got), stack_sets(want), reference.task)
+    except ValueError as exc:
+        details["accuracy_skipped"] = f"the outputs do not pair with the reference's: {exc}"
+        return
+    details["reference_sets"] = len(got)
+    details["reference_task"] = reference.task
+    for metric, value in stats.items():
+        samples.add("NET", metric, value, ERROR_METRICS[metric])
