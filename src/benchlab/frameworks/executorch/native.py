@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from benchlab.devicetools.etrunner import ET_LIBRARIES, ET_RUNNER, ET_VERSION, build_et_runner
+from benchlab.devicetools.elf import is_android_abi
 from benchlab.devicetools.prepare import device_tools_dir
 from benchlab.errors import UsageError
 from benchlab.frameworks.base import Invocation, JobContext, KeptFiles, RunnerFramework, Staging
@@ -48,13 +49,13 @@ from benchlab.frameworks.native.own_runners import (
     add_operator_rows,
     bundle_argv,
     kept_bundle,
-    needs_bundle,
     read_runner_output,
     reference_input_files,
     runner_architecture,
     runner_variant,
     score_runner_outputs,
     staged_inputs,
+    staged_runner,
     wants_own_runner,
 )
 from benchlab.protocol.lines import ParsedOutput
@@ -97,7 +98,7 @@ def stage_native_files(staging: Staging) -> dict[str, Path]:
         raise UsageError("executorch: runner=native runs benchlab's runner; binary= runs "
                          "your own executor_runner: give one of them")
     files: dict[str, Path] = {}
-    if not needs_bundle(staging.abi):
+    if not is_android_abi(staging.abi):
         tools = build_et_runner(runner_architecture("executorch", staging.abi),
                                 device_tools_dir(Path(staging.cache_root)),
                                 progress=staging.progress)
@@ -115,7 +116,7 @@ def kept_native_files(staging: Staging) -> KeptFiles | None:
     """On an Android phone: the runner bundled with its libraries and glibc's loader and
     libraries, which the phone keeps by content between jobs; None elsewhere."""
     if not uses_native_runner(staging.python, staging.config.options) or \
-            not needs_bundle(staging.abi):
+            not is_android_abi(staging.abi):
         return None
     if staging.config.options.get("binary") is not None:
         return None  # stage_native_files says why both cannot be given
@@ -140,9 +141,7 @@ def native_invocation(framework: RunnerFramework, ctx: JobContext, model_path: s
     """The runner's command for one repetition; the first also hands back its outputs (and
     the ETDump, with ``profile_ops``). ``variant``: the file's delegate and precision, which
     the runner cannot tell, echoed after it for the parser."""
-    runner = ctx.files.get(RUNNER_KEY) or ctx.files.get(f"{BUNDLE_KEY}/{ET_RUNNER}")
-    if runner is None:
-        raise UsageError("executorch: benchlab's runner was not staged on the target")
+    runner = staged_runner("executorch", ctx.files, RUNNER_KEY, BUNDLE_KEY, ET_RUNNER)
     options, test = ctx.config.options, ctx.test
     extra = [f"--warmup={test.warmup}", f"--method_name={options.get('method', 'forward')}",
              "--print_output=none"]
@@ -156,8 +155,7 @@ def native_invocation(framework: RunnerFramework, ctx: JobContext, model_path: s
             pull += (ETDUMP,)
     argv = executor_runner_argv(runner, model_path, iterations=max(test.iter, 1),
                                 threads=options.get("threads", test.threads), extra=extra)
-    if runner == ctx.files.get(f"{BUNDLE_KEY}/{ET_RUNNER}"):  # the phone's bundle
-        argv = bundle_argv(ctx.files, BUNDLE_KEY, argv)
+    argv = bundle_argv(ctx.files, BUNDLE_KEY, argv)
     echo = "echo " + shlex.quote(_VARIANT + json.dumps(dict(variant), sort_keys=True))
     return replace(framework.native_invocation(ctx, argv, after=echo), pull=pull)
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from benchlab.devicetools.cache import BuiltTools
-from benchlab.devicetools.elf import architecture_of_abi, is_android_abi
+from benchlab.devicetools.elf import architecture_of_abi
 from benchlab.devicetools.glibcbundle import glibc_bundle
 from benchlab.errors import UsageError
 from benchlab.frameworks.base import KeptFiles
@@ -39,9 +39,9 @@ from benchlab.schema.result import Metric
 from benchlab.targets.base import CommandResult
 
 __all__ = ["MANIFEST", "OUTPUTS", "RUNNERS", "RunnerOutput", "add_operator_rows",
-           "bundle_argv", "kept_bundle", "needs_bundle", "read_runner_output",
-           "reference_input_files", "runner_architecture", "runner_variant",
-           "score_runner_outputs", "staged_inputs", "wants_own_runner"]
+           "bundle_argv", "kept_bundle", "read_runner_output", "reference_input_files",
+           "runner_architecture", "runner_variant", "score_runner_outputs", "staged_inputs",
+           "staged_runner", "wants_own_runner"]
 
 #: A framework's ``runner=`` choices where benchlab has its own runner for it.
 RUNNERS = ("auto", "python", "native")
@@ -68,12 +68,6 @@ def wants_own_runner(framework: str, python: str, options: Mapping[str, Any]) ->
                                   and options.get("binary") is None)
 
 
-def needs_bundle(abi: str | None) -> bool:
-    """Whether the target is an Android phone, whose C library is not glibc: a runner goes
-    there in a bundle with glibc's own loader and libraries."""
-    return is_android_abi(abi)
-
-
 def kept_bundle(tools: BuiltTools, program: str, cache_root: Path, *, key: str, tag: str,
                 what: str) -> KeptFiles:
     """``program`` of ``tools`` bundled with what it loads and glibc
@@ -86,10 +80,22 @@ def kept_bundle(tools: BuiltTools, program: str, cache_root: Path, *, key: str, 
                            f"({bundle.size / 2**20:.1f} MiB)")
 
 
+def staged_runner(framework: str, files: Mapping[str, str], runner_key: str, bundle_key: str,
+                  program: str) -> str:
+    """The device path of the runner a job's files hold: pushed beside the job
+    (``runner_key``), or in the phone's kept bundle (``bundle_key/program``)."""
+    runner = files.get(runner_key) or files.get(f"{bundle_key}/{program}")
+    if runner is None:
+        raise UsageError(f"{framework}: benchlab's runner was not staged on the target")
+    return runner
+
+
 def bundle_argv(files: Mapping[str, str], key: str, argv: list[str]) -> list[str]:
-    """``argv`` of a runner kept in the bundle under ``key``, started by glibc's loader, run
-    as a program: it loads the runner and every library from the bundle's folder, and
-    nothing of the phone's own C library is used."""
+    """``argv`` as the job starts it: where the runner is in the phone's bundle (``key``),
+    through glibc's loader, run as a program, which loads the runner and every library from
+    the bundle's folder, nothing of the phone's own C library; elsewhere as it is."""
+    if key not in files:
+        return argv
     folder = files[key]
     loader = next(path for name, path in files.items() if name.startswith(f"{key}/ld-"))
     return [loader, "--library-path", folder, *argv]

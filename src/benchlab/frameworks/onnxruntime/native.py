@@ -43,6 +43,7 @@ from benchlab.devicetools.ortrunner import (
     build_ort_runner,
     ort_runner_tool,
 )
+from benchlab.devicetools.elf import is_android_abi
 from benchlab.devicetools.prepare import device_tools_dir
 from benchlab.errors import UsageError
 from benchlab.frameworks.base import Invocation, JobContext, KeptFiles, RunnerFramework, Staging
@@ -54,13 +55,13 @@ from benchlab.frameworks.native.own_runners import (
     add_operator_rows,
     bundle_argv,
     kept_bundle,
-    needs_bundle,
     read_runner_output,
     reference_input_files,
     runner_architecture,
     runner_variant,
     score_runner_outputs,
     staged_inputs,
+    staged_runner,
     wants_own_runner,
 )
 from benchlab.frameworks.native.perf_test import ort_profile_events, ort_profile_op_rows
@@ -124,7 +125,7 @@ def stage_native_files(staging: Staging) -> dict[str, Path]:
         return {}
     _refuse_unsupported(options)
     files: dict[str, Path] = {}
-    if not needs_bundle(staging.abi):
+    if not is_android_abi(staging.abi):
         tools = build_ort_runner(runner_architecture("onnxruntime", staging.abi),
                                  device_tools_dir(Path(staging.cache_root)),
                                  progress=staging.progress)
@@ -141,7 +142,7 @@ def kept_native_files(staging: Staging) -> KeptFiles | None:
     """On an Android phone: the runner bundled with the C library and glibc's loader and
     libraries, which the phone keeps by content between jobs; None elsewhere."""
     options = staging.config.options
-    if not uses_native_runner(staging.python, options) or not needs_bundle(staging.abi) \
+    if not uses_native_runner(staging.python, options) or not is_android_abi(staging.abi) \
             or why_not_native(options):
         return None  # stage_native_files says why the options cannot run
     root = device_tools_dir(Path(staging.cache_root))
@@ -170,9 +171,7 @@ def native_invocation(framework: RunnerFramework, ctx: JobContext, model_path: s
     """The runner's command for one repetition; the first also hands back its outputs (and
     ONNX Runtime's profile, with ``profile_ops``). ``precision``, which the runner cannot
     tell from the file, is echoed after it for the parser."""
-    runner = ctx.files.get(RUNNER_KEY) or ctx.files.get(f"{BUNDLE_KEY}/{ORT_RUNNER}")
-    if runner is None:
-        raise UsageError("onnxruntime: benchlab's runner was not staged on the target")
+    runner = staged_runner("onnxruntime", ctx.files, RUNNER_KEY, BUNDLE_KEY, ORT_RUNNER)
     options, test = ctx.config.options, ctx.test
     _refuse_unsupported(options)
     extra = [f"--warmup={test.warmup}", "--graph_optimization_level="
@@ -192,8 +191,7 @@ def native_invocation(framework: RunnerFramework, ctx: JobContext, model_path: s
     # 0 or unset: ONNX Runtime's own choice, as the Python binding leaves it.
     argv = executor_runner_argv(runner, model_path, iterations=max(test.iter, 1),
                                 threads=int(threads) if threads else None, extra=extra)
-    if runner == ctx.files.get(f"{BUNDLE_KEY}/{ORT_RUNNER}"):  # the phone's bundle
-        argv = bundle_argv(ctx.files, BUNDLE_KEY, argv)
+    argv = bundle_argv(ctx.files, BUNDLE_KEY, argv)
     echo = "echo " + shlex.quote(_VARIANT + json.dumps({"precision": precision}))
     return replace(framework.native_invocation(ctx, argv, after=echo), pull=pull)
 
