@@ -96,11 +96,14 @@ class Agents:
         self.procs.append(proc)
         return proc
 
-    def wait_registered(self, device_id: str, timeout: float = 60.0) -> None:
-        """Until the device is registered and its worker alive."""
+    def wait_registered(self, device_id: str, timeout: float = 60.0, *,
+                        alive: bool = True) -> None:
+        """Until the device is registered and its worker alive (or, ``alive=False``, until it
+        is registered offline: a device that did not answer its probe)."""
         def ready() -> bool:
             with open_lab(self.url) as lab:
-                return any(d.id == device_id and d.alive for d in list_devices(lab.store))
+                return any(d.id == device_id and d.alive == alive
+                           for d in list_devices(lab.store))
         wait_until(ready, timeout, f"device {device_id} to register")
 
     def job(self, job_id: int) -> LabJob:

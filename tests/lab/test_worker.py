@@ -322,6 +322,8 @@ def test_a_board_that_is_down_does_not_keep_its_host_from_serving(lab_url: str,
     with agents(lab_url, tmp_path) as lab_agents:
         proc = lab_agents.start("hostA", "--board", "ssh:host=nowhere.invalid,user=bench")
         lab_agents.wait_registered("host:hostA")
+        # The agent probes its devices one after another: the board's row may come second.
+        lab_agents.wait_registered("ssh:nowhere.invalid", alive=False)
         assert proc.poll() is None, lab_agents.log_text()
         with open_lab(lab_url) as lab:
             board = get_device(lab.store, "ssh:nowhere.invalid")

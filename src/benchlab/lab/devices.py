@@ -166,13 +166,19 @@ def _event(conn: Connection, device_id: str, kind: str, value: str, reason: str 
 
 def register_device(store: ResultStore, *, device_id: str, host: str, kind: str, target: str,
                     properties: Mapping[str, Any], pools: Sequence[str],
-                    device_state: Mapping[str, Any] | None = None) -> Device:
-    """Add a device or refresh it (a worker restarting); quarantine survives re-registration."""
+                    device_state: Mapping[str, Any] | None = None,
+                    offline_reason: str = "") -> Device:
+    """Add a device or refresh it (a worker restarting); quarantine survives re-registration.
+
+    ``offline_reason``: the device did not answer its probe. It is registered offline in the
+    same transaction, so no scheduler ever sees it idle in between.
+    """
     now = time.time()
+    state = "offline" if offline_reason else "idle"
     values = {
         "host": host, "kind": kind, "target": target,
         "properties_json": json.dumps(dict(properties), sort_keys=True, default=str),
-        "pools_json": json.dumps(list(pools)), "state": "idle", "current_job": None,
+        "pools_json": json.dumps(list(pools)), "state": state, "current_job": None,
         "last_heartbeat": now, "device_state_json": json.dumps(dict(device_state or {}),
                                                               default=str),
     }
@@ -184,7 +190,9 @@ def register_device(store: ResultStore, *, device_id: str, host: str, kind: str,
                 quarantined_by="", quarantine_reason="", registered_at=now, **values))
         else:
             conn.execute(update(lab_devices).where(lab_devices.c.id == device_id).values(**values))
-        _event(conn, device_id, "registered", "idle", f"worker on {host}", who=host)
+        _event(conn, device_id, "registered", state, f"worker on {host}", who=host)
+        if offline_reason:
+            _event(conn, device_id, "state", "offline", offline_reason, who=host)
     return get_device(store, device_id)
 
 

@@ -310,9 +310,8 @@ class _Agent:
             await self._stored(
                 register_device, self.store, device_id=entry.id, host=self.settings.host,
                 kind=entry.kind, target=entry.target, properties=props,
-                pools=matching_pools(props, pools), device_state=state)
-            if not reachable:
-                await self._stored(set_state, self.store, entry.id, "offline", reason=reason)
+                pools=matching_pools(props, pools), device_state=state,
+                offline_reason="" if reachable else reason or "did not answer its probe")
 
     async def deliver_leftovers(self) -> None:
         """Store what job processes of an earlier agent on this host left in the spool."""
