@@ -124,9 +124,13 @@ def test_a_bound_under_the_prompts_own_time_is_invalid_and_names_the_bound() -> 
 
 
 def test_the_server_search_finds_a_rate_meeting_both_bounds() -> None:
-    # A query holds the worker for at least 7 ms: at most ~140 queries/s.
+    # A query holds the worker for at least 7 ms: at most ~140 queries/s. Past that the
+    # queue grows without end, over any bound; under it, bounds far above a query's own
+    # 3 ms first token and 1 ms later ones stay met when a busy neighbour delays a sleep
+    # (40 and 10 ms did not always: every rate failed, and the search's long low-rate runs
+    # passed the test's ten minutes).
     values, details = _run(Scenario("server", duration_s=0.5, query_count=700,
-                                    ttft_bound_ms=40, tpot_bound_ms=10))
+                                    ttft_bound_ms=100, tpot_bound_ms=25))
     facts = details[DetailKey.SCENARIO]
     runs = facts["runs"]
     assert values[Metric.SCENARIO_VALID] == [1.0], facts["why_invalid"]
@@ -134,7 +138,7 @@ def test_the_server_search_finds_a_rate_meeting_both_bounds() -> None:
     assert 0 < qps <= 1000 / (PREFILL_MS + 4 * TOKEN_MS)
     assert max(r["target_qps"] for r in runs if r["valid"]) == qps
     assert any(not r["valid"] for r in runs)  # the search went past it
-    assert values[Metric.SCENARIO_TTFT][0] <= 40 and values[Metric.SCENARIO_TPOT][0] <= 10
+    assert values[Metric.SCENARIO_TTFT][0] <= 100 and values[Metric.SCENARIO_TPOT][0] <= 25
     # Goodput: at most the queries offered, and the valid run's queries met the bounds.
     assert 0 < values[Metric.GOODPUT][0] <= qps * 1.2
     for run in runs:
@@ -248,8 +252,9 @@ class _Served:
         # 73 s with one thread, for the whole llama.cpp search under two busy processes).
         self.overrides = benchlab.TestOverrides(repeat=1, warmup=1, threads=1)
         # Bounds a busy neighbour cannot break (the test is of the search ending valid, not
-        # of this machine's tail): a search whose every rate fails descends to 1/64 of its
-        # starting rate, and each of those runs lasts longer (seven runs took 580 s).
+        # of this machine's tail): a search whose every rate fails descends to 1/16 of its
+        # starting rate, and each of those runs lasts longer (seven runs, down to 1/64 as
+        # it then was, took 580 s).
         # 700 queries: with 100 or 300, LoadGen's early stopping cannot state a p99 at any
         # rate, and the search descends just so.
         generous = Scenario("server", duration_s=0.5, query_count=700, ttft_bound_ms=1000,

@@ -201,8 +201,8 @@ def test_the_search_stops_when_the_model_alone_is_over_the_bound() -> None:
     # A tail over once, then fine: the search goes on.
     assert _search(lambda rate: tail if rate == 500 else [2.0] * 100,
                    lambda rate: rate < 40)[:5] == [500, 250, 125, 62.5, 31.25]
-    # A model that never meets it and never says so stops at 1/64 of the start.
-    assert min(_search(lambda rate: [2.0] * 100, lambda rate: False)) == 500 / 64
+    # A model that never meets it and never says so stops at 1/16 of the start.
+    assert min(_search(lambda rate: [2.0] * 100, lambda rate: False)) == 500 / 16
 
 
 # --- a real runtime through benchlab's whole path ------------------------------------------

@@ -35,6 +35,8 @@ from benchlab.errors import InfrastructureError
 from benchlab.devicetools.etrunner import ET_LIBRARIES, ET_RUNNER, ET_VERSION, build_et_runner
 from benchlab.devicetools.ortrunner import ORT_LIBRARY, ORT_RUNNER, ORT_VERSION, build_ort_runner
 from benchlab.devicetools.glibcbundle import GlibcBundle, elf_dependencies, glibc_bundle
+from benchlab.devicetools.litertrunner import LITERT_LIBRARY, LITERT_RUNNER, build_litert_runner
+from benchlab.frameworks.tflite.native import LRCPC_MISSING, NEEDS_LRCPC
 from benchlab.devicetools.llamacpp import RUNNER
 from benchlab.harness.devicefit import export_readers
 from benchlab.harness.keptfiles import KEPT_FOLDER
@@ -332,8 +334,17 @@ def ort_bundle(zoo_cache_dir: Path) -> GlibcBundle:
     return glibc_bundle(tools, ORT_RUNNER, device_tools_dir(zoo_cache_dir))
 
 
+@pytest.fixture(scope="module")
+def litert_bundle(zoo_cache_dir: Path) -> GlibcBundle:
+    """benchlab's LiteRT runner for aarch64 in its bundle with glibc, as the run prepared it
+    (``arm-litert-runner``)."""
+    prepared("arm-litert-runner", zoo_cache_dir)
+    tools = build_litert_runner("aarch64", device_tools_dir(zoo_cache_dir))
+    return glibc_bundle(tools, LITERT_RUNNER, device_tools_dir(zoo_cache_dir))
+
+
 def test_the_bundles_hold_what_the_runners_load_and_glibc_from_debians_cross_packages(
-        et_bundle: GlibcBundle, ort_bundle: GlibcBundle) -> None:
+        et_bundle: GlibcBundle, ort_bundle: GlibcBundle, litert_bundle: GlibcBundle) -> None:
     needed, interpreter = elf_dependencies(et_bundle.files[ET_RUNNER])
     assert interpreter == "/lib/ld-linux-aarch64.so.1" and "libexecutorch.so" in needed
     assert et_bundle.loader == "ld-linux-aarch64.so.1"
@@ -353,6 +364,13 @@ def test_the_bundles_hold_what_the_runners_load_and_glibc_from_debians_cross_pac
             "libstdc++.so.6"} <= set(ort_bundle.files)
     assert not {name for name in ort_bundle.files if name.startswith("libexecutorch")}
     assert {elf_architecture(p) for p in ort_bundle.files.values()} == {"aarch64"}
+    # LiteRT's: LiteRT-LM's library, which links its C++ runtime in and asks glibc only.
+    needed, interpreter = elf_dependencies(litert_bundle.files[LITERT_RUNNER])
+    assert interpreter == "/lib/ld-linux-aarch64.so.1" and LITERT_LIBRARY in needed
+    assert set(litert_bundle.files) == {LITERT_RUNNER, LITERT_LIBRARY, "ld-linux-aarch64.so.1",
+                                        "libc.so.6", "libm.so.6", "libpthread.so.0",
+                                        "libdl.so.2", "librt.so.1"}
+    assert {elf_architecture(p) for p in litert_bundle.files.values()} == {"aarch64"}
 
 
 def test_executorch_and_onnx_runtime_run_on_the_phone_without_python_through_their_bundles(
@@ -362,10 +380,10 @@ def test_executorch_and_onnx_runtime_run_on_the_phone_without_python_through_the
     phone = phones["cortex-a53"]
     kept = phone.root / "data/local/tmp/benchlab" / KEPT_FOLDER
     shutil.rmtree(kept, ignore_errors=True)  # a bundle an earlier test pushed
-    # runner=auto: no Python on the phone, so benchlab's runners. LiteRT has no runner
+    # runner=auto: no Python on the phone, so benchlab's runners. OpenVINO has no runner
     # here: one line saying so, no job, its file neither exported for the phone nor pushed.
     results = benchlab.run(models=["mlp"],
-                           frameworks=[ET_FP32, ET_INT8, ORT_FP32, ORT_INT8, "tflite"],
+                           frameworks=[ET_FP32, ET_INT8, ORT_FP32, ORT_INT8, "openvino"],
                            target=_target(server, phone), cache_dir=zoo_cache_dir,
                            overrides=benchlab.TestOverrides(repeat=1, iter=2, warmup=0,
                                                             min_time=0.0, profile_ops=True),
@@ -375,9 +393,9 @@ def test_executorch_and_onnx_runtime_run_on_the_phone_without_python_through_the
     assert set(by_cell) == {(fw, p) for fw in ("executorch", "onnxruntime")
                             for p in ("fp32", "int8")}
     (skip,) = results.skipped
-    assert skip[0] == "mlp @ tflite" and "has no Python" in skip[1]
+    assert skip[0] == "mlp @ openvino" and "has no Python" in skip[1]
     assert sorted(export_readers([AdbTarget(phone.serial, server_port=server.port)], [])(
-        ZOO["mlp"])) == ["executorch", "onnxruntime"]
+        ZOO["mlp"])) == ["executorch", "onnxruntime", "tflite"]
     # The int8 programs' own error on the host: ExecuTorch's through its runner (x86-64's
     # XNNPACK), ONNX Runtime's through the binding.
     host_int8 = {"executorch": benchlab.outputs("mlp", f"{ET_INT8},runner=native",
@@ -418,7 +436,7 @@ def test_executorch_and_onnx_runtime_run_on_the_phone_without_python_through_the
                 for p in ("fp32", "int8")] == [True, False], framework
     assert sorted(p.name for p in kept.iterdir()) == sorted(f.rsplit("/", 1)[-1]
                                                             for f in folders)
-    assert not list((phone.root / "data").rglob("*.tflite"))
+    assert not list((phone.root / "data").rglob("*.xml"))  # OpenVINO's, never exported here
     leftovers = list((phone.root / "data/local/tmp/benchlab").glob("benchlab-*"))
     assert leftovers == []
     # The arrays themselves, from the phone, through the bundles already there.
@@ -429,6 +447,41 @@ def test_executorch_and_onnx_runtime_run_on_the_phone_without_python_through_the
         (tensor,) = got.as_torch()
         assert tuple(tensor.shape) == (16, 10)
     assert len(list(kept.iterdir())) == 2
+
+
+def test_litert_runs_on_the_a76_phone_through_its_bundle_and_says_why_not_on_the_a53(
+        arm_phones: tuple[AdbServer, dict[str, StandinPhone]], litert_bundle: GlibcBundle,
+        zoo_cache_dir: Path, tmp_path: Path) -> None:
+    server, phones = arm_phones
+    # LiteRT-LM's aarch64 library runs LDAPR (ARMv8.3's RCpc load) while it loads: the A53's
+    # CPU lacks it, and the job ends first saying so (no SIGILL); the A76 has it.
+    guard = {cpu: AdbTarget(phones[cpu].serial, server_port=server.port).run(
+        RunRequest(NEEDS_LRCPC, timeout=60)) for cpu in ("cortex-a53", "cortex-a76")}
+    assert guard["cortex-a53"].returncode == 1
+    assert guard["cortex-a53"].stderr.strip() == LRCPC_MISSING
+    assert guard["cortex-a76"].returncode == 0, guard["cortex-a76"].stderr
+    phone = phones["cortex-a76"]
+    results = benchlab.run(models=["mlp"], frameworks=["tflite"],
+                           target=_target(server, phone), cache_dir=zoo_cache_dir,
+                           overrides=benchlab.TestOverrides(repeat=1, iter=2, warmup=0,
+                                                            min_time=0.0, profile_ops=True),
+                           db=tmp_path / "litert.db")
+    [result] = results
+    assert result.status is Status.OK, result.error
+    details, summaries = result.details, result.summaries
+    assert details["tool"].startswith(f"{LITERT_RUNNER} (TensorFlow Lite 2.23.0 C API")
+    # Per-operator rows from TFLite's telemetry profiler on the phone: XNNPACK's own.
+    assert details["op_profile_source"] == "TensorFlow Lite telemetry profiler"
+    assert {s.type for s in result.samples if s.type != "NET"} == {
+        "xnnpack: Fully Connected (NC, F32) GEMM"}
+    assert summaries[metric_key("NET", Metric.CODE_SIZE)].p50 == litert_bundle.size / 2**20
+    assert details["kept_files"]["folder"].endswith(litert_bundle.device_folder(
+        "litert-aarch64"))
+    assert summaries[metric_key("NET", Metric.SQNR)].p50 >= 60
+    # The arrays, from the phone, through the bundle already there.
+    got = benchlab.outputs("mlp", "tflite", target=_target(server, phone),
+                           cache_dir=zoo_cache_dir)
+    assert [a.shape for a in got.outputs] == [(16, 10)] and got.errors["sqnr"] >= 60
 
 
 def test_a_text_generator_on_the_phone_plans_llamacpp_alone_and_says_why_not_the_rest(

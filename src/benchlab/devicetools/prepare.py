@@ -1,8 +1,8 @@
 """Everything benchlab builds for devices of one architecture, built ahead of a run.
 
 A device without Python runs programs benchlab builds for it (llama.cpp's runner,
-ExecuTorch's over the libraries of ExecuTorch's wheel, and ONNX Runtime's over the C library
-of ONNX Runtime's wheel). The
+ExecuTorch's over the libraries of ExecuTorch's wheel, ONNX Runtime's over the C library
+of ONNX Runtime's wheel, LiteRT's over the TFLite C API of LiteRT-LM's library). The
 first run on such a device would build them inside the run, minutes before its first number;
 :func:`prepare_device_tools` builds them beforehand into the artifact cache, where a run finds
 them by key, and says what it built and how long it took (``benchlab prepare --arch aarch64``).
@@ -16,8 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchlab.devicetools.cache import BuiltTools
 from benchlab.devicetools.etrunner import ET_RUNNER, ET_VERSION, build_et_runner
 from benchlab.devicetools.glibcbundle import SYSROOTS, glibc_bundle
+from benchlab.devicetools.litertrunner import (
+    LITERT_LM_VERSION,
+    LITERT_RUNNER,
+    build_litert_runner,
+)
 from benchlab.devicetools.llamacpp import RUNNER, build_llama_tools
 from benchlab.devicetools.ortrunner import ORT_RUNNER, ORT_VERSION, build_ort_runner
 from benchlab.errors import UsageError
@@ -26,8 +32,23 @@ from benchlab.spec.artifacts import default_cache_dir
 __all__ = ["DEVICE_TOOLS", "PreparedTool", "device_tools_dir", "prepare_device_tools"]
 
 #: What :func:`prepare_device_tools` builds, by name: llama.cpp's runner, ExecuTorch's,
-#: ONNX Runtime's.
-DEVICE_TOOLS = ("llamacpp", "executorch", "onnxruntime")
+#: ONNX Runtime's, LiteRT's.
+DEVICE_TOOLS = ("llamacpp", "executorch", "onnxruntime", "litert")
+#: benchlab's own runners over a runtime's shipped libraries: a phone's copy is bundled.
+OWN_RUNNERS = ("executorch", "onnxruntime", "litert")
+_Builder = Callable[..., BuiltTools]
+#: Each tool's builder, its program and what it is.
+_BUILDERS: dict[str, tuple[_Builder, str, str]] = {
+    "llamacpp": (build_llama_tools, RUNNER, f"llama.cpp's runner ({RUNNER})"),
+    "executorch": (build_et_runner, ET_RUNNER,
+                   f"ExecuTorch's runner ({ET_RUNNER}, ExecuTorch {ET_VERSION} libraries)"),
+    "onnxruntime": (build_ort_runner, ORT_RUNNER,
+                    f"ONNX Runtime's runner ({ORT_RUNNER}, ONNX Runtime {ORT_VERSION} C "
+                    "library)"),
+    "litert": (build_litert_runner, LITERT_RUNNER,
+               f"LiteRT's runner ({LITERT_RUNNER}, TFLite C API of litert-lm-api "
+               f"{LITERT_LM_VERSION})"),
+}
 
 
 def device_tools_dir(cache_root: Path) -> Path:
@@ -71,29 +92,15 @@ def prepare_device_tools(architecture: str, cache_root: Path | None = None, *,
         raise UsageError(f"benchlab builds {', '.join(DEVICE_TOOLS)} for devices, not "
                          f"{', '.join(unknown)}")
     done = []
-    if "llamacpp" in tools:
+    for name in (tool for tool in DEVICE_TOOLS if tool in tools):
         began = time.monotonic()
-        # build_llama_tools looks for the compiler before it fetches anything.
-        built = build_llama_tools(architecture, device_tools_dir(cache_root), progress=progress)
-        done.append(PreparedTool(name=f"llama.cpp's runner ({RUNNER}) for {architecture}",
-                                 path=built.program(RUNNER), built_now=built.built_now,
+        # Each builder looks for the compiler before it fetches anything.
+        build, program, what = _BUILDERS[name]
+        built = build(architecture, device_tools_dir(cache_root), progress=progress)
+        if name in OWN_RUNNERS and architecture in SYSROOTS:
+            # A phone's copy: bundled with glibc (glibcbundle.py), made now, not in a run.
+            glibc_bundle(built, program, device_tools_dir(cache_root))
+        done.append(PreparedTool(name=f"{what} for {architecture}",
+                                 path=built.program(program), built_now=built.built_now,
                                  seconds=round(time.monotonic() - began, 1)))
-    if "executorch" in tools:
-        began = time.monotonic()
-        built = build_et_runner(architecture, device_tools_dir(cache_root), progress=progress)
-        if architecture in SYSROOTS:  # a phone's copy: bundled with glibc (glibcbundle.py)
-            glibc_bundle(built, ET_RUNNER, device_tools_dir(cache_root))
-        done.append(PreparedTool(
-            name=f"ExecuTorch's runner ({ET_RUNNER}, ExecuTorch {ET_VERSION} libraries) for "
-                 f"{architecture}",
-            path=built.program(ET_RUNNER), built_now=built.built_now,
-            seconds=round(time.monotonic() - began, 1)))
-    if "onnxruntime" in tools:
-        began = time.monotonic()
-        built = build_ort_runner(architecture, device_tools_dir(cache_root), progress=progress)
-        done.append(PreparedTool(
-            name=f"ONNX Runtime's runner ({ORT_RUNNER}, ONNX Runtime {ORT_VERSION} C library) "
-                 f"for {architecture}",
-            path=built.program(ORT_RUNNER), built_now=built.built_now,
-            seconds=round(time.monotonic() - began, 1)))
     return done

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from benchlab.errors import InfrastructureError, UsageError
@@ -23,16 +23,19 @@ PLATFORMS = {"x86_64": "manylinux_2_28_x86_64", "aarch64": "manylinux_2_28_aarch
 
 
 def runtime_wheel(root: Path, package: str, version: str, architecture: str, *,
-                  unsupported: str,
+                  unsupported: str, platforms: Mapping[str, str] = PLATFORMS,
                   progress: Callable[[str], None] = lambda text: None) -> tuple[Path, str]:
     """``package``'s wheel of ``version`` for ``architecture`` (downloaded once into
     ``root/sources``) and its sha256; ``unsupported`` begins the error for a CPU with no
-    wheel ("ExecuTorch ships its runtime libraries")."""
-    platform = PLATFORMS.get(architecture)
+    wheel ("ExecuTorch ships its runtime libraries"); ``platforms``: the wheel's platform
+    tag by CPU, where a package's differ from :data:`PLATFORMS`."""
+    platform = platforms.get(architecture)
     if platform is None:
-        raise UsageError(f"{unsupported} for {' and '.join(PLATFORMS)}, not {architecture}")
+        raise UsageError(f"{unsupported} for {' and '.join(platforms)}, not {architecture}")
     downloads = root / "sources" / f"{package}-{version}-{architecture}"
-    wheel = next(downloads.glob(f"{package}-{version}-*.whl"), None)
+    # A wheel's file name spells the package with underscores (litert_lm_api-0.18.1-...).
+    pattern = f"{package.replace('-', '_')}-{version}-*.whl"
+    wheel = next(downloads.glob(pattern), None)
     if wheel is None:
         progress(f"downloading {package} {version}'s wheel for {architecture} from PyPI")
         downloads.mkdir(parents=True, exist_ok=True)
@@ -43,7 +46,7 @@ def runtime_wheel(root: Path, package: str, version: str, architecture: str, *,
              "--only-binary=:all:", "--platform", platform, "--python-version", "3.11",
              "--dest", str(downloads), f"{package}=={version}"],
             capture_output=True, text=True, timeout=1800, check=False)
-        wheel = next(downloads.glob(f"{package}-{version}-*.whl"), None)
+        wheel = next(downloads.glob(pattern), None)
         if proc.returncode != 0 or wheel is None:
             why = (proc.stderr or proc.stdout).strip().splitlines()
             raise InfrastructureError(

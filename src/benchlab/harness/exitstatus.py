@@ -15,6 +15,7 @@ _HINTS = {
     "SIGKILL": " (killed from outside: out of memory?)",
     "SIGSEGV": " (crashed: segmentation fault)",
     "SIGABRT": " (aborted)",
+    "SIGILL": " (an instruction this CPU lacks: a program built for a newer CPU)",
 }
 
 

@@ -207,14 +207,18 @@ def _requested_configs(
     spec: BenchmarkSpec, frameworks: Sequence[FrameworkConfig] | None
 ) -> tuple[dict[str, list[FrameworkConfig]], bool]:
     """Framework name → requested configs (empty list = that framework's defaults), and
-    whether the user or the spec named them (false: every installed framework, by default)."""
+    whether the user or the spec named them (false: every installed framework, by default).
+    A bare name beside configured ones of the same framework (``-f tflite -f
+    tflite:runner=native``) stays in the list, option-less: its defaults run too
+    (:meth:`~benchlab.frameworks.base.RunnerFramework.configurations`)."""
     chosen: dict[str, list[FrameworkConfig]] = {}
     source = list(frameworks) if frameworks else list(spec.frameworks)
     if source:
         for config in source:
-            bucket = chosen.setdefault(config.name, [])
-            if config.options:
-                bucket.append(config)
+            chosen.setdefault(config.name, []).append(config)
+        for name, configs in chosen.items():
+            if all(not config.options for config in configs):
+                chosen[name] = []  # only the bare name: the defaults
         return chosen, True
     if spec.model.framework:
         return {spec.model.framework: []}, True

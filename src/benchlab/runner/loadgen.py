@@ -340,8 +340,10 @@ def search_peak(run_at: Callable[[float], LoadGenRun], scenario: Scenario, expec
     is 5% wide. While no rate has passed it stops early when lowering the rate cannot help,
     judged by the model's own times with queueing left out: their median is over a bound,
     or their p99 is over a bound in this run and the previous (higher) rate's. It also
-    stops under 1/64 of the starting rate (each run issues a fixed number of queries, so a
-    low rate is a long run).
+    stops at 1/16 of the starting rate: each run issues a fixed number of queries, so a run
+    at 1/16 of the rate lasts 16 times the first, and the halvings down to there 31 first
+    runs in all (down to 1/64, as it was, 127: a search under a busy neighbour ran past ten
+    minutes).
     """
     runs: list[LoadGenRun] = []
     passed: float | None = None
@@ -377,7 +379,7 @@ def _hopeless(run: LoadGenRun, before: Sequence[LoadGenRun], fraction_of_start: 
         return True
     if run.own_over_bound(99) and before and before[-1].own_over_bound(99):
         return True
-    return fraction_of_start <= 1 / 64
+    return fraction_of_start <= 1 / 16
 
 
 def run_scenario(run_at: Callable[[float | None], LoadGenRun], scenario: Scenario,

@@ -97,6 +97,13 @@ def _arm_ort_runner(cache_root: Path | None, progress: Progress) -> PreparedTool
                               "(aarch64)")
 
 
+def _arm_litert_runner(cache_root: Path | None, progress: Progress) -> PreparedTool:
+    (tool,) = prepare_device_tools("aarch64", cache_root, progress=progress,
+                                   tools=("litert",))
+    return replace(tool, name="LiteRT's runner (benchlab-litert-runner) for the ARM phone "
+                              "(aarch64)")
+
+
 def _no_host_compiler() -> str | None:
     try:
         find_toolchain(host_architecture())
@@ -117,6 +124,12 @@ def _host_ort_runner(cache_root: Path | None, progress: Progress) -> PreparedToo
     return tool
 
 
+def _host_litert_runner(cache_root: Path | None, progress: Progress) -> PreparedTool:
+    (tool,) = prepare_device_tools(host_architecture(), cache_root, progress=progress,
+                                   tools=("litert",))
+    return tool
+
+
 #: Every build the ARM stand-ins need, by key.
 ARM_BUILDS = {build.key: build for build in (
     StandinBuild("board-root", "the ARM board's arm64 root", cannot_build_root, _board_root),
@@ -126,10 +139,14 @@ ARM_BUILDS = {build.key: build for build in (
                  "(aarch64)", _no_arm_compiler, _arm_et_runner),
     StandinBuild("arm-ort-runner", "ONNX Runtime's runner (benchlab-ort-runner) for the ARM "
                  "board (aarch64)", _no_arm_compiler, _arm_ort_runner),
+    StandinBuild("arm-litert-runner", "LiteRT's runner (benchlab-litert-runner) for the ARM "
+                 "phone (aarch64)", _no_arm_compiler, _arm_litert_runner),
     StandinBuild("host-et-runner", "ExecuTorch's runner (benchlab-et-runner) for this host",
                  _no_host_compiler, _host_et_runner),
     StandinBuild("host-ort-runner", "ONNX Runtime's runner (benchlab-ort-runner) for this host",
                  _no_host_compiler, _host_ort_runner),
+    StandinBuild("host-litert-runner", "LiteRT's runner (benchlab-litert-runner) for this host",
+                 _no_host_compiler, _host_litert_runner),
 )}
 
 

@@ -40,7 +40,7 @@ from benchlab.targets.base import CommandResult
 
 __all__ = ["MANIFEST", "OUTPUTS", "RUNNERS", "RunnerOutput", "add_operator_rows",
            "bundle_argv", "kept_bundle", "read_runner_output", "reference_input_files",
-           "runner_architecture", "runner_variant", "score_runner_outputs", "staged_inputs",
+           "reference_sets", "runner_architecture", "runner_variant", "score_runner_outputs", "staged_inputs",
            "staged_runner", "wants_own_runner"]
 
 #: A framework's ``runner=`` choices where benchlab has its own runner for it.
@@ -137,6 +137,21 @@ def reference_input_files(reference: Path, cache_root: Path, tag: str, key_prefi
     count, sets_count = (int(n) for n in done.read_text().split())
     return {f"{key_prefix}{i}": folder / f"{tag}-input-{i}-sets{sets_count}.bin"
             for i in range(count)}
+
+
+def reference_sets(reference: Path) -> list[dict[str, np.ndarray]]:
+    """Every input set of ``reference`` the Python runner scores: the first, and each further
+    one with outputs (the ONNX Runtime and LiteRT runners run them all); none for a file that
+    is not a forward pass's reference (the runner then feeds ones)."""
+    try:
+        loaded = load_reference(reference)
+    except (OSError, ValueError, KeyError):
+        return []
+    sets = [loaded.inputs] if loaded.inputs else []
+    if sets and loaded.outputs:
+        sets += [dict(more) for more, outs in loaded.more
+                 if outs and list(more) == list(loaded.inputs)]
+    return sets
 
 
 def staged_inputs(files: Mapping[str, str], key_prefix: str) -> tuple[list[str], int]:

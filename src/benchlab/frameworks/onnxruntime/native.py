@@ -34,8 +34,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from benchlab.devicetools.ortrunner import (
     ORT_LIBRARY,
     ORT_RUNNER,
@@ -57,6 +55,7 @@ from benchlab.frameworks.native.own_runners import (
     kept_bundle,
     read_runner_output,
     reference_input_files,
+    reference_sets,
     runner_architecture,
     runner_variant,
     score_runner_outputs,
@@ -67,7 +66,6 @@ from benchlab.frameworks.native.own_runners import (
 from benchlab.frameworks.native.perf_test import ort_profile_events, ort_profile_op_rows
 from benchlab.frameworks.onnxruntime.placement import CPU_PROVIDER, coverage_from_events
 from benchlab.protocol.lines import ParsedOutput
-from benchlab.runner.accuracy import load_reference
 from benchlab.schema.result import DetailKey
 from benchlab.targets.base import CommandResult
 
@@ -134,7 +132,7 @@ def stage_native_files(staging: Staging) -> dict[str, Path]:
     if reference is not None:
         files.update(reference_input_files(
             Path(reference), device_tools_dir(Path(staging.cache_root)), "ort", _INPUT_KEY,
-            _input_sets))
+            reference_sets))
     return files
 
 
@@ -150,20 +148,6 @@ def kept_native_files(staging: Staging) -> KeptFiles | None:
                              progress=staging.progress)
     return kept_bundle(tools, ORT_RUNNER, root, key=BUNDLE_KEY, tag="ort",
                        what=f"ONNX Runtime {ORT_VERSION}'s C library")
-
-
-def _input_sets(reference: Path) -> list[dict[str, np.ndarray]]:
-    """The reference's input sets the Python runner scores: the first, and each further one
-    with outputs."""
-    try:
-        loaded = load_reference(reference)
-    except (OSError, ValueError, KeyError):
-        return []  # not a forward-pass reference: the runner feeds ones
-    sets = [loaded.inputs] if loaded.inputs else []
-    if sets and loaded.outputs:
-        sets += [dict(more) for more, outs in loaded.more
-                 if outs and list(more) == list(loaded.inputs)]
-    return sets
 
 
 def native_invocation(framework: RunnerFramework, ctx: JobContext, model_path: str,

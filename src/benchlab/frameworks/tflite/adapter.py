@@ -12,10 +12,15 @@ Options:
     ``fp32`` (default) or ``int8``: the file keyed ``tflite_int8``, required to exist.
 ``file``
     An explicit model file key; wins over the precision's zoo key.
+``runner``
+    ``python``: the Python binding (``ai-edge-litert``); ``native``: benchlab's C runner over
+    the TFLite C API of LiteRT-LM's library, built for the target's CPU
+    (:mod:`benchlab.frameworks.tflite.native`), which also gives per-operator times; ``auto``
+    (default): python where the target has Python, else native (a phone).
 ``binary``
-    Run a native LiteRT tool instead of benchlab's runner (the way to measure on a phone):
-    ``benchmark_model``, or ``litert-benchmark`` (the CompiledModel benchmark ai-edge-litert
-    installs; told apart by its name). A host path is pushed to the target; a path on the
+    Run a native LiteRT tool instead of benchlab's runner: ``benchmark_model``, or
+    ``litert-benchmark`` (the CompiledModel benchmark ai-edge-litert installs; told apart by
+    its name). A host path is pushed to the target; a path on the
     target is used as is. ``flags`` adds the tool's own flags, space-separated
     (``flags=--use_gpu=true``).
 
@@ -24,18 +29,26 @@ The adapter never imports LiteRT; :mod:`benchlab.frameworks.tflite.backend` does
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from benchlab.frameworks.base import (
     Invocation,
     JobContext,
+    KeptFiles,
     RunnerFramework,
+    Staging,
     Unsupported,
     runner_invocation,
     spec_command_invocations,
 )
-from benchlab.frameworks.common import file_keys_with_suffix, key_precision, select_file_key
+from benchlab.frameworks.common import (
+    file_keys_with_suffix,
+    is_generative,
+    key_precision,
+    select_file_key,
+)
 from benchlab.frameworks.native import benchmark_model_argv, parse_benchmark_model
 from benchlab.frameworks.options import (
     FILE,
@@ -49,8 +62,19 @@ from benchlab.frameworks.native.litert_benchmark import (
     litert_benchmark_argv,
     parse_litert_benchmark,
 )
+from benchlab.frameworks.native.own_runners import RUNNERS
+from benchlab.frameworks.tflite.native import (
+    is_native_output,
+    kept_native_files,
+    native_invocation,
+    parse_native_output,
+    stage_native_files,
+    uses_native_runner,
+    why_not_native,
+)
 from benchlab.protocol.lines import ParsedOutput
 from benchlab.spec.types import FrameworkConfig, ModelDef
+from benchlab.targets.base import CommandResult
 
 __all__ = [
     "FP32_KEY",
@@ -133,6 +157,10 @@ class TfliteFramework(RunnerFramework):
         precision_option(PRECISIONS, f"which .tflite file: fp32, or int8 (the {INT8_KEY!r} "
                          "file, which must exist)"),
         FILE,
+        FrameworkOption("runner", str, "python: the Python binding; native: benchlab's C "
+                        "runner over the TFLite C API of LiteRT-LM's library, built for the "
+                        "target's CPU; auto: python where the target has Python, else native",
+                        default="auto", choices=RUNNERS),
         *NATIVE_TOOL_OPTIONS,
     )
 
@@ -156,6 +184,8 @@ class TfliteFramework(RunnerFramework):
             return spec_command_invocations(ctx)
         options = ctx.config.options
         key, path = self.chosen_file(ctx, select_tflite_file)
+        if uses_native_runner(ctx.python, options):
+            return [native_invocation(self, ctx, path, _precision_of(key, options))]
         binary = self.native_binary(ctx)
         if binary is not None:
             test = ctx.test
@@ -172,3 +202,38 @@ class TfliteFramework(RunnerFramework):
         runner_options = {**options, "precision": _precision_of(key, options)}
         return [runner_invocation(ctx, backend=self.backend, model_path=path,
                                   options=runner_options)]
+
+    def device_files(self, staging: Staging) -> dict[str, Path]:
+        """With benchlab's runner: the runner for the target's CPU, the library it loads and
+        the reference's inputs (:func:`stage_native_files`)."""
+        return stage_native_files(staging)
+
+    def runs_native_runner(self, python: str, options: Mapping[str, Any]) -> bool:
+        """``runner=native``, or ``auto`` where the target has no Python."""
+        return uses_native_runner(python, options)
+
+    def kept_files(self, staging: Staging) -> KeptFiles | None:
+        """On a phone: benchlab's runner bundled with its library and glibc, kept there
+        between jobs (:func:`kept_native_files`)."""
+        return kept_native_files(staging)
+
+    def why_not_without_python(self, model: ModelDef,
+                               options: Mapping[str, Any]) -> str | None:
+        """Forward passes run through benchlab's runner (or a given ``benchmark_model``);
+        ``runner=python`` and options the runner cannot honour need the target's Python."""
+        if options.get("binary"):
+            return None
+        if str(options.get("runner", "auto")) == "python":
+            return ("tflite: runner=python runs the Python binding, and the target has no "
+                    "Python (runner=auto or native runs benchlab's runner)")
+        if why := why_not_native(options):
+            return f"{why}; and the target has no Python"
+        if is_generative(model):  # LiteRT generates in no runner of benchlab's
+            return super().why_not_without_python(model, options)
+        return None
+
+    def parse(self, results: Sequence[CommandResult]) -> ParsedOutput:
+        """benchlab's native runner's lines and files; else as any runner framework."""
+        if is_native_output(results):
+            return parse_native_output(results)
+        return super().parse(results)

@@ -1,0 +1,100 @@
+"""benchlab's LiteRT runner for a CPU, built over the TensorFlow Lite C API of LiteRT-LM's
+library.
+
+No wheel benchlab installs carries a TFLite C library: ``ai-edge-litert``'s ``libLiteRt.so``
+exports the LiteRT C API only, with no headers anywhere. The ``litert-lm-api`` wheel (LiteRT's
+LLM runtime) does: its ``litert_lm/liblitert-lm.so``, for x86-64 and aarch64 glibc, exports
+TFLite's C API (``TfLiteInterpreterCreate``...) with the XNNPACK delegate, and needs only
+glibc. It is a different build from the host's Python LiteRT (TFLite 2.23 inside LiteRT-LM,
+not ``ai-edge-litert``'s): each result names the library that ran. The library is large
+(126 MiB on x86-64, 127 MiB on aarch64), as it carries LiteRT-LM's own code too: a phone
+keeps it by content, pushed once.
+
+TFLite's C API headers come from Debian's ``libtensorflow-lite-dev`` (2.14, Debian unstable
+"sid"; Debian 12 has none), fetched once (:func:`~benchlab.devicetools.debian.
+debian_headers`); the functions they lack (the XNNPACK delegate, signatures) are declared in
+``litert_runner.c``. TFLite's C API is ABI-stable: the 2.14 declarations serve 2.23's library.
+
+The key of a build: the wheel's version and hash, the headers' package version, the
+architecture, the flags, the compiler's version and the runner's source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from benchlab.devicetools.cache import BuildCache, BuiltTools, entry_key
+from benchlab.devicetools.compile import CRunnerRecipe, build_c_runner, runner_source
+from benchlab.devicetools.debian import DEBIAN_ARCHIVE, debian_headers
+from benchlab.devicetools.toolchain import find_toolchain
+from benchlab.devicetools.wheels import runtime_wheel
+from benchlab.spec.artifacts import sha256_of
+
+__all__ = ["HEADER_PACKAGE", "LITERT_LIBRARY", "LITERT_LM_VERSION", "LITERT_RUNNER",
+           "build_litert_runner", "litert_header", "litert_runner_tool"]
+
+#: The runner's program name on a device.
+LITERT_RUNNER = "benchlab-litert-runner"
+#: The litert-lm-api release whose library the runner loads.
+LITERT_LM_VERSION = "0.18.1"
+#: The library as the wheel names it (no soname: the runner's NEEDED entry names the file).
+LITERT_LIBRARY = "liblitert-lm.so"
+#: The Debian package with TFLite's C API headers, and the suite that has it.
+HEADER_PACKAGE, HEADER_SUITE = "libtensorflow-lite-dev", "sid"
+#: The wheel's platform tags: glibc 2.27, not the 2.28 of the other runtimes' wheels.
+PLATFORMS = {"x86_64": "manylinux_2_27_x86_64", "aarch64": "manylinux_2_27_aarch64"}
+FLAGS = ("-O2", "-std=c11", "-D_POSIX_C_SOURCE=200809L")
+_SOURCE = "litert_runner.c"
+#: Bump when the way benchlab builds changes, so old entries are not reused.
+_BUILDER = 1
+
+
+def litert_runner_tool(tflite_version: str) -> str:
+    """What a result records as its tool: benchlab's runner, never benchmark_model, and the
+    library that ran."""
+    return (f"{LITERT_RUNNER} (TensorFlow Lite {tflite_version} C API of litert-lm-api "
+            f"{LITERT_LM_VERSION}'s {LITERT_LIBRARY})")
+
+
+def litert_header(root: Path, *, archive: str = DEBIAN_ARCHIVE,
+                  progress: Callable[[str], None] = lambda text: None) -> tuple[Path, str]:
+    """The include folder with TFLite's C API headers (fetched once into ``root/sources``)
+    and the Debian package version they came from."""
+    folder = root / "sources" / f"tflite-headers-{HEADER_SUITE}"
+    package = debian_headers(folder, HEADER_PACKAGE, HEADER_SUITE, subdir="tensorflow",
+                             into="tensorflow", marker="lite/core/c/c_api.h",
+                             what="TensorFlow Lite's C API headers", archive=archive,
+                             progress=progress)
+    return folder / "include", package
+
+
+def build_litert_runner(architecture: str, cache_root: Path, *,
+                        progress: Callable[[str], None] = lambda text: None) -> BuiltTools:
+    """benchlab's LiteRT runner for ``architecture`` with the library it loads, from the
+    cache or built now. Its programs: :data:`LITERT_RUNNER` and :data:`LITERT_LIBRARY`.
+
+    Raises :class:`InfrastructureError` when no compiler for it is installed (naming the
+    package), the wheel or the headers cannot be fetched (naming the archive) or the build
+    fails (with the compiler's last lines); :class:`UsageError` for an architecture the
+    wheel has no library for.
+    """
+    toolchain = find_toolchain(architecture)  # before anything is downloaded
+    cache = BuildCache(Path(cache_root))
+    wheel, wheel_sha = runtime_wheel(
+        cache.root, "litert-lm-api", LITERT_LM_VERSION, architecture, platforms=PLATFORMS,
+        unsupported="litert-lm-api's wheel carries TFLite's C library", progress=progress)
+    include, header_package = litert_header(cache.root, progress=progress)
+    identity = {"builder": _BUILDER, "litert_lm_api": LITERT_LM_VERSION, "wheel": wheel_sha,
+                "header_package": header_package, "architecture": architecture,
+                "flags": list(FLAGS), "compiler": toolchain.version,
+                "runner": sha256_of(runner_source(_SOURCE))}
+    key = entry_key("litertrunner", architecture, identity)
+    recipe = CRunnerRecipe(
+        label=f"benchlab's LiteRT runner for {architecture}", source=_SOURCE,
+        program=LITERT_RUNNER, member=f"litert_lm/{LITERT_LIBRARY}", library=LITERT_LIBRARY,
+        flags=FLAGS, libs=("-lm",))
+    return cache.find_or_build(
+        key, architecture, (LITERT_RUNNER, LITERT_LIBRARY),
+        lambda: build_c_runner(cache, key, identity, toolchain, wheel, include, recipe,
+                               progress), progress)
