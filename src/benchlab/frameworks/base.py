@@ -73,6 +73,23 @@ class KeptFiles:
     label: str = ""
 
 
+class OwnRunner(Protocol):
+    """What a framework's own device runner does for its adapter (implemented by
+    :class:`~benchlab.frameworks.native.own_runners.CRunner`)."""
+
+    def uses(self, python: str, options: Mapping[str, Any]) -> bool:
+        """Whether a job with ``options`` on a target with Python ``python`` runs it."""
+        ...
+
+    def stage(self, staging: Staging) -> dict[str, Path]:
+        """The files to push beside the job."""
+        ...
+
+    def kept(self, staging: Staging) -> KeptFiles | None:
+        """The files a phone keeps between jobs."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class JobContext:
     """Everything a framework needs to build the commands of one repetition.
@@ -317,6 +334,10 @@ class RunnerFramework:
         module, distribution, extra = self.requires
         return distribution_availability(module, distribution, extra=extra)
 
+    #: benchlab's C runner for the framework (:class:`~benchlab.frameworks.native.
+    #: own_runners.CRunner`), which :meth:`device_files`, :meth:`runs_native_runner` and
+    #: :meth:`kept_files` ask; None when it has none.
+    own_runner: OwnRunner | None = None
     #: ``module:Class`` of the runner-side generative backend
     #: (:class:`benchlab.runner.generate.GenerativeBackend`); empty when there is none.
     generative_backend = ""
@@ -449,19 +470,22 @@ class RunnerFramework:
     def device_files(self, staging: Staging) -> dict[str, Path]:
         """Local files to push into the job's working directory before its first process,
         keyed ``native.NAME`` (the key its :class:`JobContext` finds the device path under).
-        None by default; a framework that builds its own tool for a device without Python
-        builds it here."""
-        return {}
+        With an :attr:`own_runner`, what it stages; else none. A framework that builds its own
+        tool for a device without Python builds it here."""
+        return {} if self.own_runner is None else self.own_runner.stage(staging)
 
     def runs_native_runner(self, python: str, options: Mapping[str, Any]) -> bool:
         """Whether a job with ``options`` on a target whose Python is ``python`` (``""``:
-        none) runs a runner benchlab builds for the device: ``runner=native`` by default."""
+        none) runs a runner benchlab builds for the device: as the :attr:`own_runner` says
+        (``runner=native``, or ``auto`` without Python), else ``runner=native``."""
+        if self.own_runner is not None:
+            return self.own_runner.uses(python, options)
         return options.get("runner") == "native"
 
     def kept_files(self, staging: Staging) -> KeptFiles | None:
         """Files the device keeps between jobs, pushed once by content (a runner bundled
-        with its libraries for a phone); None by default."""
-        return None
+        with its libraries for a phone): the :attr:`own_runner`'s; None by default."""
+        return None if self.own_runner is None else self.own_runner.kept(staging)
 
     def why_not_without_python(self, model: ModelDef,
                                options: Mapping[str, Any]) -> str | None:

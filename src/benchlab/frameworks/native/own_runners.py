@@ -18,27 +18,29 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from benchlab.devicetools.cache import BuiltTools
-from benchlab.devicetools.elf import architecture_of_abi
+from benchlab.devicetools.elf import architecture_of_abi, is_android_abi
 from benchlab.devicetools.glibcbundle import glibc_bundle
+from benchlab.devicetools.prepare import device_tools_dir
 from benchlab.errors import UsageError
-from benchlab.frameworks.base import KeptFiles
+from benchlab.frameworks.base import Invocation, JobContext, KeptFiles, RunnerFramework, Staging
 from benchlab.frameworks.native.common import SampleList
-from benchlab.frameworks.native.executor_runner import parse_executor_runner
+from benchlab.frameworks.native.executor_runner import executor_runner_argv, parse_executor_runner
 from benchlab.protocol.lines import ParsedOutput
 from benchlab.protocol.tensorfiles import read_tensors
 from benchlab.runner.accuracy import ERROR_METRICS, error_stats, load_reference, stack_sets
 from benchlab.schema.result import Metric
 from benchlab.targets.base import CommandResult
 
-__all__ = ["MANIFEST", "OUTPUTS", "RUNNERS", "RunnerOutput", "add_operator_rows",
+__all__ = ["MANIFEST", "OUTPUTS", "RUNNERS", "CRunner", "RunnerOutput", "add_operator_rows",
            "bundle_argv", "kept_bundle", "read_runner_output", "reference_input_files",
            "reference_sets", "runner_architecture", "runner_variant", "score_runner_outputs", "staged_inputs",
            "staged_runner", "wants_own_runner"]
@@ -246,3 +248,99 @@ def score_runner_outputs(files: Mapping[str, Path], samples: SampleList,
     details["reference_task"] = reference.task
     for metric, value in stats.items():
         samples.add("NET", metric, value, ERROR_METRICS[metric])
+
+
+@dataclass(frozen=True)
+class CRunner:
+    """One of benchlab's C runners over one library of a runtime's wheel (ONNX Runtime's,
+    LiteRT's): how a job stages it, keeps it on a phone and starts it, the same for each.
+    Its files are keyed by ``tag``: ``native.<tag>_runner`` and ``native.<tag>_library``
+    beside a job, ``kept.<tag>_bundle`` on a phone, ``native.<tag>_input.<i>`` the inputs."""
+
+    framework: str
+    program: str
+    library: str
+    #: ``build(architecture, cache_root, progress=...)``: the runner, from its cache.
+    build: Callable[..., BuiltTools]
+    tag: str
+    #: Whose library it loads, for the bundle's label ("ONNX Runtime 1.32.0's C library").
+    what: str
+    #: Why the runner cannot honour a job's options (None: it can).
+    why_not: Callable[[Mapping[str, Any]], str | None]
+    #: The file a profiled run writes in its working folder.
+    profile: str
+
+    @property
+    def bundle_key(self) -> str:
+        return f"kept.{self.tag}_bundle"
+
+    def uses(self, python: str, options: Mapping[str, Any]) -> bool:
+        """Whether a job runs this runner (:func:`wants_own_runner`)."""
+        return wants_own_runner(self.framework, python, options)
+
+    def refuse_unsupported(self, options: Mapping[str, Any]) -> None:
+        if why := self.why_not(options):
+            raise UsageError(why)
+
+    def stage(self, staging: Staging) -> dict[str, Path]:
+        """The runner built for the target's CPU and the library it loads (on a phone they
+        come in the kept bundle instead), and the reference's input sets as raw files;
+        nothing when the job does not run the runner."""
+        options = staging.config.options
+        if not self.uses(staging.python, options):
+            return {}
+        self.refuse_unsupported(options)
+        root = device_tools_dir(Path(staging.cache_root))
+        files: dict[str, Path] = {}
+        if not is_android_abi(staging.abi):
+            tools = self.build(runner_architecture(self.framework, staging.abi), root,
+                               progress=staging.progress)
+            files = {f"native.{self.tag}_runner": tools.program(self.program),
+                     f"native.{self.tag}_library": tools.program(self.library)}
+        reference = staging.local_files.get("files.reference")
+        if reference is not None:
+            files.update(reference_input_files(Path(reference), root, self.tag,
+                                               f"native.{self.tag}_input.", reference_sets))
+        return files
+
+    def kept(self, staging: Staging) -> KeptFiles | None:
+        """On an Android phone: the runner bundled with its library and glibc, kept there by
+        content between jobs; None elsewhere."""
+        options = staging.config.options
+        if not self.uses(staging.python, options) or not is_android_abi(staging.abi) \
+                or self.why_not(options):
+            return None  # stage says why the options cannot run
+        root = device_tools_dir(Path(staging.cache_root))
+        tools = self.build(runner_architecture(self.framework, staging.abi), root,
+                           progress=staging.progress)
+        return kept_bundle(tools, self.program, root, key=self.bundle_key, tag=self.tag,
+                           what=self.what)
+
+    def invocation(self, framework: RunnerFramework, ctx: JobContext, model_path: str, *,
+                   flags: Sequence[str], threads: Any, variant: str,
+                   before: Sequence[str] = ()) -> Invocation:
+        """The runner's command for one repetition: ``flags`` of its own, the staged inputs,
+        and on the first repetition its outputs (and its profile, with ``profile_ops``)
+        handed back; ``variant`` (a line) is echoed after it for the parser. ``threads``
+        unset or 0: the runtime's own choice."""
+        runner = staged_runner(self.framework, ctx.files, f"native.{self.tag}_runner",
+                               self.bundle_key, self.program)
+        self.refuse_unsupported(ctx.config.options)
+        extra = [f"--warmup={ctx.test.warmup}", *flags]
+        inputs, sets = staged_inputs(ctx.files, f"native.{self.tag}_input.")
+        extra += [f"--input={path}" for path in inputs]
+        if sets > 1:
+            extra.append(f"--input_sets={sets}")
+        pull: tuple[str, ...] = ()
+        if ctx.repetition == 0:
+            extra.append(f"--output_dir={ctx.workdir}")
+            pull = (MANIFEST, OUTPUTS)
+            if ctx.test.profile_ops:
+                extra.append(f"--profile_path={ctx.workdir}/{self.profile}")
+                pull += (self.profile,)
+        argv = executor_runner_argv(runner, model_path, iterations=max(ctx.test.iter, 1),
+                                    threads=int(threads) if threads else None, extra=extra)
+        argv = bundle_argv(ctx.files, self.bundle_key, argv)
+        return replace(framework.native_invocation(ctx, argv, before=before,
+                                                   after="echo " + shlex.quote(variant)),
+                       pull=pull)

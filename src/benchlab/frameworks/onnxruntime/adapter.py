@@ -10,19 +10,16 @@ target's CPU, bundled with glibc on a phone (:mod:`benchlab.frameworks.onnxrunti
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
+from benchlab.errors import UsageError
 from benchlab.frameworks.base import (
     Invocation,
     JobContext,
-    KeptFiles,
     RunnerFramework,
-    Staging,
     Unsupported,
     runner_invocation,
 )
-from benchlab.errors import UsageError
 from benchlab.frameworks.common import (
     DECODER_ONNX_INT8_KEY,
     DECODER_ONNX_KEY,
@@ -32,13 +29,11 @@ from benchlab.frameworks.common import (
 )
 from benchlab.frameworks.native import parse_perf_test, perf_test_argv
 from benchlab.frameworks.onnxruntime.native import (
+    C_RUNNER,
     RUNNERS,
     is_native_output,
-    kept_native_files,
     native_invocation,
     parse_native_output,
-    stage_native_files,
-    uses_native_runner,
     why_not_native,
 )
 from benchlab.frameworks.options import (
@@ -66,6 +61,7 @@ class OnnxRuntimeFramework(RunnerFramework):
     backend = "benchlab.frameworks.onnxruntime.backend:OnnxRuntimeBackend"
     requires = ("onnxruntime", "onnxruntime", None)
     native_tool = "onnxruntime_perf_test"
+    own_runner = C_RUNNER
     native_parser = staticmethod(parse_perf_test)
     # Two sessions with their own pools in one process run at about twice their solo
     # latency on 2 CPUs: the idle session's threads spin while the other runs. One global
@@ -126,7 +122,7 @@ class OnnxRuntimeFramework(RunnerFramework):
         key, why = _file_key(ctx.spec.model, ctx.config.options)
         if key is None:
             raise UsageError(why or "no .onnx file")
-        if uses_native_runner(ctx.python, ctx.config.options):
+        if C_RUNNER.uses(ctx.python, ctx.config.options):
             precision = "int8" if key == INT8_KEY else str(
                 ctx.config.options.get("precision", "fp32"))
             return [native_invocation(self, ctx, ctx.files[f"files.{key}"], precision)]
@@ -146,20 +142,6 @@ class OnnxRuntimeFramework(RunnerFramework):
         return [runner_invocation(ctx, backend=self.backend, model_path=ctx.files[f"files.{key}"],
                                   options={**ctx.config.options, "precision": precision},
                                   layer_reference=fp32)]
-
-    def device_files(self, staging: Staging) -> dict[str, Path]:
-        """With ``runner=native``: benchlab's runner for the target's CPU, the library it
-        loads and the reference's inputs (:func:`stage_native_files`)."""
-        return stage_native_files(staging)
-
-    def runs_native_runner(self, python: str, options: Mapping[str, Any]) -> bool:
-        """``runner=native``, or ``auto`` where the target has no Python."""
-        return uses_native_runner(python, options)
-
-    def kept_files(self, staging: Staging) -> KeptFiles | None:
-        """On a phone: benchlab's runner bundled with the C library and glibc, kept there
-        between jobs (:func:`kept_native_files`)."""
-        return kept_native_files(staging)
 
     def why_not_without_python(self, model: ModelDef,
                                options: Mapping[str, Any]) -> str | None:

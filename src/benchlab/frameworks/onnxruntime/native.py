@@ -28,9 +28,7 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,27 +39,14 @@ from benchlab.devicetools.ortrunner import (
     build_ort_runner,
     ort_runner_tool,
 )
-from benchlab.devicetools.elf import is_android_abi
-from benchlab.devicetools.prepare import device_tools_dir
-from benchlab.errors import UsageError
-from benchlab.frameworks.base import Invocation, JobContext, KeptFiles, RunnerFramework, Staging
-from benchlab.frameworks.native import executor_runner_argv
+from benchlab.frameworks.base import Invocation, JobContext, RunnerFramework
 from benchlab.frameworks.native.own_runners import (
-    MANIFEST,
-    OUTPUTS,
     RUNNERS,
+    CRunner,
     add_operator_rows,
-    bundle_argv,
-    kept_bundle,
     read_runner_output,
-    reference_input_files,
-    reference_sets,
-    runner_architecture,
     runner_variant,
     score_runner_outputs,
-    staged_inputs,
-    staged_runner,
-    wants_own_runner,
 )
 from benchlab.frameworks.native.perf_test import ort_profile_events, ort_profile_op_rows
 from benchlab.frameworks.onnxruntime.placement import CPU_PROVIDER, coverage_from_events
@@ -69,27 +54,14 @@ from benchlab.protocol.lines import ParsedOutput
 from benchlab.schema.result import DetailKey
 from benchlab.targets.base import CommandResult
 
-__all__ = ["BUNDLE_KEY", "RUNNERS", "is_native_output", "kept_native_files",
-           "native_invocation", "parse_native_output", "stage_native_files",
-           "uses_native_runner", "why_not_native"]
+__all__ = ["BUNDLE_KEY", "C_RUNNER", "RUNNERS", "is_native_output", "native_invocation",
+           "parse_native_output", "why_not_native"]
 
-RUNNER_KEY = "native.ort_runner"
-#: The device folder of the phone's bundle (runner, library, glibc), and ``KEY/NAME`` each
-#: file in it.
-BUNDLE_KEY = "kept.ort_bundle"
-LIBRARY_KEY = "native.ort_library"
-_INPUT_KEY = "native.ort_input."
 PROFILE = "benchlab.ort-profile.json"
 _BANNER = re.compile(r"^benchlab-ort-runner: ONNX Runtime (\S+) C library, API (\d+) header",
                      re.M)
 _VARIANT = "benchlab-ort-variant: "
 _INTRA = re.compile(r"^Setting intra_op_num_threads to (\d+)", re.M)
-
-
-def uses_native_runner(python: str, options: Mapping[str, Any]) -> bool:
-    """Whether a job runs benchlab's runner (:func:`~benchlab.frameworks.native.own_runners.
-    wants_own_runner`); where the target has Python, ``auto`` runs the Python binding."""
-    return wants_own_runner("onnxruntime", python, options)
 
 
 def why_not_native(options: Mapping[str, Any]) -> str | None:
@@ -109,75 +81,27 @@ def why_not_native(options: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _refuse_unsupported(options: Mapping[str, Any]) -> None:
-    if why := why_not_native(options):
-        raise UsageError(why)
-
-
-def stage_native_files(staging: Staging) -> dict[str, Path]:
-    """The runner built for the target's CPU (from the cache when built before), the
-    library it loads, and the reference's inputs as raw files; nothing when the job does not
-    run the runner."""
-    options = staging.config.options
-    if not uses_native_runner(staging.python, options):
-        return {}
-    _refuse_unsupported(options)
-    files: dict[str, Path] = {}
-    if not is_android_abi(staging.abi):
-        tools = build_ort_runner(runner_architecture("onnxruntime", staging.abi),
-                                 device_tools_dir(Path(staging.cache_root)),
-                                 progress=staging.progress)
-        files = {RUNNER_KEY: tools.program(ORT_RUNNER), LIBRARY_KEY: tools.program(ORT_LIBRARY)}
-    reference = staging.local_files.get("files.reference")
-    if reference is not None:
-        files.update(reference_input_files(
-            Path(reference), device_tools_dir(Path(staging.cache_root)), "ort", _INPUT_KEY,
-            reference_sets))
-    return files
-
-
-def kept_native_files(staging: Staging) -> KeptFiles | None:
-    """On an Android phone: the runner bundled with the C library and glibc's loader and
-    libraries, which the phone keeps by content between jobs; None elsewhere."""
-    options = staging.config.options
-    if not uses_native_runner(staging.python, options) or not is_android_abi(staging.abi) \
-            or why_not_native(options):
-        return None  # stage_native_files says why the options cannot run
-    root = device_tools_dir(Path(staging.cache_root))
-    tools = build_ort_runner(runner_architecture("onnxruntime", staging.abi), root,
-                             progress=staging.progress)
-    return kept_bundle(tools, ORT_RUNNER, root, key=BUNDLE_KEY, tag="ort",
-                       what=f"ONNX Runtime {ORT_VERSION}'s C library")
+#: benchlab's runner as a job stages, keeps and starts it.
+C_RUNNER = CRunner(framework="onnxruntime", program=ORT_RUNNER, library=ORT_LIBRARY,
+                   build=build_ort_runner, tag="ort",
+                   what=f"ONNX Runtime {ORT_VERSION}'s C library", why_not=why_not_native,
+                   profile=PROFILE)
+#: The device folder of the phone's bundle (runner, library, glibc), and ``KEY/NAME`` each
+#: file in it.
+BUNDLE_KEY = C_RUNNER.bundle_key
 
 
 def native_invocation(framework: RunnerFramework, ctx: JobContext, model_path: str,
                       precision: str) -> Invocation:
-    """The runner's command for one repetition; the first also hands back its outputs (and
-    ONNX Runtime's profile, with ``profile_ops``). ``precision``, which the runner cannot
-    tell from the file, is echoed after it for the parser."""
-    runner = staged_runner("onnxruntime", ctx.files, RUNNER_KEY, BUNDLE_KEY, ORT_RUNNER)
-    options, test = ctx.config.options, ctx.test
-    _refuse_unsupported(options)
-    extra = [f"--warmup={test.warmup}", "--graph_optimization_level="
-             f"{options.get('graph_optimization_level', 'all')}"]
-    inputs, sets = staged_inputs(ctx.files, _INPUT_KEY)
-    extra += [f"--input={path}" for path in inputs]
-    if sets > 1:
-        extra.append(f"--input_sets={sets}")
-    pull: tuple[str, ...] = ()
-    if ctx.repetition == 0:
-        extra.append(f"--output_dir={ctx.workdir}")
-        pull = (MANIFEST, OUTPUTS)
-        if test.profile_ops:
-            extra.append(f"--profile_path={ctx.workdir}/{PROFILE}")
-            pull += (PROFILE,)
-    threads = options.get("intra_op_threads", options.get("threads", test.threads))
-    # 0 or unset: ONNX Runtime's own choice, as the Python binding leaves it.
-    argv = executor_runner_argv(runner, model_path, iterations=max(test.iter, 1),
-                                threads=int(threads) if threads else None, extra=extra)
-    argv = bundle_argv(ctx.files, BUNDLE_KEY, argv)
-    echo = "echo " + shlex.quote(_VARIANT + json.dumps({"precision": precision}))
-    return replace(framework.native_invocation(ctx, argv, after=echo), pull=pull)
+    """The runner's command for one repetition (:meth:`CRunner.invocation`), with the graph
+    optimisation asked for; ``precision``, which the runner cannot tell from the file, is
+    echoed after it for the parser."""
+    options = ctx.config.options
+    threads = options.get("intra_op_threads", options.get("threads", ctx.test.threads))
+    return C_RUNNER.invocation(
+        framework, ctx, model_path, threads=threads,
+        flags=[f"--graph_optimization_level={options.get('graph_optimization_level', 'all')}"],
+        variant=_VARIANT + json.dumps({"precision": precision}))
 
 
 def is_native_output(results: Sequence[CommandResult]) -> bool:

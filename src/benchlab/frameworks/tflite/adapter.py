@@ -30,15 +30,12 @@ The adapter never imports LiteRT; :mod:`benchlab.frameworks.tflite.backend` does
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from benchlab.frameworks.base import (
     Invocation,
     JobContext,
-    KeptFiles,
     RunnerFramework,
-    Staging,
     Unsupported,
     runner_invocation,
     spec_command_invocations,
@@ -50,6 +47,12 @@ from benchlab.frameworks.common import (
     select_file_key,
 )
 from benchlab.frameworks.native import benchmark_model_argv, parse_benchmark_model
+from benchlab.frameworks.native.litert_benchmark import (
+    is_litert_benchmark,
+    litert_benchmark_argv,
+    parse_litert_benchmark,
+)
+from benchlab.frameworks.native.own_runners import RUNNERS
 from benchlab.frameworks.options import (
     FILE,
     NATIVE_TOOL_OPTIONS,
@@ -57,19 +60,11 @@ from benchlab.frameworks.options import (
     FrameworkOption,
     precision_option,
 )
-from benchlab.frameworks.native.litert_benchmark import (
-    is_litert_benchmark,
-    litert_benchmark_argv,
-    parse_litert_benchmark,
-)
-from benchlab.frameworks.native.own_runners import RUNNERS
 from benchlab.frameworks.tflite.native import (
+    C_RUNNER,
     is_native_output,
-    kept_native_files,
     native_invocation,
     parse_native_output,
-    stage_native_files,
-    uses_native_runner,
     why_not_native,
 )
 from benchlab.protocol.lines import ParsedOutput
@@ -143,6 +138,7 @@ class TfliteFramework(RunnerFramework):
     backend = "benchlab.frameworks.tflite.backend:TfliteBackend"
     requires = ("ai_edge_litert", "ai-edge-litert", "tflite")
     native_tool = "benchmark_model"
+    own_runner = C_RUNNER
     native_parser = staticmethod(parse_native)
     runs_spec_commands = True
     # Measured 2026-11-25: litert-lm 0.18.1 (LiteRT's LLM runtime) installs from PyPI, but it
@@ -184,7 +180,7 @@ class TfliteFramework(RunnerFramework):
             return spec_command_invocations(ctx)
         options = ctx.config.options
         key, path = self.chosen_file(ctx, select_tflite_file)
-        if uses_native_runner(ctx.python, options):
+        if C_RUNNER.uses(ctx.python, options):
             return [native_invocation(self, ctx, path, _precision_of(key, options))]
         binary = self.native_binary(ctx)
         if binary is not None:
@@ -202,20 +198,6 @@ class TfliteFramework(RunnerFramework):
         runner_options = {**options, "precision": _precision_of(key, options)}
         return [runner_invocation(ctx, backend=self.backend, model_path=path,
                                   options=runner_options)]
-
-    def device_files(self, staging: Staging) -> dict[str, Path]:
-        """With benchlab's runner: the runner for the target's CPU, the library it loads and
-        the reference's inputs (:func:`stage_native_files`)."""
-        return stage_native_files(staging)
-
-    def runs_native_runner(self, python: str, options: Mapping[str, Any]) -> bool:
-        """``runner=native``, or ``auto`` where the target has no Python."""
-        return uses_native_runner(python, options)
-
-    def kept_files(self, staging: Staging) -> KeptFiles | None:
-        """On a phone: benchlab's runner bundled with its library and glibc, kept there
-        between jobs (:func:`kept_native_files`)."""
-        return kept_native_files(staging)
 
     def why_not_without_python(self, model: ModelDef,
                                options: Mapping[str, Any]) -> str | None:

@@ -26,11 +26,9 @@ import json
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from benchlab.devicetools.elf import is_android_abi
 from benchlab.devicetools.litertrunner import (
     LITERT_LIBRARY,
     LITERT_LM_VERSION,
@@ -38,39 +36,21 @@ from benchlab.devicetools.litertrunner import (
     build_litert_runner,
     litert_runner_tool,
 )
-from benchlab.devicetools.prepare import device_tools_dir
-from benchlab.errors import UsageError
-from benchlab.frameworks.base import Invocation, JobContext, KeptFiles, RunnerFramework, Staging
-from benchlab.frameworks.native import executor_runner_argv
+from benchlab.frameworks.base import Invocation, JobContext, RunnerFramework
 from benchlab.frameworks.native.own_runners import (
-    MANIFEST,
-    OUTPUTS,
+    CRunner,
     add_operator_rows,
-    bundle_argv,
-    kept_bundle,
     read_runner_output,
-    reference_input_files,
-    reference_sets,
-    runner_architecture,
     runner_variant,
     score_runner_outputs,
-    staged_inputs,
-    staged_runner,
-    wants_own_runner,
 )
 from benchlab.protocol.lines import ParsedOutput
 from benchlab.schema.result import DetailKey
 from benchlab.targets.base import CommandResult
 
-__all__ = ["BUNDLE_KEY", "LRCPC_MISSING", "NEEDS_LRCPC", "is_native_output", "kept_native_files", "native_invocation",
-           "parse_native_output", "profile_rows", "stage_native_files", "uses_native_runner",
-           "why_not_native"]
+__all__ = ["BUNDLE_KEY", "C_RUNNER", "LRCPC_MISSING", "NEEDS_LRCPC", "is_native_output",
+           "native_invocation", "parse_native_output", "profile_rows", "why_not_native"]
 
-RUNNER_KEY = "native.litert_runner"
-LIBRARY_KEY = "native.litert_library"
-#: The device folder of the phone's bundle (runner, library, glibc).
-BUNDLE_KEY = "kept.litert_bundle"
-_INPUT_KEY = "native.litert_input."
 PROFILE = "benchlab.litert-profile.tsv"
 _BANNER = re.compile(r"^benchlab-litert-runner: TensorFlow Lite (\S+) C API", re.M)
 _XNNPACK = re.compile(r"^XNNPACK delegate: (applied|off)", re.M)
@@ -88,12 +68,6 @@ NEEDS_LRCPC = ("if grep -q '^Features' /proc/cpuinfo && ! grep -qw lrcpc /proc/c
                f"then echo {shlex.quote(LRCPC_MISSING)} >&2; exit 1; fi")
 
 
-def uses_native_runner(python: str, options: Mapping[str, Any]) -> bool:
-    """Whether a job runs benchlab's runner (:func:`~benchlab.frameworks.native.own_runners.
-    wants_own_runner`); where the target has Python, ``auto`` runs the Python binding."""
-    return wants_own_runner("tflite", python, options)
-
-
 def why_not_native(options: Mapping[str, Any]) -> str | None:
     """Why the runner cannot honour ``options`` (None: it can)."""
     if options.get("binary") is not None:
@@ -104,75 +78,27 @@ def why_not_native(options: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _refuse_unsupported(options: Mapping[str, Any]) -> None:
-    if why := why_not_native(options):
-        raise UsageError(why)
-
-
-def stage_native_files(staging: Staging) -> dict[str, Path]:
-    """The runner built for the target's CPU (from the cache when built before), the
-    library it loads, and the reference's inputs as raw files; nothing when the job does not
-    run the runner. On a phone the runner and library come in the kept bundle instead."""
-    options = staging.config.options
-    if not uses_native_runner(staging.python, options):
-        return {}
-    _refuse_unsupported(options)
-    root = device_tools_dir(Path(staging.cache_root))
-    files: dict[str, Path] = {}
-    if not is_android_abi(staging.abi):
-        tools = build_litert_runner(runner_architecture("tflite", staging.abi), root,
-                                    progress=staging.progress)
-        files = {RUNNER_KEY: tools.program(LITERT_RUNNER),
-                 LIBRARY_KEY: tools.program(LITERT_LIBRARY)}
-    reference = staging.local_files.get("files.reference")
-    if reference is not None:
-        files.update(reference_input_files(Path(reference), root, "litert", _INPUT_KEY,
-                                           reference_sets))
-    return files
-
-
-def kept_native_files(staging: Staging) -> KeptFiles | None:
-    """On an Android phone: the runner bundled with LiteRT-LM's library and glibc, which the
-    phone keeps by content between jobs; None elsewhere."""
-    options = staging.config.options
-    if not uses_native_runner(staging.python, options) or not is_android_abi(staging.abi) \
-            or why_not_native(options):
-        return None  # stage_native_files says why the options cannot run
-    root = device_tools_dir(Path(staging.cache_root))
-    tools = build_litert_runner(runner_architecture("tflite", staging.abi), root,
-                                progress=staging.progress)
-    return kept_bundle(tools, LITERT_RUNNER, root, key=BUNDLE_KEY, tag="litert",
-                       what=f"litert-lm-api {LITERT_LM_VERSION}'s TFLite C library")
+#: benchlab's runner as a job stages, keeps and starts it.
+C_RUNNER = CRunner(framework="tflite", program=LITERT_RUNNER, library=LITERT_LIBRARY,
+                   build=build_litert_runner, tag="litert",
+                   what=f"litert-lm-api {LITERT_LM_VERSION}'s TFLite C library",
+                   why_not=why_not_native, profile=PROFILE)
+#: The device folder of the phone's bundle (runner, library, glibc).
+BUNDLE_KEY = C_RUNNER.bundle_key
 
 
 def native_invocation(framework: RunnerFramework, ctx: JobContext, model_path: str,
                       precision: str) -> Invocation:
-    """The runner's command for one repetition; the first also hands back its outputs (and
-    the per-operator profile, with ``profile_ops``)."""
-    runner = staged_runner("tflite", ctx.files, RUNNER_KEY, BUNDLE_KEY, LITERT_RUNNER)
-    options, test = ctx.config.options, ctx.test
-    _refuse_unsupported(options)
-    xnnpack = options.get("xnnpack", True)
-    extra = [f"--warmup={test.warmup}", f"--xnnpack={'true' if xnnpack else 'false'}"]
-    inputs, sets = staged_inputs(ctx.files, _INPUT_KEY)
-    extra += [f"--input={path}" for path in inputs]
-    if sets > 1:
-        extra.append(f"--input_sets={sets}")
-    pull: tuple[str, ...] = ()
-    if ctx.repetition == 0:
-        extra.append(f"--output_dir={ctx.workdir}")
-        pull = (MANIFEST, OUTPUTS)
-        if test.profile_ops:
-            extra.append(f"--profile_path={ctx.workdir}/{PROFILE}")
-            pull += (PROFILE,)
-    threads = options.get("threads", test.threads)
-    # Unset: TFLite's own default, as the Python backend leaves it.
-    argv = executor_runner_argv(runner, model_path, iterations=max(test.iter, 1),
-                                threads=int(threads) if threads else None, extra=extra)
-    argv = bundle_argv(ctx.files, BUNDLE_KEY, argv)
-    echo = "echo " + shlex.quote(_VARIANT + json.dumps({"precision": precision}))
-    return replace(framework.native_invocation(ctx, argv, before=[NEEDS_LRCPC], after=echo),
-                   pull=pull)
+    """The runner's command for one repetition (:meth:`CRunner.invocation`), with XNNPACK
+    or without, after the check that an ARM CPU has what the library runs
+    (:data:`NEEDS_LRCPC`). Threads unset: TFLite's own default, as the Python backend
+    leaves it."""
+    options = ctx.config.options
+    xnnpack = "true" if options.get("xnnpack", True) else "false"
+    return C_RUNNER.invocation(
+        framework, ctx, model_path, flags=[f"--xnnpack={xnnpack}"],
+        threads=options.get("threads", ctx.test.threads), before=[NEEDS_LRCPC],
+        variant=_VARIANT + json.dumps({"precision": precision}))
 
 
 def is_native_output(results: Sequence[CommandResult]) -> bool:
