@@ -171,7 +171,3 @@ def test_runner_option_is_declared_and_refuses_what_it_cannot_run(tmp_path: Path
     model = bare.spec.model
     assert fw.why_not_without_python(model, {}) is None
     assert "runner=python" in str(fw.why_not_without_python(model, {"runner": "python"}))
-    # A bare configuration beside a configured one asks for the defaults too; twice, once.
-    native = FrameworkConfig("tflite", {"runner": "native"})
-    assert fw.configurations(model, [FrameworkConfig("tflite", {}), native, native]) == [
-        FrameworkConfig("tflite", {}), native]

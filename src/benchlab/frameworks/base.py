@@ -170,8 +170,7 @@ class Framework(Protocol):
         """The configurations to measure ``model`` with, or why it cannot be run.
 
         ``requested`` are this framework's entries from the spec or command line; when empty,
-        the framework picks its defaults for the model. An option-less entry beside
-        configured ones asks for the defaults as well.
+        the framework picks its defaults for the model.
         """
         ...
 
@@ -404,34 +403,21 @@ class RunnerFramework:
         self, model: ModelDef, requested: Sequence[FrameworkConfig]
     ) -> list[FrameworkConfig] | Unsupported:
         """``requested``, or the framework's defaults for ``model`` (:meth:`defaults`), when
-        :meth:`why_not` finds nothing against any of them; else the first reason. An
-        option-less configuration among ``requested`` stands for the defaults (asked for
-        beside configured ones), and a configuration asked twice runs once. A text generator
-        gets one plain configuration by default, judged by :meth:`why_not_generative`."""
+        :meth:`why_not` finds nothing against any of them; else the first reason. A text
+        generator gets one plain configuration by default, judged by
+        :meth:`why_not_generative`."""
         if is_generative(model):
             configs = list(requested) or self.generative_defaults(model)
             reason = next(filter(None, (self.why_not_generative(model, c.options)
                                         for c in configs)), None)
             return Unsupported(reason) if reason else configs
-        configs = self._with_defaults(model, requested)
+        configs = list(requested) or self.defaults(model)
         if isinstance(configs, Unsupported):
             return configs
         for config in configs:
             reason = self.why_not(model, config.options)
             if reason:
                 return Unsupported(reason)
-        return configs
-
-    def _with_defaults(self, model: ModelDef, requested: Sequence[FrameworkConfig],
-                       ) -> list[FrameworkConfig] | Unsupported:
-        if not requested:
-            return self.defaults(model)
-        configs: list[FrameworkConfig] = []
-        for config in requested:
-            expanded = [config] if config.options else self.defaults(model)
-            if isinstance(expanded, Unsupported):
-                return expanded
-            configs += [c for c in expanded if all(c.options != have.options for have in configs)]
         return configs
 
     def defaults(self, model: ModelDef) -> list[FrameworkConfig] | Unsupported:

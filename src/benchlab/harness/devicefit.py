@@ -1,9 +1,9 @@
 """What can run on a target without Python (a phone), decided before anything is exported.
 
 A phone runs only native programs: the runners benchlab builds for it (llama.cpp's for text
-generators, ExecuTorch's and ONNX Runtime's for forward passes) and a user's own tool
-(``binary=``). Every other framework × model is one "not run" line with its reason, said by the framework
-(``why_not_without_python``), never a failed job; and a run whose every device lacks Python
+generators, ExecuTorch's, ONNX Runtime's and LiteRT's for forward passes) and a user's own
+tool (``binary=``). Every other framework × model is one "not run" line with its reason,
+said by the framework (``why_not_without_python``), never a failed job; and a run whose every device lacks Python
 exports only the formats those runners read (:func:`export_readers`).
 """
 
@@ -40,7 +40,7 @@ def export_readers(targets: Sequence[Target], configs: Sequence[FrameworkConfig]
 
     With frameworks named, theirs; where every target lacks Python, per model only the
     frameworks that run it there (a text generator's GGUF files for llama.cpp's runner, a
-    network's ``.pte`` and ``.onnx`` files for ExecuTorch's and ONNX Runtime's), so a phone
+    network's ``.pte``, ``.onnx`` and ``.tflite`` files for the other runners), so a phone
     gets no format it cannot read.
     """
     named = [config.name for config in configs] or None

@@ -29,7 +29,7 @@ from benchlab.harness.overrides import TestOverrides
 from benchlab.schema.scenario import Scenario
 from benchlab.store import ResultStore, RunRecord
 from benchlab.harness.sweep import Sweep
-from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, TestCase
+from benchlab.spec.types import BenchmarkSpec, FrameworkConfig, ModelDef, TestCase
 from benchlab.targets.base import Target
 from benchlab.targets.reboot import Rebootable, RebootPolicy, Rebooter
 
@@ -210,7 +210,7 @@ def _requested_configs(
     whether the user or the spec named them (false: every installed framework, by default).
     A bare name beside configured ones of the same framework (``-f tflite -f
     tflite:runner=native``) stays in the list, option-less: its defaults run too
-    (:meth:`~benchlab.frameworks.base.RunnerFramework.configurations`)."""
+    (:func:`_configurations`)."""
     chosen: dict[str, list[FrameworkConfig]] = {}
     source = list(frameworks) if frameworks else list(spec.frameworks)
     if source:
@@ -225,6 +225,21 @@ def _requested_configs(
     if any(test.commands for test in spec.tests):
         return {_command_framework(spec.model.format): []}, True
     return {name: [] for name in available_names(FRAMEWORK_GROUP) if name != "generic"}, False
+
+
+def _configurations(adapter: Framework, model: ModelDef,
+                    requested: Sequence[FrameworkConfig]) -> list[FrameworkConfig] | Unsupported:
+    """The framework's configurations for ``requested``; an option-less one among configured
+    ones stands for the defaults, which run beside them (a configuration the defaults hold
+    already runs once). Where the defaults cannot run, the configured ones still do."""
+    configured = [c for c in requested if c.options]
+    if len(configured) == len(requested):
+        return adapter.configurations(model, requested)
+    asked = adapter.configurations(model, configured)
+    defaults = adapter.configurations(model, [])
+    if isinstance(asked, Unsupported) or isinstance(defaults, Unsupported):
+        return asked if isinstance(asked, Unsupported) else asked or defaults
+    return defaults + [c for c in asked if all(c.options != d.options for d in defaults)]
 
 
 def plan(
@@ -297,7 +312,7 @@ def plan(
                 if not fits:
                     continue
                 requested = [c for c in requested if c in fits]
-            configs = adapter.configurations(spec.model, requested)
+            configs = _configurations(adapter, spec.model, requested)
             if isinstance(configs, Unsupported):
                 skipped.append(skip(configs.reason))
                 continue
