@@ -348,7 +348,8 @@ static int append_outputs(const Tensors* t, long set, FILE* data, char* manifest
     *used += (size_t)snprintf(manifest + *used, room - *used,
                               "%s{\"name\": \"%soutput%zu\", \"dtype\": \"%s\", \"shape\": [%s], "
                               "\"file\": \"outputs.bin\", \"offset\": %zu}",
-                              *used > 14 ? ", " : "", prefix, i, dtype, sizes, *offset);
+                              manifest[*used - 1] == '[' ? "" : ", ", prefix, i, dtype,
+                              sizes, *offset);
     *offset += bytes;
   }
   return 1;

@@ -42,8 +42,8 @@ from benchlab.targets.base import CommandResult
 
 __all__ = ["MANIFEST", "OUTPUTS", "RUNNERS", "CRunner", "RunnerOutput", "add_operator_rows",
            "bundle_argv", "kept_bundle", "read_runner_output", "reference_input_files",
-           "reference_sets", "runner_architecture", "runner_variant", "score_runner_outputs", "staged_inputs",
-           "staged_runner", "wants_own_runner"]
+           "reference_sets", "runner_architecture", "runner_variant", "score_runner_outputs",
+           "staged_inputs", "staged_runner", "wants_own_runner"]
 
 #: A framework's ``runner=`` choices where benchlab has its own runner for it.
 RUNNERS = ("auto", "python", "native")
@@ -279,8 +279,19 @@ class CRunner:
         return wants_own_runner(self.framework, python, options)
 
     def refuse_unsupported(self, options: Mapping[str, Any]) -> None:
+        """A :class:`UsageError` saying why the runner cannot honour ``options``."""
         if why := self.why_not(options):
             raise UsageError(why)
+
+    def why_not_without_python(self, options: Mapping[str, Any]) -> str | None:
+        """Why a forward pass with ``options`` needs the target's Python (None: this runner
+        runs it there): ``runner=python``, or an option the runner cannot honour."""
+        if str(options.get("runner", "auto")) == "python":
+            return (f"{self.framework}: runner=python runs the Python binding, and the target "
+                    "has no Python (runner=auto or native runs benchlab's runner)")
+        if why := self.why_not(options):
+            return f"{why}; and the target has no Python"
+        return None
 
     def stage(self, staging: Staging) -> dict[str, Path]:
         """The runner built for the target's CPU and the library it loads (on a phone they

@@ -34,7 +34,6 @@ from benchlab.frameworks.onnxruntime.native import (
     is_native_output,
     native_invocation,
     parse_native_output,
-    why_not_native,
 )
 from benchlab.frameworks.options import (
     FILE,
@@ -153,12 +152,7 @@ class OnnxRuntimeFramework(RunnerFramework):
         if is_generative(model):
             return ("onnxruntime generates text in benchlab's Python runner only (benchlab's "
                     "ONNX Runtime runner runs forward passes), and the target has no Python")
-        if str(options.get("runner", "auto")) == "python":
-            return ("onnxruntime: runner=python runs the Python binding, and the target has "
-                    "no Python (runner=auto or native runs benchlab's runner)")
-        if why := why_not_native(options):
-            return f"{why}; and the target has no Python"
-        return None
+        return C_RUNNER.why_not_without_python(options)
 
     def parse(self, results: Sequence[CommandResult]) -> ParsedOutput:
         """benchlab's native runner's lines and files; else as any runner framework."""

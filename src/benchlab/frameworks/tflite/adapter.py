@@ -65,7 +65,6 @@ from benchlab.frameworks.tflite.native import (
     is_native_output,
     native_invocation,
     parse_native_output,
-    why_not_native,
 )
 from benchlab.protocol.lines import ParsedOutput
 from benchlab.spec.types import FrameworkConfig, ModelDef
@@ -205,11 +204,8 @@ class TfliteFramework(RunnerFramework):
         ``runner=python`` and options the runner cannot honour need the target's Python."""
         if options.get("binary"):
             return None
-        if str(options.get("runner", "auto")) == "python":
-            return ("tflite: runner=python runs the Python binding, and the target has no "
-                    "Python (runner=auto or native runs benchlab's runner)")
-        if why := why_not_native(options):
-            return f"{why}; and the target has no Python"
+        if why := C_RUNNER.why_not_without_python(options):
+            return why
         if is_generative(model):  # LiteRT generates in no runner of benchlab's
             return super().why_not_without_python(model, options)
         return None
