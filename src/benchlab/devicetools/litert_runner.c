@@ -46,14 +46,12 @@
 #include <tensorflow/lite/core/c/c_api_experimental.h>
 #include <tensorflow/lite/profiling/telemetry/c/profiler.h>
 
+#define RUNNER_NAME "benchlab-litert-runner"
+#include "runner_common.h"
+
 #include <ctype.h>
 #include <math.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 
 #define MAX_TENSORS 64
 #define MAX_EVENTS 65536
@@ -85,30 +83,6 @@ typedef struct {
   unsigned char rest[1020];
 } XnnpackOptions;
 XnnpackOptions TfLiteXNNPackDelegateOptionsDefault(void);
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int usage(const char* why, const char* arg) {
-  fprintf(stderr, "benchlab-litert-runner: %s%s\n", why, arg ? arg : "");
-  return 2;
-}
-
-static const char* flag(const char* arg, const char* name) {
-  size_t n = strlen(name);
-  return strncmp(arg, name, n) == 0 && arg[n] == '=' ? arg + n + 1 : NULL;
-}
-
-static int count(const char* text, long lowest, long* out) {
-  char* end = NULL;
-  long value = strtol(text, &end, 10);
-  if (*text == '\0' || *end != '\0' || value < lowest) return 0;
-  *out = value;
-  return 1;
-}
 
 /* numpy's name of an element type; NULL for one the tensor files do not carry. */
 static const char* dtype_name(TfLiteType type) {
@@ -314,8 +288,7 @@ static int load_set(const Tensors* t, const Input* in, long set) {
 }
 
 /* One set's outputs appended to `data` (dequantized where quantized) and to the manifest. */
-static int append_outputs(const Tensors* t, long set, FILE* data, char* manifest, size_t room,
-                          size_t* used, size_t* offset) {
+static int append_outputs(const Tensors* t, long set, FILE* data, Manifest* manifest) {
   for (size_t i = 0; i < t->n_out; ++i) {
     const TfLiteTensor* tensor = t->out[i];
     size_t numel = numel_of(tensor), bytes = TfLiteTensorByteSize(tensor);
@@ -342,15 +315,9 @@ static int append_outputs(const Tensors* t, long set, FILE* data, char* manifest
     int ok = fwrite(values, 1, bytes, data) == bytes;
     free(dequantized);
     if (!ok) return 0;
-    char sizes[256], prefix[32] = "";
+    char sizes[256];
     dims_text(tensor, sizes, sizeof sizes);
-    if (set) snprintf(prefix, sizeof prefix, "set%ld.", set);
-    *used += (size_t)snprintf(manifest + *used, room - *used,
-                              "%s{\"name\": \"%soutput%zu\", \"dtype\": \"%s\", \"shape\": [%s], "
-                              "\"file\": \"outputs.bin\", \"offset\": %zu}",
-                              manifest[*used - 1] == '[' ? "" : ", ", prefix, i, dtype,
-                              sizes, *offset);
-    *offset += bytes;
+    manifest_add(manifest, set, i, dtype, sizes, bytes);
   }
   return 1;
 }
@@ -406,13 +373,8 @@ static void timed_op(struct TfLiteTelemetryProfilerStruct* p, const char* name, 
 }
 
 typedef struct {
-  const char* model_path;
-  const char* output_dir;
-  const char* profile_path;
-  long executions, warmup, threads, sets;
+  CommonOptions c;
   int xnnpack;
-  char* inputs[MAX_TENSORS];
-  size_t n_inputs;
 } Options;
 
 typedef struct {
@@ -424,17 +386,17 @@ typedef struct {
 
 static int open_session(const Options* opts, TfLiteTelemetryProfilerStruct* profiler,
                         Session* s) {
-  s->model = TfLiteModelCreateFromFile(opts->model_path);
+  s->model = TfLiteModelCreateFromFile(opts->c.model_path);
   if (!s->model) {
     fprintf(stderr, "TensorFlow Lite refused the model %s (not a .tflite flatbuffer it reads)\n",
-            opts->model_path);
+            opts->c.model_path);
     return 0;
   }
   s->options = TfLiteInterpreterOptionsCreate();
-  if (opts->threads > 0) TfLiteInterpreterOptionsSetNumThreads(s->options, (int32_t)opts->threads);
+  if (opts->c.threads > 0) TfLiteInterpreterOptionsSetNumThreads(s->options, (int32_t)opts->c.threads);
   if (opts->xnnpack) {
     XnnpackOptions xnn = TfLiteXNNPackDelegateOptionsDefault();
-    if (opts->threads > 0) xnn.num_threads = (int32_t)opts->threads;
+    if (opts->c.threads > 0) xnn.num_threads = (int32_t)opts->c.threads;
     s->delegate = TfLiteXNNPackDelegateCreate(&xnn);
     if (!s->delegate) {
       fprintf(stderr, "TensorFlow Lite could not create the XNNPACK delegate\n");
@@ -446,7 +408,7 @@ static int open_session(const Options* opts, TfLiteTelemetryProfilerStruct* prof
   s->interp = TfLiteInterpreterCreate(s->model, s->options);
   if (!s->interp || TfLiteInterpreterAllocateTensors(s->interp) != kTfLiteOk) {
     fprintf(stderr, "TensorFlow Lite refused the model %s (its operators or delegate did not "
-            "prepare)\n", opts->model_path);
+            "prepare)\n", opts->c.model_path);
     return 0;
   }
   return 1;
@@ -462,7 +424,7 @@ static void close_session(Session* s) {
 /* warmup + executions runs of set 0; each one's time printed when `say`. */
 static int run(TfLiteInterpreter* interp, const Options* opts, const Tensors* t,
                const Input* in, int say, OpEvents* events) {
-  const long total = opts->warmup + opts->executions;
+  const long total = opts->c.warmup + opts->c.executions;
   double timed = 0;
   for (long i = 1; i <= total; ++i) {
     if (events) events->current_run = i;
@@ -474,39 +436,23 @@ static int run(TfLiteInterpreter* interp, const Options* opts, const Tensors* t,
       return 0;
     }
     if (say) printf("Iteration %ld of %ld: %.6f ms\n", i, total, ms);
-    if (i > opts->warmup) timed += ms;
+    if (i > opts->c.warmup) timed += ms;
   }
-  if (say) printf("Model executed successfully %ld time(s) in %.6f ms.\n", opts->executions, timed);
+  if (say) printf("Model executed successfully %ld time(s) in %.6f ms.\n", opts->c.executions, timed);
   return 1;
 }
 
 static int write_outputs(TfLiteInterpreter* interp, const Options* opts, const Tensors* t,
                          const Input* in) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/outputs.bin", opts->output_dir);
-  FILE* data = fopen(path, "wb");
-  if (!data) {
-    fprintf(stderr, "cannot write %s\n", path);
-    return 0;
-  }
-  size_t room = 256 + (size_t)opts->sets * t->n_out * 512, used = 0, offset = 0;
-  char* manifest = malloc(room);
-  used += (size_t)snprintf(manifest, room, "{\"tensors\": [");
-  int ok = append_outputs(t, 0, data, manifest, room, &used, &offset);  /* the timed runs' */
-  for (long k = 1; ok && k < opts->sets; ++k) {  /* after timing: the timed runs see set 0 */
+  Manifest manifest;
+  FILE* data = open_outputs(opts->c.output_dir, &manifest, (size_t)opts->c.sets * t->n_out);
+  if (!data) return 0;
+  int ok = append_outputs(t, 0, data, &manifest);  /* the timed runs' */
+  for (long k = 1; ok && k < opts->c.sets; ++k) {  /* after timing: the timed runs see set 0 */
     ok = load_set(t, in, k) && TfLiteInterpreterInvoke(interp) == kTfLiteOk &&
-         append_outputs(t, k, data, manifest, room, &used, &offset);
+         append_outputs(t, k, data, &manifest);
   }
-  snprintf(manifest + used, room - used, "]}\n");
-  if (fclose(data) != 0) ok = 0;
-  /* The manifest last: a run cut short leaves data without a manifest, never the reverse. */
-  snprintf(path, sizeof path, "%s/outputs.json", opts->output_dir);
-  FILE* handle = ok ? fopen(path, "w") : NULL;
-  ok = handle && fputs(manifest, handle) >= 0;
-  if (handle && fclose(handle) != 0) ok = 0;
-  free(manifest);
-  if (!ok) fprintf(stderr, "could not write the outputs to %s\n", opts->output_dir);
-  return ok;
+  return close_outputs(opts->c.output_dir, data, &manifest, ok);
 }
 
 static int write_profile(const Options* opts, const Tensors* timed, const Input* in) {
@@ -525,7 +471,7 @@ static int write_profile(const Options* opts, const Tensors* timed, const Input*
   }
   events.n = 0;  /* what preparing the interpreter reported is not a run */
   int ok = run(s.interp, opts, &t, in, 0, &events);
-  FILE* out = ok ? fopen(opts->profile_path, "w") : NULL;
+  FILE* out = ok ? fopen(opts->c.profile_path, "w") : NULL;
   if (out) {
     fprintf(out, "# run\tkind\toperator\tnode\tsubgraph\tus\n");
     for (uint32_t i = 0; i < events.n; ++i) {
@@ -540,69 +486,44 @@ static int write_profile(const Options* opts, const Tensors* timed, const Input*
     ok = 0;
   }
   close_session(&s);
-  if (ok) printf("Profile written to file '%s'.\n", opts->profile_path);
-  else fprintf(stderr, "could not write TensorFlow Lite's profile to %s\n", opts->profile_path);
+  if (ok) printf("Profile written to file '%s'.\n", opts->c.profile_path);
+  else fprintf(stderr, "could not write TensorFlow Lite's profile to %s\n", opts->c.profile_path);
   return ok;
 }
 
-static int parse_args(int argc, char** argv, Options* opts) {
-  for (int i = 1; i < argc; ++i) {
-    const char* arg = argv[i];
-    const char* value;
-    if ((value = flag(arg, "--model_path"))) {
-      opts->model_path = value;
-    } else if ((value = flag(arg, "--output_dir"))) {
-      opts->output_dir = value;
-    } else if ((value = flag(arg, "--profile_path"))) {
-      opts->profile_path = value;
-    } else if ((value = flag(arg, "--input"))) {
-      if (opts->n_inputs == MAX_TENSORS) return usage("too many --input files", NULL);
-      opts->inputs[opts->n_inputs++] = (char*)value;
-    } else if ((value = flag(arg, "--num_executions"))) {
-      if (!count(value, 1, &opts->executions)) return usage("--num_executions takes a count >= 1", NULL);
-    } else if ((value = flag(arg, "--input_sets"))) {
-      if (!count(value, 1, &opts->sets)) return usage("--input_sets takes a count >= 1", NULL);
-    } else if ((value = flag(arg, "--warmup"))) {
-      if (!count(value, 0, &opts->warmup)) return usage("--warmup takes a count >= 0", NULL);
-    } else if ((value = flag(arg, "--cpu_threads"))) {
-      if (!count(value, 0, &opts->threads)) return usage("--cpu_threads takes a count", NULL);
-    } else if ((value = flag(arg, "--xnnpack"))) {
-      if (strcmp(value, "true") && strcmp(value, "false")) return usage("--xnnpack takes true or false", NULL);
-      opts->xnnpack = strcmp(value, "true") == 0;
-    } else {
-      return usage("unknown argument ", arg);
-    }
-  }
-  if (!opts->model_path) return usage("--model_path=PATH is required", NULL);
-  return 0;
+/* The flags of this runner alone (parse_command_line's `own`). */
+static int own_flag(const char* arg, void* data) {
+  Options* opts = data;
+  const char* value = flag(arg, "--xnnpack");
+  if (!value) return 0;
+  if (strcmp(value, "true") && strcmp(value, "false")) return usage("--xnnpack takes true or false", NULL);
+  opts->xnnpack = strcmp(value, "true") == 0;
+  return 1;
 }
 
 int main(int argc, char** argv) {
-  Options opts = {.executions = 1, .sets = 1, .xnnpack = 1};
-  int bad = parse_args(argc, argv, &opts);
+  Options opts = {.c = common_defaults(), .xnnpack = 1};
+  int bad = parse_command_line(argc, argv, &opts.c, own_flag, &opts);
   if (bad) return bad;
   printf("benchlab-litert-runner: TensorFlow Lite %s C API\n", TfLiteVersion());
   double started = now_ms();
   Session s = {0};
   if (!open_session(&opts, NULL, &s)) return 1;
-  printf("Model file %s is loaded.\n", opts.model_path);
+  printf("Model file %s is loaded.\n", opts.c.model_path);
   printf("Model loaded in %.3f ms.\n", now_ms() - started);
   printf("XNNPACK delegate: %s\n", opts.xnnpack ? "applied" : "off");
-  if (opts.threads > 0) printf("Setting num_threads to %ld\n", opts.threads);
+  if (opts.c.threads > 0) printf("Setting num_threads to %ld\n", opts.c.threads);
   Tensors t;
   Input in[MAX_TENSORS] = {{0}};
   if (!order_tensors(s.interp, &t) ||
-      !read_inputs(&t, opts.inputs, opts.n_inputs, opts.sets, in) ||
+      !read_inputs(&t, opts.c.inputs, opts.c.n_inputs, opts.c.sets, in) ||
       !run(s.interp, &opts, &t, in, 1, NULL)) {
     return 1;
   }
   printf("%zu outputs:\n", t.n_out);
-  if (opts.output_dir && !write_outputs(s.interp, &opts, &t, in)) return 1;
-  if (opts.profile_path && !write_profile(&opts, &t, in)) return 1;
-  struct rusage usage_now;
-  if (getrusage(RUSAGE_SELF, &usage_now) == 0) {
-    printf("Peak resident memory: %ld KiB\n", usage_now.ru_maxrss);
-  }
+  if (opts.c.output_dir && !write_outputs(s.interp, &opts, &t, in)) return 1;
+  if (opts.c.profile_path && !write_profile(&opts, &t, in)) return 1;
+  print_peak_memory();
   for (size_t i = 0; i < t.n_in; ++i) free(in[i].sets);
   close_session(&s);
   return 0;

@@ -24,12 +24,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from benchlab.devicetools.cache import BuildCache, BuiltTools, entry_key
-from benchlab.devicetools.compile import CRunnerRecipe, build_c_runner, runner_source
+from benchlab.devicetools.cache import BuiltTools
+from benchlab.devicetools.compile import CRunnerRecipe, find_or_build_c_runner
 from benchlab.devicetools.debian import DEBIAN_ARCHIVE, debian_headers
-from benchlab.devicetools.toolchain import find_toolchain
-from benchlab.devicetools.wheels import runtime_wheel
-from benchlab.spec.artifacts import sha256_of
 
 __all__ = ["HEADER_PACKAGE", "LITERT_LIBRARY", "LITERT_LM_VERSION", "LITERT_RUNNER",
            "build_litert_runner", "litert_header", "litert_runner_tool"]
@@ -72,29 +69,18 @@ def litert_header(root: Path, *, archive: str = DEBIAN_ARCHIVE,
 def build_litert_runner(architecture: str, cache_root: Path, *,
                         progress: Callable[[str], None] = lambda text: None) -> BuiltTools:
     """benchlab's LiteRT runner for ``architecture`` with the library it loads, from the
-    cache or built now. Its programs: :data:`LITERT_RUNNER` and :data:`LITERT_LIBRARY`.
-
-    Raises :class:`InfrastructureError` when no compiler for it is installed (naming the
-    package), the wheel or the headers cannot be fetched (naming the archive) or the build
-    fails (with the compiler's last lines); :class:`UsageError` for an architecture the
-    wheel has no library for.
-    """
-    toolchain = find_toolchain(architecture)  # before anything is downloaded
-    cache = BuildCache(Path(cache_root))
-    wheel, wheel_sha = runtime_wheel(
-        cache.root, "litert-lm-api", LITERT_LM_VERSION, architecture, platforms=PLATFORMS,
-        unsupported="litert-lm-api's wheel carries TFLite's C library", progress=progress)
-    include, header_package = litert_header(cache.root, progress=progress)
-    identity = {"builder": _BUILDER, "litert_lm_api": LITERT_LM_VERSION, "wheel": wheel_sha,
-                "header_package": header_package, "architecture": architecture,
-                "flags": list(FLAGS), "compiler": toolchain.version,
-                "runner": sha256_of(runner_source(_SOURCE))}
-    key = entry_key("litertrunner", architecture, identity)
+    cache or built now (:func:`~benchlab.devicetools.compile.find_or_build_c_runner`, which
+    says what it raises). Its programs: :data:`LITERT_RUNNER` and :data:`LITERT_LIBRARY`."""
     recipe = CRunnerRecipe(
-        label=f"benchlab's LiteRT runner for {architecture}", source=_SOURCE,
-        program=LITERT_RUNNER, member=f"litert_lm/{LITERT_LIBRARY}", library=LITERT_LIBRARY,
-        flags=FLAGS, libs=("-lm",))
-    return cache.find_or_build(
-        key, architecture, (LITERT_RUNNER, LITERT_LIBRARY),
-        lambda: build_c_runner(cache, key, identity, toolchain, wheel, include, recipe,
-                               progress), progress)
+        label="benchlab's LiteRT runner", name="litertrunner", source=_SOURCE,
+        program=LITERT_RUNNER, package="litert-lm-api", version=LITERT_LM_VERSION,
+        member=f"litert_lm/{LITERT_LIBRARY}", library=LITERT_LIBRARY, flags=FLAGS,
+        libs=("-lm",), platforms=PLATFORMS,
+        unsupported="litert-lm-api's wheel carries TFLite's C library")
+    return find_or_build_c_runner(recipe, architecture, cache_root, _header_facts,
+                                  builder=_BUILDER, progress=progress)
+
+
+def _header_facts(root: Path, progress: Callable[[str], None]) -> tuple[Path, dict[str, object]]:
+    include, package = litert_header(root, progress=progress)
+    return include, {"header_package": package}

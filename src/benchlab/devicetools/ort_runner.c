@@ -39,22 +39,14 @@
 
 #include <onnxruntime_c_api.h>
 
+#define RUNNER_NAME "benchlab-ort-runner"
+#include "runner_common.h"
+
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 
 #define MAX_INPUTS 64
 
 static const OrtApi* ort;
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* The status's message on stderr after `what`; true when there was an error. */
 static int failed(OrtStatus* status, const char* what) {
@@ -64,25 +56,6 @@ static int failed(OrtStatus* status, const char* what) {
   return 1;
 }
 
-static int usage(const char* why, const char* arg) {
-  fprintf(stderr, "benchlab-ort-runner: %s%s\n", why, arg ? arg : "");
-  return 2;
-}
-
-static const char* flag(const char* arg, const char* name) {
-  size_t n = strlen(name);
-  return strncmp(arg, name, n) == 0 && arg[n] == '=' ? arg + n + 1 : NULL;
-}
-
-static int count(const char* text, long lowest, long* out) {
-  char* end = NULL;
-  long value = strtol(text, &end, 10);
-  if (*text == '\0' || *end != '\0' || value < lowest) return 0;
-  *out = value;
-  return 1;
-}
-
-/* numpy's name and the byte size of an element type; NULL for one the files do not carry. */
 static const char* dtype_name(ONNXTensorElementDataType type, size_t* size) {
   switch (type) {
     case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT: *size = 4; return "float32";
@@ -184,24 +157,15 @@ static int make_inputs(OrtSession* session, OrtAllocator* alloc, OrtMemoryInfo* 
   return 1;
 }
 
-/* Every output back to back in DIR/outputs.bin and its manifest DIR/outputs.json, written
- * last: a run cut short leaves data without a manifest, never a manifest without data. */
+/* Every output back to back in DIR/outputs.bin and its manifest DIR/outputs.json. */
 static int write_outputs(const char* dir, char** names, OrtValue** outputs, size_t n_sets,
                          size_t n) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/outputs.bin", dir);
-  FILE* data = fopen(path, "wb");
-  if (!data) {
-    fprintf(stderr, "cannot write %s\n", path);
-    return 0;
-  }
-  size_t room = 256 + n_sets * n * 512, used = 0, offset = 0;
-  char* manifest = malloc(room);
-  used += (size_t)snprintf(manifest, room, "{\"tensors\": [");
-  for (size_t j = 0; j < n_sets * n; ++j) {
+  Manifest manifest;
+  FILE* data = open_outputs(dir, &manifest, n_sets * n);
+  if (!data) return 0;
+  int ok = 1;
+  for (size_t j = 0; ok && j < n_sets * n; ++j) {
     size_t set = j / n, i = j % n;
-    char prefix[32] = "";
-    if (set) snprintf(prefix, sizeof prefix, "set%zu.", set);
     OrtTensorTypeAndShapeInfo* info = NULL;
     ONNXTensorElementDataType type;
     size_t rank = 0, numel = 0, item = 0;
@@ -213,50 +177,29 @@ static int write_outputs(const char* dir, char** names, OrtValue** outputs, size
         failed(ort->GetDimensions(info, dims, rank), "output sizes") ||
         failed(ort->GetTensorShapeElementCount(info, &numel), "output size") ||
         failed(ort->GetTensorMutableData(outputs[j], &values), "output data")) {
-      fclose(data);
-      return 0;
+      ok = 0;
+      break;
     }
     ort->ReleaseTensorTypeAndShapeInfo(info);
     const char* dtype = dtype_name(type, &item);
     if (!dtype) {
       fprintf(stderr, "output %zu (%s) has an element type the tensor files do not carry\n", i,
               names[i]);
-      fclose(data);
-      return 0;
+      ok = 0;
+    } else if (fwrite(values, item, numel, data) != numel) {
+      ok = 0;
+    } else {
+      char sizes[256];
+      dims_text(dims, rank, sizes, sizeof sizes);
+      manifest_add(&manifest, (long)set, i, dtype, sizes, numel * item);
     }
-    if (fwrite(values, item, numel, data) != numel) {
-      fprintf(stderr, "cannot write %s\n", path);
-      fclose(data);
-      return 0;
-    }
-    char sizes[256];
-    dims_text(dims, rank, sizes, sizeof sizes);
-    /* ORT's output names may hold any character: the manifest names them output<i>, as the
-     * ExecuTorch runner does, in the graph's output order. */
-    used += (size_t)snprintf(manifest + used, room - used,
-                             "%s{\"name\": \"%soutput%zu\", \"dtype\": \"%s\", \"shape\": [%s], "
-                             "\"file\": \"outputs.bin\", \"offset\": %zu}",
-                             j ? ", " : "", prefix, i, dtype, sizes, offset);
-    offset += numel * item;
   }
-  snprintf(manifest + used, room - used, "]}\n");
-  if (fclose(data) != 0) return 0;
-  snprintf(path, sizeof path, "%s/outputs.json", dir);
-  FILE* handle = fopen(path, "w");
-  int ok = handle && fputs(manifest, handle) >= 0;
-  if (handle && fclose(handle) != 0) ok = 0;
-  free(manifest);
-  return ok;
+  return close_outputs(dir, data, &manifest, ok);
 }
 
 typedef struct {
-  const char* model_path;
-  const char* output_dir;
-  const char* profile_path;
-  long executions, warmup, threads, sets;
+  CommonOptions c;
   GraphOptimizationLevel level;
-  char* inputs[MAX_INPUTS];
-  size_t n_inputs;
 } Options;
 
 static OrtSession* open_session(OrtEnv* env, const Options* opts, const char* profile_prefix) {
@@ -264,15 +207,15 @@ static OrtSession* open_session(OrtEnv* env, const Options* opts, const char* pr
   OrtSession* session = NULL;
   if (failed(ort->CreateSessionOptions(&so), "session options") ||
       failed(ort->SetSessionGraphOptimizationLevel(so, opts->level), "optimization level") ||
-      (opts->threads > 0 &&
-       failed(ort->SetIntraOpNumThreads(so, (int)opts->threads), "intra-op threads")) ||
+      (opts->c.threads > 0 &&
+       failed(ort->SetIntraOpNumThreads(so, (int)opts->c.threads), "intra-op threads")) ||
       failed(ort->SetInterOpNumThreads(so, 1), "inter-op threads") ||
       (profile_prefix && failed(ort->EnableProfiling(so, profile_prefix), "profiling"))) {
     return NULL;
   }
   char what[4200];
-  snprintf(what, sizeof what, "ONNX Runtime refused the model %s", opts->model_path);
-  OrtStatus* status = ort->CreateSession(env, opts->model_path, so, &session);
+  snprintf(what, sizeof what, "ONNX Runtime refused the model %s", opts->c.model_path);
+  OrtStatus* status = ort->CreateSession(env, opts->c.model_path, so, &session);
   ort->ReleaseSessionOptions(so);
   return failed(status, what) ? NULL : session;
 }
@@ -286,7 +229,7 @@ static int run(OrtSession* session, const Options* opts, Input* in, size_t n_in,
     in_names[i] = in[i].name;
     in_values[i] = in[i].value;
   }
-  const long total = opts->warmup + opts->executions;
+  const long total = opts->c.warmup + opts->c.executions;
   double timed = 0;
   for (long i = 1; i <= total; ++i) {
     for (size_t k = 0; k < n_out; ++k) {
@@ -301,53 +244,32 @@ static int run(OrtSession* session, const Options* opts, Input* in, size_t n_in,
     snprintf(what, sizeof what, "run %ld of the model failed", i);
     if (failed(status, what)) return 0;
     if (say) printf("Iteration %ld of %ld: %.6f ms\n", i, total, ms);
-    if (i > opts->warmup) timed += ms;
+    if (i > opts->c.warmup) timed += ms;
   }
-  if (say) printf("Model executed successfully %ld time(s) in %.6f ms.\n", opts->executions, timed);
+  if (say) printf("Model executed successfully %ld time(s) in %.6f ms.\n", opts->c.executions, timed);
   return 1;
 }
 
-static int parse_args(int argc, char** argv, Options* opts) {
-  for (int i = 1; i < argc; ++i) {
-    const char* arg = argv[i];
-    const char* value;
-    if ((value = flag(arg, "--model_path"))) {
-      opts->model_path = value;
-    } else if ((value = flag(arg, "--output_dir"))) {
-      opts->output_dir = value;
-    } else if ((value = flag(arg, "--profile_path"))) {
-      opts->profile_path = value;
-    } else if ((value = flag(arg, "--input"))) {
-      if (opts->n_inputs == MAX_INPUTS) return usage("too many --input files", NULL);
-      opts->inputs[opts->n_inputs++] = (char*)value;
-    } else if ((value = flag(arg, "--num_executions"))) {
-      if (!count(value, 1, &opts->executions)) return usage("--num_executions takes a count >= 1", NULL);
-    } else if ((value = flag(arg, "--input_sets"))) {
-      if (!count(value, 1, &opts->sets)) return usage("--input_sets takes a count >= 1", NULL);
-    } else if ((value = flag(arg, "--warmup"))) {
-      if (!count(value, 0, &opts->warmup)) return usage("--warmup takes a count >= 0", NULL);
-    } else if ((value = flag(arg, "--cpu_threads"))) {
-      if (!count(value, 0, &opts->threads)) return usage("--cpu_threads takes a count", NULL);
-    } else if ((value = flag(arg, "--graph_optimization_level"))) {
-      static const char* names[] = {"disable", "basic", "extended", "all"};
-      static const GraphOptimizationLevel levels[] = {ORT_DISABLE_ALL, ORT_ENABLE_BASIC,
-                                                      ORT_ENABLE_EXTENDED, ORT_ENABLE_ALL};
-      int known = 0;
-      for (int k = 0; k < 4; ++k) {
-        if (strcmp(value, names[k]) == 0) opts->level = levels[k], known = 1;
-      }
-      if (!known) return usage("--graph_optimization_level takes disable, basic, extended or all", NULL);
-    } else {
-      return usage("unknown argument ", arg);
+/* The flags of this runner alone (parse_command_line's `own`). */
+static int own_flag(const char* arg, void* data) {
+  static const char* names[] = {"disable", "basic", "extended", "all"};
+  static const GraphOptimizationLevel levels[] = {ORT_DISABLE_ALL, ORT_ENABLE_BASIC,
+                                                  ORT_ENABLE_EXTENDED, ORT_ENABLE_ALL};
+  Options* opts = data;
+  const char* value = flag(arg, "--graph_optimization_level");
+  if (!value) return 0;
+  for (int k = 0; k < 4; ++k) {
+    if (strcmp(value, names[k]) == 0) {
+      opts->level = levels[k];
+      return 1;
     }
   }
-  if (!opts->model_path) return usage("--model_path=PATH is required", NULL);
-  return 0;
+  return usage("--graph_optimization_level takes disable, basic, extended or all", NULL);
 }
 
 int main(int argc, char** argv) {
-  Options opts = {.executions = 1, .sets = 1, .level = ORT_ENABLE_ALL};
-  int bad = parse_args(argc, argv, &opts);
+  Options opts = {.c = common_defaults(), .level = ORT_ENABLE_ALL};
+  int bad = parse_command_line(argc, argv, &opts.c, own_flag, &opts);
   if (bad) return bad;
   const OrtApiBase* base = OrtGetApiBase();
   ort = base->GetApi(ORT_API_VERSION);
@@ -369,28 +291,28 @@ int main(int argc, char** argv) {
   double started = now_ms();
   OrtSession* session = open_session(env, &opts, NULL);
   if (!session) return 1;
-  printf("Model file %s is loaded.\n", opts.model_path);
+  printf("Model file %s is loaded.\n", opts.c.model_path);
   printf("Model loaded in %.3f ms.\n", now_ms() - started);
-  if (opts.threads > 0) printf("Setting intra_op_num_threads to %ld\n", opts.threads);
+  if (opts.c.threads > 0) printf("Setting intra_op_num_threads to %ld\n", opts.c.threads);
 
   Input in[MAX_INPUTS] = {{0}};
   size_t n_in = 0, n_out = 0;
-  if (!make_inputs(session, alloc, memory, opts.inputs, opts.n_inputs, opts.sets, in, &n_in)) {
+  if (!make_inputs(session, alloc, memory, opts.c.inputs, opts.c.n_inputs, opts.c.sets, in, &n_in)) {
     return 1;
   }
   if (failed(ort->SessionGetOutputCount(session, &n_out), "cannot count the model's outputs")) return 1;
   char** out_names = calloc(n_out + 1, sizeof(char*));
   /* Every set's outputs, set after set: the timed runs fill the first set's. */
-  OrtValue** outputs = calloc((size_t)opts.sets * n_out + 1, sizeof(OrtValue*));
+  OrtValue** outputs = calloc((size_t)opts.c.sets * n_out + 1, sizeof(OrtValue*));
   for (size_t i = 0; i < n_out; ++i) {
     if (failed(ort->SessionGetOutputName(session, i, alloc, &out_names[i]), "output name")) return 1;
   }
   if (!run(session, &opts, in, n_in, out_names, n_out, outputs, 1)) return 1;
   printf("%zu outputs:\n", n_out);
-  if (opts.output_dir) {
+  if (opts.c.output_dir) {
     Options once = opts;
-    once.warmup = 0, once.executions = 1;
-    for (long k = 1; k < opts.sets; ++k) {  /* after timing: the timed runs see set 0 only */
+    once.c.warmup = 0, once.c.executions = 1;
+    for (long k = 1; k < opts.c.sets; ++k) {  /* after timing: the timed runs see set 0 only */
       for (size_t i = 0; i < n_in; ++i) {
         if (in[i].sets) memcpy(in[i].data, in[i].sets + (size_t)k * in[i].bytes, in[i].bytes);
       }
@@ -401,28 +323,25 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < n_in; ++i) {  /* the profiled session runs set 0, as timed */
       if (in[i].sets) memcpy(in[i].data, in[i].sets, in[i].bytes);
     }
-    if (!write_outputs(opts.output_dir, out_names, outputs, (size_t)opts.sets, n_out)) return 1;
+    if (!write_outputs(opts.c.output_dir, out_names, outputs, (size_t)opts.c.sets, n_out)) return 1;
   }
 
-  if (opts.profile_path) {
+  if (opts.c.profile_path) {
     /* ORT appends a timestamp to the prefix; the file is moved to the path asked for. */
-    OrtSession* profiled = open_session(env, &opts, opts.profile_path);
+    OrtSession* profiled = open_session(env, &opts, opts.c.profile_path);
     char* written = NULL;
     if (!profiled || !run(profiled, &opts, in, n_in, out_names, n_out, outputs, 0) ||
         failed(ort->SessionEndProfiling(profiled, alloc, &written), "ending the profile") ||
-        rename(written, opts.profile_path) != 0) {
-      fprintf(stderr, "could not write ONNX Runtime's profile to %s\n", opts.profile_path);
+        rename(written, opts.c.profile_path) != 0) {
+      fprintf(stderr, "could not write ONNX Runtime's profile to %s\n", opts.c.profile_path);
       return 1;
     }
     alloc->Free(alloc, written);
     ort->ReleaseSession(profiled);
-    printf("Profile written to file '%s'.\n", opts.profile_path);
+    printf("Profile written to file '%s'.\n", opts.c.profile_path);
   }
-  struct rusage usage_now;
-  if (getrusage(RUSAGE_SELF, &usage_now) == 0) {
-    printf("Peak resident memory: %ld KiB\n", usage_now.ru_maxrss);
-  }
-  for (size_t i = 0; i < (size_t)opts.sets * n_out; ++i) {
+  print_peak_memory();
+  for (size_t i = 0; i < (size_t)opts.c.sets * n_out; ++i) {
     if (outputs[i]) ort->ReleaseValue(outputs[i]);
   }
   for (size_t i = 0; i < n_out; ++i) alloc->Free(alloc, out_names[i]);

@@ -27,12 +27,9 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from benchlab.devicetools.cache import BuildCache, BuiltTools, entry_key
-from benchlab.devicetools.compile import CRunnerRecipe, build_c_runner, runner_source
+from benchlab.devicetools.cache import BuiltTools
+from benchlab.devicetools.compile import CRunnerRecipe, find_or_build_c_runner
 from benchlab.devicetools.debian import DEBIAN_ARCHIVE, debian_headers
-from benchlab.devicetools.toolchain import find_toolchain
-from benchlab.devicetools.wheels import runtime_wheel
-from benchlab.spec.artifacts import sha256_of
 from benchlab.errors import InfrastructureError
 
 __all__ = ["HEADER_PACKAGE", "ORT_LIBRARY", "ORT_RUNNER", "ORT_VERSION", "build_ort_runner",
@@ -82,29 +79,17 @@ def ort_header(root: Path, *, archive: str = DEBIAN_ARCHIVE,
 def build_ort_runner(architecture: str, cache_root: Path, *, version: str = ORT_VERSION,
                      progress: Callable[[str], None] = lambda text: None) -> BuiltTools:
     """benchlab's ONNX Runtime runner for ``architecture`` with the library it loads, from
-    the cache or built now. Its programs: :data:`ORT_RUNNER` and :data:`ORT_LIBRARY`.
-
-    Raises :class:`InfrastructureError` when no compiler for it is installed (naming the
-    package), the wheel or the header cannot be fetched (naming the archive) or the build
-    fails (with the compiler's last lines); :class:`UsageError` for an architecture the
-    wheel has no library for.
-    """
-    toolchain = find_toolchain(architecture)  # before anything is downloaded
-    cache = BuildCache(Path(cache_root))
-    wheel, wheel_sha = runtime_wheel(
-        cache.root, "onnxruntime", version, architecture,
-        unsupported="ONNX Runtime's wheel carries its C library", progress=progress)
-    include, header_package, api = ort_header(cache.root, progress=progress)
-    identity = {"builder": _BUILDER, "onnxruntime": version, "wheel": wheel_sha,
-                "header_package": header_package, "api": api, "architecture": architecture,
-                "flags": list(FLAGS), "compiler": toolchain.version,
-                "runner": sha256_of(runner_source(_SOURCE))}
-    key = entry_key("ortrunner", architecture, identity)
+    the cache or built now (:func:`~benchlab.devicetools.compile.find_or_build_c_runner`,
+    which says what it raises). Its programs: :data:`ORT_RUNNER` and :data:`ORT_LIBRARY`."""
     recipe = CRunnerRecipe(
-        label=f"benchlab's ONNX Runtime runner for {architecture}", source=_SOURCE,
-        program=ORT_RUNNER, member=f"onnxruntime/capi/libonnxruntime.so.{version}",
-        library=ORT_LIBRARY, flags=FLAGS)
-    return cache.find_or_build(
-        key, architecture, (ORT_RUNNER, ORT_LIBRARY),
-        lambda: build_c_runner(cache, key, identity, toolchain, wheel, include, recipe,
-                               progress), progress)
+        label="benchlab's ONNX Runtime runner", name="ortrunner", source=_SOURCE,
+        program=ORT_RUNNER, package="onnxruntime", version=version,
+        member=f"onnxruntime/capi/libonnxruntime.so.{version}", library=ORT_LIBRARY,
+        flags=FLAGS, unsupported="ONNX Runtime's wheel carries its C library")
+    return find_or_build_c_runner(recipe, architecture, cache_root, _header_facts,
+                                  builder=_BUILDER, progress=progress)
+
+
+def _header_facts(root: Path, progress: Callable[[str], None]) -> tuple[Path, dict[str, object]]:
+    include, package, api = ort_header(root, progress=progress)
+    return include, {"header_package": package, "api": api}
