@@ -394,8 +394,10 @@ def test_executorch_and_onnx_runtime_run_on_the_phone_without_python_through_the
                             for p in ("fp32", "int8")}
     (skip,) = results.skipped
     assert skip[0] == "mlp @ openvino" and "has no Python" in skip[1]
+    # What this phone's runners read: not LiteRT's .tflite, whose library the A53 cannot run
+    # (the A76 reads it: the LiteRT test below).
     assert sorted(export_readers([AdbTarget(phone.serial, server_port=server.port)], [])(
-        ZOO["mlp"])) == ["executorch", "onnxruntime", "tflite"]
+        ZOO["mlp"])) == ["executorch", "onnxruntime"]
     # The int8 programs' own error on the host: ExecuTorch's through its runner (x86-64's
     # XNNPACK), ONNX Runtime's through the binding.
     host_int8 = {"executorch": benchlab.outputs("mlp", f"{ET_INT8},runner=native",
@@ -453,10 +455,20 @@ def test_litert_runs_on_the_a76_phone_through_its_bundle_and_says_why_not_on_the
         arm_phones: tuple[AdbServer, dict[str, StandinPhone]], litert_bundle: GlibcBundle,
         zoo_cache_dir: Path, tmp_path: Path) -> None:
     server, phones = arm_phones
+    targets = {cpu: AdbTarget(phones[cpu].serial, server_port=server.port)
+               for cpu in ("cortex-a53", "cortex-a76")}
     # LiteRT-LM's aarch64 library runs LDAPR (ARMv8.3's RCpc load) while it loads: the A53's
-    # CPU lacks it, and the job ends first saying so (no SIGILL); the A76 has it.
-    guard = {cpu: AdbTarget(phones[cpu].serial, server_port=server.port).run(
-        RunRequest(NEEDS_LRCPC, timeout=60)) for cpu in ("cortex-a53", "cortex-a76")}
+    # CPU lacks it. The plan says so from the phone's listed features, before anything is
+    # exported or pushed; the A76 has it, and its phone's runners read .tflite files.
+    a53 = benchlab.plan_sweep(models=["mlp"], frameworks=["tflite"], target=[targets[
+        "cortex-a53"]], cache_dir=zoo_cache_dir)
+    assert not a53.jobs and [skip.reason for skip in a53.skipped] == [LRCPC_MISSING]
+    assert "tflite" not in export_readers([targets["cortex-a53"]], [])(ZOO["mlp"])
+    assert "tflite" in export_readers([targets["cortex-a76"]], [])(ZOO["mlp"])
+    # Where the features are not listed, the job's first command ends it saying so (no
+    # SIGILL).
+    guard = {cpu: target.run(RunRequest(NEEDS_LRCPC, timeout=60))
+             for cpu, target in targets.items()}
     assert guard["cortex-a53"].returncode == 1
     assert guard["cortex-a53"].stderr.strip() == LRCPC_MISSING
     assert guard["cortex-a76"].returncode == 0, guard["cortex-a76"].stderr

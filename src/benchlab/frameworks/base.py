@@ -89,6 +89,10 @@ class OwnRunner(Protocol):
         """The files a phone keeps between jobs."""
         ...
 
+    def why_not_on_arm(self, features: frozenset[str]) -> str | None:
+        """Why an ARM CPU with ``features`` cannot run it (None: it can)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class JobContext:
@@ -472,6 +476,15 @@ class RunnerFramework:
         """Files the device keeps between jobs, pushed once by content (a runner bundled
         with its libraries for a phone): the :attr:`own_runner`'s; None by default."""
         return None if self.own_runner is None else self.own_runner.kept(staging)
+
+    def why_not_on_arm(self, python: str, options: Mapping[str, Any],
+                       features: frozenset[str]) -> str | None:
+        """Why a job with ``options`` cannot run on an ARM device whose kernel lists
+        ``features`` and whose Python is ``python`` (None: it can), asked before anything is
+        exported or pushed: the :attr:`own_runner`'s needs, where the job runs it."""
+        if self.own_runner is None or not self.own_runner.uses(python, options):
+            return None
+        return self.own_runner.why_not_on_arm(features)
 
     def why_not_without_python(self, model: ModelDef,
                                options: Mapping[str, Any]) -> str | None:

@@ -3,8 +3,10 @@
 A phone runs only native programs: the runners benchlab builds for it (llama.cpp's for text
 generators, ExecuTorch's, ONNX Runtime's and LiteRT's for forward passes) and a user's own
 tool (``binary=``). Every other framework × model is one "not run" line with its reason,
-said by the framework (``why_not_without_python``), never a failed job; and a run whose every device lacks Python
-exports only the formats those runners read (:func:`export_readers`).
+said by the framework (``why_not_without_python``), never a failed job, as is a runner whose
+library the device's ARM CPU cannot run (:func:`on_this_arm_cpu`: LiteRT-LM's on a Cortex-A53);
+and a run whose every device lacks Python exports only the formats those runners read
+(:func:`export_readers`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,44 @@ from benchlab.plugins import FRAMEWORK_GROUP, available_names, load_framework
 from benchlab.spec.types import FrameworkConfig, ModelDef
 from benchlab.targets.base import Target
 
-__all__ = ["export_readers", "without_python"]
+__all__ = ["ArmFeatures", "device_fit", "export_readers", "on_this_arm_cpu", "without_python"]
+
+
+class ArmFeatures:
+    """A target's ARM CPU features, read once and only when a framework asks: a phone's
+    (:meth:`~benchlab.targets.adb.AdbTarget.arm_features`, one shell round trip); None for a
+    target that does not say, or a CPU whose features are not listed."""
+
+    def __init__(self, target: Target) -> None:
+        self._target = target
+        self._read = False
+        self._features: frozenset[str] | None = None
+
+    def get(self) -> frozenset[str] | None:
+        if not self._read:
+            reader = getattr(self._target, "arm_features", None)
+            self._features = reader() if reader is not None else None
+            self._read = True
+        return self._features
+
+
+def on_this_arm_cpu(adapter: Framework, python: str, configs: Sequence[FrameworkConfig],
+                    features: ArmFeatures) -> tuple[list[FrameworkConfig], list[str]]:
+    """The configurations whose runner the target's ARM CPU runs, and each distinct reason
+    the others cannot. The target's features are read only where a configuration runs an own
+    runner that needs one; where they are not listed, nothing is refused here."""
+    own = getattr(adapter, "own_runner", None)
+    judge = getattr(adapter, "why_not_on_arm", None)
+    if judge is None or own is None or not getattr(own, "arm_needs", None):
+        return list(configs), []
+    if not any(own.uses(python, config.options) for config in configs):
+        return list(configs), []  # the Python binding runs them: no need to ask the device
+    listed = features.get()
+    if listed is None:
+        return list(configs), []
+    reasons = [judge(python, config.options, listed) for config in configs]
+    return ([c for c, why in zip(configs, reasons, strict=True) if not why],
+            list(dict.fromkeys(why for why in reasons if why)))
 
 
 def without_python(adapter: Framework, model: Any, configs: Sequence[FrameworkConfig]
@@ -32,6 +71,24 @@ def without_python(adapter: Framework, model: Any, configs: Sequence[FrameworkCo
     reasons = [judge(model, config.options) for config in configs]
     return ([c for c, why in zip(configs, reasons, strict=True) if not why],
             list(dict.fromkeys(why for why in reasons if why)))
+
+
+def device_fit(adapter: Framework, model: Any, name: str, requested: Sequence[FrameworkConfig],
+               python: str, arm: ArmFeatures
+               ) -> tuple[list[FrameworkConfig] | None, list[str]]:
+    """What of ``requested`` (empty: the framework's defaults) runs on a device whose Python
+    is ``python`` (``""``: none) and whose ARM CPU lists ``arm``: the configurations left
+    (None: none of them runs there), and each distinct reason for those that do not."""
+    asked = list(requested) or [FrameworkConfig(name, {})]
+    reasons: list[str] = []
+    if not python:
+        asked, reasons = without_python(adapter, model, asked)
+    if asked:
+        asked, more = on_this_arm_cpu(adapter, python, asked, arm)
+        reasons += more
+    if not asked:
+        return None, reasons
+    return [c for c in requested if c in asked], reasons
 
 
 def export_readers(targets: Sequence[Target], configs: Sequence[FrameworkConfig]
@@ -54,6 +111,8 @@ def export_readers(targets: Sequence[Target], configs: Sequence[FrameworkConfig]
         if config.options:
             asked[config.name].append(config)
 
+    cpus = [ArmFeatures(target) for target in targets]
+
     def readers(definition: ModelDefinition) -> list[str]:
         model = ModelDef(name=definition.name, format="pytorch",
                          metadata={"task": definition.task} if definition.task == GENERATION_TASK
@@ -65,7 +124,9 @@ def export_readers(targets: Sequence[Target], configs: Sequence[FrameworkConfig]
             if getattr(adapter, "generative_only", False) and not generative:
                 continue  # llama.cpp reads no file of a network
             fits, _ = without_python(adapter, model, requested or [FrameworkConfig(name, {})])
-            if fits:
+            # ...and whose runner some target's CPU runs (LiteRT's library on an A53: no).
+            if fits and (not cpus or any(on_this_arm_cpu(adapter, "", fits, cpu)[0]
+                                         for cpu in cpus)):
                 found.append(name)
         return found
 

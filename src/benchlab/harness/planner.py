@@ -19,7 +19,7 @@ from benchlab.spec.artifacts import ArtifactCache
 from benchlab.errors import UsageError
 from benchlab.frameworks.base import NATIVE_BINARY, Framework, Unsupported
 from benchlab.frameworks.common import is_generative
-from benchlab.harness.devicefit import without_python
+from benchlab.harness.devicefit import ArmFeatures, device_fit
 from benchlab.harness.jobrun import Job, JobMeasurement, run_job
 from benchlab.plugins import FRAMEWORK_GROUP, available_names, load_framework
 from benchlab.plugins import check_configurations, check_spec_configurations
@@ -266,6 +266,7 @@ def plan(
     if device is None:
         device = str(target.describe().get(EnvKey.HOSTNAME, ""))
     python = target.python_executable()
+    arm = ArmFeatures(target)  # read only if a framework's runner needs a feature
     for spec in specs:
         if not frameworks:  # the spec's own configurations run: their file names the error
             check_spec_configurations(spec)
@@ -303,15 +304,15 @@ def plan(
                 else:
                     skipped.append(skip(available.reason))
                 continue
-            if not python and not native_only:
-                # A phone: what cannot run there is one line, before any export or push,
-                # and before what the model lacks for it (a phone needs none of that).
-                fits, refused = without_python(adapter, spec.model,
-                                               requested or [FrameworkConfig(name, {})])
+            if not native_only:
+                # What cannot run on the device (a phone without Python, a runner's library
+                # its CPU cannot run) is one line, before any export or push, and before what
+                # the model lacks for it (a phone needs none of that).
+                fits, refused = device_fit(adapter, spec.model, name, requested, python, arm)
                 skipped += [skip(reason) for reason in refused]
-                if not fits:
+                if fits is None:
                     continue
-                requested = [c for c in requested if c in fits]
+                requested = fits
             configs = _configurations(adapter, spec.model, requested)
             if isinstance(configs, Unsupported):
                 skipped.append(skip(configs.reason))

@@ -28,6 +28,7 @@ from typing import Any
 from benchlab.errors import InfrastructureError, UsageError
 from benchlab.schema.result import EnvKey
 from benchlab.schema.availability import Availability
+from benchlab.targets.armcpu import ARM_FEATURES_COMMAND, parse_arm_features
 from benchlab.targets.base import CommandResult, RunRequest
 from benchlab.targets.remote import ShellTarget
 
@@ -220,6 +221,12 @@ class AdbTarget(ShellTarget):
     def properties(self) -> dict[str, str]:
         """Every system property (``getprop``)."""
         return parse_getprop(self.shell("getprop", timeout=60.0).stdout)
+
+    def arm_features(self) -> frozenset[str] | None:
+        """The phone's ARM CPU features as its kernel lists them (``lrcpc``, ``i8mm``...), or
+        None where its ``/proc/cpuinfo`` has no ``Features`` line: what a native runner's
+        library needs is checked against them before anything is pushed."""
+        return parse_arm_features(self.shell(ARM_FEATURES_COMMAND, timeout=60.0).stdout)
 
     def python_executable(self) -> str:
         """The phone's Python (``python=``), or ``""`` when it has none: native runners only."""

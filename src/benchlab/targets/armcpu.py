@@ -14,7 +14,7 @@ from typing import Any
 
 from benchlab.targets.environment import int8_instructions
 
-__all__ = ["arm_cpu", "hwcap_features"]
+__all__ = ["ARM_FEATURES_COMMAND", "arm_cpu", "hwcap_features", "parse_arm_features"]
 
 _HWCAP = ("fp", "asimd", "evtstrm", "aes", "pmull", "sha1", "sha2", "crc32", "atomics", "fphp",
           "asimdhp", "cpuid", "asimdrdm", "jscvt", "fcma", "lrcpc", "dcpop", "sha3", "sm3",
@@ -30,6 +30,21 @@ _ARM_PARTS = {0xD03: "Cortex-A53", 0xD04: "Cortex-A35", 0xD05: "Cortex-A55",
               0xD0D: "Cortex-A77", 0xD40: "Neoverse-V1", 0xD41: "Cortex-A78",
               0xD44: "Cortex-X1", 0xD46: "Cortex-A510", 0xD47: "Cortex-A710",
               0xD48: "Cortex-X2", 0xD49: "Neoverse-N2", 0xD4F: "Neoverse-V2"}
+
+
+#: A shell command printing the ``Features`` line of an ARM CPU's ``/proc/cpuinfo`` (nothing
+#: where there is none: an x86-64 CPU's file, or one a vendor cut down).
+ARM_FEATURES_COMMAND = "grep -m1 '^Features' /proc/cpuinfo 2>/dev/null"
+
+
+def parse_arm_features(text: str) -> frozenset[str] | None:
+    """The features an ARM ``Features`` line names (:data:`ARM_FEATURES_COMMAND`'s output);
+    None where there was no such line, so nothing is known."""
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() == "Features":
+            return frozenset(value.split())
+    return None
 
 
 def hwcap_features(hwcap: int, hwcap2: int = 0) -> list[str]:

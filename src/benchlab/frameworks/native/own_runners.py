@@ -269,6 +269,9 @@ class CRunner:
     why_not: Callable[[Mapping[str, Any]], str | None]
     #: The file a profiled run writes in its working folder.
     profile: str
+    #: ARM CPU features its aarch64 library runs without checking for them, each with why a
+    #: CPU without it cannot run the runner (LiteRT-LM's library: ``lrcpc``).
+    arm_needs: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def bundle_key(self) -> str:
@@ -282,6 +285,12 @@ class CRunner:
         """A :class:`UsageError` saying why the runner cannot honour ``options``."""
         if why := self.why_not(options):
             raise UsageError(why)
+
+    def why_not_on_arm(self, features: frozenset[str]) -> str | None:
+        """Why an ARM CPU with ``features`` (as its kernel lists them) cannot run this
+        runner's aarch64 library (None: it can)."""
+        return next((why for feature, why in self.arm_needs.items()
+                     if feature not in features), None)
 
     def why_not_without_python(self, options: Mapping[str, Any]) -> str | None:
         """Why a forward pass with ``options`` needs the target's Python (None: this runner

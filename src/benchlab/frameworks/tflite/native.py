@@ -58,7 +58,9 @@ _THREADS = re.compile(r"^Setting num_threads to (\d+)", re.M)
 _VARIANT = "benchlab-litert-variant: "
 #: LiteRT-LM's aarch64 library runs LDAPR (ARMv8.3's load-acquire, FEAT_LRCPC) while it
 #: loads, which an ARMv8.0 core (a Cortex-A53) lacks: the runner would die of SIGILL before
-#: its first line. On an ARM CPU without it the job ends first, saying so.
+#: its first line. A plan on a phone whose kernel lists its features says so before
+#: anything is exported or pushed (``C_RUNNER.arm_needs``); where they are not listed, the
+#: job ends first, saying so (:data:`NEEDS_LRCPC`).
 LRCPC_MISSING = (
     f"LiteRT-LM's aarch64 library (litert-lm-api {LITERT_LM_VERSION}) uses LDAPR, an ARMv8.3 "
     "instruction (FEAT_LRCPC), and this CPU lacks it (the kernel lists no lrcpc among its "
@@ -82,7 +84,8 @@ def why_not_native(options: Mapping[str, Any]) -> str | None:
 C_RUNNER = CRunner(framework="tflite", program=LITERT_RUNNER, library=LITERT_LIBRARY,
                    build=build_litert_runner, tag="litert",
                    what=f"litert-lm-api {LITERT_LM_VERSION}'s TFLite C library",
-                   why_not=why_not_native, profile=PROFILE)
+                   why_not=why_not_native, profile=PROFILE,
+                   arm_needs={"lrcpc": LRCPC_MISSING})
 #: The device folder of the phone's bundle (runner, library, glibc).
 BUNDLE_KEY = C_RUNNER.bundle_key
 
