@@ -2,11 +2,9 @@
 
 Every target (this host, an ssh board, an adb phone) runs :data:`PROBE_SCRIPT` with its own
 ``sh`` and hands the output to :func:`parse_probe`, so a result's device state has one shape
-wherever it was measured. The script is plain POSIX ``sh``, shell builtins (``read``) and
-globbing only, which Android's ``mksh``, BusyBox and Debian's ``dash`` all have: it starts no
-process per file it reads (it once ran ``cat`` for each, some forty a probe on a phone, between
-the measurements); a file that is missing or unreadable is simply not printed, and its field
-stays ``None``.
+wherever it was measured. The script is plain POSIX ``sh`` using only ``cat`` and shell
+globbing, which Android's ``mksh``/toybox, BusyBox and Debian's ``dash`` all have; a file that
+is missing or unreadable is simply not printed, and its field stays ``None``.
 
 What it reads:
 
@@ -29,26 +27,25 @@ __all__ = ["PROBE_SCRIPT", "clusters_of", "hottest", "parse_probe", "state_facts
 
 #: Reads the device state; each line is ``kind name key value...``.
 PROBE_SCRIPT = r"""
-get() { v=; read -r v 2>/dev/null < "$1"; return 0; }
 for d in /sys/devices/system/cpu/cpu[0-9]*; do
   n=${d##*/}
   for k in scaling_governor scaling_cur_freq scaling_min_freq scaling_max_freq \
            cpuinfo_min_freq cpuinfo_max_freq related_cpus; do
-    [ -r "$d/cpufreq/$k" ] && get "$d/cpufreq/$k" && echo "cpu $n $k $v"
+    [ -r "$d/cpufreq/$k" ] && echo "cpu $n $k $(cat "$d/cpufreq/$k" 2>/dev/null)"
   done
-  [ -r "$d/cpu_capacity" ] && get "$d/cpu_capacity" && echo "cpu $n capacity $v"
-  [ -r "$d/online" ] && get "$d/online" && echo "cpu $n online $v"
+  [ -r "$d/cpu_capacity" ] && echo "cpu $n capacity $(cat "$d/cpu_capacity" 2>/dev/null)"
+  [ -r "$d/online" ] && echo "cpu $n online $(cat "$d/online" 2>/dev/null)"
 done
 for z in /sys/class/thermal/thermal_zone*; do
-  [ -r "$z/temp" ] && get "$z/type" && t=$v && get "$z/temp" && echo "thermal ${z##*/} $t $v"
+  [ -r "$z/temp" ] && echo "thermal ${z##*/} $(cat "$z/type" 2>/dev/null) $(cat "$z/temp" 2>/dev/null)"
 done
 for p in /sys/class/power_supply/*; do
   for k in type status capacity temp voltage_now current_now charge_counter online present; do
-    [ -r "$p/$k" ] && get "$p/$k" && echo "power ${p##*/} $k $v"
+    [ -r "$p/$k" ] && echo "power ${p##*/} $k $(cat "$p/$k" 2>/dev/null)"
   done
 done
-[ -r /proc/loadavg ] && get /proc/loadavg && echo "load - - $v"
-[ -r /proc/uptime ] && get /proc/uptime && echo "uptime - - $v"
+[ -r /proc/loadavg ] && echo "load - - $(cat /proc/loadavg)"
+[ -r /proc/uptime ] && echo "uptime - - $(cat /proc/uptime)"
 [ -r /proc/meminfo ] && while read -r k v u; do
   [ "$k" = "MemTotal:" ] && echo "mem - total_kb $v"
   [ "$k" = "MemAvailable:" ] && echo "mem - available_kb $v"
