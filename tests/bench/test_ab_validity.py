@@ -4,11 +4,11 @@ Runtime (numbers mean nothing), and its summary of the issue's goals."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from bounded import run_bounded
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -19,9 +19,9 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 @pytest.mark.exclusive
 def test_the_smoke_run_measures_every_part(tmp_path: Path) -> None:
     out = tmp_path / "ab.json"
-    proc = subprocess.run(
+    proc = run_bounded(
         [sys.executable, str(BENCH / "ab_validity.py"), "--smoke", "--repeats", "1",
-         "--out", str(out)], capture_output=True, text=True, timeout=900)
+         "--out", str(out)], limit_s=540)
     assert proc.returncode == 0, proc.stderr[-3000:]
     figures = json.loads(out.read_text())["figures"]
     for setting in ("parked", "live"):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from bounded import run_bounded
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -19,8 +19,8 @@ def test_counting_bench_smoke(tmp_path: Path) -> None:
     if shutil.which("valgrind") is None:
         pytest.skip("valgrind is not installed")
     out = tmp_path / "counting.json"
-    proc = subprocess.run([sys.executable, str(BENCH / "counting.py"), "--smoke", "--out",
-                           str(out)], capture_output=True, text=True, timeout=900, check=False)
+    proc = run_bounded([sys.executable, str(BENCH / "counting.py"), "--smoke", "--out",
+                        str(out)], limit_s=540)
     assert proc.returncode == 0, proc.stderr[-3000:]
     counted = json.loads(out.read_text())["figures"]["smoke"]["instructions"]
     # Five MatMuls against four: more instructions, decided by one pair.

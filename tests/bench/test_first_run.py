@@ -4,11 +4,11 @@ stderr, before the run ends (no timing is asserted)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from bounded import run_bounded
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -16,8 +16,8 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 @pytest.mark.slow
 def test_first_run_bench_smoke(tmp_path: Path) -> None:
     out = tmp_path / "first_run.json"
-    proc = subprocess.run([sys.executable, str(BENCH / "first_run.py"), "--smoke", "--out",
-                           str(out)], capture_output=True, text=True, timeout=900, check=False)
+    proc = run_bounded([sys.executable, str(BENCH / "first_run.py"), "--smoke", "--out",
+                        str(out)], limit_s=540)
     assert proc.returncode == 0, proc.stderr[-3000:]
     figures = json.loads(out.read_text())["figures"]
     fresh, warm = figures["fresh"], figures["warm"]

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from bounded import run_bounded
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -27,8 +28,8 @@ def test_b():
 
 def _hunt(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:
     out = tmp_path / "hunt.json"
-    proc = subprocess.run([sys.executable, str(BENCH / "flake_hunt.py"), "--out", str(out), *args],
-                          capture_output=True, text=True, timeout=600)
+    proc = run_bounded([sys.executable, str(BENCH / "flake_hunt.py"), "--out", str(out), *args],
+                       limit_s=540)
     return proc, json.loads(out.read_text())
 
 

@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bounded import run_bounded
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 def _smoke(script: str, out: Path, cache: Path, *more: str) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, str(BENCH / script), "--smoke", "--out", str(out),
-                           "--cache-dir", str(cache), *more], capture_output=True, text=True,
-                          timeout=600, stdin=subprocess.DEVNULL, check=False)
+    proc = run_bounded([sys.executable, str(BENCH / script), "--smoke", "--out", str(out),
+                        "--cache-dir", str(cache), *more], limit_s=540, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr[-3000:]
     record = json.loads(out.read_text())
     assert record["smoke"] is True

@@ -8,16 +8,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bounded import run_bounded
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 def test_generative_bench_smoke_writes_its_figures(tmp_path: Path,
                                                    llama_15m_export: Any) -> None:
     out = tmp_path / "generative.json"
-    proc = subprocess.run([sys.executable, str(BENCH / "generative.py"), "--smoke", "--repeats",
-                           "1", "--out", str(out), "--cache-dir",
-                           str(llama_15m_export.cache_dir)], capture_output=True, text=True,
-                          timeout=600, stdin=subprocess.DEVNULL, check=False)
+    proc = run_bounded([sys.executable, str(BENCH / "generative.py"), "--smoke", "--repeats",
+                        "1", "--out", str(out), "--cache-dir", str(llama_15m_export.cache_dir)],
+                       limit_s=540, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr[-3000:]
     record = json.loads(out.read_text())
     assert record["smoke"] is True

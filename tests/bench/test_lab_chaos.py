@@ -4,11 +4,11 @@ is stored twice (the recovery times are figures, never asserted)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from bounded import run_bounded
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -20,13 +20,13 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 @pytest.mark.postgres
 def test_lab_chaos_smoke_loses_nothing_and_stores_nothing_twice(tmp_path: Path) -> None:
     out = tmp_path / "chaos.json"
-    proc = subprocess.run([sys.executable, str(BENCH / "lab_chaos.py"), "--smoke", "--out",
-                           str(out)], capture_output=True, text=True, timeout=900, check=False)
+    proc = run_bounded([sys.executable, str(BENCH / "lab_chaos.py"), "--smoke", "--out",
+                        str(out)], limit_s=480)
     assert proc.returncode == 0, proc.stderr[-3000:]
     figures = json.loads(out.read_text())["figures"]
     if not figures["available"]:
         pytest.skip(figures["reason"])
-    assert figures["lost"] == 0, figures
+    assert figures["lost"] == 0, (figures, proc.stdout[-2000:])
     assert figures["results_twice"] == 0, figures
     assert figures["ok_results_per_job"] == {"1": figures["jobs"]}, figures
     assert figures["ended_without_reason"] == 0

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from bounded import run_bounded
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -17,10 +18,10 @@ def test_the_smoke_run_compares_two_runs_cell_by_cell(tmp_path: Path,
                                                       zoo_cache_dir: Path) -> None:
     out = tmp_path / "repeat.json"
     # The session's cache, where mlp is exported already (not the user's own cache).
-    proc = subprocess.run(
+    proc = run_bounded(
         [sys.executable, str(BENCH / "repeatability.py"), "--smoke", "--out", str(out),
          "--keep", str(tmp_path / "runs"), f"--run-arg=--cache-dir={zoo_cache_dir}"],
-        capture_output=True, text=True, timeout=600)
+        limit_s=540)
     assert proc.returncode == 0, proc.stderr[-2000:]
     figures = json.loads(out.read_text())["figures"]
     assert figures["runs"] == 2 and figures["cells_compared"] == 2  # mlp: ORT fp32 and int8

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from bounded import run_bounded
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -17,10 +18,9 @@ pytest.importorskip("mlperf_loadgen")
 @pytest.mark.slow
 def test_scenarios_bench_smoke_writes_its_figures(tmp_path: Path, zoo_cache_dir: Path) -> None:
     out = tmp_path / "scenarios.json"
-    proc = subprocess.run([sys.executable, str(BENCH / "scenarios.py"), "--smoke", "--out",
-                           str(out), "--cache-dir", str(zoo_cache_dir)],
-                          capture_output=True, text=True, timeout=900,
-                          stdin=subprocess.DEVNULL, check=False)
+    proc = run_bounded([sys.executable, str(BENCH / "scenarios.py"), "--smoke", "--out",
+                        str(out), "--cache-dir", str(zoo_cache_dir)], limit_s=540,
+                       stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     record = json.loads(out.read_text())
     figures = record["figures"]

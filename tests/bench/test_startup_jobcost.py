@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bounded import run_bounded
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 RUNTIMES = ("torch", "onnxruntime", "pandas", "pyarrow")
@@ -61,13 +62,10 @@ def test_the_package_imports_its_public_names_on_first_use() -> None:
 
 def _smoke(script: str, tmp_path: Path, *extra: str) -> dict[str, Any]:
     out = tmp_path / "x.json"
-    proc = subprocess.run(
+    proc = run_bounded(
         [sys.executable, str(BENCH / script), "--smoke", "--repeats", "1", "--out", str(out),
          *extra],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=600,
+        limit_s=540,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     record = json.loads(out.read_text())

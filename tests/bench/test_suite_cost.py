@@ -4,11 +4,11 @@ where each test's time went (no timing is asserted)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from bounded import run_bounded
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -16,8 +16,8 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 @pytest.mark.slow
 def test_the_smoke_run_records_every_test_fixture_and_worker(tmp_path: Path) -> None:
     out = tmp_path / "suite_cost.json"
-    proc = subprocess.run([sys.executable, str(BENCH / "suite_cost.py"), "--smoke", "--out",
-                           str(out)], capture_output=True, text=True, timeout=600, check=False)
+    proc = run_bounded([sys.executable, str(BENCH / "suite_cost.py"), "--smoke", "--out",
+                        str(out)], limit_s=540)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     record = json.loads(out.read_text())
     figures = record["figures"]

@@ -10,13 +10,13 @@ imports ExecuTorch's compiler stack); that process also reads them back with Exe
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from bounded import run_bounded
 
 from benchlab.schema.diagnosis import Coverage, coverage_warning
 from benchlab.frameworks.base import JobContext
@@ -94,8 +94,7 @@ class Programs:
 @pytest.fixture(scope="module")
 def programs(tmp_path_factory: pytest.TempPathFactory) -> Programs:
     out = tmp_path_factory.mktemp("executorch-delegation")
-    proc = subprocess.run([sys.executable, "-c", EXPORT, str(out)], capture_output=True,
-                          text=True, timeout=600, check=False)
+    proc = run_bounded([sys.executable, "-c", EXPORT, str(out)], limit_s=540)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return Programs(out / "cumsum.xnnpack.pte", out / "cumsum.portable.pte",
                     json.loads((out / "calls.json").read_text()))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -76,18 +77,24 @@ def wait_until(check: Callable[[], bool], timeout: float, what: str, poll: float
 class Agents:
     """Starts ``benchlab lab worker`` processes on one lab and stops them all at the end."""
 
-    def __init__(self, url: str, logs: Path) -> None:
+    def __init__(self, url: str, logs: Path, *, die_with_parent: bool = False) -> None:
+        """``die_with_parent``: each agent is SIGKILLed by the kernel when the thread that
+        started it dies (util-linux's ``setpriv --pdeathsig``), so a program killed with no
+        chance to clean up leaves no agent behind. For a program's main thread only: the
+        signal follows the starting thread, not the process."""
         self.url = url
         self.logs = logs
         self.procs: list[subprocess.Popen] = []
+        setpriv = shutil.which("setpriv") if die_with_parent else None
+        self._wrap = (setpriv, "--pdeathsig", "KILL", "--") if setpriv else ()
 
     def start(self, name: str, *extra: str, host_device: bool = True,
               env: dict[str, str] | None = None) -> subprocess.Popen:
         """Start an agent for host ``name`` with quick heartbeats and stall detection
         (``env``: its environment, e.g. a cache folder of the test's)."""
         log = open(self.logs / f"{name}-{len(self.procs)}.log", "w")  # noqa: SIM115
-        argv = [sys.executable, "-m", "benchlab", "lab", "worker", "--db", self.url,
-                "--name", name, "--no-adb", "--heartbeat", "1", "--stalled-after", "4",
+        argv = [*self._wrap, sys.executable, "-m", "benchlab", "lab", "worker", "--db",
+                self.url, "--name", name, "--no-adb", "--heartbeat", "1", "--stalled-after", "4",
                 "--health-every", "3600", *extra]
         if not host_device:
             argv.append("--no-host-device")

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from bounded import run_bounded
 
 from benchlab.lab.client import request_for, submit_to_lab, wait_for
 from benchlab.lab.devices import device_events, get_device, list_devices, quarantine, release
@@ -258,11 +259,11 @@ def test_compare_on_a_lab_device_runs_both_sides_there(lab_url: str, tmp_path: P
     with agents(lab_url, tmp_path) as lab_agents:
         lab_agents.start("hostC")
         lab_agents.wait_registered("host:hostC")
-        done = subprocess.run(
+        done = run_bounded(
             [sys.executable, "-m", "benchlab", "compare", str(examples / "spin.yaml"),
              "--control-program", spin, "--treatment-program", f"{spin} --slowdown 1.0",
              "--pairs", "6,12", "--no-verify", "--lab", lab_url, "--lab-device", "host:hostC"],
-            capture_output=True, text=True, timeout=600)
+            limit_s=540)
     assert done.returncode == 1, done.stdout + done.stderr + lab_agents.log_text()
     assert "on host:hostC: finished (compare done, exit code 1)" in done.stderr
     assert "regression" in done.stdout.lower()
@@ -281,13 +282,13 @@ def test_track_on_a_lab_device_finds_the_step(lab_url: str, tmp_path: Path) -> N
     with agents(lab_url, tmp_path) as lab_agents:
         lab_agents.start("hostT")
         lab_agents.wait_registered("host:hostT")
-        done = subprocess.run(
+        done = run_bounded(
             [sys.executable, "-m", "benchlab", "track", str(spec(tmp_path)),
              "--repo", str(tmp_path / "repo"), "--revisions", "main", "--pairs", "8",
              "--min-effect", "3%", "-q",
              "--program", f"{sys.executable} {{WORKTREE}}/prog.py --state {tmp_path / 'state'}",
              "--lab", lab_url, "--lab-device", "host:hostT"],
-            capture_output=True, text=True, timeout=600)
+            limit_s=540)
     assert done.returncode == 1, done.stdout + done.stderr + lab_agents.log_text()
     assert f"first seen at {shas[2][:12]}" in done.stdout and "← step" in done.stdout
 
@@ -348,13 +349,13 @@ def test_run_lab_measures_the_scenario_and_the_workload_it_was_given(
     with agents(lab_url, tmp_path) as lab_agents, serve(lab_url, free_port()) as server_url:
         lab_agents.start("hostL", env=env)
         lab_agents.wait_registered("host:hostL")
-        server = subprocess.run(
+        server = run_bounded(
             [sys.executable, "-m", "benchlab", "run", "--models", "mlp", *lab,
              "--scenario", "server", "--latency-bound", "15ms", "--duration", "0.5",
              # One run at a fixed rate: a search (tests/runner/test_scenario.py's subject)
              # under a busy neighbour fell to 1/64 of its rate, minutes of runs.
              "--target-qps", "200", "--query-count", "100", "--repeat", "1"],
-            capture_output=True, text=True, timeout=600)
+            limit_s=540)
         assert server.returncode == 0, server.stderr + lab_agents.log_text()
         # The request as `run --lab --dry-run` prints it, posted to the server.
         request = subprocess.run(
@@ -369,7 +370,7 @@ def test_run_lab_measures_the_scenario_and_the_workload_it_was_given(
                             headers={"Authorization": f"Bearer {token}"},
                             json={"sweep": wire["sweep"], "device": "host:hostL"})
         assert posted.status_code == 201, posted.text
-        [job] = wait_for(lab_url, [posted.json()[0]["id"]], timeout=600)
+        [job] = wait_for(lab_url, [posted.json()[0]["id"]], timeout=540)
         assert job.status == "finished", job.reason + lab_agents.log_text()
         assert job.request.digest == wire["digest"]
     with open_lab(lab_url) as opened:

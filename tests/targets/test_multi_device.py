@@ -5,12 +5,12 @@ one, results land per device in the store and the reports set the devices side b
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from bounded import run_bounded
 
 import benchlab
 from benchlab.errors import UsageError
@@ -101,20 +101,20 @@ def test_cli_repeats_target_and_prints_the_spread(
 ) -> None:
     _, second, server = two_phones
     html = tmp_path / "report.html"
-    out = subprocess.run(
+    out = run_bounded(
         [sys.executable, "-m", "benchlab", "run", str(_spec(tmp_path)), "-q",
          "--target", "host", "--target", f"adb:server_port={server.port}",
          "--exclude-target", f"adb:serial={second.serial}", "--db", str(tmp_path / "r.db"),
          "--cache-dir", str(tmp_path / "c"), "--html", str(html)],
-        capture_output=True, text=True, timeout=600, check=False)
+        limit_s=540)
     assert out.returncode == 0, out.stderr
     assert "across devices" in out.stdout and "slow/fast" in out.stdout
     page = html.read_text()
     assert "Across devices" in page and "adb:Standin Phone-" in page
-    dry = subprocess.run(
+    dry = run_bounded(
         [sys.executable, "-m", "benchlab", "run", str(_spec(tmp_path)), "--dry-run",
          "--target", "host", "--target", f"adb:server_port={server.port}"],
-        capture_output=True, text=True, timeout=600, check=False)
+        limit_s=540)
     assert dry.returncode == 0, dry.stderr
     planned = json.loads(dry.stdout)
     assert len(planned["jobs"]) == 6  # 2 tests × (host + 2 phones)

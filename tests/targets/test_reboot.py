@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from bounded import run_bounded
 
 import benchlab
 from benchlab.errors import UsageError
@@ -19,8 +20,7 @@ from benchlab_standin import StandinPhone
 from benchlab_standin.adbserver import AdbServer
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "benchlab", *args], capture_output=True,
-                          text=True, timeout=600, check=False)
+    return run_bounded([sys.executable, "-m", "benchlab", *args], limit_s=540)
 
 
 METRIC = 'echo \'BENCHLAB_METRIC {"type":"NET","metric":"latency","unit":"ms","value":1.5}\''

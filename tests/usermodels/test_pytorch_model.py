@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from bounded import run_bounded
 from typer.testing import CliRunner
 
 import benchlab
@@ -40,9 +41,9 @@ def _page_command(line: str, work: Path, db: str) -> subprocess.CompletedProcess
     """One of the page's ``benchlab run`` lines, as a user types it, in ``work``."""
     args = shlex.split(line)
     assert args[:2] == ["benchlab", "run"]
-    return subprocess.run([sys.executable, "-m", "benchlab", *args[1:], *QUICK,
-                           "--db", str(work / db), "--cache-dir", str(work / "cache")],
-                          cwd=work, capture_output=True, text=True, timeout=600, check=False)
+    return run_bounded([sys.executable, "-m", "benchlab", *args[1:], *QUICK,
+                        "--db", str(work / db), "--cache-dir", str(work / "cache")],
+                       limit_s=540, cwd=work)
 
 
 @pytest.fixture(scope="module")
@@ -134,8 +135,7 @@ def test_the_pages_module_object_from_python_reaches_pytorch_and_onnx_runtime(wo
         f'db={str(folder / "api.db")!r}, overrides=benchlab.TestOverrides(iter=3, warmup=1, '
         'repeat=1, min_time=0))')
     assert "cache_dir" in code  # the example still has the call this test adds settings to
-    done = subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True,
-                          text=True, timeout=600, check=False)
+    done = run_bounded([sys.executable, "-c", code], limit_s=540, cwd=folder)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.strip().splitlines()
     assert len(lines) == 5, lines  # eager, TorchScript, export; ONNX Runtime fp32 and int8

@@ -21,6 +21,7 @@ import machine_facts
 import numpy as np
 import onnx
 import pytest
+from bounded import run_bounded
 
 from .int8_baseline import check_int8_sqnr
 
@@ -48,10 +49,8 @@ def run_export(out_dir: Path, **job: Any) -> Job:
     full = {"name": "m", "entry": None, "onnx_resource_path": None, "task": "classification",
             "input_shapes": [], "input_dtypes": [], "formats": [], "out_dir": str(out_dir),
             "seed": 0, **job}
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchlab.exporting.job", json.dumps(full)],
-        capture_output=True, text=True, timeout=600,
-    )
+    proc = run_bounded(
+        [sys.executable, "-m", "benchlab.exporting.job", json.dumps(full)], limit_s=540)
     return Job(proc, out_dir)
 
 

@@ -89,8 +89,9 @@ class OwnRunner(Protocol):
         """The files a phone keeps between jobs."""
         ...
 
-    def why_not_on_arm(self, features: frozenset[str]) -> str | None:
-        """Why an ARM CPU with ``features`` cannot run it (None: it can)."""
+    def why_not_on_arm(self, features: Callable[[], frozenset[str] | None]) -> str | None:
+        """Why an ARM CPU whose kernel lists ``features()`` cannot run it (None: it can);
+        ``features`` is asked only where the answer depends on it."""
         ...
 
 
@@ -478,10 +479,11 @@ class RunnerFramework:
         return None if self.own_runner is None else self.own_runner.kept(staging)
 
     def why_not_on_arm(self, python: str, options: Mapping[str, Any],
-                       features: frozenset[str]) -> str | None:
+                       features: Callable[[], frozenset[str] | None]) -> str | None:
         """Why a job with ``options`` cannot run on an ARM device whose kernel lists
-        ``features`` and whose Python is ``python`` (None: it can), asked before anything is
-        exported or pushed: the :attr:`own_runner`'s needs, where the job runs it."""
+        ``features()`` (None where not listed) and whose Python is ``python`` (None: it can),
+        asked before anything is exported or pushed: the :attr:`own_runner`'s needs, where the
+        job runs it. ``features`` is called only where they decide (one shell round trip)."""
         if self.own_runner is None or not self.own_runner.uses(python, options):
             return None
         return self.own_runner.why_not_on_arm(features)

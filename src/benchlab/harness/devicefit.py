@@ -45,18 +45,13 @@ class ArmFeatures:
 def on_this_arm_cpu(adapter: Framework, python: str, configs: Sequence[FrameworkConfig],
                     features: ArmFeatures) -> tuple[list[FrameworkConfig], list[str]]:
     """The configurations whose runner the target's ARM CPU runs, and each distinct reason
-    the others cannot. The target's features are read only where a configuration runs an own
-    runner that needs one; where they are not listed, nothing is refused here."""
-    own = getattr(adapter, "own_runner", None)
+    the others cannot (an adapter that does not say, a plug-in, is not judged). The framework
+    decides whether the target's features matter (its own runner's library needs one): they
+    are read only then, once; where they are not listed, nothing is refused here."""
     judge = getattr(adapter, "why_not_on_arm", None)
-    if judge is None or own is None or not getattr(own, "arm_needs", None):
+    if judge is None:
         return list(configs), []
-    if not any(own.uses(python, config.options) for config in configs):
-        return list(configs), []  # the Python binding runs them: no need to ask the device
-    listed = features.get()
-    if listed is None:
-        return list(configs), []
-    reasons = [judge(python, config.options, listed) for config in configs]
+    reasons = [judge(python, config.options, features.get) for config in configs]
     return ([c for c, why in zip(configs, reasons, strict=True) if not why],
             list(dict.fromkeys(why for why in reasons if why)))
 

@@ -6,6 +6,14 @@ vector's ``AT_HWCAP``/``AT_HWCAP2`` and the ``MIDR_EL1`` register (readable from
 where the kernel sets ``HWCAP_CPUID``) come from the CPU the program runs on, emulated or not.
 Bit names are Linux's (``arch/arm64/include/uapi/asm/hwcap.h``), as ``/proc/cpuinfo`` prints
 them; part numbers are ARM's (the cores' technical reference manuals).
+
+Two readings, for two moments, in the same names. Before a plan exports or pushes anything no
+program of benchlab's is on the device yet: the planner reads the ``Features`` line
+(:data:`ARM_FEATURES_COMMAND`, one shell round trip) to leave out a runner whose library the
+CPU cannot run. A job's runner then reads its own hwcap words and MIDR_EL1 (:func:`arm_cpu`),
+which the result records: the truth where the file is cut down or, under emulation, another
+CPU's. Where the file lists nothing, the plan refuses nothing and the job's first command
+checks the feature itself.
 """
 
 from __future__ import annotations

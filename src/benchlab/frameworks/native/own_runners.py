@@ -286,11 +286,14 @@ class CRunner:
         if why := self.why_not(options):
             raise UsageError(why)
 
-    def why_not_on_arm(self, features: frozenset[str]) -> str | None:
-        """Why an ARM CPU with ``features`` (as its kernel lists them) cannot run this
-        runner's aarch64 library (None: it can)."""
+    def why_not_on_arm(self, features: Callable[[], frozenset[str] | None]) -> str | None:
+        """Why an ARM CPU whose kernel lists ``features()`` cannot run this runner's aarch64
+        library (None: it can, or its features are not listed). ``features`` is called only
+        where the library needs one, so a device is not asked for nothing."""
+        if not self.arm_needs or (listed := features()) is None:
+            return None
         return next((why for feature, why in self.arm_needs.items()
-                     if feature not in features), None)
+                     if feature not in listed), None)
 
     def why_not_without_python(self, options: Mapping[str, Any]) -> str | None:
         """Why a forward pass with ``options`` needs the target's Python (None: this runner
