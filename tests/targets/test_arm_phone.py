@@ -25,10 +25,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from prebuild import prepared
+from typer.testing import CliRunner
+from usermodels.nets import MYNET, write
 from benchlab_standin import StandinPhone, arm_profile
 from benchlab_standin.adbserver import AdbServer, isolated_adb_server
 
 import benchlab
+from benchlab.cli.commands import app
 from benchlab.devicetools import (BuiltTools, build_llama_tools, device_tools_dir,
                                   elf_architecture, prepare_device_tools)
 from benchlab.errors import InfrastructureError
@@ -46,7 +49,8 @@ from benchlab.schema.result import EnvKey, Metric, Status, metric_key
 from benchlab.targets.adb import AdbTarget
 from benchlab.targets.armcpu import arm_cpu
 from benchlab.targets.base import RunRequest
-from benchlab.zoo import ZOO
+from benchlab.spec.artifacts import ArtifactCache
+from benchlab.zoo import ZOO, export_models
 
 pytestmark = [pytest.mark.arm, pytest.mark.slow]
 
@@ -449,6 +453,55 @@ def test_executorch_and_onnx_runtime_run_on_the_phone_without_python_through_the
         (tensor,) = got.as_torch()
         assert tuple(tensor.shape) == (16, 10)
     assert len(list(kept.iterdir())) == 2
+
+
+def test_a_users_model_and_a_compare_of_two_pte_files_reach_the_phone_from_the_command_line(
+        arm_phones: tuple[AdbServer, dict[str, StandinPhone]], et_bundle: GlibcBundle,
+        zoo_cache_dir: Path, tmp_path: Path) -> None:
+    """A model benchlab has never seen, given with ``--model``, is exported to the format the
+    phone's runner reads and answers with its accuracy; ``compare --target adb`` of two
+    ``.pte`` files measures both on the phone in process pairs (no Python there for the
+    interleaved process) and stores them as the phone's. The effect is known beforehand:
+    ExecuTorch's portable kernels against XNNPACK's, about 3.4 times the latency on the
+    emulated A53 (docs/targets.md)."""
+    server, phones = arm_phones
+    target = _target(server, phones["cortex-a53"])
+    quick = ["--iter", "3", "--warmup", "0", "--min-time", "0", "-q"]
+    net = write(tmp_path, "mynet.py", MYNET.format(seed=0))
+    db = tmp_path / "r.db"
+    ran = CliRunner().invoke(app, [
+        "run", "--model", f"{net}:build", "--input", "1x3x32x32", "-f", ET_FP32, "--target",
+        target, "--repeat", "1", "--cache-dir", str(zoo_cache_dir), "--db", str(db), *quick])
+    assert ran.exit_code == 0, ran.output
+    with benchlab.open_store(db) as store:
+        [result] = [r for run in store.list_runs() for r in store.results(run.uuid)]
+    assert result.status is Status.OK and result.identity.model_name == "mynet", result.error
+    assert result.identity.target == "adb"
+    assert result.details["tool"] == f"{ET_RUNNER} (ExecuTorch {ET_VERSION} libs)"
+    assert result.summaries[metric_key("NET", Metric.SQNR)].p50 >= 60  # against the host's eager
+
+    (mlp,) = export_models(["mlp"], ArtifactCache(zoo_cache_dir),
+                           formats=["pte_xnnpack", "pte_portable"])
+    xnnpack, portable = (str(mlp.files[key][0]) for key in ("pte_xnnpack", "pte_portable"))
+    compared = CliRunner().invoke(app, [
+        "compare", "--models", "mlp", "-f", ET_FP32, "--target", target,
+        "--control-model", xnnpack, "--treatment-model", portable, "--pairs", "6",
+        "--no-verify", "--cache-dir", str(zoo_cache_dir), "--db", str(db), *quick])
+    assert compared.exit_code == 1, compared.output  # the portable kernels: a regression
+    assert "regression" in compared.output and "process pairs" in compared.output
+    with benchlab.open_store(db) as store:
+        sides = [r for run in store.list_runs() for r in store.results(run.uuid)
+                 if r.identity.model_name == "mlp"]
+    assert {r.identity.variant for r in sides} == {"control", "treatment"}
+    assert {r.identity.target for r in sides} == {"adb"}
+    # track takes --target the same way: a phone that is not there is named, nothing runs.
+    spec = tmp_path / "loop.json"
+    spec.write_text(json.dumps({"model": {"name": "loop", "format": "generic"}, "tests": [
+        {"identifier": "loop", "commands": ["{program}"]}]}))
+    refused = CliRunner().invoke(app, [
+        "track", str(spec), "--repo", str(tmp_path), "--program", "x", "--target",
+        f"adb:serial=NOPE,server_port={server.port}", "--db", str(db)])
+    assert refused.exit_code != 0 and "NOPE" in str(refused.exception) + refused.output
 
 
 def test_litert_runs_on_the_a76_phone_through_its_bundle_and_says_why_not_on_the_a53(

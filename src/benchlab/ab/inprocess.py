@@ -34,15 +34,22 @@ _RUNNER_MODULE = "benchlab.runner"
 _TREATMENT_FILES = "treatment__"
 
 
-def inprocess_problem(control: Job, treatment: Job, pythons: Sequence[str | None]) -> str | None:
-    """Why the two sides cannot share one process, or ``None`` when they can."""
+def inprocess_problem(control: Job, treatment: Job, pythons: Sequence[str | None],
+                      target_python: str) -> str | None:
+    """Why the two sides cannot share one process, or ``None`` when they can (``pythons``: the
+    sides' own interpreters, None for the target's, ``target_python``; ``""``: it has none)."""
     if len(set(pythons)) > 1:
         return "the sides run under different Python interpreters"
-    for job in (control, treatment):
+    for job, python in zip((control, treatment), pythons, strict=True):
         if not isinstance(job.framework, RunnerFramework):
             return f"{job.identity.framework} is not measured by benchlab's runner"
         if job.config.options.get(NATIVE_BINARY):
             return f"{job.identity.framework} runs a native tool"
+        if job.framework.runs_native_runner(python or target_python, job.config.options):
+            # The shared process is benchlab's Python runner; a phone without Python runs
+            # the runtime's library through benchlab's own native runner, one side a process.
+            return (f"{job.identity.framework} runs benchlab's native runner here, not the "
+                    "Python runner that interleaves the sides")
         if job.test.commands:
             return "the test runs its own commands"
         if job.test.generate is not None:

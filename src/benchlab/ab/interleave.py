@@ -64,7 +64,7 @@ def choose_mode(control: Job, treatment: Job, pythons: tuple[str | None, str | N
         if target.name != "host":
             return Mode.PROCESS_PAIRS, f"lock-step runs on the host target only, not {target.name}"
         return Mode.LOCKSTEP, None
-    problem = inprocess_problem(control, treatment, pythons)
+    problem = inprocess_problem(control, treatment, pythons, target.python_executable() or "")
     if problem is None and wanted in (None, Mode.IN_PROCESS):
         return Mode.IN_PROCESS, None
     if wanted is Mode.LOCKSTEP:

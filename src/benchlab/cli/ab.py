@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 
 from benchlab.cli.options import (
+    CacheDirOption,
     DbOption,
     DetachOption,
     IterOption,
@@ -94,6 +95,7 @@ def compare(
     warmup: WarmupOption = None,
     min_time: MinTimeOption = None,
     target: OneTargetOption = "host",
+    cache_dir: CacheDirOption = None,
     markdown: Annotated[Optional[Path], typer.Option(help="Also write a Markdown report here.", rich_help_panel=OUTPUT)] = None,  # noqa: UP007,E501
     json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the JSON report here.", rich_help_panel=OUTPUT)] = None,  # noqa: UP007,E501
     html: Annotated[Optional[Path], typer.Option(help="Also write an HTML report with plots here.", rich_help_panel=OUTPUT)] = None,  # noqa: UP007,E501
@@ -117,7 +119,7 @@ def compare(
                                  measure)
     sweep = Sweep.of(
         list(specs), models=split_models(models),
-        frameworks=split_frameworks(frameworks) or None, target=target,
+        frameworks=split_frameworks(frameworks) or None, target=target, cache_dir=cache_dir,
         overrides=TestOverrides(iter=iterations, warmup=warmup, min_time=min_time),
         labels=labels_from_options(user_identifier, user_string,
                                    regressed_types=regressed_types),

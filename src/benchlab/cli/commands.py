@@ -21,6 +21,7 @@ from benchlab.cli.helptext import (FAIPEP, GENERATORS, LAB, MEASURE, MEASURE_MOR
                                    SCENARIOS, WHAT_TO_RUN, WHERE, HelpGroup)
 from benchlab.cli.lab import lab_app
 from benchlab.cli.options import (
+    CacheDirOption,
     DbOption,
     DetachOption,
     IterOption,
@@ -74,7 +75,7 @@ def run(
     frameworks: Annotated[list[str], typer.Option("--frameworks", "-f", help="Frameworks, e.g. 'pytorch:mode=eager,onnxruntime' or 'all'.", rich_help_panel=WHAT_TO_RUN)] = [],  # noqa: B006,E501
     string_map: Annotated[Optional[str], typer.Option(help="Placeholders: JSON or K=v,K2=v2.", rich_help_panel=WHAT_TO_RUN)] = None,  # noqa: UP007,E501
     root_model_dir: Annotated[Optional[Path], typer.Option(help="Root for '//' file locations.", rich_help_panel=WHAT_TO_RUN)] = None,  # noqa: UP007,E501
-    cache_dir: Annotated[Optional[Path], typer.Option(help="Artifact cache directory.", rich_help_panel=WHAT_TO_RUN)] = None,  # noqa: UP007,E501
+    cache_dir: CacheDirOption = None,
     prompt_tokens: Annotated[Optional[str], typer.Option(help="Text generators: prompt lengths in tokens, comma-separated (one test each; default 128).", rich_help_panel=GENERATORS)] = None,  # noqa: UP007,E501
     new_tokens: Annotated[Optional[int], typer.Option(help="Text generators: tokens generated per generation (default 64).", rich_help_panel=GENERATORS)] = None,  # noqa: UP007,E501
     depth: Annotated[Optional[str], typer.Option(help="Text generators: KV cache depths filled before the prompt, comma-separated (default 0).", rich_help_panel=GENERATORS)] = None,  # noqa: UP007,E501

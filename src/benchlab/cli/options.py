@@ -4,15 +4,17 @@ values, and the refusals of ``--lab``."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
-from benchlab.cli.helptext import LAB, MEASURE, WHERE
+from benchlab.cli.helptext import LAB, MEASURE, WHAT_TO_RUN, WHERE
 from benchlab.errors import UsageError
 from benchlab.schema.settings import setting_info
 
 __all__ = [
+    "CacheDirOption",
     "DbOption",
     "DetachOption",
     "IterOption",
@@ -36,7 +38,12 @@ DbOption = Annotated[
     typer.Option("--db", help="SQLite file or database URL (default: per-user SQLite file)."),
 ]
 
-
+#: Where exports are kept between runs: run and compare take the same one, so a compare finds
+#: what a run exported (a zoo model's files, a user's model's).
+CacheDirOption = Annotated[
+    Optional[Path],  # noqa: UP007
+    typer.Option("--cache-dir", help="Artifact cache directory.", rich_help_panel=WHAT_TO_RUN),
+]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")]
 LabDeviceOption = Annotated[
     Optional[str],  # noqa: UP007
