@@ -66,9 +66,11 @@ def test_one_process_alternates_both_sides_in_balanced_blocks(tmp_path: Path) ->
                                 loaded_first="t", warmup=2)
     assert session.mode is Mode.IN_PROCESS and session.order == order
     assert len(session.control) == len(session.treatment) == 30
-    # Twice the work: the blocks' median ratio is near 2 (a huge effect, not a timing bound).
-    assert math.log(1.5) < session.estimate < math.log(3.0)
-    # Each call's CPU time is recorded beside its wall time, and tells the same story.
+    # Twice the work: in wall time the treatment is far slower (a huge effect, no bound above:
+    # the suite's neighbours once made most of a session's blocks 4.9 times, CI at 92871ac).
+    assert session.estimate > math.log(1.5)
+    # Each call's CPU time is recorded beside its wall time, and, untouched by waiting for a
+    # core, shows the ratio itself: near 2.
     assert len(session.control_cpu) == len(session.treatment_cpu) == 30
     assert math.log(1.5) < session.estimate_on("cpu") < math.log(3.0)
 

@@ -126,6 +126,7 @@ COMPARE = {
     "repo": (REFUSED, ["--repo", "."]), "build": (REFUSED, ["--build", "make"]),
     "commit_program": (REFUSED, ["--commit-program", "{WORKTREE}/bench"]),
     "target": (REFUSED, ["--target", "ssh:host=pi"]), "db": (REFUSED, ["--db", "x.sqlite"]),
+    "cache_dir": (REFUSED, ["--cache-dir", "cache"]),
     "markdown": (HERE, []), "json_out": (HERE, []), "html": (HERE, []), "quiet": (HERE, []),
     "dry_run": (HERE, []), "wide": (HERE, []),
 }
