@@ -11,7 +11,8 @@ test itself is interrupted, sends the whole session SIGTERM (a bench script turn
 ``SystemExit`` and its clean-up runs), then, after a grace period, SIGKILL to it and to every
 process it started, found by parent in ``/proc`` before the first signal: a lab worker or a
 benchmark starts in a session of its own and no process-group signal reaches it. The limit must
-leave that grace period inside pytest-timeout's.
+leave that grace period inside pytest-timeout's. :func:`alive` is the tests' one check of
+whether a process is still there.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["GRACE_S", "TEST_LIMIT_S", "run_bounded"]
+__all__ = ["GRACE_S", "TEST_LIMIT_S", "alive", "run_bounded"]
 
 #: pytest-timeout's limit for one test, read from pyproject.toml (its one home).
 TEST_LIMIT_S = float(tomllib.loads(
@@ -41,6 +42,12 @@ def _stat(pid: int) -> tuple[int, int] | None:
     except (OSError, IndexError):
         return None
     return (int(fields[1]), int(fields[19])) if fields[0] != "Z" else None
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process: a zombie (killed, not yet reaped) is not; the one
+    check of the tests that look for processes left behind."""
+    return _stat(pid) is not None
 
 
 def _descendants(root: int) -> dict[int, int]:

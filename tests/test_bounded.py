@@ -3,13 +3,12 @@ its own clean-up ran, and the test fails naming it."""
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from bounded import GRACE_S, TEST_LIMIT_S, run_bounded
+from bounded import GRACE_S, TEST_LIMIT_S, alive, run_bounded
 
 # Starts a grandchild in a session of its own (as benchlab starts a benchmark's process and the
 # lab its workers), writes its pid, turns SIGTERM into SystemExit (as the bench scripts do) and
@@ -29,14 +28,6 @@ finally:
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A killed child of a process that died is reaped by init; until then it is a zombie.
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split(") ", 1)[1][0] != "Z"
 
 
 def test_a_program_past_its_limit_is_ended_with_its_processes_after_its_clean_up(
@@ -48,9 +39,9 @@ def test_a_program_past_its_limit_is_ended_with_its_processes_after_its_clean_up
     assert (tmp_path / "cleaned").read_text() == "yes"
     grandchild = int((tmp_path / "grandchild").read_text())
     deadline = time.monotonic() + 10
-    while _alive(grandchild) and time.monotonic() < deadline:
+    while alive(grandchild) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(grandchild), "the program's own child outlived it"
+    assert not alive(grandchild), "the program's own child outlived it"
 
 
 def test_a_program_within_its_limit_returns_its_output_and_status() -> None:

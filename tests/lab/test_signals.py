@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from bounded import alive
 from benchlab_standin.adbserver import free_port
 
 from benchlab.lab.client import submit_to_lab
@@ -44,12 +45,6 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
@@ -80,7 +75,7 @@ def test_a_signal_to_lab_up_alone_leaves_no_process_behind(sig: signal.Signals,
     text = out.read_text()
     assert proc.returncode == 0, text
     assert f"stopped by {sig.name}" in text
-    left = {pid for pid in family if _alive(pid)}
+    left = {pid for pid in family if alive(pid)}
     assert not left, f"still running after {sig.name}: {left}\n{text}"
     with socket.socket() as sock:
         assert sock.connect_ex(("127.0.0.1", port)) != 0

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from bounded import alive
 
 from benchlab_standin import StandinPhone
 from benchlab_standin.adb_protocol import (
@@ -36,13 +37,6 @@ def wait_until(predicate: Callable[[], object], timeout: float = 20.0, what: str
         time.sleep(0.05)
 
 
-def pid_alive(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 class RawHost:
@@ -172,9 +166,9 @@ def test_host_close_kills_the_process_group(host: RawHost, standin_phone: Standi
     local, remote = host.open("shell:sleep 30 & echo $! > /data/local/tmp/sleep.pid; wait")
     wait_until(lambda: pidfile.exists() and pidfile.read_text().strip(), what="pid file")
     pid = int(pidfile.read_text())
-    assert pid_alive(pid)
+    assert alive(pid)
     host.send(A_CLSE, local, remote)
-    wait_until(lambda: not pid_alive(pid), what=f"pid {pid} to die")
+    wait_until(lambda: not alive(pid), what=f"pid {pid} to die")
     wait_until(lambda: standin_phone.sim.jobs == 0, what="no running jobs")
 
 
@@ -297,10 +291,10 @@ def test_killing_the_client_kills_the_command(connected_phone: ConnectedPhone) -
     wait_until(lambda: all(p.exists() and p.read_text().strip() for p in pidfiles),
                what="pid files")
     pids = [int(p.read_text()) for p in pidfiles]
-    assert all(pid_alive(pid) for pid in pids)
+    assert all(alive(pid) for pid in pids)
     client.kill()
     client.wait(timeout=20)
-    wait_until(lambda: not any(pid_alive(pid) for pid in pids), what=f"{pids} to die")
+    wait_until(lambda: not any(alive(pid) for pid in pids), what=f"{pids} to die")
 
 
 @pytest.mark.slow

@@ -62,12 +62,12 @@ def _spec(tmp_path: Path, commands: list[str], timeout: float = 120.0) -> Path:
     return path
 
 
-def _targets(board: LoopbackBoard, server: AdbServer | None) -> dict[str, str]:
-    return {
-        "host": "host",
-        "ssh": f"{board.target_text},python={sys.executable}",
-        **({"adb": f"adb:server_port={server.port}"} if server is not None else {}),
-    }
+def _ssh_target(board: LoopbackBoard) -> str:
+    return f"{board.target_text},python={sys.executable}"
+
+
+def _targets(board: LoopbackBoard, server: AdbServer) -> dict[str, str]:
+    return {"host": "host", "ssh": _ssh_target(board), "adb": f"adb:server_port={server.port}"}
 
 
 def test_one_spec_gives_results_of_one_shape_on_host_ssh_and_adb(
@@ -261,7 +261,7 @@ def test_compare_and_track_take_a_target_from_the_command_line(
                    "commands": ["sh {files.program} 5 {program}"]}]}))
     db = tmp_path / "results.db"
     done = CliRunner().invoke(app, [
-        "compare", str(spec), "--target", _targets(board, None)["ssh"], "--control-program", "20000",
+        "compare", str(spec), "--target", _ssh_target(board), "--control-program", "20000",
         "--treatment-program", "60000", "--pairs", "10", "--no-verify", "--db", str(db), "-q"])
     assert done.exit_code == 1, done.output  # the treatment's loop is three times as long
     assert "regression" in done.output

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from bounded import alive
 
 from benchlab.energy.session import device_clock_offset
 from benchlab.errors import UsageError
@@ -16,14 +17,6 @@ from benchlab.targets.base import RunRequest, Target
 from benchlab.targets.ssh import SshTarget
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie still answers kill(0); it is dead for our purposes.
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split()[2] != "Z"
 
 
 def test_implements_the_target_protocol(ssh_target: SshTarget) -> None:
@@ -64,9 +57,9 @@ def test_a_hung_remote_process_tree_is_killed_at_the_timeout(
     assert time.monotonic() - started < 30
     deadline = time.monotonic() + 10
     recorded = [int(p) for p in pids.read_text().split()]
-    while any(_alive(p) for p in recorded) and time.monotonic() < deadline:
+    while any(alive(p) for p in recorded) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not [p for p in recorded if _alive(p)]
+    assert not [p for p in recorded if alive(p)]
 
 
 def test_push_and_pull_round_trip_a_binary_file(ssh_target: SshTarget, tmp_path: Path) -> None:
