@@ -44,7 +44,7 @@ BUILDS: dict[str, StandinBuild] = dict(ARM_BUILDS)
 NEEDS = {
     "tests/targets/test_arm_board.py": ("board-root", "arm-et-runner", "arm-ort-runner"),
     "tests/targets/test_arm_phone.py": ("phone-tools", "arm-et-runner", "arm-litert-runner",
-                                        "host-et-runner"),
+                                        "arm-litert-debian-runner", "host-et-runner"),
     "tests/frameworks/test_executorch_native.py": ("host-et-runner",),
     "tests/frameworks/test_onnxruntime_native.py": ("host-ort-runner",),
     "tests/frameworks/test_tflite_native.py": ("host-litert-runner",),

@@ -26,11 +26,12 @@ from benchlab.devicetools.prepare import device_tools_dir
 from benchlab.errors import UsageError
 from benchlab.frameworks.base import Staging
 from benchlab.frameworks.tflite import TfliteFramework
-from benchlab.frameworks.tflite.native import profile_rows
+from benchlab.frameworks.tflite.native import parse_native_output, profile_rows
 from benchlab.runner.accuracy import error_stats, load_reference, stack_sets
 from benchlab.schema.result import Metric, Status
 from benchlab.spec.artifacts import ArtifactCache, default_cache_dir
 from benchlab.spec.types import FrameworkConfig
+from benchlab.targets.base import CommandResult
 from benchlab.zoo import export_models
 
 from .conftest import job_context, model_def
@@ -123,6 +124,21 @@ def test_profile_lines_become_one_row_per_timed_run() -> None:
         {"PAD": 0.004, "xnnpack: Convolution (NHWC, F32) IGEMM": 0.75}, {"PAD": 0.006}]
 
 
+def test_the_tool_names_the_library_the_runner_says_it_loaded() -> None:
+    debian = "Debian's libtensorflow-lite2.14.1 2.14.1+dfsg-3.1+b1"
+    lines = (f"benchlab-litert-runner: TensorFlow Lite 2.14.1 C API of {debian}\n"
+             "XNNPACK delegate: off (this library has none)\n"
+             "Iteration 1 of 1: 2.5 ms\nModel executed successfully 1 time(s) in 2.5 ms.\n")
+    details = parse_native_output([CommandResult(0, lines, "", 1.0)]).details
+    assert details["tool"] == f"benchlab-litert-runner (TensorFlow Lite 2.14.1 C API of " \
+                              f"{debian}, without XNNPACK)"
+    assert details["library"] == debian and details["xnnpack"] is False
+    # LiteRT-LM's, with XNNPACK off as asked: the library has it, the tool says no more.
+    lines = lines.replace(f"2.14.1 C API of {debian}", "2.23.0 C API of litert-lm-api "
+                          "0.18.1's liblitert-lm.so").replace(" (this library has none)", "")
+    assert parse_native_output([CommandResult(0, lines, "", 1.0)]).details["tool"] == TOOL
+
+
 @pytest.mark.slow
 def test_a_bad_model_or_input_fails_with_the_runtimes_reason(
         litert_runner: BuiltTools, zoo_cache_dir: Path, tmp_path: Path) -> None:
@@ -143,7 +159,7 @@ def test_a_bad_model_or_input_fails_with_the_runtimes_reason(
            "[16, 512])" in done.stderr, done.stderr
     done = subprocess.run([runner, f"--model_path={model}", "--xnnpack=maybe"],
                           capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 2 and "--xnnpack takes true or false" in done.stderr
+    assert done.returncode == 2 and "--xnnpack takes true, false or auto" in done.stderr
 
 
 def test_runner_option_is_declared_and_refuses_what_it_cannot_run(tmp_path: Path) -> None:
@@ -152,11 +168,13 @@ def test_runner_option_is_declared_and_refuses_what_it_cannot_run(tmp_path: Path
     assert declared["runner"].choices == ("auto", "python", "native")
     bare = job_context(model_def({"tflite": "m.tflite"}), FrameworkConfig("tflite", {}))
 
-    def stage(options: dict[str, object], abi: str = "x86_64") -> object:
+    def stage(options: dict[str, object], abi: str = "x86_64",
+              features: frozenset[str] | None = None) -> object:
         config = FrameworkConfig("tflite", options)
         return fw.device_files(Staging(spec=bare.spec, test=bare.test, config=config,
                                        python=sys.executable, abi=abi, local_files={},
-                                       scratch=tmp_path, cache_root=tmp_path))
+                                       scratch=tmp_path, cache_root=tmp_path,
+                                       arm_features=lambda: features))
 
     assert stage({}) == {} and stage({"runner": "python"}) == {}
     with pytest.raises(UsageError, match="binary= runs your own benchmark_model"):
@@ -164,6 +182,11 @@ def test_runner_option_is_declared_and_refuses_what_it_cannot_run(tmp_path: Path
     with pytest.raises(UsageError, match="flags= are a native tool's"):
         stage({"runner": "native", "flags": "--use_gpu=true"})
     assert stage({"runner": "native"}, abi="arm64-v8a") == {}  # a phone: in the bundle
+    # An ARMv8.0 CPU runs Debian's TensorFlow Lite, which has no XNNPACK: asked for, refused
+    # (benchlab.outputs has no plan to say it first).
+    with pytest.raises(UsageError, match="Debian builds without it"):
+        stage({"runner": "native", "xnnpack": True}, abi="arm64-v8a",
+              features=frozenset({"fp", "asimd"}))
     assert not (tmp_path / "devicetools").exists()  # refused before anything was fetched
     assert not fw.runs_native_runner(sys.executable, {})
     assert fw.runs_native_runner("", {}) and not fw.runs_native_runner(

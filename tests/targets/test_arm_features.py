@@ -1,10 +1,11 @@
-"""A device's ARM CPU features decide, before anything is pushed, whether a runner's library
-runs there (LiteRT-LM's aarch64 library needs ARMv8.3's LDAPR). The emulated phones' end-to-end
-case is tests/targets/test_arm_phone.py's; here the reading and the decision, on a fake target."""
+"""A device's ARM CPU features decide, before anything is pushed, which build of a runner runs
+there (LiteRT-LM's aarch64 library needs ARMv8.3's LDAPR; an ARMv8.0 core runs the runner over
+Debian's TensorFlow Lite, which has no XNNPACK). The emulated phones' end-to-end case is
+tests/targets/test_arm_phone.py's; here the reading and the decision, on a fake target."""
 
 from __future__ import annotations
 
-from benchlab.frameworks.tflite.native import LRCPC_MISSING
+from benchlab.frameworks.tflite.native import C_RUNNER, NEEDS_LRCPC, XNNPACK_MISSING
 from benchlab.harness.devicefit import ArmFeatures, on_this_arm_cpu
 from benchlab.plugins import load_framework
 from benchlab.spec.types import FrameworkConfig
@@ -34,22 +35,37 @@ def test_the_features_line_is_read_and_a_file_without_one_says_nothing() -> None
     assert parse_arm_features("") is None  # a vendor's cut-down file
 
 
-def test_litert_s_runner_is_refused_on_a_cpu_without_lrcpc_and_the_phone_is_asked_once() -> None:
+def test_a_cpu_without_lrcpc_runs_debians_tflite_and_refuses_xnnpack_asked_once() -> None:
     tflite = load_framework("tflite")
-    configs = [FrameworkConfig("tflite", {}), FrameworkConfig("tflite", {"xnnpack": False})]
+    plain, kernels, xnnpack = (FrameworkConfig("tflite", {}),
+                               FrameworkConfig("tflite", {"xnnpack": False}),
+                               FrameworkConfig("tflite", {"xnnpack": True}))
     a53 = Phone(A53)
     features = ArmFeatures(a53)
-    assert on_this_arm_cpu(tflite, "", configs, features) == ([], [LRCPC_MISSING])
-    assert on_this_arm_cpu(tflite, "", configs, features)[1] == [LRCPC_MISSING]
+    # The A53 runs the runner over Debian's library: unset or false XNNPACK runs, true is one
+    # line with its reason, decided before anything is exported or pushed.
+    assert on_this_arm_cpu(tflite, "", [plain, kernels, xnnpack], features) == (
+        [plain, kernels], [XNNPACK_MISSING])
+    assert on_this_arm_cpu(tflite, "", [xnnpack], features)[1] == [XNNPACK_MISSING]
     assert a53.asked == 1  # read once per plan
-    assert on_this_arm_cpu(tflite, "", configs, ArmFeatures(Phone(A76))) == (configs, [])
+    assert [build.tag for build in C_RUNNER.builds] == ["litert", "litert-debian"]
+    assert C_RUNNER.build_for(features.get)[0] is C_RUNNER.builds[1]
+    # The A76 has lrcpc: LiteRT-LM's library, XNNPACK included.
+    a76 = ArmFeatures(Phone(A76))
+    assert on_this_arm_cpu(tflite, "", [plain, xnnpack], a76) == ([plain, xnnpack], [])
+    assert C_RUNNER.build_for(a76.get)[0] is C_RUNNER.builds[0]
     # The Python binding where the phone has Python: no runner of benchlab's, nothing asked.
     with_python = Phone(A53)
-    assert on_this_arm_cpu(tflite, "/data/python3", configs[:1],
-                           ArmFeatures(with_python)) == (configs[:1], [])
+    assert on_this_arm_cpu(tflite, "/data/python3", [xnnpack],
+                           ArmFeatures(with_python)) == ([xnnpack], [])
     assert with_python.asked == 0
-    # Unlisted features are unknown: the job's own first command decides (NEEDS_LRCPC).
-    assert on_this_arm_cpu(tflite, "", configs, ArmFeatures(Phone(""))) == (configs, [])
+    # Unlisted features (x86-64's file, a cut-down one) are unknown: LiteRT-LM's build, whose
+    # job's own first command decides (NEEDS_LRCPC).
+    unlisted = ArmFeatures(Phone(""))
+    assert on_this_arm_cpu(tflite, "", [plain, xnnpack], unlisted) == ([plain, xnnpack], [])
+    assert C_RUNNER.build_for(unlisted.get) == (C_RUNNER.builds[0], None)
+    assert C_RUNNER.builds[0].guards() == [NEEDS_LRCPC]
+    assert C_RUNNER.builds[1].guards() == []
 
 
 def test_a_runner_that_needs_no_feature_never_reads_the_device() -> None:

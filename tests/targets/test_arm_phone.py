@@ -38,8 +38,10 @@ from benchlab.errors import InfrastructureError
 from benchlab.devicetools.etrunner import ET_LIBRARIES, ET_RUNNER, ET_VERSION, build_et_runner
 from benchlab.devicetools.ortrunner import ORT_LIBRARY, ORT_RUNNER, ORT_VERSION, build_ort_runner
 from benchlab.devicetools.glibcbundle import GlibcBundle, elf_dependencies, glibc_bundle
-from benchlab.devicetools.litertrunner import LITERT_LIBRARY, LITERT_RUNNER, build_litert_runner
-from benchlab.frameworks.tflite.native import LRCPC_MISSING, NEEDS_LRCPC
+from benchlab.devicetools.litertrunner import (DEBIAN_TFLITE, LITERT_LIBRARY, LITERT_RUNNER,
+                                               build_debian_litert_runner, build_litert_runner,
+                                               litert_runner_tool)
+from benchlab.frameworks.tflite.native import LRCPC_MISSING, NEEDS_LRCPC, XNNPACK_MISSING
 from benchlab.devicetools.llamacpp import RUNNER
 from benchlab.harness.devicefit import export_readers
 from benchlab.harness.keptfiles import KEPT_FOLDER
@@ -347,8 +349,17 @@ def litert_bundle(zoo_cache_dir: Path) -> GlibcBundle:
     return glibc_bundle(tools, LITERT_RUNNER, device_tools_dir(zoo_cache_dir))
 
 
+def _debian_litert(zoo_cache_dir: Path) -> tuple[BuiltTools, GlibcBundle]:
+    """benchlab's LiteRT runner over Debian's TensorFlow Lite for aarch64 and its bundle, as
+    the run prepared them (``arm-litert-debian-runner``)."""
+    prepared("arm-litert-debian-runner", zoo_cache_dir)
+    tools = build_debian_litert_runner("aarch64", device_tools_dir(zoo_cache_dir))
+    return tools, glibc_bundle(tools, LITERT_RUNNER, device_tools_dir(zoo_cache_dir))
+
+
 def test_the_bundles_hold_what_the_runners_load_and_glibc_from_debians_cross_packages(
-        et_bundle: GlibcBundle, ort_bundle: GlibcBundle, litert_bundle: GlibcBundle) -> None:
+        et_bundle: GlibcBundle, ort_bundle: GlibcBundle, litert_bundle: GlibcBundle,
+        zoo_cache_dir: Path) -> None:
     needed, interpreter = elf_dependencies(et_bundle.files[ET_RUNNER])
     assert interpreter == "/lib/ld-linux-aarch64.so.1" and "libexecutorch.so" in needed
     assert et_bundle.loader == "ld-linux-aarch64.so.1"
@@ -375,6 +386,27 @@ def test_the_bundles_hold_what_the_runners_load_and_glibc_from_debians_cross_pac
                                         "libc.so.6", "libm.so.6", "libpthread.so.0",
                                         "libdl.so.2", "librt.so.1"}
     assert {elf_architecture(p) for p in litert_bundle.files.values()} == {"aarch64"}
+    # LiteRT's for an ARMv8.0 core: Debian's TensorFlow Lite under its soname, what it loads
+    # (abseil, cpuinfo, farmhash, pthreadpool, the C++ runtime) and sid's glibc, not the
+    # cross packages' 2.36: all from the packages apt resolved, which the entry records.
+    tools, debian = _debian_litert(zoo_cache_dir)
+    packages = tools.facts["debian"]["packages"]  # type: ignore[index]
+    assert DEBIAN_TFLITE in packages and "libc6" in packages and "libstdc++6" in packages
+    [library] = [name for name in tools.programs if name != LITERT_RUNNER]
+    assert library.startswith("libtensorflow-lite.so.")
+    needed, interpreter = elf_dependencies(debian.files[LITERT_RUNNER])
+    assert interpreter == "/lib/ld-linux-aarch64.so.1" and library in needed
+    assert {LITERT_RUNNER, library, "ld-linux-aarch64.so.1", "libc.so.6", "libm.so.6",
+            "libstdc++.so.6", "libgcc_s.so.1", "libcpuinfo.so.0", "libpthreadpool.so.0",
+            "libfarmhash.so.0"} <= set(debian.files)
+    assert {name for name in debian.files if not name.startswith("libabsl_")} == {
+        LITERT_RUNNER, library, "ld-linux-aarch64.so.1", "libc.so.6", "libm.so.6",
+        "libstdc++.so.6", "libgcc_s.so.1", "libcpuinfo.so.0", "libpthreadpool.so.0",
+        "libfarmhash.so.0"}
+    sysroot = Path(tools.folder.parent, tools.facts["sysroot"]["folders"][0])  # type: ignore[index]
+    assert debian.files["libc.so.6"].read_bytes() == (sysroot / "libc.so.6").read_bytes()
+    assert {elf_architecture(p) for p in debian.files.values()} == {"aarch64"}
+    assert 6 * 2**20 < debian.size < 24 * 2**20  # 11.4 MiB: a tenth of LiteRT-LM's
 
 
 def test_executorch_and_onnx_runtime_run_on_the_phone_without_python_through_their_bundles(
@@ -398,10 +430,10 @@ def test_executorch_and_onnx_runtime_run_on_the_phone_without_python_through_the
                             for p in ("fp32", "int8")}
     (skip,) = results.skipped
     assert skip[0] == "mlp @ openvino" and "has no Python" in skip[1]
-    # What this phone's runners read: not LiteRT's .tflite, whose library the A53 cannot run
-    # (the A76 reads it: the LiteRT test below).
+    # What this phone's runners read: LiteRT's .tflite too (over Debian's TensorFlow Lite on
+    # the A53: the LiteRT test below).
     assert sorted(export_readers([AdbTarget(phone.serial, server_port=server.port)], [])(
-        ZOO["mlp"])) == ["executorch", "onnxruntime"]
+        ZOO["mlp"])) == ["executorch", "onnxruntime", "tflite"]
     # The int8 programs' own error on the host: ExecuTorch's through its runner (x86-64's
     # XNNPACK), ONNX Runtime's through the binding.
     host_int8 = {"executorch": benchlab.outputs("mlp", f"{ET_INT8},runner=native",
@@ -504,22 +536,19 @@ def test_a_users_model_and_a_compare_of_two_pte_files_reach_the_phone_from_the_c
     assert refused.exit_code != 0 and "NOPE" in str(refused.exception) + refused.output
 
 
-def test_litert_runs_on_the_a76_phone_through_its_bundle_and_says_why_not_on_the_a53(
+def test_litert_runs_on_the_a76_phone_over_litert_lm_and_on_the_a53_over_debians_tflite(
         arm_phones: tuple[AdbServer, dict[str, StandinPhone]], litert_bundle: GlibcBundle,
         zoo_cache_dir: Path, tmp_path: Path) -> None:
     server, phones = arm_phones
     targets = {cpu: AdbTarget(phones[cpu].serial, server_port=server.port)
                for cpu in ("cortex-a53", "cortex-a76")}
     # LiteRT-LM's aarch64 library runs LDAPR (ARMv8.3's RCpc load) while it loads: the A53's
-    # CPU lacks it. The plan says so from the phone's listed features, before anything is
-    # exported or pushed; the A76 has it, and its phone's runners read .tflite files.
-    a53 = benchlab.plan_sweep(models=["mlp"], frameworks=["tflite"], target=[targets[
-        "cortex-a53"]], cache_dir=zoo_cache_dir)
-    assert not a53.jobs and [skip.reason for skip in a53.skipped] == [LRCPC_MISSING]
-    assert "tflite" not in export_readers([targets["cortex-a53"]], [])(ZOO["mlp"])
+    # CPU lacks it, and runs the runner over Debian's TensorFlow Lite instead; both phones'
+    # runners read .tflite files.
+    assert "tflite" in export_readers([targets["cortex-a53"]], [])(ZOO["mlp"])
     assert "tflite" in export_readers([targets["cortex-a76"]], [])(ZOO["mlp"])
-    # Where the features are not listed, the job's first command ends it saying so (no
-    # SIGILL).
+    # Where the features are not listed, a job over LiteRT-LM's library ends at its first
+    # command saying so (no SIGILL).
     guard = {cpu: target.run(RunRequest(NEEDS_LRCPC, timeout=60))
              for cpu, target in targets.items()}
     assert guard["cortex-a53"].returncode == 1
@@ -547,6 +576,27 @@ def test_litert_runs_on_the_a76_phone_through_its_bundle_and_says_why_not_on_the
     got = benchlab.outputs("mlp", "tflite", target=_target(server, phone),
                            cache_dir=zoo_cache_dir)
     assert [a.shape for a in got.outputs] == [(16, 10)] and got.errors["sqnr"] >= 60
+    # The A53: Debian's library, which has no XNNPACK. Asked for, XNNPACK is one "not run"
+    # line from the phone's listed features, before anything is pushed; unset, the built-in
+    # kernels run, and the result names the library that ran.
+    tools, debian = _debian_litert(zoo_cache_dir)
+    results = benchlab.run(models=["mlp"], frameworks=["tflite", "tflite:xnnpack=true"],
+                           target=_target(server, phones["cortex-a53"]),
+                           cache_dir=zoo_cache_dir, overrides=benchlab.TestOverrides(
+                               repeat=1, iter=2, warmup=0, min_time=0.0),
+                           db=tmp_path / "litert-a53.db")
+    assert [reason for _, reason in results.skipped] == [XNNPACK_MISSING]
+    [result] = results
+    assert result.status is Status.OK, result.error
+    details, summaries = result.details, result.summaries
+    version = tools.facts["debian"]["packages"][DEBIAN_TFLITE]  # type: ignore[index]
+    assert details["tool"] == litert_runner_tool(
+        "2.14.1", f"Debian's {DEBIAN_TFLITE} {version}", xnnpack=False)
+    assert details["xnnpack"] is False and details["runtime_version"] == "2.14.1"
+    assert summaries[metric_key("NET", Metric.CODE_SIZE)].p50 == debian.size / 2**20
+    assert details["kept_files"]["folder"].endswith(debian.device_folder(
+        "litert-debian-aarch64"))
+    assert summaries[metric_key("NET", Metric.SQNR)].p50 >= 60
 
 
 def test_a_text_generator_on_the_phone_plans_llamacpp_alone_and_says_why_not_the_rest(

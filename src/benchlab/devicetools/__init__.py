@@ -5,9 +5,10 @@ programs (:mod:`~benchlab.devicetools.elf`), the compilers that build for it
 (:mod:`~benchlab.devicetools.llamacpp`), benchlab's ExecuTorch runner over the libraries of
 ExecuTorch's wheel (:mod:`~benchlab.devicetools.etrunner`), benchlab's ONNX Runtime runner
 over the C library of ONNX Runtime's wheel (:mod:`~benchlab.devicetools.ortrunner`),
-benchlab's LiteRT runner over the TFLite C API of LiteRT-LM's library
-(:mod:`~benchlab.devicetools.litertrunner`), C headers from Debian
-(:mod:`~benchlab.devicetools.debian`), a program
+benchlab's LiteRT runner over the TFLite C API of LiteRT-LM's library, or of Debian's
+TensorFlow Lite for an ARMv8.0 CPU (:mod:`~benchlab.devicetools.litertrunner`), C headers
+and packages with what they depend on from Debian (:mod:`~benchlab.devicetools.debian`), a
+program
 over shared libraries bundled with glibc for a phone (:mod:`~benchlab.devicetools.glibcbundle`)
 and all of them built ahead of a run (:mod:`~benchlab.devicetools.prepare`)."""
 

@@ -15,6 +15,12 @@ loads the program and every library from ``DIR``. Which glibc libraries go in is
 programs' ``NEEDED`` entries, transitively, and the loader's name from the program's
 ``PT_INTERP``: nothing more travels than the program asks for.
 
+A build whose libraries come from Debian packages of another suite (the LiteRT runner over
+Debian's TensorFlow Lite: :class:`~benchlab.devicetools.compile.DebianLibraries`) names its
+own sysroot in its entry (:func:`sysroot_fact`): the libraries it loads and glibc are then all
+taken from those packages' root, glibc of that suite, not the cross packages' (a library built
+against sid's glibc 2.43 asks for symbols Debian 12's 2.36 lacks).
+
 The bundle is an entry of the build cache (:mod:`~benchlab.devicetools.cache`), keyed by the
 program's own entry and the contents of the glibc files it takes, and named by a digest of
 every file's content (:attr:`GlibcBundle.digest`): a device keeps it in a folder of that name,
@@ -35,7 +41,8 @@ from benchlab.devicetools.toolchain import host_architecture
 from benchlab.spec.artifacts import sha256_of
 from benchlab.errors import InfrastructureError
 
-__all__ = ["SYSROOTS", "GlibcBundle", "elf_dependencies", "glibc_bundle"]
+__all__ = ["SYSROOTS", "GlibcBundle", "elf_dependencies", "elf_soname", "glibc_bundle",
+           "sysroot_fact"]
 
 #: Architecture → (the folders glibc's libraries are taken from, the packages that put them
 #: there). The host's own architecture takes the host's glibc: a bundle that runs here, where
@@ -52,7 +59,19 @@ _HOST_SYSROOT = (("/lib/x86_64-linux-gnu", "/lib64", "/usr/lib/x86_64-linux-gnu"
                  "libc6 and libstdc++6")
 #: Bump when the way a bundle is made changes, so old entries are not reused.
 _BUNDLER = 1
-_DT_NEEDED, _DT_STRTAB, _PT_LOAD, _PT_DYNAMIC, _PT_INTERP = 1, 5, 1, 2, 3
+_DT_NEEDED, _DT_STRTAB, _DT_SONAME, _PT_LOAD, _PT_DYNAMIC, _PT_INTERP = 1, 5, 14, 1, 2, 3
+#: The fact of a build entry that names its own sysroot (:func:`sysroot_fact`).
+_SYSROOT = "sysroot"
+
+
+def sysroot_fact(cache_root: Path, folders: tuple[Path, ...], packages: str
+                 ) -> dict[str, object]:
+    """The fact a build entry in ``cache_root`` records when the libraries its programs load,
+    glibc's included, are to be taken from ``folders`` (under ``cache_root``; kept relative
+    to it, so a moved cache still finds them) instead of :data:`SYSROOTS`; ``packages`` says
+    which packages put them there, for the error when one is missing."""
+    return {_SYSROOT: {"folders": [str(Path(f).relative_to(cache_root)) for f in folders],
+                       "packages": packages}}
 
 
 def elf_dependencies(path: Path) -> tuple[tuple[str, ...], str | None]:
@@ -63,6 +82,18 @@ def elf_dependencies(path: Path) -> tuple[tuple[str, ...], str | None]:
     ``PT_LOAD`` that maps it), as the loader reads them: a stripped library has no section
     names to go by. Raises :class:`ValueError` for a file that is not ELF.
     """
+    needed, _, interpreter = _dynamic(path)
+    return needed, interpreter
+
+
+def elf_soname(path: Path) -> str | None:
+    """The ``SONAME`` of shared library ``path`` (the name a program's ``NEEDED`` entry asks
+    for), or None; :class:`ValueError` for a file that is not ELF."""
+    return _dynamic(path)[1]
+
+
+def _dynamic(path: Path) -> tuple[tuple[str, ...], str | None, str | None]:
+    """``path``'s NEEDED names, its SONAME and its program interpreter."""
     data = Path(path).read_bytes()
     if data[:4] != b"\x7fELF":
         raise ValueError(f"{path} is not an ELF file")
@@ -88,8 +119,8 @@ def elf_dependencies(path: Path) -> tuple[tuple[str, ...], str | None]:
         elif kind == _PT_INTERP:
             interpreter = data[offset:offset + filesz].split(b"\0", 1)[0].decode()
     if dynamic is None:
-        return (), interpreter
-    entries, strtab = [], None
+        return (), None, interpreter
+    entries, soname, strtab = [], None, None
     step = struct.calcsize(dyn)
     for at in range(dynamic[0], dynamic[0] + dynamic[1], step):
         tag, value = struct.unpack_from(dyn, data, at)
@@ -97,14 +128,20 @@ def elf_dependencies(path: Path) -> tuple[tuple[str, ...], str | None]:
             break
         if tag == _DT_NEEDED:
             entries.append(value)
+        elif tag == _DT_SONAME:
+            soname = value
         elif tag == _DT_STRTAB:
             strtab = value
     if strtab is None:
-        return (), interpreter
+        return (), None, interpreter
     table = next((offset + strtab - vaddr for vaddr, offset, size in loads
                   if vaddr <= strtab < vaddr + size), strtab)
-    names = tuple(data[table + e:data.index(b"\0", table + e)].decode() for e in entries)
-    return names, interpreter
+
+    def name(at: int) -> str:
+        return data[table + at:data.index(b"\0", table + at)].decode()
+
+    return (tuple(name(e) for e in entries), None if soname is None else name(soname),
+            interpreter)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +173,15 @@ class GlibcBundle:
                 f"{folder}/{self.program}", *args]
 
 
-def _sysroot(architecture: str) -> tuple[tuple[str, ...], str]:
+def _sysroot(tools: BuiltTools) -> tuple[tuple[str, ...], str]:
+    """Where ``tools``' libraries and glibc come from: the entry's own sysroot where it names
+    one (:func:`sysroot_fact`), else the cross packages' of its architecture."""
+    own = tools.facts.get(_SYSROOT)
+    if isinstance(own, dict):
+        # The entry's folder is <cache root>/<key>: its sysroot is relative to that root.
+        return (tuple(str(tools.folder.parent / f) for f in own["folders"]),
+                str(own["packages"]))
+    architecture = tools.architecture
     if architecture in SYSROOTS:
         return SYSROOTS[architecture]
     if architecture == host_architecture() == "x86_64":
@@ -148,7 +193,7 @@ def _sysroot(architecture: str) -> tuple[tuple[str, ...], str]:
 def _resolve(tools: BuiltTools, program: str) -> tuple[dict[str, Path], str]:
     """Every file the bundle of ``program`` needs, by the name the loader looks for (glibc's
     taken from the sysroot, links followed), and the loader's name."""
-    folders, packages = _sysroot(tools.architecture)
+    folders, packages = _sysroot(tools)
     own = {name: tools.program(name) for name in tools.programs}
     needed, interpreter = elf_dependencies(own[program])
     if interpreter is None:

@@ -1,9 +1,12 @@
 /* benchlab-litert-runner: runs a .tflite model in TensorFlow Lite's interpreter and times it,
  * over the TFLite C API that LiteRT-LM's library exports (litert_lm/liblitert-lm.so in the
  * litert-lm-api wheel, for x86-64 and aarch64; ai-edge-litert's own library exports the
- * LiteRT C API only). The headers are TFLite's C API headers from Debian's
- * libtensorflow-lite-dev; the few functions they lack (the XNNPACK delegate, signatures)
- * are declared below: their C signatures are TFLite's stable C ABI.
+ * LiteRT C API only), or, for an ARMv8.0 CPU (LiteRT-LM's aarch64 library runs ARMv8.3's
+ * LDAPR), over Debian's libtensorflow-lite2.14.1, which has no XNNPACK delegate. The headers
+ * are TFLite's C API headers from Debian's libtensorflow-lite-dev; the few functions they
+ * lack (the XNNPACK delegate, signatures) are declared below: their C signatures are
+ * TFLite's stable C ABI. The build names the library in LITERT_LIBRARY (the first line says
+ * it, so a result names what ran).
  *
  * It is benchlab's own program, not TFLite's benchmark_model (which needs the TensorFlow
  * sources and Bazel to build). It prints the lines of benchlab's other runners
@@ -16,8 +19,10 @@
  *                              "Iteration i of N+M" lines
  *   --cpu_threads=N            the interpreter's threads and XNNPACK's (default: TFLite's
  *                              own, under which XNNPACK runs on the calling thread)
- *   --xnnpack=true|false       apply the XNNPACK delegate (default true); without it the
- *                              built-in kernels run (this library applies no delegate itself)
+ *   --xnnpack=true|false|auto  apply the XNNPACK delegate, or not (the built-in kernels
+ *                              run: neither library applies a delegate itself); auto (the
+ *                              default): where the library has it; true on a library
+ *                              without it is a refused command line
  *   --input=PATH               one raw little-endian tensor file per model input, in the
  *                              model's input order (its one signature's inputs sorted by
  *                              name, args_2 before args_10, as benchlab's Python runner
@@ -40,7 +45,7 @@
  *                              microseconds (the timed runs stay unprofiled)
  *
  * Exit status: 0 when every run succeeded; 1 for a model, input or run the runtime refuses
- * (the reason on stderr); 2 for a bad command line. */
+ * (the reason on stderr); 2 for a bad command line (XNNPACK asked of a library without it). */
 
 #include <tensorflow/lite/core/c/c_api.h>
 #include <tensorflow/lite/core/c/c_api_experimental.h>
@@ -56,9 +61,15 @@
 #define MAX_TENSORS 64
 #define MAX_EVENTS 65536
 
-/* Not in Debian's 2.14 headers (the XNNPACK delegate's header is packaged nowhere). */
-TfLiteDelegate* TfLiteXNNPackDelegateCreate(const void* options);
-void TfLiteXNNPackDelegateDelete(TfLiteDelegate* delegate);
+#ifndef LITERT_LIBRARY
+#define LITERT_LIBRARY "a TensorFlow Lite library its build did not name"
+#endif
+
+/* Not in Debian's 2.14 headers (the XNNPACK delegate's header is packaged nowhere). Weak:
+ * Debian's library has no XNNPACK delegate, and the runner still loads there (the three are
+ * then NULL, and XNNPACK is off). */
+TfLiteDelegate* TfLiteXNNPackDelegateCreate(const void* options) __attribute__((weak));
+void TfLiteXNNPackDelegateDelete(TfLiteDelegate* delegate) __attribute__((weak));
 typedef struct TfLiteSignatureRunner TfLiteSignatureRunner;
 int32_t TfLiteInterpreterGetSignatureCount(const TfLiteInterpreter* interpreter);
 const char* TfLiteInterpreterGetSignatureKey(const TfLiteInterpreter* interpreter, int32_t i);
@@ -82,7 +93,7 @@ typedef struct {
   int32_t num_threads;
   unsigned char rest[1020];
 } XnnpackOptions;
-XnnpackOptions TfLiteXNNPackDelegateOptionsDefault(void);
+XnnpackOptions TfLiteXNNPackDelegateOptionsDefault(void) __attribute__((weak));
 
 /* numpy's name of an element type; NULL for one the tensor files do not carry. */
 static const char* dtype_name(TfLiteType type) {
@@ -496,22 +507,32 @@ static int own_flag(const char* arg, void* data) {
   Options* opts = data;
   const char* value = flag(arg, "--xnnpack");
   if (!value) return 0;
-  if (strcmp(value, "true") && strcmp(value, "false")) return usage("--xnnpack takes true or false", NULL);
-  opts->xnnpack = strcmp(value, "true") == 0;
+  if (strcmp(value, "true") && strcmp(value, "false") && strcmp(value, "auto")) {
+    return usage("--xnnpack takes true, false or auto", NULL);
+  }
+  opts->xnnpack = strcmp(value, "auto") == 0 ? -1 : strcmp(value, "true") == 0;
   return 1;
 }
 
 int main(int argc, char** argv) {
-  Options opts = {.c = common_defaults(), .xnnpack = 1};
+  Options opts = {.c = common_defaults(), .xnnpack = -1};
   int bad = parse_command_line(argc, argv, &opts.c, own_flag, &opts);
   if (bad) return bad;
-  printf("benchlab-litert-runner: TensorFlow Lite %s C API\n", TfLiteVersion());
+  const int has_xnnpack = TfLiteXNNPackDelegateCreate != NULL;
+  if (opts.xnnpack == 1 && !has_xnnpack) {
+    return usage("--xnnpack=true: this TensorFlow Lite library (" LITERT_LIBRARY ") has no "
+                 "XNNPACK delegate (run with --xnnpack=false or auto)", NULL);
+  }
+  if (opts.xnnpack < 0) opts.xnnpack = has_xnnpack;
+  printf("benchlab-litert-runner: TensorFlow Lite %s C API of %s\n", TfLiteVersion(),
+         LITERT_LIBRARY);
   double started = now_ms();
   Session s = {0};
   if (!open_session(&opts, NULL, &s)) return 1;
   printf("Model file %s is loaded.\n", opts.c.model_path);
   printf("Model loaded in %.3f ms.\n", now_ms() - started);
-  printf("XNNPACK delegate: %s\n", opts.xnnpack ? "applied" : "off");
+  printf("XNNPACK delegate: %s\n", opts.xnnpack ? "applied"
+         : has_xnnpack ? "off" : "off (this library has none)");
   if (opts.c.threads > 0) printf("Setting num_threads to %ld\n", opts.c.threads);
   Tensors t;
   Input in[MAX_TENSORS] = {{0}};

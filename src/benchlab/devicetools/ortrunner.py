@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchlab.devicetools.cache import BuiltTools
-from benchlab.devicetools.compile import CRunnerRecipe, find_or_build_c_runner
+from benchlab.devicetools.compile import CRunnerRecipe, WheelLibrary, find_or_build_c_runner
 from benchlab.devicetools.debian import DEBIAN_ARCHIVE, debian_headers
 from benchlab.errors import InfrastructureError
 
@@ -83,9 +83,10 @@ def build_ort_runner(architecture: str, cache_root: Path, *, version: str = ORT_
     which says what it raises). Its programs: :data:`ORT_RUNNER` and :data:`ORT_LIBRARY`."""
     recipe = CRunnerRecipe(
         label="benchlab's ONNX Runtime runner", name="ortrunner", source=_SOURCE,
-        program=ORT_RUNNER, package="onnxruntime", version=version,
-        member=f"onnxruntime/capi/libonnxruntime.so.{version}", library=ORT_LIBRARY,
-        flags=FLAGS, unsupported="ONNX Runtime's wheel carries its C library")
+        program=ORT_RUNNER, flags=FLAGS, libraries=WheelLibrary(
+            package="onnxruntime", version=version,
+            member=f"onnxruntime/capi/libonnxruntime.so.{version}", library=ORT_LIBRARY,
+            unsupported="ONNX Runtime's wheel carries its C library"))
     return find_or_build_c_runner(recipe, architecture, cache_root, _header_facts,
                                   builder=_BUILDER, progress=progress)
 

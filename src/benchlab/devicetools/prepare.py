@@ -2,7 +2,8 @@
 
 A device without Python runs programs benchlab builds for it (llama.cpp's runner,
 ExecuTorch's over the libraries of ExecuTorch's wheel, ONNX Runtime's over the C library
-of ONNX Runtime's wheel, LiteRT's over the TFLite C API of LiteRT-LM's library). The
+of ONNX Runtime's wheel, LiteRT's over the TFLite C API of LiteRT-LM's library and, for an
+aarch64 CPU without LiteRT-LM's ARMv8.3 instructions, over Debian's TensorFlow Lite). The
 first run on such a device would build them inside the run, minutes before its first number;
 :func:`prepare_device_tools` builds them beforehand into the artifact cache, where a run finds
 them by key, and says what it built and how long it took (``benchlab prepare --arch aarch64``).
@@ -20,8 +21,10 @@ from benchlab.devicetools.cache import BuiltTools
 from benchlab.devicetools.etrunner import ET_RUNNER, ET_VERSION, build_et_runner
 from benchlab.devicetools.glibcbundle import SYSROOTS, glibc_bundle
 from benchlab.devicetools.litertrunner import (
+    DEBIAN_TFLITE,
     LITERT_LM_VERSION,
     LITERT_RUNNER,
+    build_debian_litert_runner,
     build_litert_runner,
 )
 from benchlab.devicetools.llamacpp import RUNNER, build_llama_tools
@@ -29,13 +32,16 @@ from benchlab.devicetools.ortrunner import ORT_RUNNER, ORT_VERSION, build_ort_ru
 from benchlab.errors import UsageError
 from benchlab.spec.artifacts import default_cache_dir
 
-__all__ = ["DEVICE_TOOLS", "PreparedTool", "device_tools_dir", "prepare_device_tools"]
+__all__ = ["DEVICE_TOOLS", "ONLY_FOR", "PreparedTool", "device_tools_dir", "prepare_device_tools"]
 
 #: What :func:`prepare_device_tools` builds, by name: llama.cpp's runner, ExecuTorch's,
-#: ONNX Runtime's, LiteRT's.
-DEVICE_TOOLS = ("llamacpp", "executorch", "onnxruntime", "litert")
+#: ONNX Runtime's, LiteRT's (over LiteRT-LM's library, and over Debian's TensorFlow Lite).
+DEVICE_TOOLS = ("llamacpp", "executorch", "onnxruntime", "litert", "litert-debian")
 #: benchlab's own runners over a runtime's shipped libraries: a phone's copy is bundled.
-OWN_RUNNERS = ("executorch", "onnxruntime", "litert")
+OWN_RUNNERS = ("executorch", "onnxruntime", "litert", "litert-debian")
+#: The tools only some CPUs run, and those CPUs: LiteRT over Debian's TensorFlow Lite is what
+#: an ARMv8.0 core runs (frameworks/tflite/native.py); no other CPU is given it.
+ONLY_FOR = {"litert-debian": ("aarch64",)}
 _Builder = Callable[..., BuiltTools]
 #: Each tool's builder, its program and what it is.
 _BUILDERS: dict[str, tuple[_Builder, str, str]] = {
@@ -48,6 +54,9 @@ _BUILDERS: dict[str, tuple[_Builder, str, str]] = {
     "litert": (build_litert_runner, LITERT_RUNNER,
                f"LiteRT's runner ({LITERT_RUNNER}, TFLite C API of litert-lm-api "
                f"{LITERT_LM_VERSION})"),
+    "litert-debian": (build_debian_litert_runner, LITERT_RUNNER,
+                      f"LiteRT's runner for ARMv8.0 ({LITERT_RUNNER}, Debian's "
+                      f"{DEBIAN_TFLITE})"),
 }
 
 
@@ -81,7 +90,7 @@ def prepare_device_tools(architecture: str, cache_root: Path | None = None, *,
                          ) -> list[PreparedTool]:
     """Build (or find) every program benchlab pushes to a device of ``architecture`` that has
     no Python, in ``cache_root`` (the default artifact cache when None); ``tools`` picks some
-    of :data:`DEVICE_TOOLS`, in that order.
+    of :data:`DEVICE_TOOLS`, in that order (one :data:`ONLY_FOR` other CPUs is left out).
 
     Raises :class:`~benchlab.errors.InfrastructureError` when no compiler for it is installed
     (naming the package) or a build fails (with the end of its log).
@@ -92,7 +101,8 @@ def prepare_device_tools(architecture: str, cache_root: Path | None = None, *,
         raise UsageError(f"benchlab builds {', '.join(DEVICE_TOOLS)} for devices, not "
                          f"{', '.join(unknown)}")
     done = []
-    for name in (tool for tool in DEVICE_TOOLS if tool in tools):
+    for name in (tool for tool in DEVICE_TOOLS if tool in tools
+                 and architecture in ONLY_FOR.get(tool, (architecture,))):
         began = time.monotonic()
         # Each builder looks for the compiler before it fetches anything.
         build, program, what = _BUILDERS[name]

@@ -89,9 +89,11 @@ class OwnRunner(Protocol):
         """The files a phone keeps between jobs."""
         ...
 
-    def why_not_on_arm(self, features: Callable[[], frozenset[str] | None]) -> str | None:
-        """Why an ARM CPU whose kernel lists ``features()`` cannot run it (None: it can);
-        ``features`` is asked only where the answer depends on it."""
+    def why_not_on_arm(self, options: Mapping[str, Any],
+                       features: Callable[[], frozenset[str] | None]) -> str | None:
+        """Why a job with ``options`` cannot run it on an ARM CPU whose kernel lists
+        ``features()`` (None: it can); ``features`` is asked only where the answer depends
+        on it."""
         ...
 
 
@@ -138,7 +140,9 @@ class Staging:
     ``python`` is the device's Python (``""``: none); ``abi`` its instruction set as it names
     it (``arm64-v8a``, ``aarch64``, ``x86_64``); ``local_files`` the host copies of the
     job's model files; ``scratch`` a folder for files to push (removed once pushed);
-    ``cache_root`` the artifact cache's folder; ``progress`` shows a long step's progress.
+    ``cache_root`` the artifact cache's folder; ``progress`` shows a long step's progress;
+    ``arm_features`` reads the device's ARM CPU features as its kernel lists them (None: not
+    listed), once, only when called: which build of a runner the CPU runs.
     """
 
     spec: BenchmarkSpec
@@ -150,6 +154,7 @@ class Staging:
     scratch: Path
     cache_root: Path
     progress: Callable[[str], None] = lambda text: None
+    arm_features: Callable[[], frozenset[str] | None] = lambda: None
 
 
 @runtime_checkable
@@ -483,10 +488,11 @@ class RunnerFramework:
         """Why a job with ``options`` cannot run on an ARM device whose kernel lists
         ``features()`` (None where not listed) and whose Python is ``python`` (None: it can),
         asked before anything is exported or pushed: the :attr:`own_runner`'s needs, where the
-        job runs it. ``features`` is called only where they decide (one shell round trip)."""
+        job runs it (which of its builds the CPU runs, and whether that build honours
+        ``options``). ``features`` is called only where they decide (one shell round trip)."""
         if self.own_runner is None or not self.own_runner.uses(python, options):
             return None
-        return self.own_runner.why_not_on_arm(features)
+        return self.own_runner.why_not_on_arm(options, features)
 
     def why_not_without_python(self, model: ModelDef,
                                options: Mapping[str, Any]) -> str | None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from benchlab.spec.artifacts import ArtifactCache
 from benchlab.energy.session import EnergySession, EnergySettings
+from benchlab.harness.devicefit import ArmFeatures
 from benchlab.harness.devicestate import GateOutcome, capture_state, state_flags, wait_until_cool
 from benchlab.errors import DownloadError, InfrastructureError, UserError
 from benchlab.devicetools.elf import abi_of, refuse_wrong_architecture
@@ -280,7 +281,8 @@ class JobMeasurement:
                 spec=self.job.spec, test=self.test, config=self.job.config,
                 python=self._target.python_executable(), abi=abi_of(self._environment),
                 local_files=local_files, scratch=scratch, cache_root=self._cache.root,
-                progress=_show_progress), workdir, built)
+                progress=_show_progress, arm_features=ArmFeatures(self._target).get),
+                workdir, built)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         if kept is not None:

@@ -24,6 +24,7 @@ from benchlab.frameworks.base import Framework, JobContext, Staging, Unsupported
 from benchlab.frameworks.common import REFERENCE_KEY, is_generative
 from benchlab.frameworks.native.own_runners import MANIFEST
 from benchlab.plugins import check_configurations
+from benchlab.harness.devicefit import ArmFeatures
 from benchlab.harness.jobrun import fetch_files
 from benchlab.harness.keptfiles import push_device_files
 from benchlab.plugins import load_framework, open_target
@@ -187,7 +188,8 @@ def _native_outputs(device: Target, adapter: Framework, spec: BenchmarkSpec, tes
             reference = load_reference(given)
         staging = Staging(spec=spec, test=test, config=config,
                           python=device.python_executable(), abi=abi, local_files=local,
-                          scratch=Path(tmp), cache_root=cache.root)
+                          scratch=Path(tmp), cache_root=cache.root,
+                          arm_features=ArmFeatures(device).get)
         workdir = device.make_workdir(f"outputs-{spec.model.name}")
         try:
             files = {key: device.push(path, workdir, None) for key, path in local.items()}

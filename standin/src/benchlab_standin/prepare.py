@@ -104,6 +104,13 @@ def _arm_litert_runner(cache_root: Path | None, progress: Progress) -> PreparedT
                               "(aarch64)")
 
 
+def _arm_litert_debian_runner(cache_root: Path | None, progress: Progress) -> PreparedTool:
+    (tool,) = prepare_device_tools("aarch64", cache_root, progress=progress,
+                                   tools=("litert-debian",))
+    return replace(tool, name="LiteRT's runner over Debian's TensorFlow Lite "
+                              "(benchlab-litert-runner) for the ARMv8.0 phone (aarch64)")
+
+
 def _no_host_compiler() -> str | None:
     try:
         find_toolchain(host_architecture())
@@ -141,6 +148,9 @@ ARM_BUILDS = {build.key: build for build in (
                  "board (aarch64)", _no_arm_compiler, _arm_ort_runner),
     StandinBuild("arm-litert-runner", "LiteRT's runner (benchlab-litert-runner) for the ARM "
                  "phone (aarch64)", _no_arm_compiler, _arm_litert_runner),
+    StandinBuild("arm-litert-debian-runner", "LiteRT's runner over Debian's TensorFlow Lite "
+                 "(benchlab-litert-runner) for the ARMv8.0 phone (aarch64)", _no_arm_compiler,
+                 _arm_litert_debian_runner),
     StandinBuild("host-et-runner", "ExecuTorch's runner (benchlab-et-runner) for this host",
                  _no_host_compiler, _host_et_runner),
     StandinBuild("host-ort-runner", "ONNX Runtime's runner (benchlab-ort-runner) for this host",

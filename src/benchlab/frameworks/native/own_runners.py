@@ -40,10 +40,11 @@ from benchlab.runner.accuracy import ERROR_METRICS, error_stats, load_reference,
 from benchlab.schema.result import Metric
 from benchlab.targets.base import CommandResult
 
-__all__ = ["MANIFEST", "OUTPUTS", "RUNNERS", "CRunner", "RunnerOutput", "add_operator_rows",
-           "bundle_argv", "kept_bundle", "read_runner_output", "reference_input_files",
-           "reference_sets", "runner_architecture", "runner_variant", "score_runner_outputs",
-           "staged_inputs", "staged_runner", "wants_own_runner"]
+__all__ = ["MANIFEST", "OUTPUTS", "RUNNERS", "CRunner", "RunnerBuild", "RunnerOutput",
+           "add_operator_rows", "bundle_argv", "feature_guard", "kept_bundle",
+           "read_runner_output", "reference_input_files", "reference_sets",
+           "runner_architecture", "runner_variant", "score_runner_outputs", "staged_inputs",
+           "staged_runner", "wants_own_runner"]
 
 #: A framework's ``runner=`` choices where benchlab has its own runner for it.
 RUNNERS = ("auto", "python", "native")
@@ -250,32 +251,72 @@ def score_runner_outputs(files: Mapping[str, Path], samples: SampleList,
         samples.add("NET", metric, value, ERROR_METRICS[metric])
 
 
-@dataclass(frozen=True)
-class CRunner:
-    """One of benchlab's C runners over one library of a runtime's wheel (ONNX Runtime's,
-    LiteRT's): how a job stages it, keeps it on a phone and starts it, the same for each.
-    Its files are keyed by ``tag``: ``native.<tag>_runner`` and ``native.<tag>_library``
-    beside a job, ``kept.<tag>_bundle`` on a phone, ``native.<tag>_input.<i>`` the inputs."""
+def feature_guard(feature: str, why: str) -> str:
+    """A shell command that ends a job saying ``why`` where the ARM CPU's kernel lists its
+    features without ``feature``: the check a job makes itself where the plan could not."""
+    return (f"if grep -q '^Features' /proc/cpuinfo && ! grep -qw {feature} /proc/cpuinfo; "
+            f"then echo {shlex.quote(why)} >&2; exit 1; fi")
 
-    framework: str
-    program: str
-    library: str
-    #: ``build(architecture, cache_root, progress=...)``: the runner, from its cache.
-    build: Callable[..., BuiltTools]
+
+def _honours_every_option(options: Mapping[str, Any]) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class RunnerBuild:
+    """One build of a C runner, over one library: how it is built, whose library it loads
+    and what that library asks of an ARM CPU. Its files are keyed by ``tag``:
+    ``native.<tag>_runner`` and ``native.<tag>_library`` beside a job, ``kept.<tag>_bundle``
+    on a phone, whose folder is named ``<tag>-<architecture>-<digest>``."""
+
     tag: str
+    #: ``build(architecture, cache_root, progress=...)``: the runner and its library (the
+    #: entry's other program), from its cache.
+    build: Callable[..., BuiltTools]
     #: Whose library it loads, for the bundle's label ("ONNX Runtime 1.32.0's C library").
     what: str
-    #: Why the runner cannot honour a job's options (None: it can).
-    why_not: Callable[[Mapping[str, Any]], str | None]
-    #: The file a profiled run writes in its working folder.
-    profile: str
     #: ARM CPU features its aarch64 library runs without checking for them, each with why a
-    #: CPU without it cannot run the runner (LiteRT-LM's library: ``lrcpc``).
+    #: CPU without it cannot run it (LiteRT-LM's library: ``lrcpc``).
     arm_needs: Mapping[str, str] = field(default_factory=dict)
+    #: Why it cannot honour a job's options where the runner could (None: it can): an option
+    #: its library lacks (Debian's TensorFlow Lite: XNNPACK).
+    why_not: Callable[[Mapping[str, Any]], str | None] = _honours_every_option
 
     @property
     def bundle_key(self) -> str:
         return f"kept.{self.tag}_bundle"
+
+    @property
+    def runner_key(self) -> str:
+        return f"native.{self.tag}_runner"
+
+    def guards(self) -> list[str]:
+        """The job's own checks of :attr:`arm_needs`, run before the runner."""
+        return [feature_guard(feature, why) for feature, why in self.arm_needs.items()]
+
+
+@dataclass(frozen=True)
+class CRunner:
+    """One of benchlab's C runners over one library of a runtime (ONNX Runtime's, LiteRT's):
+    how a job stages it, keeps it on a phone and starts it, the same for each. ``builds``
+    are its builds, each over another library, in the order a CPU takes them: the first
+    whose :attr:`RunnerBuild.arm_needs` the device's ARM CPU lists (the first where the
+    features are not listed, or nothing needs one). Its inputs are keyed
+    ``native.<tag>_input.<i>``."""
+
+    framework: str
+    program: str
+    builds: tuple[RunnerBuild, ...]
+    tag: str
+    #: Why the runner cannot honour a job's options (None: it can).
+    why_not: Callable[[Mapping[str, Any]], str | None]
+    #: The file a profiled run writes in its working folder.
+    profile: str
+
+    @property
+    def bundle_key(self) -> str:
+        """The kept folder's key of the first build (the one a CPU takes by default)."""
+        return self.builds[0].bundle_key
 
     def uses(self, python: str, options: Mapping[str, Any]) -> bool:
         """Whether a job runs this runner (:func:`wants_own_runner`)."""
@@ -286,14 +327,28 @@ class CRunner:
         if why := self.why_not(options):
             raise UsageError(why)
 
-    def why_not_on_arm(self, features: Callable[[], frozenset[str] | None]) -> str | None:
-        """Why an ARM CPU whose kernel lists ``features()`` cannot run this runner's aarch64
-        library (None: it can, or its features are not listed). ``features`` is called only
-        where the library needs one, so a device is not asked for nothing."""
-        if not self.arm_needs or (listed := features()) is None:
-            return None
-        return next((why for feature, why in self.arm_needs.items()
-                     if feature not in listed), None)
+    def build_for(self, features: Callable[[], frozenset[str] | None]
+                  ) -> tuple[RunnerBuild | None, str | None]:
+        """The build an ARM CPU whose kernel lists ``features()`` runs (None where the
+        features are not listed: the first), or None and why no build's library runs there.
+        ``features`` is called only where a build needs one, so a device is not asked for
+        nothing."""
+        first = self.builds[0]
+        if not any(build.arm_needs for build in self.builds) or (listed := features()) is None:
+            return first, None
+        for build in self.builds:
+            if all(feature in listed for feature in build.arm_needs):
+                return build, None
+        return None, next(why for feature, why in first.arm_needs.items()
+                          if feature not in listed)
+
+    def why_not_on_arm(self, options: Mapping[str, Any],
+                       features: Callable[[], frozenset[str] | None]) -> str | None:
+        """Why a job with ``options`` cannot run on an ARM CPU whose kernel lists
+        ``features()`` (None: it can, or its features are not listed): no build's library
+        runs there, or the one that does cannot honour an option."""
+        build, why = self.build_for(features)
+        return why if build is None else build.why_not(options)
 
     def why_not_without_python(self, options: Mapping[str, Any]) -> str | None:
         """Why a forward pass with ``options`` needs the target's Python (None: this runner
@@ -305,6 +360,15 @@ class CRunner:
             return f"{why}; and the target has no Python"
         return None
 
+    def _chosen(self, staging: Staging) -> RunnerBuild:
+        """The build the job's device runs; a :class:`UsageError` where none runs it or the
+        one that does cannot honour the job's options (the plan says so before; a job made
+        without a plan, ``benchlab.outputs``, learns it here)."""
+        build, why = self.build_for(staging.arm_features)
+        if build is not None and not (why := build.why_not(staging.config.options)):
+            return build
+        raise UsageError(str(why))
+
     def stage(self, staging: Staging) -> dict[str, Path]:
         """The runner built for the target's CPU and the library it loads (on a phone they
         come in the kept bundle instead), and the reference's input sets as raw files;
@@ -313,13 +377,15 @@ class CRunner:
         if not self.uses(staging.python, options):
             return {}
         self.refuse_unsupported(options)
+        build = self._chosen(staging)
         root = device_tools_dir(Path(staging.cache_root))
         files: dict[str, Path] = {}
         if not is_android_abi(staging.abi):
-            tools = self.build(runner_architecture(self.framework, staging.abi), root,
-                               progress=staging.progress)
-            files = {f"native.{self.tag}_runner": tools.program(self.program),
-                     f"native.{self.tag}_library": tools.program(self.library)}
+            tools = build.build(runner_architecture(self.framework, staging.abi), root,
+                                progress=staging.progress)
+            [library] = [name for name in tools.programs if name != self.program]
+            files = {build.runner_key: tools.program(self.program),
+                     f"native.{build.tag}_library": tools.program(library)}
         reference = staging.local_files.get("files.reference")
         if reference is not None:
             files.update(reference_input_files(Path(reference), root, self.tag,
@@ -333,11 +399,19 @@ class CRunner:
         if not self.uses(staging.python, options) or not is_android_abi(staging.abi) \
                 or self.why_not(options):
             return None  # stage says why the options cannot run
+        build = self._chosen(staging)
         root = device_tools_dir(Path(staging.cache_root))
-        tools = self.build(runner_architecture(self.framework, staging.abi), root,
-                           progress=staging.progress)
-        return kept_bundle(tools, self.program, root, key=self.bundle_key, tag=self.tag,
-                           what=self.what)
+        tools = build.build(runner_architecture(self.framework, staging.abi), root,
+                            progress=staging.progress)
+        return kept_bundle(tools, self.program, root, key=build.bundle_key, tag=build.tag,
+                           what=build.what)
+
+    def staged_build(self, files: Mapping[str, str]) -> RunnerBuild:
+        """The build a job's staged ``files`` hold (beside the job, or a phone's bundle)."""
+        for build in self.builds:
+            if build.runner_key in files or build.bundle_key in files:
+                return build
+        raise UsageError(f"{self.framework}: benchlab's runner was not staged on the target")
 
     def invocation(self, framework: RunnerFramework, ctx: JobContext, model_path: str, *,
                    flags: Sequence[str], threads: Any, variant: str,
@@ -346,8 +420,9 @@ class CRunner:
         and on the first repetition its outputs (and its profile, with ``profile_ops``)
         handed back; ``variant`` (a line) is echoed after it for the parser. ``threads``
         unset or 0: the runtime's own choice."""
-        runner = staged_runner(self.framework, ctx.files, f"native.{self.tag}_runner",
-                               self.bundle_key, self.program)
+        build = self.staged_build(ctx.files)
+        runner = staged_runner(self.framework, ctx.files, build.runner_key, build.bundle_key,
+                               self.program)
         self.refuse_unsupported(ctx.config.options)
         extra = [f"--warmup={ctx.test.warmup}", *flags]
         inputs, sets = staged_inputs(ctx.files, f"native.{self.tag}_input.")
@@ -363,7 +438,9 @@ class CRunner:
                 pull += (self.profile,)
         argv = executor_runner_argv(runner, model_path, iterations=max(ctx.test.iter, 1),
                                     threads=int(threads) if threads else None, extra=extra)
-        argv = bundle_argv(ctx.files, self.bundle_key, argv)
-        return replace(framework.native_invocation(ctx, argv, before=before,
+        argv = bundle_argv(ctx.files, build.bundle_key, argv)
+        # The staged build's own checks first: where the plan could not read the CPU's
+        # features, a library the CPU cannot run ends the job saying so, not by SIGILL.
+        return replace(framework.native_invocation(ctx, argv, before=[*build.guards(), *before],
                                                    after="echo " + shlex.quote(variant)),
                        pull=pull)

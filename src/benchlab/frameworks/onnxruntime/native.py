@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 from benchlab.devicetools.ortrunner import (
-    ORT_LIBRARY,
     ORT_RUNNER,
     ORT_VERSION,
     build_ort_runner,
@@ -43,6 +42,7 @@ from benchlab.frameworks.base import Invocation, JobContext, RunnerFramework
 from benchlab.frameworks.native.own_runners import (
     RUNNERS,
     CRunner,
+    RunnerBuild,
     add_operator_rows,
     read_runner_output,
     runner_variant,
@@ -82,10 +82,10 @@ def why_not_native(options: Mapping[str, Any]) -> str | None:
 
 
 #: benchlab's runner as a job stages, keeps and starts it.
-C_RUNNER = CRunner(framework="onnxruntime", program=ORT_RUNNER, library=ORT_LIBRARY,
-                   build=build_ort_runner, tag="ort",
-                   what=f"ONNX Runtime {ORT_VERSION}'s C library", why_not=why_not_native,
-                   profile=PROFILE)
+C_RUNNER = CRunner(framework="onnxruntime", program=ORT_RUNNER, tag="ort",
+                   builds=(RunnerBuild("ort", build_ort_runner,
+                                       f"ONNX Runtime {ORT_VERSION}'s C library"),),
+                   why_not=why_not_native, profile=PROFILE)
 #: The device folder of the phone's bundle (runner, library, glibc), and ``KEY/NAME`` each
 #: file in it.
 BUNDLE_KEY = C_RUNNER.bundle_key

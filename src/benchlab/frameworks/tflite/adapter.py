@@ -6,15 +6,19 @@ Options:
     The interpreter's ``num_threads`` (default: the test's ``threads``; unset leaves LiteRT's
     own default, under which XNNPACK runs single-threaded).
 ``xnnpack``
-    ``true`` (default) applies LiteRT's default XNNPACK delegate; ``false`` runs the built-in
-    kernels only (``OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES``).
+    ``true`` applies LiteRT's default XNNPACK delegate; ``false`` runs the built-in kernels
+    only (``OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES``). Unset (the default): XNNPACK
+    where the library has it, which the Python binding's and LiteRT-LM's do; Debian's
+    TensorFlow Lite, which benchlab's runner loads on an ARMv8.0 phone, has none (there
+    ``true`` is a "not run" line).
 ``precision``
     ``fp32`` (default) or ``int8``: the file keyed ``tflite_int8``, required to exist.
 ``file``
     An explicit model file key; wins over the precision's zoo key.
 ``runner``
     ``python``: the Python binding (``ai-edge-litert``); ``native``: benchlab's C runner over
-    the TFLite C API of LiteRT-LM's library, built for the target's CPU
+    the TFLite C API of LiteRT-LM's library (on an ARM CPU without ``lrcpc``, of Debian's
+    TensorFlow Lite), built for the target's CPU
     (:mod:`benchlab.frameworks.tflite.native`), which also gives per-operator times; ``auto``
     (default): python where the target has Python, else native (a phone).
 ``binary``
@@ -148,7 +152,9 @@ class TfliteFramework(RunnerFramework):
     declared_options = (
         THREADS,
         FrameworkOption("xnnpack", bool, "true applies LiteRT's default XNNPACK delegate; "
-                        "false runs the built-in kernels only", default=True),
+                        "false runs the built-in kernels only; unset: XNNPACK where the "
+                        "library has it (not Debian's TensorFlow Lite, which an ARMv8.0 "
+                        "phone runs)"),
         precision_option(PRECISIONS, f"which .tflite file: fp32, or int8 (the {INT8_KEY!r} "
                          "file, which must exist)"),
         FILE,
