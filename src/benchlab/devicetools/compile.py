@@ -187,15 +187,14 @@ def _fetch(source: WheelLibrary | DebianLibraries, root: Path, architecture: str
     folder = root / "sources" / f"debian-{source.suite}-{architecture}-{source.package}"
     fetched = debian_root(folder, source.package, source.suite, architecture,
                           progress=progress)
-    libraries = [fetched.folder / path for path in fetched.libraries]
-    names = {name for path in libraries if (name := elf_soname(path))}
-    if len(names) != 1:
+    by_soname = {name: path for path in (fetched.folder / p for p in fetched.libraries)
+                 if (name := elf_soname(path))}
+    if len(by_soname) != 1:
         raise InfrastructureError(
             f"Debian's {source.package} {fetched.version} installs "
-            f"{len(names) or 'no'} shared libraries with a SONAME ({', '.join(sorted(names))})"
-            "; benchlab's runner links one")
-    (name,) = names
-    path = next(p for p in libraries if elf_soname(p) == name)
+            f"{len(by_soname) or 'no'} shared libraries with a SONAME "
+            f"({', '.join(sorted(by_soname))}); benchlab's runner links one")
+    ((name, path),) = by_soname.items()
     packages = (f"Debian {source.suite}'s {source.package} {fetched.version} and the packages "
                 f"it depends on, in {fetched.folder} (remove {folder} to fetch them again)")
     return _Libraries(

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchlab.devicetools.toolchain import gnu_triplet
 from benchlab.errors import InfrastructureError, UsageError
 
 __all__ = ["DEBIAN_ARCHITECTURES", "DEBIAN_ARCHIVE", "DebianRoot", "debian_headers",
@@ -32,11 +33,9 @@ __all__ = ["DEBIAN_ARCHITECTURES", "DEBIAN_ARCHIVE", "DebianRoot", "debian_heade
 #: The archive the packages come from (the host the machines' own apt sources name).
 DEBIAN_ARCHIVE = "http://deb.debian.org/debian"
 _KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
-#: benchlab's architecture names → Debian's, and the folder under ``usr/lib`` (the multiarch
-#: triplet) a package of that architecture puts its libraries in.
-DEBIAN_ARCHITECTURES = {"aarch64": ("arm64", "aarch64-linux-gnu"),
-                        "x86_64": ("amd64", "x86_64-linux-gnu"),
-                        "arm": ("armhf", "arm-linux-gnueabihf")}
+#: benchlab's architecture names → Debian's (a package of one puts its libraries in
+#: ``usr/lib/<its GNU triplet>``: :func:`~benchlab.devicetools.toolchain.gnu_triplet`).
+DEBIAN_ARCHITECTURES = {"aarch64": "arm64", "x86_64": "amd64", "arm": "armhf"}
 _SHARED_OBJECT = re.compile(r"\.so(\.\d+)*$")
 
 
@@ -107,7 +106,7 @@ class DebianRoot:
 
     def library_folders(self) -> tuple[Path, ...]:
         """Where the packages' libraries are, as the loader of that architecture looks."""
-        triplet = DEBIAN_ARCHITECTURES[self.architecture][1]
+        triplet = gnu_triplet(self.architecture)
         return tuple(self.folder / sub / triplet for sub in ("usr/lib", "lib")
                      if (self.folder / sub / triplet).is_dir())
 
@@ -137,7 +136,7 @@ def debian_root(folder: Path, package: str, suite: str, architecture: str, *,
     tools = ("apt-get", "apt-cache", "dpkg-deb")
     if any(shutil.which(tool) is None for tool in tools):
         raise InfrastructureError(f"fetching Debian's {package} needs {', '.join(tools)}")
-    debian = DEBIAN_ARCHITECTURES[architecture][0]
+    debian = DEBIAN_ARCHITECTURES[architecture]
     progress(f"fetching {package} ({debian}) and the packages it depends on from Debian {suite}")
     why = _apt_update(folder, suite, archive, debian)
     depends = _apt(folder, "depends", "--recurse", "--no-recommends", "--no-suggests",

@@ -17,14 +17,15 @@ from dataclasses import dataclass
 from benchlab.devicetools.elf import ABI_ARCHITECTURES
 from benchlab.errors import InfrastructureError
 
-__all__ = ["Toolchain", "find_toolchain", "host_architecture"]
+__all__ = ["Toolchain", "find_toolchain", "gnu_triplet", "host_architecture"]
 
-#: Architecture → (compiler prefix, the Debian package that installs it).
+#: Architecture → (its GNU triplet: the cross compilers' prefix and Debian's multiarch
+#: folder, the Debian package that installs its cross compiler).
 _CROSS = {
-    "aarch64": ("aarch64-linux-gnu-", "g++-aarch64-linux-gnu"),
-    "arm": ("arm-linux-gnueabihf-", "g++-arm-linux-gnueabihf"),
-    "x86_64": ("x86_64-linux-gnu-", "g++-x86-64-linux-gnu"),
-    "riscv64": ("riscv64-linux-gnu-", "g++-riscv64-linux-gnu"),
+    "aarch64": ("aarch64-linux-gnu", "g++-aarch64-linux-gnu"),
+    "arm": ("arm-linux-gnueabihf", "g++-arm-linux-gnueabihf"),
+    "x86_64": ("x86_64-linux-gnu", "g++-x86-64-linux-gnu"),
+    "riscv64": ("riscv64-linux-gnu", "g++-riscv64-linux-gnu"),
 }
 
 
@@ -50,6 +51,12 @@ class Toolchain:
         return args
 
 
+def gnu_triplet(architecture: str) -> str:
+    """``architecture``'s GNU triplet (``aarch64-linux-gnu``): what its cross compilers are
+    prefixed with, and the folder under ``usr/lib`` Debian's packages of it install into."""
+    return _CROSS.get(architecture, (f"{architecture}-linux-gnu", None))[0]
+
+
 def host_architecture() -> str:
     """This machine's architecture in benchlab's names (``x86_64``, ``aarch64``...)."""
     machine = platform.machine().lower()
@@ -68,7 +75,7 @@ def _version(compiler: str) -> str:
 def find_toolchain(architecture: str) -> Toolchain:
     """The compilers for ``architecture``; :class:`InfrastructureError` naming the package to
     install when there are none."""
-    prefix, package = _CROSS.get(architecture, (f"{architecture}-linux-gnu-", None))
+    prefix, package = f"{gnu_triplet(architecture)}-", _CROSS.get(architecture, ("", None))[1]
     cc, cxx = shutil.which(f"{prefix}gcc"), shutil.which(f"{prefix}g++")
     source = package or f"{prefix}g++"
     if (cc is None or cxx is None) and architecture == host_architecture():
